@@ -1,0 +1,94 @@
+package objstore
+
+import (
+	"context"
+	"time"
+)
+
+// Limits every backend enforces, so that input rejected by one is rejected
+// by all. Names may not contain NUL bytes.
+const (
+	MaxPoolNameLen   = 255
+	MaxNamespaceLen  = 255
+	MaxObjectNameLen = 2048    // RADOS osd_max_object_name_len default
+	MaxXattrNameLen  = 255
+	MaxXattrValueLen = 64 << 10
+	MaxOmapKeyLen    = 4096
+	MaxOmapValueLen  = 1 << 20
+	MaxObjectSize    = 1 << 30 // one object; S3 objects are striped above this layer
+	MaxOpSteps       = 4096
+	MaxClassInputLen = 8 << 20
+)
+
+// Store is a set of pools: the librados Conn/cluster handle.
+//
+// All methods are safe for concurrent use.
+type Store interface {
+	// CreatePool creates a pool (rados_pool_create). ErrExists if it exists,
+	// ErrInvalid for a bad name.
+	CreatePool(ctx context.Context, name string) error
+	// DeletePool removes a pool and every object in it (rados_pool_delete).
+	// ErrNotFound if it does not exist.
+	DeletePool(ctx context.Context, name string) error
+	// ListPools returns pool names in lexical order (rados_pool_list).
+	ListPools(ctx context.Context) ([]string, error)
+	// IOContext opens a handle on a pool's default (empty) namespace
+	// (rados_ioctx_create). ErrNotFound if the pool does not exist.
+	IOContext(ctx context.Context, pool string) (IOContext, error)
+	// Close releases the store. In-flight operations must have returned.
+	Close() error
+}
+
+// IOContext addresses objects in one pool and namespace. It is immutable and
+// safe for concurrent use (unlike a librados ioctx, whose namespace is
+// mutable state: WithNamespace returns a new handle instead).
+type IOContext interface {
+	Pool() string
+	Namespace() string
+	// WithNamespace returns a handle on the same pool in namespace ns
+	// (rados_ioctx_set_namespace).
+	WithNamespace(ns string) IOContext
+
+	// Operate applies every step of op to object oid atomically: all steps
+	// take effect, or none does (rados_write_op_operate). A failed guard
+	// returns an error matching ErrCanceled; a failed step returns its own
+	// error; in both cases nothing changed. On success the object's version
+	// has increased and op.Version reports it. When Operate returns nil the
+	// change is durable (synced); concurrent operations share syncs.
+	// Operations on one object are serialised; on different objects they
+	// run in parallel.
+	//
+	// Steps run in order and later steps observe earlier ones. An op may be
+	// used once.
+	Operate(ctx context.Context, oid string, op *WriteOp) error
+
+	// OperateRead runs every step of op against one consistent snapshot of
+	// object oid (rados_read_op_operate). Step results are filled in place.
+	// A failed guard returns ErrCanceled; a missing object returns
+	// ErrNotFound unless every step tolerates absence (see ReadOp).
+	// A read sees every write acknowledged before it started, and never a
+	// write that could still be lost by a crash.
+	OperateRead(ctx context.Context, oid string, op *ReadOp) error
+
+	// ListObjects returns up to max object names in this namespace that sort
+	// after marker, in lexical order, and whether more remain
+	// (rados_nobjects_list_*, but ordered and resumable by name).
+	ListObjects(ctx context.Context, marker string, max int) (oids []string, more bool, err error)
+}
+
+// Stat is an object's size, modification time and version.
+type Stat struct {
+	Size    int64
+	ModTime time.Time
+	// Version is the object's user version. It strictly increases with
+	// every successful WriteOp on the object, also across removal and
+	// re-creation, so assert_version cannot be fooled by ABA. Values are
+	// not dense: do not assume +1 steps.
+	Version uint64
+}
+
+// KV is one omap entry.
+type KV struct {
+	Key   string
+	Value []byte
+}
