@@ -1,0 +1,243 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Domain errors. s3api maps each to one S3 error code in a single table.
+var (
+	ErrNoSuchBucket        = errors.New("no such bucket")
+	ErrBucketExists        = errors.New("bucket already exists")       // owned by someone else
+	ErrBucketOwnedByYou    = errors.New("bucket already owned by you") // same owner
+	ErrBucketNotEmpty      = errors.New("bucket not empty")
+	ErrInvalidBucketName   = errors.New("invalid bucket name")
+	ErrNoSuchKey           = errors.New("no such key")
+	ErrInvalidKey          = errors.New("invalid object key") // empty, > 1024 bytes, NUL
+	ErrNoSuchUpload        = errors.New("no such upload")
+	ErrInvalidPart         = errors.New("invalid part")
+	ErrInvalidPartOrder    = errors.New("invalid part order")
+	ErrEntityTooSmall      = errors.New("entity too small")
+	ErrEntityTooLarge      = errors.New("entity too large")
+	ErrPreconditionFailed  = errors.New("precondition failed")
+	ErrNoSuchUser          = errors.New("no such user")
+	ErrUserExists          = errors.New("user exists")
+	ErrKeyExists           = errors.New("access key in use")
+	ErrInvalidAccessKey    = errors.New("invalid access key")
+	ErrSlowDown            = errors.New("slow down")       // e.g. notification queue full
+	ErrIncompleteBody      = errors.New("incomplete body") // fewer bytes than declared
+	ErrInvalidArgument     = errors.New("invalid argument")
+	ErrReshardInProgress   = errors.New("reshard in progress")
+	ErrNoSuchReshard       = errors.New("no reshard for bucket")
+	ErrNotEmptyUserBuckets = errors.New("user still owns buckets")
+	ErrTooManyParts        = errors.New("too many parts")
+)
+
+// Limits.
+const (
+	MaxKeyLen       = 1024
+	MaxObjectSize   = 5 << 40 // 5 TiB, S3's limit for multipart objects
+	MaxPutSize      = 5 << 30 // single PUT
+	MinPartSize     = 5 << 20 // all parts but the last
+	MaxPartNumber   = 10000
+	MaxUserMetaSize = 2 << 10 // S3: 2 KB of user metadata
+)
+
+// User is a gateway user and its S3 keys.
+type User struct {
+	ID          string    `json:"user_id"`
+	DisplayName string    `json:"display_name"`
+	Keys        []Key     `json:"keys"`
+	Admin       bool      `json:"admin,omitempty"`
+	Created     time.Time `json:"created"`
+}
+
+// Key is one S3 access key pair.
+type Key struct {
+	User      string `json:"user"`
+	AccessKey string `json:"access_key"`
+	SecretKey string `json:"secret_key"`
+}
+
+// BucketInfo is what HEAD/ListBuckets need.
+type BucketInfo struct {
+	Name     string    `json:"name"`
+	ID       string    `json:"id"`
+	Owner    string    `json:"owner"`
+	Created  time.Time `json:"creation_time"`
+	Location string    `json:"location,omitempty"`
+}
+
+// BucketStats is `cairn admin bucket stats`.
+type BucketStats struct {
+	BucketInfo
+	NumShards    int    `json:"num_shards"`
+	Generation   uint64 `json:"index_generation"`
+	NumObjects   uint64 `json:"num_objects"`
+	Size         uint64 `json:"size"`
+	ReshardState string `json:"reshard_status"`
+}
+
+// ObjectMeta is the metadata a client sets on an object.
+type ObjectMeta struct {
+	ContentType        string            `json:"ct,omitempty"`
+	ContentEncoding    string            `json:"ce,omitempty"`
+	ContentDisposition string            `json:"cd,omitempty"`
+	ContentLanguage    string            `json:"cl,omitempty"`
+	CacheControl       string            `json:"cc,omitempty"`
+	Expires            string            `json:"ex,omitempty"`
+	UserMeta           map[string]string `json:"um,omitempty"` // lower-case names without x-amz-meta-
+	Tags               map[string]string `json:"tg,omitempty"`
+	// Checksums maps an algorithm (CRC32, CRC32C, CRC64NVME, SHA1, SHA256) to
+	// its base64 value as sent/returned in x-amz-checksum-*.
+	Checksums    map[string]string `json:"ck,omitempty"`
+	ChecksumType string            `json:"ckt,omitempty"` // FULL_OBJECT or COMPOSITE
+}
+
+// ObjectInfo describes a stored object.
+type ObjectInfo struct {
+	Bucket  string
+	Key     string
+	Size    int64
+	ETag    string // quoted-free hex, "-N" suffix for multipart
+	ModTime time.Time
+	Meta    ObjectMeta
+	Parts   int // number of multipart parts, 0 for a plain PUT
+	Owner   string
+	Version uint64 // head object version, for sequencers
+}
+
+// Range is a resolved byte range [Start, Start+Length).
+type Range struct {
+	Start, Length int64
+}
+
+// Conditions are the If-* preconditions of a request, evaluated by the
+// driver atomically with the operation where that matters (conditional PUT,
+// copy source).
+type Conditions struct {
+	IfMatch           string
+	IfNoneMatch       string
+	IfModifiedSince   *time.Time
+	IfUnmodifiedSince *time.Time
+}
+
+// PutObjectInput is one PUT.
+type PutObjectInput struct {
+	Bucket, Key string
+	// Body is read to EOF. A read error (e.g. a checksum or signature
+	// mismatch detected by a verifying reader at EOF) aborts the PUT: nothing
+	// becomes visible and no notification is produced.
+	Body io.Reader
+	Size int64 // -1 when unknown
+	Meta ObjectMeta
+	// IfNoneMatch "*" makes the PUT fail with ErrPreconditionFailed when
+	// the key exists.
+	IfNoneMatch string
+	IfMatch     string
+	// EventName overrides the notification event ("ObjectCreated:Put" by
+	// default; "ObjectCreated:Post" for POST uploads).
+	EventName string
+}
+
+// CopyObjectInput is CopyObject.
+type CopyObjectInput struct {
+	SrcBucket, SrcKey string
+	DstBucket, DstKey string
+	// ReplaceMeta is x-amz-metadata-directive: REPLACE (Meta is used);
+	// otherwise the source's metadata is copied.
+	ReplaceMeta bool
+	Meta        ObjectMeta
+	SrcCond     Conditions
+}
+
+// ListObjectsInput is one page of an ordered listing.
+type ListObjectsInput struct {
+	Bucket     string
+	Prefix     string
+	Delimiter  string
+	StartAfter string // exclusive
+	MaxKeys    int
+}
+
+// ListObjectsResult: Objects and CommonPrefixes are each in key order; their
+// union is at most MaxKeys entries. NextMarker is the last key or prefix
+// returned when IsTruncated.
+type ListObjectsResult struct {
+	Objects        []ObjectInfo
+	CommonPrefixes []string
+	IsTruncated    bool
+	NextMarker     string
+}
+
+// PartInfo describes one uploaded part.
+type PartInfo struct {
+	PartNumber int
+	ETag       string
+	Size       int64
+	ModTime    time.Time
+	Checksums  map[string]string
+}
+
+// CompletePart is one part named in CompleteMultipartUpload.
+type CompletePart struct {
+	PartNumber int
+	ETag       string
+	Checksums  map[string]string
+}
+
+// UploadInfo describes an in-progress multipart upload.
+type UploadInfo struct {
+	Bucket, Key, UploadID string
+	Initiated             time.Time
+	Owner                 string
+	Meta                  ObjectMeta
+}
+
+// ListPartsResult is one page of ListParts.
+type ListPartsResult struct {
+	Upload               UploadInfo
+	Parts                []PartInfo
+	IsTruncated          bool
+	NextPartNumberMarker int
+}
+
+// ListUploadsInput is ListMultipartUploads.
+type ListUploadsInput struct {
+	Bucket, Prefix, Delimiter string
+	KeyMarker, UploadIDMarker string
+	MaxUploads                int
+}
+
+// ListUploadsResult is one page of ListMultipartUploads.
+type ListUploadsResult struct {
+	Uploads            []UploadInfo
+	CommonPrefixes     []string
+	IsTruncated        bool
+	NextKeyMarker      string
+	NextUploadIDMarker string
+}
+
+// RequestMeta describes the S3 request on whose behalf the driver acts;
+// notification records carry it. s3api attaches it with WithRequest.
+type RequestMeta struct {
+	RequestID string
+	HostID    string
+	SourceIP  string
+	Principal string // user id
+}
+
+type requestKey struct{}
+
+// WithRequest returns ctx carrying m.
+func WithRequest(ctx context.Context, m RequestMeta) context.Context {
+	return context.WithValue(ctx, requestKey{}, m)
+}
+
+// RequestFrom returns the RequestMeta in ctx, if any.
+func RequestFrom(ctx context.Context) RequestMeta {
+	m, _ := ctx.Value(requestKey{}).(RequestMeta)
+	return m
+}

@@ -1,0 +1,48 @@
+package s3api
+
+import (
+	"context"
+	"io"
+
+	"github.com/cairn-s3/cairn/internal/driver"
+)
+
+// Backend is everything the S3 handlers need from the gateway services. It
+// has no HTTP types. Errors are driver's domain errors (driver.ErrNoSuchKey,
+// ...), mapped to S3 errors in one table in this package. Authorisation
+// (bucket ownership) is the handlers' job; the backend does not check it.
+type Backend interface {
+	// Users and keys.
+	LookupAccessKey(ctx context.Context, accessKey string) (driver.User, string, error) // user, secret
+	CreateUser(ctx context.Context, u driver.User) (driver.User, error)                 // generates keys if none
+	GetUser(ctx context.Context, uid string) (driver.User, error)
+	ListUsers(ctx context.Context) ([]string, error)
+	RemoveUser(ctx context.Context, uid string) error
+
+	// Buckets. numShards 0 means the configured default.
+	CreateBucket(ctx context.Context, owner, name, location string, numShards int) error
+	GetBucket(ctx context.Context, name string) (driver.BucketInfo, error)
+	DeleteBucket(ctx context.Context, name string) error
+	ListBuckets(ctx context.Context, owner string) ([]driver.BucketInfo, error) // owner "" = all
+	BucketStats(ctx context.Context, name string) (driver.BucketStats, error)
+
+	// Objects.
+	PutObject(ctx context.Context, in driver.PutObjectInput) (driver.ObjectInfo, error)
+	// GetObject returns the object's info and a reader over rng (nil = whole
+	// object). The caller closes the reader. Conditions are checked by the
+	// caller on the returned info before streaming.
+	GetObject(ctx context.Context, bucket, key string, rng *driver.Range) (driver.ObjectInfo, io.ReadCloser, error)
+	HeadObject(ctx context.Context, bucket, key string) (driver.ObjectInfo, error)
+	// DeleteObject deletes key; deleting a missing key succeeds (S3 semantics).
+	DeleteObject(ctx context.Context, bucket, key string) error
+	CopyObject(ctx context.Context, in driver.CopyObjectInput) (driver.ObjectInfo, error)
+	ListObjects(ctx context.Context, in driver.ListObjectsInput) (driver.ListObjectsResult, error)
+
+	// Multipart.
+	CreateMultipartUpload(ctx context.Context, bucket, key string, meta driver.ObjectMeta) (uploadID string, err error)
+	UploadPart(ctx context.Context, bucket, key, uploadID string, part int, body io.Reader, size int64, checksums map[string]string) (driver.PartInfo, error)
+	ListParts(ctx context.Context, bucket, key, uploadID string, marker, max int) (driver.ListPartsResult, error)
+	ListMultipartUploads(ctx context.Context, in driver.ListUploadsInput) (driver.ListUploadsResult, error)
+	CompleteMultipartUpload(ctx context.Context, bucket, key, uploadID string, parts []driver.CompletePart) (driver.ObjectInfo, error)
+	AbortMultipartUpload(ctx context.Context, bucket, key, uploadID string) error
+}
