@@ -27,6 +27,7 @@ var (
 	ErrTooBig       = Errno(syscall.EFBIG)      // value or object over its size limit
 	ErrNotSupported = Errno(syscall.EOPNOTSUPP) // unknown class or method
 	ErrTimedOut     = Errno(syscall.ETIMEDOUT)  // backend did not answer in time
+	ErrStale        = Errno(syscall.ESTALE)     // addressed a retired structure (closed index shard): refresh and retry
 )
 
 // Error is an Errno with context. errors.Is(err, ErrNotFound) holds for an
