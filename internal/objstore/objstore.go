@@ -10,7 +10,7 @@ import (
 const (
 	MaxPoolNameLen   = 255
 	MaxNamespaceLen  = 255
-	MaxObjectNameLen = 2048    // RADOS osd_max_object_name_len default
+	MaxObjectNameLen = 2048 // RADOS osd_max_object_name_len default
 	MaxXattrNameLen  = 255
 	MaxXattrValueLen = 64 << 10
 	MaxOmapKeyLen    = 4096

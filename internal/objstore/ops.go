@@ -224,7 +224,7 @@ func NewWriteOp() *WriteOp { return &WriteOp{} }
 
 func (op *WriteOp) add(s Step) *WriteOp { op.Steps = append(op.Steps, s); return op }
 
-func (op *WriteOp) AssertExists() *WriteOp         { return op.add(&AssertExists{}) }
+func (op *WriteOp) AssertExists() *WriteOp          { return op.add(&AssertExists{}) }
 func (op *WriteOp) AssertVersion(v uint64) *WriteOp { return op.add(&AssertVersion{Version: v}) }
 func (op *WriteOp) CmpXattr(name string, c CmpOp, value []byte) *WriteOp {
 	return op.add(&CmpXattr{Name: name, Op: c, Mode: CmpBytes, Value: value})
@@ -240,9 +240,9 @@ func (op *WriteOp) WriteFull(data []byte) *WriteOp { return op.add(&WriteFull{Da
 func (op *WriteOp) Write(data []byte, off int64) *WriteOp {
 	return op.add(&Write{Offset: off, Data: data})
 }
-func (op *WriteOp) Append(data []byte) *WriteOp   { return op.add(&Append{Data: data}) }
-func (op *WriteOp) Truncate(size int64) *WriteOp  { return op.add(&Truncate{Size: size}) }
-func (op *WriteOp) Remove() *WriteOp              { return op.add(&Remove{}) }
+func (op *WriteOp) Append(data []byte) *WriteOp  { return op.add(&Append{Data: data}) }
+func (op *WriteOp) Truncate(size int64) *WriteOp { return op.add(&Truncate{Size: size}) }
+func (op *WriteOp) Remove() *WriteOp             { return op.add(&Remove{}) }
 func (op *WriteOp) SetXattr(name string, v []byte) *WriteOp {
 	return op.add(&SetXattr{Name: name, Value: v})
 }
@@ -252,9 +252,9 @@ func (op *WriteOp) RmOmapKeys(keys ...string) *WriteOp { return op.add(&RmOmapKe
 func (op *WriteOp) OmapRmRange(start, end string) *WriteOp {
 	return op.add(&OmapRmRange{Start: start, End: end})
 }
-func (op *WriteOp) OmapClear() *WriteOp                { return op.add(&OmapClear{}) }
-func (op *WriteOp) SetOmapHeader(h []byte) *WriteOp    { return op.add(&SetOmapHeader{Header: h}) }
-func (op *WriteOp) SetMtime(t time.Time) *WriteOp      { return op.add(&SetMtime{Time: t}) }
+func (op *WriteOp) OmapClear() *WriteOp             { return op.add(&OmapClear{}) }
+func (op *WriteOp) SetOmapHeader(h []byte) *WriteOp { return op.add(&SetOmapHeader{Header: h}) }
+func (op *WriteOp) SetMtime(t time.Time) *WriteOp   { return op.add(&SetMtime{Time: t}) }
 
 // Exec adds a class method call and returns its step, whose Out is filled
 // by Operate.
@@ -274,7 +274,7 @@ func NewReadOp() *ReadOp { return &ReadOp{} }
 
 func (op *ReadOp) add(s Step) { op.Steps = append(op.Steps, s) }
 
-func (op *ReadOp) AssertExists() *ReadOp         { op.add(&AssertExists{}); return op }
+func (op *ReadOp) AssertExists() *ReadOp          { op.add(&AssertExists{}); return op }
 func (op *ReadOp) AssertVersion(v uint64) *ReadOp { op.add(&AssertVersion{Version: v}); return op }
 func (op *ReadOp) CmpXattr(name string, c CmpOp, value []byte) *ReadOp {
 	op.add(&CmpXattr{Name: name, Op: c, Mode: CmpBytes, Value: value})
