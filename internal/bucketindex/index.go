@@ -1,0 +1,179 @@
+package bucketindex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/cairn-s3/cairn/internal/objstore"
+)
+
+// Index is one bucket's index at one layout. It is a value: callers get a
+// fresh one when the layout changes (ErrStale from a write).
+type Index struct {
+	IO       objstore.IOContext // default.rgw.buckets.index
+	BucketID string
+	Layout   Layout
+}
+
+func (x Index) shardOID(shard int) string { return ShardOID(x.BucketID, x.Layout.Gen, shard) }
+
+// ShardFor returns the shard object holding key.
+func (x Index) ShardFor(key string) string {
+	return x.shardOID(ShardOf(key, x.Layout.NumShards))
+}
+
+// Init creates every shard object of the layout.
+func (x Index) Init(ctx context.Context) error {
+	return x.eachShard(ctx, func(ctx context.Context, oid string) error {
+		op := objstore.NewWriteOp()
+		op.Exec(ClassName, "init", nil)
+		return x.IO.Operate(ctx, oid, op)
+	})
+}
+
+// Remove deletes every shard object (missing ones are fine).
+func (x Index) Remove(ctx context.Context) error {
+	return x.eachShard(ctx, func(ctx context.Context, oid string) error {
+		err := x.IO.Operate(ctx, oid, objstore.NewWriteOp().Remove())
+		if errors.Is(err, objstore.ErrNotFound) {
+			return nil
+		}
+		return err
+	})
+}
+
+// SetState sets every shard's state.
+func (x Index) SetState(ctx context.Context, state string) error {
+	in, _ := json.Marshal(stateIn{State: state})
+	return x.eachShard(ctx, func(ctx context.Context, oid string) error {
+		op := objstore.NewWriteOp()
+		op.Exec(ClassName, "set_state", in)
+		return x.IO.Operate(ctx, oid, op)
+	})
+}
+
+// maxFanout bounds concurrent shard requests from one call.
+const maxFanout = 32
+
+func (x Index) eachShard(ctx context.Context, fn func(ctx context.Context, oid string) error) error {
+	n := x.Layout.NumShards
+	errs := make([]error, n)
+	sem := make(chan struct{}, maxFanout)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = fn(ctx, x.shardOID(i))
+		}(i)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Link sets e in its shard, atomically with the shard's stats, and returns
+// the entry it replaced (nil if none). The replaced entry's data is recorded
+// for collection in the same operation. ErrStale means the layout changed.
+func (x Index) Link(ctx context.Context, e Entry) (*Entry, error) {
+	in, err := json.Marshal(linkIn{Entry: e})
+	if err != nil {
+		return nil, err
+	}
+	return x.mutate(ctx, e.Key, "link", in)
+}
+
+// Unlink removes key (only if its tag is still tag, when tag != "") and
+// returns the removed entry. ErrNotFound if absent.
+func (x Index) Unlink(ctx context.Context, key, tag string) (*Entry, error) {
+	in, _ := json.Marshal(unlinkIn{Key: key, Tag: tag})
+	return x.mutate(ctx, key, "unlink", in)
+}
+
+func (x Index) mutate(ctx context.Context, key, method string, in []byte) (*Entry, error) {
+	op := objstore.NewWriteOp()
+	ex := op.Exec(ClassName, method, in)
+	if err := x.IO.Operate(ctx, x.ShardFor(key), op); err != nil {
+		return nil, err
+	}
+	if len(ex.Out) == 0 {
+		return nil, nil
+	}
+	old, err := decodeEntry(ex.Out)
+	return &old, err
+}
+
+// Get returns key's entry or ErrNotFound.
+func (x Index) Get(ctx context.Context, key string) (Entry, error) {
+	op := objstore.NewReadOp()
+	st := op.GetOmapValuesByKeys(key)
+	if err := x.IO.OperateRead(ctx, x.ShardFor(key), op); err != nil {
+		if errors.Is(err, objstore.ErrNotFound) {
+			return Entry{}, objstore.Errorf(objstore.ErrStale, "index shard missing")
+		}
+		return Entry{}, err
+	}
+	if len(st.Pairs) == 0 {
+		return Entry{}, objstore.Errorf(objstore.ErrNotFound, "key %q", key)
+	}
+	return decodeEntry(st.Pairs[0].Value)
+}
+
+// Stats sums the shards' headers.
+func (x Index) Stats(ctx context.Context) (Stats, error) {
+	var mu sync.Mutex
+	var total Stats
+	err := x.eachShard(ctx, func(ctx context.Context, oid string) error {
+		op := objstore.NewReadOp()
+		hs := op.GetOmapHeader()
+		if err := x.IO.OperateRead(ctx, oid, op); err != nil {
+			return err
+		}
+		h, err := decodeHeader(hs.Header)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		total.add(h.Stats)
+		mu.Unlock()
+		return nil
+	})
+	return total, err
+}
+
+// GCRecord is replaced or removed data awaiting collection.
+type GCRecord struct {
+	Shard    string
+	Tag      string
+	Manifest Manifest
+}
+
+// PendingGC lists up to max GC records of one shard.
+func (x Index) PendingGC(ctx context.Context, shard int, max int) ([]GCRecord, error) {
+	op := objstore.NewReadOp()
+	vs := op.GetOmapValues(gcPrefix, gcPrefix, max)
+	oid := x.shardOID(shard)
+	if err := x.IO.OperateRead(ctx, oid, op); err != nil {
+		return nil, err
+	}
+	out := make([]GCRecord, 0, len(vs.Pairs))
+	for _, kv := range vs.Pairs {
+		var m Manifest
+		if err := json.Unmarshal(kv.Value, &m); err != nil {
+			return nil, objstore.Errorf(objstore.ErrInvalid, "gc record %q: %v", kv.Key, err)
+		}
+		out = append(out, GCRecord{Shard: oid, Tag: strings.TrimPrefix(kv.Key, gcPrefix), Manifest: m})
+	}
+	return out, nil
+}
+
+// GCDone removes collected GC records from a shard object.
+func GCDone(ctx context.Context, io objstore.IOContext, shardOID string, tags ...string) error {
+	in, _ := json.Marshal(gcDoneIn{Tags: tags})
+	op := objstore.NewWriteOp()
+	op.Exec(ClassName, "gc_done", in)
+	return io.Operate(ctx, shardOID, op)
+}

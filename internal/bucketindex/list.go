@@ -1,0 +1,125 @@
+package bucketindex
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/cairn-s3/cairn/internal/objstore"
+)
+
+// List returns up to max entries with keys > startAfter that begin with
+// prefix, in key order, merged across every shard, and whether more exist.
+//
+// Each shard is asked for a bounded page (about twice its fair share of max,
+// since keys are hashed uniformly), all shards concurrently; a shard whose
+// page runs out before the merge is done is asked for its next page alone.
+// So a page costs O(max + shards) entries read, not O(max × shards).
+func (x Index) List(ctx context.Context, startAfter, prefix string, max int) ([]Entry, bool, error) {
+	if max <= 0 {
+		return nil, false, nil
+	}
+	n := x.Layout.NumShards
+	per := 2*max/n + 8
+	if per > max {
+		per = max
+	}
+	curs := make([]*cursor, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, maxFanout)
+	done := make(chan int, n)
+	for i := 0; i < n; i++ {
+		curs[i] = &cursor{x: x, oid: x.shardOID(i), after: startAfter, prefix: prefix, page: per}
+		sem <- struct{}{}
+		go func(i int) {
+			errs[i] = curs[i].fill(ctx)
+			<-sem
+			done <- i
+		}(i)
+	}
+	for i := 0; i < n; i++ {
+		<-done
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, false, err
+	}
+	h := &cursorHeap{}
+	for _, c := range curs {
+		if len(c.buf) > 0 {
+			*h = append(*h, c)
+		}
+	}
+	heap.Init(h)
+	out := make([]Entry, 0, max)
+	for h.Len() > 0 {
+		c := (*h)[0]
+		if len(out) == max {
+			return out, true, nil
+		}
+		e, err := decodeEntry(c.buf[0].Value)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, e)
+		c.buf = c.buf[1:]
+		if len(c.buf) == 0 && c.more {
+			if err := c.fill(ctx); err != nil {
+				return nil, false, err
+			}
+		}
+		if len(c.buf) == 0 {
+			heap.Pop(h)
+		} else {
+			heap.Fix(h, 0)
+		}
+	}
+	return out, false, nil
+}
+
+type cursor struct {
+	x      Index
+	oid    string
+	after  string
+	prefix string
+	page   int
+	buf    []objstore.KV
+	more   bool
+}
+
+func (c *cursor) fill(ctx context.Context) error {
+	op := objstore.NewReadOp()
+	vs := op.GetOmapValues(c.after, c.prefix, c.page)
+	if err := c.x.IO.OperateRead(ctx, c.oid, op); err != nil {
+		if errors.Is(err, objstore.ErrNotFound) {
+			return objstore.Errorf(objstore.ErrStale, "index shard %s missing", c.oid)
+		}
+		return err
+	}
+	c.buf = c.buf[:0]
+	for _, kv := range vs.Pairs {
+		if strings.HasPrefix(kv.Key, specialPrefix) {
+			vs.More = false
+			break
+		}
+		c.buf = append(c.buf, kv)
+	}
+	c.more = vs.More
+	if len(c.buf) > 0 {
+		c.after = c.buf[len(c.buf)-1].Key
+	}
+	return nil
+}
+
+type cursorHeap []*cursor
+
+func (h cursorHeap) Len() int           { return len(h) }
+func (h cursorHeap) Less(i, j int) bool { return h[i].buf[0].Key < h[j].buf[0].Key }
+func (h cursorHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *cursorHeap) Push(v any)        { *h = append(*h, v.(*cursor)) }
+func (h *cursorHeap) Pop() any {
+	old := *h
+	v := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return v
+}
