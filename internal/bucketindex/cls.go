@@ -34,6 +34,10 @@ func Register(reg *objstore.Registry) {
 
 type linkIn struct {
 	Entry Entry `json:"e"`
+	// Conditional PUT: IfAbsent fails with ErrCanceled when the key exists;
+	// IfETag fails with ErrCanceled unless the current entry has that ETag.
+	IfAbsent bool   `json:"a,omitempty"`
+	IfETag   string `json:"m,omitempty"`
 }
 
 type unlinkIn struct {
@@ -194,6 +198,18 @@ func clsLink(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	var li linkIn
 	if err := json.Unmarshal(in, &li); err != nil {
 		return nil, objstore.Errorf(objstore.ErrInvalid, "link input: %v", err)
+	}
+	if li.IfAbsent || li.IfETag != "" {
+		old, _, err := getOld(ctx, li.Entry.Key)
+		if err != nil {
+			return nil, err
+		}
+		if li.IfAbsent && old != nil {
+			return nil, objstore.Errorf(objstore.ErrCanceled, "key %q exists", li.Entry.Key)
+		}
+		if li.IfETag != "" && (old == nil || old.ETag != li.IfETag) {
+			return nil, objstore.Errorf(objstore.ErrCanceled, "key %q: etag does not match", li.Entry.Key)
+		}
 	}
 	return mutate(ctx, LogRecord{Op: "link", Entry: li.Entry})
 }

@@ -78,12 +78,18 @@ func (x Index) eachShard(ctx context.Context, fn func(ctx context.Context, oid s
 // Link sets e in its shard, atomically with the shard's stats, and returns
 // the entry it replaced (nil if none). The replaced entry's data is recorded
 // for collection in the same operation. ErrStale means the layout changed.
-func (x Index) Link(ctx context.Context, e Entry) (*Entry, error) {
-	in, err := json.Marshal(linkIn{Entry: e})
+func (x Index) Link(ctx context.Context, e Entry, c LinkCond) (*Entry, error) {
+	in, err := json.Marshal(linkIn{Entry: e, IfAbsent: c.IfAbsent, IfETag: c.IfETag})
 	if err != nil {
 		return nil, err
 	}
 	return x.mutate(ctx, e.Key, "link", in)
+}
+
+// LinkCond makes Link conditional (ErrCanceled when it does not hold).
+type LinkCond struct {
+	IfAbsent bool   // If-None-Match: *
+	IfETag   string // If-Match: etag
 }
 
 // Unlink removes key (only if its tag is still tag, when tag != "") and

@@ -1,0 +1,346 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cairn-s3/cairn/internal/bucketindex"
+	"github.com/cairn-s3/cairn/internal/objstore"
+)
+
+const nsUserBuckets = "users.buckets"
+
+// Instance is a bucket instance record (default.rgw.meta, namespace
+// "instances", object <bucket_id>): identity plus the index layout.
+type Instance struct {
+	Name     string             `json:"name"`
+	ID       string             `json:"id"`
+	Owner    string             `json:"owner"`
+	Created  time.Time          `json:"created"`
+	Location string             `json:"location,omitempty"`
+	Layout   bucketindex.Layout `json:"layout"`
+	// Reshard is the in-progress reshard, owned by the reshard package.
+	Reshard json.RawMessage `json:"reshard,omitempty"`
+}
+
+// entryPoint is the bucket name's record (namespace "root", object <name>).
+type entryPoint struct {
+	ID      string    `json:"id"`
+	Owner   string    `json:"owner"`
+	Created time.Time `json:"created"`
+}
+
+type bucketCacheEntry struct {
+	inst    Instance
+	version uint64
+	loaded  time.Time
+}
+
+// bucketCacheTTL bounds how long a gateway trusts a cached instance without
+// being told (by ErrStale) that it changed.
+const bucketCacheTTL = 5 * time.Second
+
+// ValidBucketName applies S3's bucket naming rules.
+func ValidBucketName(name string) bool {
+	if len(name) < 3 || len(name) > 63 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	first, last := name[0], name[len(name)-1]
+	if first == '.' || first == '-' || last == '.' || last == '-' {
+		return false
+	}
+	if strings.Contains(name, "..") || strings.Contains(name, ".-") || strings.Contains(name, "-.") {
+		return false
+	}
+	return net.ParseIP(name) == nil
+}
+
+func (d *Driver) userBuckets() objstore.IOContext { return d.meta.WithNamespace(nsUserBuckets) }
+
+// CreateBucket creates a bucket with numShards index shards (0 = default).
+// The bucket's name record is claimed last, with an exclusive create: that is
+// the commit point, so a crash before it leaves only an unreachable instance.
+func (d *Driver) CreateBucket(ctx context.Context, owner, name, location string, numShards int) error {
+	if !ValidBucketName(name) {
+		return ErrInvalidBucketName
+	}
+	if numShards == 0 {
+		numShards = d.opts.DefaultShards
+	}
+	if numShards < 1 || numShards > MaxShards {
+		return fmt.Errorf("%w: shard count %d outside 1..%d", ErrInvalidArgument, numShards, MaxShards)
+	}
+	if ep, err := d.readEntryPoint(ctx, name); err == nil {
+		if ep.Owner == owner {
+			return ErrBucketOwnedByYou
+		}
+		return ErrBucketExists
+	}
+	inst := Instance{
+		Name: name, ID: randomID(12), Owner: owner, Created: d.opts.Now().UTC(), Location: location,
+		Layout: bucketindex.Layout{Gen: 0, NumShards: numShards},
+	}
+	ix := d.indexFor(inst)
+	if err := ix.Init(ctx); err != nil {
+		_ = ix.Remove(ctx)
+		return err
+	}
+	body, _ := json.Marshal(inst)
+	if err := d.meta.WithNamespace(nsInstances).Operate(ctx, inst.ID, objstore.NewWriteOp().Create(true).WriteFull(body)); err != nil {
+		_ = ix.Remove(ctx)
+		return err
+	}
+	// Listed under the owner before the name is claimed; readers drop
+	// entries whose name record disagrees, so a crash here is harmless.
+	_ = d.userBuckets().Operate(ctx, owner, objstore.NewWriteOp().SetOmap(objstore.KV{Key: name, Value: []byte(inst.ID)}))
+	ep, _ := json.Marshal(entryPoint{ID: inst.ID, Owner: owner, Created: inst.Created})
+	err := d.meta.WithNamespace(nsRoot).Operate(ctx, name, objstore.NewWriteOp().Create(true).WriteFull(ep))
+	if err != nil {
+		_ = d.meta.WithNamespace(nsInstances).Operate(ctx, inst.ID, objstore.NewWriteOp().Remove())
+		_ = ix.Remove(ctx)
+		if errors.Is(err, objstore.ErrExists) {
+			if cur, e2 := d.readEntryPoint(ctx, name); e2 == nil && cur.Owner == owner {
+				return ErrBucketOwnedByYou
+			}
+			return ErrBucketExists
+		}
+		return err
+	}
+	return nil
+}
+
+// MaxShards caps index shard counts (RGW's rgw_max_dynamic_shards default is 1999;
+// manual resharding may go higher).
+const MaxShards = 65521
+
+func (d *Driver) readEntryPoint(ctx context.Context, name string) (entryPoint, error) {
+	b, err := readAll(ctx, d.meta.WithNamespace(nsRoot), name)
+	if errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrInvalid) {
+		return entryPoint{}, ErrNoSuchBucket
+	}
+	if err != nil {
+		return entryPoint{}, err
+	}
+	var ep entryPoint
+	if err := json.Unmarshal(b, &ep); err != nil {
+		return entryPoint{}, fmt.Errorf("bucket %s entry point: %w", name, err)
+	}
+	return ep, nil
+}
+
+// ReadInstance reads a bucket instance and its object version.
+func (d *Driver) ReadInstance(ctx context.Context, id string) (Instance, uint64, error) {
+	op := objstore.NewReadOp()
+	st := op.Stat()
+	r := op.Read(0, 0)
+	err := d.meta.WithNamespace(nsInstances).OperateRead(ctx, id, op)
+	if errors.Is(err, objstore.ErrNotFound) {
+		return Instance{}, 0, ErrNoSuchBucket
+	}
+	if err != nil {
+		return Instance{}, 0, err
+	}
+	var inst Instance
+	if err := json.Unmarshal(r.Data, &inst); err != nil {
+		return Instance{}, 0, fmt.Errorf("bucket instance %s: %w", id, err)
+	}
+	return inst, st.Stat.Version, nil
+}
+
+// WriteInstance replaces a bucket instance if its version is still ver
+// (ErrCanceled otherwise), and drops cached copies.
+func (d *Driver) WriteInstance(ctx context.Context, inst Instance, ver uint64) error {
+	body, _ := json.Marshal(inst)
+	err := d.meta.WithNamespace(nsInstances).Operate(ctx, inst.ID, objstore.NewWriteOp().AssertVersion(ver).WriteFull(body))
+	d.Invalidate(inst.Name)
+	return err
+}
+
+// Instance returns the bucket's instance, from cache when fresh.
+func (d *Driver) Instance(ctx context.Context, name string) (Instance, error) {
+	d.bmu.Lock()
+	ce := d.buckets[name]
+	d.bmu.Unlock()
+	if ce != nil && d.opts.Now().Sub(ce.loaded) < bucketCacheTTL {
+		return ce.inst, nil
+	}
+	ep, err := d.readEntryPoint(ctx, name)
+	if err != nil {
+		return Instance{}, err
+	}
+	inst, ver, err := d.ReadInstance(ctx, ep.ID)
+	if err != nil {
+		return Instance{}, err
+	}
+	d.bmu.Lock()
+	d.buckets[name] = &bucketCacheEntry{inst: inst, version: ver, loaded: d.opts.Now()}
+	d.bmu.Unlock()
+	return inst, nil
+}
+
+// Invalidate drops the cached instance of a bucket.
+func (d *Driver) Invalidate(name string) {
+	d.bmu.Lock()
+	delete(d.buckets, name)
+	d.bmu.Unlock()
+}
+
+func (d *Driver) indexFor(inst Instance) bucketindex.Index {
+	return bucketindex.Index{IO: d.index, BucketID: inst.ID, Layout: inst.Layout}
+}
+
+// withIndex runs fn on the bucket's current index, refreshing the layout and
+// retrying when fn hits a retired generation (ErrStale).
+func (d *Driver) withIndex(ctx context.Context, bucket string, fn func(Instance, bucketindex.Index) error) error {
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		var inst Instance
+		inst, err = d.Instance(ctx, bucket)
+		if err != nil {
+			return err
+		}
+		err = fn(inst, d.indexFor(inst))
+		if !errors.Is(err, objstore.ErrStale) {
+			return err
+		}
+		d.Invalidate(bucket)
+		if attempt > 0 {
+			// A reshard switch or bucket deletion is in its brief final step.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(attempt) * 2 * time.Millisecond):
+			}
+		}
+	}
+	return err
+}
+
+// GetBucket returns a bucket's info.
+func (d *Driver) GetBucket(ctx context.Context, name string) (BucketInfo, error) {
+	if !ValidBucketName(name) {
+		return BucketInfo{}, ErrNoSuchBucket
+	}
+	inst, err := d.Instance(ctx, name)
+	if err != nil {
+		return BucketInfo{}, err
+	}
+	return inst.info(), nil
+}
+
+func (inst Instance) info() BucketInfo {
+	return BucketInfo{Name: inst.Name, ID: inst.ID, Owner: inst.Owner, Created: inst.Created, Location: inst.Location}
+}
+
+// ListBuckets lists owner's buckets ("" = every bucket) in name order.
+func (d *Driver) ListBuckets(ctx context.Context, owner string) ([]BucketInfo, error) {
+	var names []string
+	if owner == "" {
+		var err error
+		if names, err = listAll(ctx, d.meta.WithNamespace(nsRoot)); err != nil {
+			return nil, err
+		}
+	} else {
+		op := objstore.NewReadOp()
+		vs := op.GetOmapValues("", "", 0)
+		err := d.userBuckets().OperateRead(ctx, owner, op)
+		if err != nil && !errors.Is(err, objstore.ErrNotFound) {
+			return nil, err
+		}
+		for _, kv := range vs.Pairs {
+			names = append(names, kv.Key)
+		}
+	}
+	out := make([]BucketInfo, 0, len(names))
+	for _, n := range names {
+		ep, err := d.readEntryPoint(ctx, n)
+		if errors.Is(err, ErrNoSuchBucket) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if owner != "" && ep.Owner != owner {
+			continue
+		}
+		out = append(out, BucketInfo{Name: n, ID: ep.ID, Owner: ep.Owner, Created: ep.Created})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// DeleteBucket removes an empty bucket. Its shards are closed first, so a
+// concurrent PUT either lands before (and the delete fails BucketNotEmpty)
+// or fails with NoSuchBucket; then the name is released.
+func (d *Driver) DeleteBucket(ctx context.Context, name string) error {
+	d.Invalidate(name)
+	inst, err := d.Instance(ctx, name)
+	if err != nil {
+		return err
+	}
+	if inst.Reshard != nil {
+		return ErrReshardInProgress
+	}
+	ix := d.indexFor(inst)
+	if err := ix.SetState(ctx, bucketindex.StateClosed); err != nil {
+		return err
+	}
+	st, err := ix.Stats(ctx)
+	if err == nil && st.NumObjects == 0 {
+		var ups ListUploadsResult
+		ups, err = d.ListMultipartUploads(ctx, ListUploadsInput{Bucket: name, MaxUploads: 1})
+		if err == nil && len(ups.Uploads) > 0 {
+			st.NumObjects = 1 // in-progress uploads keep a bucket alive, as in S3
+		}
+	}
+	if err != nil || st.NumObjects > 0 {
+		_ = ix.SetState(ctx, bucketindex.StateOpen)
+		if err != nil {
+			return err
+		}
+		return ErrBucketNotEmpty
+	}
+	if err := d.meta.WithNamespace(nsRoot).Operate(ctx, name, objstore.NewWriteOp().Remove()); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+		return err
+	}
+	d.Invalidate(name)
+	_ = d.userBuckets().Operate(ctx, inst.Owner, objstore.NewWriteOp().RmOmapKeys(name))
+	// Collect the GC records the closed shards still hold before they go.
+	d.gc.drainIndex(ctx, ix)
+	_ = ix.Remove(ctx)
+	_ = d.index.Operate(ctx, uploadsOID(inst.ID), objstore.NewWriteOp().Remove())
+	_ = d.meta.WithNamespace(nsInstances).Operate(ctx, inst.ID, objstore.NewWriteOp().Remove())
+	return nil
+}
+
+// BucketStats sums the index shards.
+func (d *Driver) BucketStats(ctx context.Context, name string) (BucketStats, error) {
+	var out BucketStats
+	err := d.withIndex(ctx, name, func(inst Instance, ix bucketindex.Index) error {
+		st, err := ix.Stats(ctx)
+		if err != nil {
+			return err
+		}
+		out = BucketStats{
+			BucketInfo: inst.info(), NumShards: inst.Layout.NumShards, Generation: inst.Layout.Gen,
+			NumObjects: st.NumObjects, Size: st.Size, ReshardState: "none",
+		}
+		if inst.Reshard != nil {
+			out.ReshardState = "in-progress"
+		}
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,357 @@
+package driver
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/cairn-s3/cairn/internal/bucketindex"
+	"github.com/cairn-s3/cairn/internal/objstore"
+)
+
+// Multipart state lives in the index pool beside the bucket's shards:
+//   .uploads.<bucket_id>              omap "<key>\x00<upload_id>" → UploadInfo
+//   .upload.<bucket_id>.<upload_id>   omap "%05d" part number → partRecord
+// Part data are runs named by a fresh tag, like PUT data.
+
+func uploadsOID(bucketID string) string          { return ".uploads." + bucketID }
+func uploadOID(bucketID, uploadID string) string { return ".upload." + bucketID + "." + uploadID }
+func partKey(n int) string                       { return fmt.Sprintf("%05d", n) }
+
+type partRecord struct {
+	PartInfo
+	Run bucketindex.Run `json:"run"`
+}
+
+func (d *Driver) upload(ctx context.Context, bucket, key, uploadID string) (Instance, UploadInfo, error) {
+	inst, err := d.Instance(ctx, bucket)
+	if err != nil {
+		return inst, UploadInfo{}, err
+	}
+	if uploadID == "" || strings.ContainsAny(uploadID, "/\x00") {
+		return inst, UploadInfo{}, ErrNoSuchUpload
+	}
+	op := objstore.NewReadOp()
+	vs := op.GetOmapValuesByKeys(key + "\x00" + uploadID)
+	err = d.index.OperateRead(ctx, uploadsOID(inst.ID), op)
+	if errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrInvalid) || err == nil && len(vs.Pairs) == 0 {
+		return inst, UploadInfo{}, ErrNoSuchUpload
+	}
+	if err != nil {
+		return inst, UploadInfo{}, err
+	}
+	var ui UploadInfo
+	if err := json.Unmarshal(vs.Pairs[0].Value, &ui); err != nil {
+		return inst, ui, err
+	}
+	return inst, ui, nil
+}
+
+// CreateMultipartUpload starts an upload.
+func (d *Driver) CreateMultipartUpload(ctx context.Context, bucket, key string, meta ObjectMeta) (string, error) {
+	if !ValidKey(key) {
+		return "", ErrInvalidKey
+	}
+	inst, err := d.Instance(ctx, bucket)
+	if err != nil {
+		return "", err
+	}
+	id := randomID(16)
+	ui := UploadInfo{Bucket: bucket, Key: key, UploadID: id, Initiated: d.opts.Now().UTC(), Owner: inst.Owner, Meta: meta}
+	b, _ := json.Marshal(ui)
+	if err := d.index.Operate(ctx, uploadOID(inst.ID, id), objstore.NewWriteOp().Create(true)); err != nil {
+		return "", err
+	}
+	if err := d.index.Operate(ctx, uploadsOID(inst.ID), objstore.NewWriteOp().SetOmap(objstore.KV{Key: key + "\x00" + id, Value: b})); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// UploadPart stores one part; re-uploading a part number replaces it.
+func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, part int, body io.Reader, size int64, checksums map[string]string) (PartInfo, error) {
+	if part < 1 || part > MaxPartNumber {
+		return PartInfo{}, fmt.Errorf("%w: part number %d", ErrInvalidArgument, part)
+	}
+	if size > MaxPutSize {
+		return PartInfo{}, ErrEntityTooLarge
+	}
+	inst, _, err := d.upload(ctx, bucket, key, uploadID)
+	if err != nil {
+		return PartInfo{}, err
+	}
+	tag := d.newTag()
+	run, sum, err := d.writeRun(ctx, tag, inst.ID+"/"+key, body, MaxPutSize)
+	if err == nil && size >= 0 && run.Size != size {
+		d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
+		err = ErrIncompleteBody
+	}
+	if err != nil {
+		return PartInfo{}, err
+	}
+	pi := PartInfo{PartNumber: part, ETag: hex.EncodeToString(sum), Size: run.Size, ModTime: d.opts.Now().UTC(), Checksums: checksums}
+	rec, _ := json.Marshal(partRecord{PartInfo: pi, Run: run})
+	uo := uploadOID(inst.ID, uploadID)
+	// Read the part being replaced and swap it, guarded so a concurrent
+	// replacement of the same part is not lost.
+	for {
+		op := objstore.NewReadOp()
+		st := op.Stat()
+		vs := op.GetOmapValuesByKeys(partKey(part))
+		if err := d.index.OperateRead(ctx, uo, op); err != nil {
+			d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
+			if errors.Is(err, objstore.ErrNotFound) {
+				return PartInfo{}, ErrNoSuchUpload
+			}
+			return PartInfo{}, err
+		}
+		w := objstore.NewWriteOp().AssertVersion(st.Stat.Version).SetOmap(objstore.KV{Key: partKey(part), Value: rec})
+		err := d.index.Operate(ctx, uo, w)
+		if errors.Is(err, objstore.ErrCanceled) {
+			continue
+		}
+		if err != nil {
+			d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
+			return PartInfo{}, err
+		}
+		if len(vs.Pairs) > 0 {
+			var old partRecord
+			if json.Unmarshal(vs.Pairs[0].Value, &old) == nil {
+				d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{old.Run}}.Objects())
+			}
+		}
+		return pi, nil
+	}
+}
+
+func (d *Driver) parts(ctx context.Context, bucketID, uploadID string) ([]partRecord, error) {
+	op := objstore.NewReadOp()
+	vs := op.GetOmapValues("", "", 0)
+	if err := d.index.OperateRead(ctx, uploadOID(bucketID, uploadID), op); err != nil {
+		if errors.Is(err, objstore.ErrNotFound) {
+			return nil, ErrNoSuchUpload
+		}
+		return nil, err
+	}
+	out := make([]partRecord, 0, len(vs.Pairs))
+	for _, kv := range vs.Pairs {
+		var pr partRecord
+		if err := json.Unmarshal(kv.Value, &pr); err != nil {
+			return nil, err
+		}
+		out = append(out, pr)
+	}
+	return out, nil
+}
+
+// ListParts lists parts after marker.
+func (d *Driver) ListParts(ctx context.Context, bucket, key, uploadID string, marker, max int) (ListPartsResult, error) {
+	inst, ui, err := d.upload(ctx, bucket, key, uploadID)
+	if err != nil {
+		return ListPartsResult{}, err
+	}
+	if max <= 0 || max > 1000 {
+		max = 1000
+	}
+	prs, err := d.parts(ctx, inst.ID, uploadID)
+	if err != nil {
+		return ListPartsResult{}, err
+	}
+	res := ListPartsResult{Upload: ui}
+	for _, p := range prs {
+		if p.PartNumber <= marker {
+			continue
+		}
+		if len(res.Parts) == max {
+			res.IsTruncated = true
+			break
+		}
+		res.Parts = append(res.Parts, p.PartInfo)
+		res.NextPartNumberMarker = p.PartNumber
+	}
+	return res, nil
+}
+
+// ListMultipartUploads lists in-progress uploads in (key, upload id) order.
+func (d *Driver) ListMultipartUploads(ctx context.Context, in ListUploadsInput) (ListUploadsResult, error) {
+	inst, err := d.Instance(ctx, in.Bucket)
+	if err != nil {
+		return ListUploadsResult{}, err
+	}
+	max := in.MaxUploads
+	if max <= 0 || max > 1000 {
+		max = 1000
+	}
+	after := ""
+	if in.KeyMarker != "" {
+		after = in.KeyMarker + "\x00" + in.UploadIDMarker
+		if in.UploadIDMarker == "" {
+			after = in.KeyMarker + "\x00\xff"
+		}
+	}
+	var res ListUploadsResult
+	for {
+		op := objstore.NewReadOp()
+		vs := op.GetOmapValues(after, in.Prefix, 1000)
+		err := d.index.OperateRead(ctx, uploadsOID(inst.ID), op)
+		if errors.Is(err, objstore.ErrNotFound) {
+			return res, nil
+		}
+		if err != nil {
+			return res, err
+		}
+		for _, kv := range vs.Pairs {
+			after = kv.Key
+			var ui UploadInfo
+			if err := json.Unmarshal(kv.Value, &ui); err != nil {
+				return res, err
+			}
+			if in.Delimiter != "" {
+				rest := ui.Key[len(in.Prefix):]
+				if i := strings.Index(rest, in.Delimiter); i >= 0 {
+					cp := in.Prefix + rest[:i+len(in.Delimiter)]
+					if n := len(res.CommonPrefixes); n == 0 || res.CommonPrefixes[n-1] != cp {
+						if len(res.Uploads)+len(res.CommonPrefixes) == max {
+							res.IsTruncated = true
+							return res, nil
+						}
+						res.CommonPrefixes = append(res.CommonPrefixes, cp)
+						res.NextKeyMarker, res.NextUploadIDMarker = cp, ""
+					}
+					continue
+				}
+			}
+			if len(res.Uploads)+len(res.CommonPrefixes) == max {
+				res.IsTruncated = true
+				return res, nil
+			}
+			res.Uploads = append(res.Uploads, ui)
+			res.NextKeyMarker, res.NextUploadIDMarker = ui.Key, ui.UploadID
+		}
+		if !vs.More {
+			return res, nil
+		}
+	}
+}
+
+// CompleteMultipartUpload assembles the listed parts into one object
+// without copying: the object's manifest names the parts' runs.
+func (d *Driver) CompleteMultipartUpload(ctx context.Context, bucket, key, uploadID string, parts []CompletePart) (ObjectInfo, error) {
+	inst, ui, err := d.upload(ctx, bucket, key, uploadID)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	if len(parts) == 0 {
+		return ObjectInfo{}, fmt.Errorf("%w: no parts", ErrInvalidPart)
+	}
+	prs, err := d.parts(ctx, inst.ID, uploadID)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	byNum := map[int]partRecord{}
+	for _, p := range prs {
+		byNum[p.PartNumber] = p
+	}
+	var m bucketindex.Manifest
+	md := md5.New()
+	var size int64
+	used := map[int]bool{}
+	for i, cp := range parts {
+		if i > 0 && cp.PartNumber <= parts[i-1].PartNumber {
+			return ObjectInfo{}, ErrInvalidPartOrder
+		}
+		p, ok := byNum[cp.PartNumber]
+		if !ok || strings.Trim(cp.ETag, `"`) != p.ETag {
+			return ObjectInfo{}, fmt.Errorf("%w: part %d", ErrInvalidPart, cp.PartNumber)
+		}
+		if i < len(parts)-1 && p.Size < MinPartSize {
+			return ObjectInfo{}, fmt.Errorf("%w: part %d is %d bytes", ErrEntityTooSmall, cp.PartNumber, p.Size)
+		}
+		raw, _ := hex.DecodeString(p.ETag)
+		md.Write(raw)
+		size += p.Size
+		m.Runs = append(m.Runs, p.Run)
+		used[p.PartNumber] = true
+	}
+	res, err := d.reserve(ctx, inst, key, "ObjectCreated:CompleteMultipartUpload", ui.Meta, size)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	e := bucketindex.Entry{
+		Key: key, Size: size, ETag: fmt.Sprintf("%s-%d", hex.EncodeToString(md.Sum(nil)), len(parts)),
+		ModTime: d.opts.Now().UTC(), Owner: inst.Owner, Tag: "mp_" + uploadID, Parts: len(parts), Manifest: m,
+	}
+	e.Meta, _ = json.Marshal(ui.Meta)
+	// The parts' data now belongs to the entry: link must not delete it on
+	// failure, so keep a copy of the manifest out of link's reach.
+	oi, err := d.linkParts(ctx, bucket, e, res)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	var unused []string
+	for _, p := range prs {
+		if !used[p.PartNumber] {
+			unused = append(unused, bucketindex.Manifest{Runs: []bucketindex.Run{p.Run}}.Objects()...)
+		}
+	}
+	d.removeObjects(context.WithoutCancel(ctx), unused)
+	d.dropUpload(context.WithoutCancel(ctx), inst.ID, key, uploadID)
+	return oi, nil
+}
+
+func (d *Driver) linkParts(ctx context.Context, bucket string, e bucketindex.Entry, res Reservation) (ObjectInfo, error) {
+	var old *bucketindex.Entry
+	var shard string
+	err := d.withIndex(ctx, bucket, func(_ Instance, ix bucketindex.Index) error {
+		var err error
+		shard = ix.ShardFor(e.Key)
+		old, err = ix.Link(ctx, e, bucketindex.LinkCond{})
+		return err
+	})
+	if err != nil {
+		abort(ctx, res)
+		return ObjectInfo{}, err
+	}
+	if old != nil && old.Tag != e.Tag {
+		d.gc.enqueue(shard, old.Tag, old.Manifest)
+	}
+	oi := entryInfo(bucket, e)
+	if res != nil {
+		if err := res.Commit(ctx, oi); err != nil {
+			return ObjectInfo{}, fmt.Errorf("commit notification: %w", err)
+		}
+	}
+	return oi, nil
+}
+
+func (d *Driver) dropUpload(ctx context.Context, bucketID, key, uploadID string) {
+	_ = d.index.Operate(ctx, uploadsOID(bucketID), objstore.NewWriteOp().RmOmapKeys(key+"\x00"+uploadID))
+	_ = d.index.Operate(ctx, uploadOID(bucketID, uploadID), objstore.NewWriteOp().Remove())
+}
+
+// AbortMultipartUpload removes an upload and its parts' data. Parts that a
+// completed object already uses (a crash between complete's link and its
+// clean-up) are kept.
+func (d *Driver) AbortMultipartUpload(ctx context.Context, bucket, key, uploadID string) error {
+	inst, _, err := d.upload(ctx, bucket, key, uploadID)
+	if err != nil {
+		return err
+	}
+	prs, err := d.parts(ctx, inst.ID, uploadID)
+	if err != nil && !errors.Is(err, ErrNoSuchUpload) {
+		return err
+	}
+	if e, err := d.lookup(ctx, bucket, key); err == nil && e.Tag == "mp_"+uploadID {
+		prs = nil
+	}
+	for _, p := range prs {
+		d.removeObjects(ctx, bucketindex.Manifest{Runs: []bucketindex.Run{p.Run}}.Objects())
+	}
+	d.dropUpload(ctx, inst.ID, key, uploadID)
+	return nil
+}
