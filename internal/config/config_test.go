@@ -1,0 +1,67 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaults(t *testing.T) {
+	c, err := Load(nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:7480" || c.DataDir != "./data" || c.BucketIndexShards != 11 ||
+		c.MaxObjsPerShard != 100000 || !c.DynamicResharding || c.MaxDynamicShards != 1999 ||
+		c.NotifShards != 11 || c.NotifQueueSize != 128<<20 || c.PersistTTL != 0 {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "c.yaml")
+	os.WriteFile(f, []byte("notif-shards: 5\nbucket-index-shards: 7\nmax-objs-per-shard: 10\n"), 0o600)
+	c, err := Load([]string{"--config", f, "--bucket-index-shards", "13"},
+		env(map[string]string{"CAIRN_BUCKET_INDEX_SHARDS": "3", "CAIRN_MAX_OBJS_PER_SHARD": "20", "CAIRN_TOPIC_PERSISTENCY_TIME_TO_LIVE": "90"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NotifShards != 5 || c.BucketIndexShards != 13 || c.MaxObjsPerShard != 20 || c.PersistTTL != 90*time.Second {
+		t.Fatalf("precedence: %+v", c)
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "c.yaml")
+	os.WriteFile(f, []byte("bogus: 1\n"), 0o600)
+	_, err := Load([]string{"--config", f, "--notif-shards", "0", "--log-level", "loud"}, env(nil))
+	if err == nil {
+		t.Fatal("want error")
+	}
+	for _, want := range []string{"unknown option \"bogus\""} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	_, err = Load([]string{"--notif-shards", "0", "--log-level", "loud"}, env(nil))
+	if err == nil || !strings.Contains(err.Error(), "notif-shards") || !strings.Contains(err.Error(), "log-level") {
+		t.Fatalf("want both problems, got %v", err)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"128MB": 128 << 20, "64KiB": 64 << 10, "1g": 1 << 30, "4096": 4096} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v", in, got, err)
+		}
+	}
+	if _, err := ParseSize("lots"); err == nil {
+		t.Error("want error")
+	}
+}
