@@ -1,12 +1,31 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/cairn-s3/cairn/internal/config"
+	"github.com/cairn-s3/cairn/internal/server"
 )
 
-// runServe is replaced as the serve command lands; until then it says so plainly.
 func runServe(args []string) int {
-	fmt.Fprintln(os.Stderr, "cairn serve: not built yet")
-	return 2
+	cfg, err := config.Load(args, os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cairn serve:", err)
+		return 2
+	}
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := server.Run(ctx, cfg, log, os.Getenv); err != nil {
+		log.Error("cairn serve failed", "err", err)
+		return 1
+	}
+	return 0
 }

@@ -1,0 +1,241 @@
+// Package server is the one place that picks a backend and wires the
+// gateway together: object store, classes, driver, S3/SNS/admin HTTP API,
+// metrics and background services. cmd/cairn only parses flags into a
+// config.Config and calls Run.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/cairn-s3/cairn/internal/auth/sigv4"
+	"github.com/cairn-s3/cairn/internal/bucketindex"
+	"github.com/cairn-s3/cairn/internal/cls"
+	"github.com/cairn-s3/cairn/internal/config"
+	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cairn-s3/cairn/internal/objstore/embedded"
+	"github.com/cairn-s3/cairn/internal/s3api"
+)
+
+// Classes returns a registry with every object class the gateway uses.
+func Classes() *objstore.Registry {
+	reg := objstore.NewRegistry()
+	cls.RegisterAll(reg)
+	bucketindex.Register(reg)
+	return reg
+}
+
+// StoreDir is where the embedded backend keeps its files inside a data
+// directory (`cairn rados --data-dir` opens the same path).
+func StoreDir(dataDir string) string { return filepath.Join(dataDir, "store") }
+
+// Gateway is a running gateway: everything Run starts, so tests can run
+// several in one process.
+type Gateway struct {
+	Config   *config.Config
+	Log      *slog.Logger
+	Store    objstore.Store
+	Driver   *driver.Driver
+	API      *s3api.Server
+	Registry *prometheus.Registry
+	Handler  http.Handler
+
+	closers []func()
+}
+
+// Open builds a gateway on cfg without listening.
+func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(string) string) (*Gateway, error) {
+	g := &Gateway{Config: cfg, Log: log, Registry: prometheus.NewRegistry()}
+	g.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	st, err := embedded.Open(embedded.Options{Dir: StoreDir(cfg.DataDir), Classes: Classes(), Logger: log.With("component", "embedded")})
+	if err != nil {
+		return nil, fmt.Errorf("open data directory %s: %w", cfg.DataDir, err)
+	}
+	g.Store = st
+	g.closers = append(g.closers, func() { _ = st.Close() })
+	d, err := driver.New(ctx, driver.Options{
+		Store: st, DefaultShards: cfg.BucketIndexShards, GCMinWait: cfg.GCMinWait,
+		Logger: log.With("component", "driver"),
+	})
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	g.Driver = d
+	g.closers = append(g.closers, func() { _ = d.Close() })
+	if n, err := d.SweepGC(ctx); err != nil {
+		log.Warn("gc sweep", "err", err)
+	} else if n > 0 {
+		log.Info("gc sweep queued replaced data left by an earlier run", "records", n)
+	}
+	if err := bootstrapAdmin(ctx, d, cfg, getenv, log); err != nil {
+		g.Close()
+		return nil, err
+	}
+	verifier, err := sigv4.New(sigv4.Config{Lookup: func(ctx context.Context, ak string) (string, error) {
+		return s3api.SecretLookup(d)(ctx, ak)
+	}})
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	var domains []string
+	if cfg.Domain != "" {
+		domains = []string{cfg.Domain}
+	}
+	api, err := s3api.New(s3api.Config{
+		Backend: d, Auth: sigv4Auth{verifier}, Logger: log.With("component", "s3api"),
+		Registerer: g.Registry, Region: cfg.Region, DomainNames: domains,
+	})
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	g.API = api
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	metrics := promhttp.HandlerFor(g.Registry, promhttp.HandlerOpts{})
+	g.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz":
+			mux.ServeHTTP(w, r)
+		case "/metrics":
+			// Metrics are unauthenticated like RGW's prometheus module;
+			// the listener is loopback by default.
+			if r.Method == http.MethodGet && r.URL.RawQuery == "" {
+				metrics.ServeHTTP(w, r)
+				return
+			}
+			api.ServeHTTP(w, r)
+		default:
+			api.ServeHTTP(w, r)
+		}
+	})
+	return g, nil
+}
+
+// Close stops background services and closes the store, in reverse order.
+func (g *Gateway) Close() {
+	for i := len(g.closers) - 1; i >= 0; i-- {
+		g.closers[i]()
+	}
+	g.closers = nil
+}
+
+// Run serves until ctx is done, then shuts down gracefully: the listener
+// closes, in-flight requests finish (up to ShutdownTimeout), then the
+// store is closed.
+func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(string) string) error {
+	g, err := Open(ctx, cfg, log, getenv)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           g.Handler,
+		MaxHeaderBytes:    g.API.HTTPMaxHeaderBytes(),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("cairn serving", "listen", ln.Addr().String(), "data_dir", cfg.DataDir, "backend", cfg.Backend)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: waiting for in-flight requests", "timeout", cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("shutdown", "err", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// sigv4Auth adapts the SigV4 verifier to the handlers' Authenticator.
+type sigv4Auth struct{ v *sigv4.Verifier }
+
+func (a sigv4Auth) Authenticate(r *http.Request) (s3api.AuthResult, error) {
+	res, err := a.v.Verify(r)
+	if err != nil {
+		return s3api.AuthResult{}, err
+	}
+	out := s3api.AuthResult{AccessKey: res.AccessKey, Body: res.Body}
+	if res.Payload.Streaming() {
+		out.DecodedLength = res.Body.ContentLength()
+		out.Trailer = func() http.Header {
+			h := http.Header{}
+			for k, v := range res.Body.Trailers() {
+				h.Set(k, v)
+			}
+			return h
+		}
+	}
+	return out, nil
+}
+
+// bootstrapAdmin creates the admin user on a fresh data directory, with
+// CAIRN_ACCESS_KEY/CAIRN_SECRET_KEY if set, else generated keys that are
+// printed once and written to <data-dir>/admin.credentials (0600).
+func bootstrapAdmin(ctx context.Context, d *driver.Driver, cfg *config.Config, getenv func(string) string, log *slog.Logger) error {
+	if _, err := d.GetUser(ctx, "admin"); err == nil {
+		return nil
+	} else if !errors.Is(err, driver.ErrNoSuchUser) {
+		return err
+	}
+	ak, sk := getenv("CAIRN_ACCESS_KEY"), getenv("CAIRN_SECRET_KEY")
+	generated := false
+	if ak == "" || sk == "" {
+		ak, sk = driver.NewKeyPair()
+		generated = true
+	}
+	u, err := d.CreateUser(ctx, driver.User{ID: "admin", DisplayName: "Cairn admin", Admin: true,
+		Keys: []driver.Key{{AccessKey: ak, SecretKey: sk}}})
+	if err != nil {
+		return fmt.Errorf("create admin user: %w", err)
+	}
+	path := filepath.Join(cfg.DataDir, "admin.credentials")
+	body := fmt.Sprintf("CAIRN_ACCESS_KEY=%s\nCAIRN_SECRET_KEY=%s\n", u.Keys[0].AccessKey, u.Keys[0].SecretKey)
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		return err
+	}
+	if generated {
+		fmt.Fprintf(os.Stderr, "cairn: created admin user with generated keys (also in %s):\n%s", path, indent(body))
+	}
+	log.Info("created admin user", "credentials_file", path)
+	return nil
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n  ") + "\n"
+}
