@@ -1,0 +1,39 @@
+package tests
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// requireTool skips when a client is not installed, unless the run demands
+// it (CI sets CAIRN_REQUIRE_CLIENTS=1, so a missing client fails there).
+func requireTool(t *testing.T, name string, check ...string) {
+	t.Helper()
+	if err := exec.Command(name, check...).Run(); err != nil {
+		if os.Getenv("CAIRN_REQUIRE_CLIENTS") == "1" {
+			t.Fatalf("%s not available: %v", name, err)
+		}
+		t.Skipf("%s not available: %v", name, err)
+	}
+}
+
+func TestPythonClients(t *testing.T) {
+	requireTool(t, "python3", "-c", "import boto3, pytest")
+	requireTool(t, "aws", "--version")
+	g := StartGateway(t)
+	cmd := exec.Command("python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "python")
+	cmd.Env = append(os.Environ(), "CAIRN_ENDPOINT="+g.Endpoint, "CAIRN_ACCESS_KEY="+g.AccessKey, "CAIRN_SECRET_KEY="+g.SecretKey)
+	out, err := cmd.CombinedOutput()
+	t.Logf("pytest:\n%s", out)
+	if err != nil {
+		t.Fatalf("python client tests failed: %v\ngateway log tail:\n%s", err, tail(g.Log.String(), 4000))
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
