@@ -1,0 +1,321 @@
+package clstest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairn-s3/cairn/internal/cls/lock"
+	"github.com/cairn-s3/cairn/internal/cls/queue"
+	"github.com/cairn-s3/cairn/internal/objstore"
+)
+
+func ok[T any](t *testing.T) func(T, error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+func testQueueCapacity(t *testing.T, e *env) {
+	_, err := queue.Reserve(e.ctx, e.io, "q", 1, 1)
+	is(t, err, objstore.ErrNotFound)
+	is(t, queue.Init(e.ctx, e.io, "q", 1000), nil)
+	is(t, queue.Init(e.ctx, e.io, "q", 1000), objstore.ErrExists)
+
+	r1 := ok[uint64](t)(queue.Reserve(e.ctx, e.io, "q", 600, 2))
+	_, err = queue.Reserve(e.ctx, e.io, "q", 401, 1)
+	is(t, err, objstore.ErrNoSpace)
+	r2 := ok[uint64](t)(queue.Reserve(e.ctx, e.io, "q", 400, 1))
+	_, err = queue.Reserve(e.ctx, e.io, "q", 1, 1)
+	is(t, err, objstore.ErrNoSpace)
+
+	// Committing more than reserved fails and keeps the reservation.
+	_, err = queue.Commit(e.ctx, e.io, "q", r2, make([]byte, 401))
+	is(t, err, objstore.ErrInvalid)
+	_, err = queue.Commit(e.ctx, e.io, "q", r2, []byte("a"), []byte("b"))
+	is(t, err, objstore.ErrInvalid)
+	ms := ok[[]string](t)(queue.Commit(e.ctx, e.io, "q", r1, make([]byte, 100), make([]byte, 200)))
+	if len(ms) != 2 || ms[0] >= ms[1] {
+		t.Fatalf("markers %q", ms)
+	}
+	_, err = queue.Commit(e.ctx, e.io, "q", r1, []byte("x"))
+	is(t, err, objstore.ErrNotFound)
+
+	// Abort is idempotent; unknown ids are fine.
+	is(t, queue.Abort(e.ctx, e.io, "q", r2), nil)
+	is(t, queue.Abort(e.ctx, e.io, "q", r2), nil)
+	is(t, queue.Abort(e.ctx, e.io, "q", 12345), nil)
+	_, err = queue.Commit(e.ctx, e.io, "q", r2, []byte("x"))
+	is(t, err, objstore.ErrNotFound)
+
+	// 300 used: 700 fit, 701 do not.
+	_, err = queue.Reserve(e.ctx, e.io, "q", 701, 1)
+	is(t, err, objstore.ErrNoSpace)
+	r3 := ok[uint64](t)(queue.Reserve(e.ctx, e.io, "q", 700, 1))
+	st := ok[queue.Stats](t)(queue.GetStats(e.ctx, e.io, "q"))
+	want := queue.Stats{Capacity: 1000, Entries: 2, Bytes: 300, Reservations: 1, ReservedBytes: 700, Oldest: e.clock.Now()}
+	if st != want {
+		t.Fatalf("stats %+v, want %+v", st, want)
+	}
+	// Counters survive a restart (header cache gone).
+	e.reopen()
+	if st2 := ok[queue.Stats](t)(queue.GetStats(e.ctx, e.io, "q")); st2 != want {
+		t.Fatalf("stats after reopen %+v", st2)
+	}
+	is(t, queue.Abort(e.ctx, e.io, "q", r3), nil)
+	ok[int](t)(queue.RemoveUpTo(e.ctx, e.io, "q", ms[1]))
+	st = ok[queue.Stats](t)(queue.GetStats(e.ctx, e.io, "q"))
+	if st.Entries != 0 || st.Bytes != 0 || st.Reservations != 0 || st.ReservedBytes != 0 || !st.Oldest.IsZero() {
+		t.Fatalf("drained stats %+v", st)
+	}
+	ok[uint64](t)(queue.Reserve(e.ctx, e.io, "q", 1000, 1))
+}
+
+func testQueueExpire(t *testing.T, e *env) {
+	is(t, queue.Init(e.ctx, e.io, "q", 1000), nil)
+	stale := ok[uint64](t)(queue.Reserve(e.ctx, e.io, "q", 500, 1))
+	e.clock.Advance(100 * time.Second)
+	fresh := ok[uint64](t)(queue.Reserve(e.ctx, e.io, "q", 500, 1))
+	e.clock.Advance(21 * time.Second)
+	if n := ok[int](t)(queue.ExpireReservations(e.ctx, e.io, "q", 120*time.Second)); n != 1 {
+		t.Fatalf("expired %d, want 1", n)
+	}
+	_, err := queue.Commit(e.ctx, e.io, "q", stale, []byte("late"))
+	is(t, err, objstore.ErrNotFound)
+	ok[[]string](t)(queue.Commit(e.ctx, e.io, "q", fresh, []byte("ok")))
+	st := ok[queue.Stats](t)(queue.GetStats(e.ctx, e.io, "q"))
+	if st.Reservations != 0 || st.ReservedBytes != 0 || st.Entries != 1 || st.Bytes != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	if n := ok[int](t)(queue.ExpireReservations(e.ctx, e.io, "q", 0)); n != 0 {
+		t.Fatalf("second expiry %d", n)
+	}
+}
+
+func testQueuePaging(t *testing.T, e *env) {
+	is(t, queue.Init(e.ctx, e.io, "q", 1<<20), nil)
+	var markers []string
+	for i := 0; i < 57; i++ {
+		// Several entries per reservation, as a multi-record commit does.
+		id := ok[uint64](t)(queue.Reserve(e.ctx, e.io, "q", 64, 3))
+		n := 1 + i%3
+		var ds [][]byte
+		for j := 0; j < n; j++ {
+			ds = append(ds, []byte(fmt.Sprintf("%03d", len(markers)+j)))
+		}
+		markers = append(markers, ok[[]string](t)(queue.Commit(e.ctx, e.io, "q", id, ds...))...)
+		e.clock.Advance(time.Millisecond)
+	}
+	total := len(markers)
+	list := func() []queue.Entry {
+		var all []queue.Entry
+		m := ""
+		for {
+			r := ok[queue.ListResult](t)(queue.List(e.ctx, e.io, "q", m, 7))
+			all = append(all, r.Entries...)
+			if len(r.Entries) > 7 {
+				t.Fatalf("page of %d", len(r.Entries))
+			}
+			if !r.Truncated {
+				return all
+			}
+			m = r.Next
+		}
+	}
+	all := list()
+	if len(all) != total {
+		t.Fatalf("listed %d of %d", len(all), total)
+	}
+	for i, en := range all {
+		if en.Marker != markers[i] || string(en.Data) != fmt.Sprintf("%03d", i) {
+			t.Fatalf("entry %d: %s %q", i, en.Marker, en.Data)
+		}
+		if i > 0 && en.Committed.Before(all[i-1].Committed) {
+			t.Fatalf("commit times out of order at %d", i)
+		}
+	}
+	// Retry state persists with the entry, across a restart.
+	next := e.clock.Now().Add(time.Hour)
+	is(t, queue.Update(e.ctx, e.io, "q", markers[20], 3, next), nil)
+	e.reopen()
+	r := ok[queue.ListResult](t)(queue.List(e.ctx, e.io, "q", markers[19], 1))
+	if en := r.Entries[0]; en.Marker != markers[20] || en.Retries != 3 || !en.NextAttempt.Equal(next) || string(en.Data) != "020" {
+		t.Fatalf("updated entry %+v", en)
+	}
+	is(t, queue.Update(e.ctx, e.io, "q", "ffffffffffffffff", 1, next), objstore.ErrNotFound)
+
+	// Out-of-order acks across keys, repeated acks, then a prefix removal.
+	if n := ok[int](t)(queue.RemoveMarkers(e.ctx, e.io, "q", markers[30], markers[2], markers[30])); n != 2 {
+		t.Fatalf("removed %d", n)
+	}
+	if n := ok[int](t)(queue.RemoveMarkers(e.ctx, e.io, "q", markers[2])); n != 0 {
+		t.Fatalf("re-ack removed %d", n)
+	}
+	if n := ok[int](t)(queue.RemoveUpTo(e.ctx, e.io, "q", markers[9])); n != 9 {
+		t.Fatalf("remove up to: %d", n)
+	}
+	all = list()
+	if len(all) != total-11 || all[0].Marker != markers[10] {
+		t.Fatalf("after removals: %d entries, first %s", len(all), all[0].Marker)
+	}
+	for _, en := range all {
+		if en.Marker == markers[30] {
+			t.Fatal("acked entry still listed")
+		}
+	}
+	st := ok[queue.Stats](t)(queue.GetStats(e.ctx, e.io, "q"))
+	if st.Entries != uint64(total-11) || st.Bytes != uint64(3*(total-11)) || !st.Oldest.Equal(all[0].Committed) {
+		t.Fatalf("stats %+v", st)
+	}
+	_, err := queue.List(e.ctx, e.io, "q", "not-a-marker", 1)
+	is(t, err, objstore.ErrInvalid)
+}
+
+// testQueueFenced: every queue method runs inside a WriteOp with
+// lock.AssertLocked; with a lost lease none of them changes anything.
+func testQueueFenced(t *testing.T, e *env) {
+	lease := lock.Options{Name: "owner", Type: lock.Exclusive, Cookie: "me", Duration: 30 * time.Second}
+	is(t, queue.Init(e.ctx, e.io, "q", 1<<20), nil)
+	is(t, lock.Lock(e.ctx, e.io, "q", lease), nil)
+	fenced := func(cookie string, build func(op *objstore.WriteOp)) error {
+		op := objstore.NewWriteOp()
+		lock.AssertLocked(op, "owner", cookie, lock.Exclusive)
+		build(op)
+		return e.io.Operate(e.ctx, "q", op)
+	}
+	var rs queue.ReserveStep
+	is(t, fenced("me", func(op *objstore.WriteOp) { rs = queue.AddReserve(op, 100, 2) }), nil)
+	id := ok[uint64](t)(rs.ID())
+	var cs queue.CommitStep
+	is(t, fenced("me", func(op *objstore.WriteOp) { cs = queue.AddCommit(op, id, []byte("a"), []byte("b")) }), nil)
+	ms := ok[[]string](t)(cs.Markers())
+	is(t, fenced("me", func(op *objstore.WriteOp) { is(t, queue.AddUpdate(op, ms[0], 1, e.clock.Now()), nil) }), nil)
+	var ls queue.ListStep
+	rop := objstore.NewReadOp()
+	lock.AssertLocked(rop, "owner", "me", lock.Exclusive)
+	ls = queue.AddList(rop, "", 10)
+	sts := queue.AddStats(rop)
+	is(t, e.io.OperateRead(e.ctx, "q", rop), nil)
+	if r := ok[queue.ListResult](t)(ls.Result()); len(r.Entries) != 2 || r.Entries[0].Retries != 1 {
+		t.Fatalf("list %+v", r)
+	}
+	if st := ok[queue.Stats](t)(sts.Stats()); st.Entries != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	id2 := ok[uint64](t)(queue.Reserve(e.ctx, e.io, "q", 10, 1))
+
+	// The lease lapses and another gateway takes it.
+	e.clock.Advance(31 * time.Second)
+	is(t, lock.Lock(e.ctx, e.io, "q", lock.Options{Name: "owner", Type: lock.Exclusive, Cookie: "other", Duration: time.Minute}), nil)
+	before := ok[queue.Stats](t)(queue.GetStats(e.ctx, e.io, "q"))
+	ver := e.stat("q").Version
+	steps := map[string]func(op *objstore.WriteOp){
+		"reserve": func(op *objstore.WriteOp) { queue.AddReserve(op, 1, 1) },
+		"commit":  func(op *objstore.WriteOp) { queue.AddCommit(op, id2, []byte("x")) },
+		"abort":   func(op *objstore.WriteOp) { queue.AddAbort(op, id2) },
+		"remove":  func(op *objstore.WriteOp) { queue.AddRemoveUpTo(op, ms[1]) },
+		"remove_markers": func(op *objstore.WriteOp) {
+			ok[queue.CountStep](t)(queue.AddRemoveMarkers(op, ms[0]))
+		},
+		"update": func(op *objstore.WriteOp) { queue.AddUpdate(op, ms[0], 9, time.Time{}) },
+		"expire": func(op *objstore.WriteOp) { queue.AddExpireReservations(op, 0) },
+		"list":   func(op *objstore.WriteOp) { queue.AddList(op, "", 1) },
+		"stats":  func(op *objstore.WriteOp) { queue.AddStats(op) },
+	}
+	for name, build := range steps {
+		if err := fenced("me", build); err == nil || !isCanceled(err) {
+			t.Fatalf("%s with a lost lease: %v", name, err)
+		}
+	}
+	after := ok[queue.Stats](t)(queue.GetStats(e.ctx, e.io, "q"))
+	if after != before || e.stat("q").Version != ver {
+		t.Fatalf("fenced ops changed the queue: %+v → %+v", before, after)
+	}
+	// The new owner can.
+	is(t, fenced("other", func(op *objstore.WriteOp) { queue.AddRemoveUpTo(op, ms[1]) }), nil)
+}
+
+func isCanceled(err error) bool { return objstore.Code(err) == objstore.ErrCanceled }
+
+// testQueueCache: the cached header must follow writes made outside the
+// class and come back correct after a restart.
+func testQueueCache(t *testing.T, e *env) {
+	is(t, queue.Init(e.ctx, e.io, "q", 100), nil)
+	ok[uint64](t)(queue.Reserve(e.ctx, e.io, "q", 50, 1))
+	// Rewrite the queue outside the class: wipe it and re-init it smaller.
+	op := objstore.NewWriteOp()
+	op.OmapClear()
+	op.SetOmapHeader(nil)
+	is(t, e.io.Operate(e.ctx, "q", op), nil)
+	_, err := queue.Reserve(e.ctx, e.io, "q", 1, 1)
+	is(t, err, objstore.ErrNotFound)
+	is(t, queue.Init(e.ctx, e.io, "q", 10), nil)
+	_, err = queue.Reserve(e.ctx, e.io, "q", 11, 1)
+	is(t, err, objstore.ErrNoSpace)
+	// A lock taken on the queue object (another class writing) must not
+	// leave a stale header behind either.
+	is(t, lock.Lock(e.ctx, e.io, "q", lock.Options{Name: "l", Type: lock.Exclusive, Cookie: "c"}), nil)
+	id := ok[uint64](t)(queue.Reserve(e.ctx, e.io, "q", 10, 1))
+	e.reopen()
+	_, err = queue.Reserve(e.ctx, e.io, "q", 1, 1)
+	is(t, err, objstore.ErrNoSpace)
+	ok[[]string](t)(queue.Commit(e.ctx, e.io, "q", id, []byte("12345")))
+	ok[uint64](t)(queue.Reserve(e.ctx, e.io, "q", 5, 1))
+}
+
+// testQueueConcurrent: many writers reserving and committing or aborting
+// at once keep the counters exact.
+func testQueueConcurrent(t *testing.T, e *env) {
+	is(t, queue.Init(e.ctx, e.io, "q", 1<<30), nil)
+	const writers, each = 8, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				id, err := queue.Reserve(e.ctx, e.io, "q", 4096, 1)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if i%5 == 4 {
+					err = queue.Abort(e.ctx, e.io, "q", id)
+				} else {
+					_, err = queue.Commit(e.ctx, e.io, "q", id, []byte(fmt.Sprintf("w%d-%d", w, i)))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	st := ok[queue.Stats](t)(queue.GetStats(e.ctx, e.io, "q"))
+	n := uint64(writers * each * 4 / 5)
+	if st.Entries != n || st.Reservations != 0 || st.ReservedBytes != 0 {
+		t.Fatalf("stats %+v, want %d entries", st, n)
+	}
+	r := ok[queue.ListResult](t)(queue.List(e.ctx, e.io, "q", "", 0))
+	if uint64(len(r.Entries)) != n {
+		t.Fatalf("listed %d", len(r.Entries))
+	}
+	var bytes uint64
+	for _, en := range r.Entries {
+		bytes += uint64(len(en.Data))
+	}
+	if bytes != st.Bytes {
+		t.Fatalf("bytes %d, stats say %d", bytes, st.Bytes)
+	}
+}
