@@ -325,7 +325,7 @@ func (v *Verifier) verifyHeader(r *http.Request, authz string) (*Result, error) 
 		r.Body = io.NopCloser(bytes.NewReader(buffered))
 	}
 	var sc *streamCtx
-	if mode.Streaming() {
+	if mode == PayloadStreamingSigned || mode == PayloadStreamingSignedTrailer {
 		sc = &streamCtx{key: key, scope: a.Scope, time: t, seed: a.Signature}
 	}
 	if res.Body, err = newBody(r, mode, payloadDigest(mode, payloadHash), sc); err != nil {
