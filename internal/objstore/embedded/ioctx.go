@@ -1,0 +1,268 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+type ioctx struct {
+	s     *Store
+	pool  *pool
+	ns    string
+	nsErr error
+}
+
+func (c *ioctx) Pool() string      { return c.pool.name }
+func (c *ioctx) Namespace() string { return c.ns }
+
+// WithNamespace: rados_ioctx_set_namespace, as a new handle. A bad name is
+// reported (ErrInvalid) by every operation on the handle.
+func (c *ioctx) WithNamespace(ns string) objstore.IOContext {
+	return &ioctx{s: c.s, pool: c.pool, ns: ns, nsErr: objstore.ValidateNamespace(ns)}
+}
+
+func (c *ioctx) check(ctx context.Context, oid string) error {
+	if c.nsErr != nil {
+		return c.nsErr
+	}
+	if err := objstore.ValidateObjectName(oid); err != nil {
+		return err
+	}
+	if err := c.s.checkOpen(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// lockKey names the object in the lock table: pool id, ns, 0, oid.
+func (c *ioctx) lockKey(oid string) string {
+	b := make([]byte, 0, 9+len(c.ns)+len(oid))
+	b = append(append(u64(b, c.pool.id), c.ns...), 0)
+	return string(append(b, oid...))
+}
+
+// rlockPool holds the pool shared; ErrNotFound once it has been deleted.
+func (c *ioctx) rlockPool() error {
+	c.pool.mu.RLock()
+	if c.pool.deleted {
+		c.pool.mu.RUnlock()
+		return objstore.Errorf(objstore.ErrNotFound, "pool %q was deleted", c.pool.name)
+	}
+	return nil
+}
+
+// Operate: rados_write_op_operate. The op runs under the object's lock in
+// an indexed batch that is applied without waiting for its WAL sync; the
+// lock is released before the sync, so ops on one object pipeline their
+// syncs, and readers that see the batch wait for the sync (entry.pending).
+func (c *ioctx) Operate(ctx context.Context, oid string, op *objstore.WriteOp) error {
+	if err := c.check(ctx, oid); err != nil {
+		return err
+	}
+	if err := objstore.ValidateWriteOp(op); err != nil {
+		return err
+	}
+	s := c.s
+	t := &txn{s: s, now: s.opts.Now()}
+
+	// Large WriteFull data goes to blob files, written and synced before
+	// the object lock is taken.
+	if th := s.opts.BlobThreshold; th > 0 {
+		for _, st := range op.Steps {
+			if wf, ok := st.(*objstore.WriteFull); ok && len(wf.Data) >= th {
+				id, err := s.writeBlob(wf.Data)
+				if err != nil {
+					t.dropBlobs(0)
+					return err
+				}
+				if t.preBlobs == nil {
+					t.preBlobs = map[*objstore.WriteFull]uint64{}
+					t.blobData = map[uint64][]byte{}
+				}
+				t.preBlobs[wf] = id
+				t.blobData[id] = wf.Data
+			}
+		}
+	}
+
+	if err := c.rlockPool(); err != nil {
+		t.dropBlobs(0)
+		return err
+	}
+	e := s.locks.acquire(c.lockKey(oid))
+	defer s.locks.release(e)
+	e.rw.Lock()
+	b := s.db.NewIndexedBatch()
+	t.r, t.b, t.entry = b, b, e
+	t.prefix = objPrefix(c.pool.id, c.ns, oid)
+	t.mkey = metaKey(c.pool.id, c.ns, oid)
+
+	err := t.load()
+	if err == nil {
+		err = t.runWrite(op.Steps)
+	}
+	if err != nil || !t.dirty {
+		// Nothing to apply; the result may still rest on unsynced state.
+		pending := e.pending.Load()
+		if err != nil {
+			e.dropCache()
+		} else {
+			t.publishCache()
+		}
+		v := t.version()
+		e.rw.Unlock()
+		c.pool.mu.RUnlock()
+		b.Close()
+		t.dropBlobs(0)
+		if werr := pending.wait(); err == nil {
+			err = werr
+		}
+		if err == nil {
+			op.Version = v
+		}
+		return err
+	}
+
+	v := s.nextID()
+	if err := t.commit(v); err != nil {
+		e.dropCache()
+		e.rw.Unlock()
+		c.pool.mu.RUnlock()
+		b.Close()
+		t.dropBlobs(0)
+		return err
+	}
+	tk := newTicket()
+	s.registerInflight(tk)
+	prev := e.pending.Swap(tk)
+	if err := s.db.ApplyNoSyncWait(b, syncOpts); err != nil {
+		e.pending.Store(prev)
+		s.finishInflight(tk, nil)
+		e.dropCache()
+		e.rw.Unlock()
+		c.pool.mu.RUnlock()
+		b.Close()
+		t.dropBlobs(0)
+		return fmt.Errorf("embedded: apply: %w", err)
+	}
+	t.publishCache()
+	e.rw.Unlock()
+	c.pool.mu.RUnlock()
+
+	serr := b.SyncWait()
+	s.finishInflight(tk, serr)
+	e.pending.CompareAndSwap(tk, nil)
+	b.Close()
+	if serr != nil {
+		// The write is visible but may not be durable; the DB is unusable.
+		return fmt.Errorf("embedded: WAL sync: %w", serr)
+	}
+	if t.orig.blob != 0 && t.orig.blob != t.cur.blob {
+		s.removeBlob(t.orig.blob)
+	}
+	t.dropBlobs(t.cur.blob)
+	op.Version = v
+	return nil
+}
+
+// dropBlobs removes the op's pre-written blobs except keep.
+func (t *txn) dropBlobs(keep uint64) {
+	for _, id := range t.preBlobs {
+		if id != keep {
+			t.s.removeBlob(id)
+		}
+	}
+}
+
+// OperateRead: rados_read_op_operate. The object's shared lock gives a
+// consistent view; the read then waits for the sync of any write it saw.
+func (c *ioctx) OperateRead(ctx context.Context, oid string, op *objstore.ReadOp) error {
+	if err := c.check(ctx, oid); err != nil {
+		return err
+	}
+	if err := objstore.ValidateReadOp(op); err != nil {
+		return err
+	}
+	s := c.s
+	if err := c.rlockPool(); err != nil {
+		return err
+	}
+	e := s.locks.acquire(c.lockKey(oid))
+	defer s.locks.release(e)
+	e.rw.RLock()
+	t := &txn{
+		s: s, r: s.db, entry: e, now: s.opts.Now(),
+		prefix: objPrefix(c.pool.id, c.ns, oid),
+		mkey:   metaKey(c.pool.id, c.ns, oid),
+	}
+	err := t.load()
+	if err == nil && !t.exists && !op.TolerantOfAbsence() {
+		err = objstore.Errorf(objstore.ErrNotFound, "object %q", oid)
+	}
+	if err == nil {
+		err = t.runRead(op.Steps)
+	}
+	if err == nil {
+		t.publishCache()
+	}
+	pending := e.pending.Load()
+	e.rw.RUnlock()
+	c.pool.mu.RUnlock()
+	if werr := pending.wait(); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// ListObjects lists by name from the meta keys, then waits for the sync of
+// every write that was in flight, so it never reports an undurable object.
+func (c *ioctx) ListObjects(ctx context.Context, marker string, max int) ([]string, bool, error) {
+	if c.nsErr != nil {
+		return nil, false, c.nsErr
+	}
+	if max < 0 {
+		return nil, false, objstore.Errorf(objstore.ErrInvalid, "list: negative max")
+	}
+	if err := c.s.checkOpen(); err != nil {
+		return nil, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if err := c.rlockPool(); err != nil {
+		return nil, false, err
+	}
+	prefix := nsPrefix(c.pool.id, c.ns)
+	it, err := c.s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: succ(prefix)})
+	if err != nil {
+		c.pool.mu.RUnlock()
+		return nil, false, err
+	}
+	seek := prefix
+	if marker != "" {
+		seek = append(append(bytes.Clone(prefix), marker...), 0)
+	}
+	var oids []string
+	more := false
+	for it.SeekGE(seek); it.Valid(); it.Next() {
+		if max > 0 && len(oids) == max {
+			more = true
+			break
+		}
+		oids = append(oids, string(it.Key()[len(prefix):]))
+	}
+	err = errors.Join(it.Error(), it.Close())
+	c.pool.mu.RUnlock()
+	if err != nil {
+		return nil, false, err
+	}
+	if err := c.s.waitInflight(); err != nil {
+		return nil, false, err
+	}
+	return oids, more, nil
+}

@@ -1,0 +1,91 @@
+package embedded
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Options configure Open. The zero value of every field but Dir has a
+// documented default, filled in by EnsureDefaults.
+type Options struct {
+	// Dir is the data directory. Required.
+	Dir string
+	// FS is the filesystem; nil means the real disk. vfs.NewMem() gives an
+	// in-memory store for tests.
+	FS vfs.FS
+	// Classes holds the object class methods ExecStep may call; nil means
+	// none (every Exec fails with ErrNotSupported).
+	Classes *objstore.Registry
+	// Logger receives backend and pebble messages; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock for mtimes and MethodContext.Now; default time.Now.
+	Now func() time.Time
+	// BlobThreshold is the WriteFull size from which data goes to a blob
+	// file outside the LSM instead of inline chunks. Default 1 MiB; a
+	// negative value disables blobs.
+	BlobThreshold int
+	// CacheSize is pebble's block cache size in bytes. Default 64 MiB.
+	CacheSize int64
+	// MemTableSize is pebble's memtable size in bytes. Default 64 MiB.
+	MemTableSize uint64
+	// MaxCachedObjects bounds how many idle objects keep class cache
+	// entries (MethodContext.SetCached). Default 65536.
+	MaxCachedObjects int
+}
+
+// Defaults.
+const (
+	DefaultBlobThreshold    = 1 << 20
+	DefaultCacheSize        = 64 << 20
+	DefaultMemTableSize     = 64 << 20
+	DefaultMaxCachedObjects = 1 << 16
+)
+
+// EnsureDefaults fills in zero fields and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.BlobThreshold == 0 {
+		o.BlobThreshold = DefaultBlobThreshold
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = DefaultCacheSize
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = DefaultMemTableSize
+	}
+	if o.MaxCachedObjects == 0 {
+		o.MaxCachedObjects = DefaultMaxCachedObjects
+	}
+	return o
+}
+
+// Validate reports every problem with o at once.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Dir == "" {
+		errs = append(errs, errors.New("embedded: Options.Dir is required"))
+	}
+	if o.CacheSize < 0 {
+		errs = append(errs, fmt.Errorf("embedded: CacheSize %d is negative", o.CacheSize))
+	}
+	if o.MemTableSize != 0 && o.MemTableSize < 1<<20 {
+		errs = append(errs, fmt.Errorf("embedded: MemTableSize %d below 1 MiB", o.MemTableSize))
+	}
+	if o.MaxCachedObjects < 0 {
+		errs = append(errs, fmt.Errorf("embedded: MaxCachedObjects %d is negative", o.MaxCachedObjects))
+	}
+	return errors.Join(errs...)
+}

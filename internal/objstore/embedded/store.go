@@ -1,0 +1,362 @@
+package embedded
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+var (
+	_ objstore.Store     = (*Store)(nil)
+	_ objstore.IOContext = (*ioctx)(nil)
+)
+
+// Store is the embedded backend. Create it with Open.
+type Store struct {
+	opts    Options
+	db      *pebble.DB
+	lock    io.Closer
+	blobDir string
+	locks   *lockTable
+	log     *slog.Logger
+
+	// Versions and blob ids are epoch<<40 | counter: the epoch is bumped and
+	// synced at every Open, so both strictly increase across restarts.
+	epoch   uint64
+	counter atomic.Uint64
+
+	poolsMu sync.RWMutex // guards pools and nextPool
+	pools   map[string]*pool
+
+	inflightMu sync.Mutex
+	inflight   map[*ticket]struct{} // applied or applying, not yet synced
+
+	closed atomic.Bool
+}
+
+type pool struct {
+	name string
+	id   uint64
+	// mu is held shared while an op applies, exclusively by DeletePool, so
+	// that no write lands after the pool's range deletion.
+	mu      sync.RWMutex
+	deleted bool
+}
+
+var syncOpts = pebble.Sync
+
+// Open opens (creating if needed) the store in opts.Dir.
+func Open(opts Options) (*Store, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	fs := opts.FS
+	if err := fs.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("embedded: create data directory: %w", err)
+	}
+	lock, err := fs.Lock(fs.PathJoin(opts.Dir, "LOCK"))
+	if err != nil {
+		return nil, fmt.Errorf("embedded: data directory %s held by another process (%v)", opts.Dir, err)
+	}
+	s := &Store{
+		opts:     opts,
+		lock:     lock,
+		blobDir:  fs.PathJoin(opts.Dir, "blobs"),
+		locks:    newLockTable(opts.MaxCachedObjects),
+		log:      opts.Logger,
+		pools:    map[string]*pool{},
+		inflight: map[*ticket]struct{}{},
+	}
+	if err := s.open(); err != nil {
+		if s.db != nil {
+			s.db.Close()
+		}
+		lock.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) open() error {
+	fs := s.opts.FS
+	if err := fs.MkdirAll(s.blobDir, 0o755); err != nil {
+		return fmt.Errorf("embedded: create blob directory: %w", err)
+	}
+	cache := pebble.NewCache(s.opts.CacheSize)
+	defer cache.Unref()
+	po := &pebble.Options{
+		FS:                 fs,
+		Cache:              cache,
+		MemTableSize:       s.opts.MemTableSize,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             pebbleLogger{s.log},
+	}
+	db, err := pebble.Open(fs.PathJoin(s.opts.Dir, "db"), po)
+	if err != nil {
+		return fmt.Errorf("embedded: open pebble: %w", err)
+	}
+	s.db = db
+
+	if v, ok, err := s.getSys(sysFormat); err != nil {
+		return err
+	} else if ok && binary.BigEndian.Uint64(v) != formatVersion {
+		return fmt.Errorf("embedded: data directory format %d, this build reads %d", binary.BigEndian.Uint64(v), formatVersion)
+	}
+	v, ok, err := s.getSys(sysEpoch)
+	if err != nil {
+		return err
+	}
+	if ok {
+		s.epoch = binary.BigEndian.Uint64(v)
+	}
+	s.epoch++
+	if s.epoch >= 1<<23 {
+		return errors.New("embedded: boot epoch exhausted")
+	}
+	b := db.NewBatch()
+	b.Set(sysEpoch, u64(nil, s.epoch), nil)
+	b.Set(sysFormat, u64(nil, formatVersion), nil)
+	if err := db.Apply(b, syncOpts); err != nil {
+		return fmt.Errorf("embedded: record boot epoch: %w", err)
+	}
+	if err := s.loadPools(); err != nil {
+		return err
+	}
+	return s.collectBlobs()
+}
+
+func (s *Store) getSys(k []byte) ([]byte, bool, error) {
+	v, c, err := s.db.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer c.Close()
+	return append([]byte(nil), v...), true, nil
+}
+
+func (s *Store) loadPools() error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kPool}, UpperBound: []byte{kPool + 1}})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		name := string(it.Key()[1:])
+		s.pools[name] = &pool{name: name, id: binary.BigEndian.Uint64(it.Value())}
+	}
+	return it.Error()
+}
+
+// nextID returns a fresh version or blob id.
+func (s *Store) nextID() uint64 {
+	c := s.counter.Add(1)
+	if c >= 1<<40 {
+		panic("embedded: version counter exhausted; restart the store")
+	}
+	return s.epoch<<40 | c
+}
+
+// Close flushes the memtable and releases the data directory.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	err := s.db.Flush()
+	err = errors.Join(err, s.db.Close(), s.lock.Close())
+	return err
+}
+
+func (s *Store) checkOpen() error {
+	if s.closed.Load() {
+		return objstore.Errorf(objstore.ErrInvalid, "embedded: store is closed")
+	}
+	return nil
+}
+
+// CreatePool: rados_pool_create.
+func (s *Store) CreatePool(ctx context.Context, name string) error {
+	if err := objstore.ValidatePoolName(name); err != nil {
+		return err
+	}
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	s.poolsMu.Lock()
+	defer s.poolsMu.Unlock()
+	if _, ok := s.pools[name]; ok {
+		return objstore.Errorf(objstore.ErrExists, "pool %q", name)
+	}
+	var id uint64 = 1
+	if v, ok, err := s.getSys(sysNextPool); err != nil {
+		return err
+	} else if ok {
+		id = binary.BigEndian.Uint64(v)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Set(poolKey(name), u64(nil, id), nil)
+	b.Set(sysNextPool, u64(nil, id+1), nil)
+	if err := s.db.Apply(b, syncOpts); err != nil {
+		return fmt.Errorf("embedded: create pool %q: %w", name, err)
+	}
+	s.pools[name] = &pool{name: name, id: id}
+	return nil
+}
+
+// DeletePool: rados_pool_delete. Objects go by range deletion; their blob
+// files are removed after the deletion is durable.
+func (s *Store) DeletePool(ctx context.Context, name string) error {
+	if err := objstore.ValidatePoolName(name); err != nil {
+		return err
+	}
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	s.poolsMu.Lock()
+	defer s.poolsMu.Unlock()
+	p := s.pools[name]
+	if p == nil {
+		return objstore.Errorf(objstore.ErrNotFound, "pool %q", name)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// Wait for syncs of writes already applied, so blob deletion below
+	// cannot race a pending commit's cleanup.
+	s.waitInflight()
+
+	b := s.db.NewBatch()
+	defer b.Close()
+	mlo, mhi := poolSpan(kMeta, p.id)
+	blobs, err := s.poolBlobs(mlo, mhi)
+	if err != nil {
+		return err
+	}
+	for _, id := range blobs {
+		b.Delete(blobRefKey(id), nil)
+	}
+	olo, ohi := poolSpan(kObj, p.id)
+	b.DeleteRange(mlo, mhi, nil)
+	b.DeleteRange(olo, ohi, nil)
+	b.Delete(poolKey(name), nil)
+	if err := s.db.Apply(b, syncOpts); err != nil {
+		return fmt.Errorf("embedded: delete pool %q: %w", name, err)
+	}
+	p.deleted = true
+	delete(s.pools, name)
+	for _, id := range blobs {
+		s.removeBlob(id)
+	}
+	s.locks.dropPrefix(string(u64(nil, p.id)))
+	return nil
+}
+
+func (s *Store) poolBlobs(lo, hi []byte) ([]uint64, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var ids []uint64
+	for it.First(); it.Valid(); it.Next() {
+		m, err := decodeMeta(it.Value())
+		if err != nil {
+			return nil, err
+		}
+		if m.blob != 0 {
+			ids = append(ids, m.blob)
+		}
+	}
+	return ids, it.Error()
+}
+
+// ListPools: rados_pool_list.
+func (s *Store) ListPools(ctx context.Context) ([]string, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	s.poolsMu.RLock()
+	defer s.poolsMu.RUnlock()
+	out := make([]string, 0, len(s.pools))
+	for n := range s.pools {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// IOContext: rados_ioctx_create.
+func (s *Store) IOContext(ctx context.Context, name string) (objstore.IOContext, error) {
+	if err := objstore.ValidatePoolName(name); err != nil {
+		return nil, err
+	}
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	s.poolsMu.RLock()
+	p := s.pools[name]
+	s.poolsMu.RUnlock()
+	if p == nil {
+		return nil, objstore.Errorf(objstore.ErrNotFound, "pool %q", name)
+	}
+	return &ioctx{s: s, pool: p}, nil
+}
+
+// registerInflight must precede the apply, so that any reader that can see
+// the batch also finds its ticket.
+func (s *Store) registerInflight(t *ticket) {
+	s.inflightMu.Lock()
+	s.inflight[t] = struct{}{}
+	s.inflightMu.Unlock()
+}
+
+func (s *Store) finishInflight(t *ticket, err error) {
+	t.err = err
+	s.inflightMu.Lock()
+	delete(s.inflight, t)
+	s.inflightMu.Unlock()
+	close(t.done)
+}
+
+// waitInflight waits for every write registered so far to be synced.
+func (s *Store) waitInflight() error {
+	s.inflightMu.Lock()
+	ts := make([]*ticket, 0, len(s.inflight))
+	for t := range s.inflight {
+		ts = append(ts, t)
+	}
+	s.inflightMu.Unlock()
+	var err error
+	for _, t := range ts {
+		if e := t.wait(); e != nil {
+			err = e
+		}
+	}
+	return err
+}
+
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	p.l.Error(msg, "component", "pebble")
+	panic("pebble: " + msg)
+}

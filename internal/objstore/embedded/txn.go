@@ -1,0 +1,690 @@
+package embedded
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// txn is one operation's view of one object. Writes are staged in an
+// indexed pebble batch, so later steps (and class methods) read through
+// the batch and see them; nothing reaches the DB unless the batch commits.
+// The caller holds the object's lock for the txn's whole life.
+type txn struct {
+	s      *Store
+	r      pebble.Reader // the batch for a WriteOp, the DB for a ReadOp
+	b      *pebble.Batch // nil for a ReadOp
+	entry  *objEntry
+	prefix []byte // objPrefix
+	mkey   []byte // metaKey
+
+	orig, cur          meta
+	origExists, exists bool
+
+	dirty bool // some step changed the object
+	plain bool // ... through a step other than Exec
+	now   time.Time
+	mtime *time.Time
+
+	preBlobs map[*objstore.WriteFull]uint64 // blobs written before the lock
+	blobData map[uint64][]byte              // their contents, for copy-on-write
+	cache    map[string]any                 // staged SetCached entries
+	writers  map[string]bool                // classes whose methods wrote
+}
+
+func (t *txn) load() error {
+	v, ok, err := t.get(t.mkey)
+	if err != nil || !ok {
+		return err
+	}
+	m, err := decodeMeta(v)
+	if err != nil {
+		return err
+	}
+	t.orig, t.cur, t.origExists, t.exists = m, m, true, true
+	return nil
+}
+
+func (t *txn) part(kind byte, suffix ...byte) []byte {
+	k := make([]byte, 0, len(t.prefix)+1+len(suffix))
+	k = append(append(append(k, t.prefix...), kind), suffix...)
+	return k
+}
+
+func (t *txn) partStr(kind byte, s string) []byte {
+	k := make([]byte, 0, len(t.prefix)+1+len(s))
+	k = append(append(append(k, t.prefix...), kind), s...)
+	return k
+}
+
+func chunkSuffix(idx int64) []byte { return binary.BigEndian.AppendUint32(nil, uint32(idx)) }
+
+func (t *txn) chunkKey(idx int64) []byte { return t.part(partData, chunkSuffix(idx)...) }
+
+// get returns a copy of key's value.
+func (t *txn) get(key []byte) ([]byte, bool, error) {
+	v, c, err := t.r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	out := append(make([]byte, 0, len(v)), v...)
+	return out, true, c.Close()
+}
+
+func (t *txn) set(k, v []byte) error { return t.b.Set(k, v, nil) }
+func (t *txn) del(k []byte) error    { return t.b.Delete(k, nil) }
+
+// clearKeys deletes every key in [lo, hi): point deletes for a few keys
+// (cheap for later reads), one range tombstone for many.
+func (t *txn) clearKeys(lo, hi []byte) error {
+	const pointLimit = 256
+	it, err := t.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return err
+	}
+	var keys [][]byte
+	for it.First(); it.Valid() && len(keys) <= pointLimit; it.Next() {
+		keys = append(keys, append([]byte(nil), it.Key()...))
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return err
+	}
+	if len(keys) > pointLimit {
+		return t.b.DeleteRange(lo, hi, nil)
+	}
+	for _, k := range keys {
+		if err := t.del(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// touch records a change, creating the object if it does not exist.
+func (t *txn) touch(plain bool) {
+	if !t.exists {
+		t.exists = true
+		t.cur.size, t.cur.blob = 0, 0
+	}
+	t.dirty = true
+	if plain {
+		t.plain = true
+	}
+}
+
+func (t *txn) needObject() error {
+	if !t.exists {
+		return objstore.Errorf(objstore.ErrNotFound, "object does not exist")
+	}
+	return nil
+}
+
+func (t *txn) version() uint64 {
+	if !t.exists {
+		return 0
+	}
+	return t.cur.version
+}
+
+// ---- data ----
+
+func (t *txn) readData(off, n int64) ([]byte, error) {
+	size := t.cur.size
+	if !t.exists || off >= size {
+		return []byte{}, nil
+	}
+	end := size
+	if n > 0 && off+n < size {
+		end = off + n
+	}
+	out := make([]byte, end-off)
+	if t.cur.blob != 0 {
+		if d, ok := t.blobData[t.cur.blob]; ok {
+			copy(out, d[off:end])
+			return out, nil
+		}
+		return out, t.s.readBlob(t.cur.blob, off, out)
+	}
+	lo, hi := off/chunkSize, (end-1)/chunkSize
+	it, err := t.r.NewIter(&pebble.IterOptions{LowerBound: t.chunkKey(lo), UpperBound: t.chunkKey(hi + 1)})
+	if err != nil {
+		return nil, err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		cs := int64(binary.BigEndian.Uint32(k[len(t.prefix)+1:])) * chunkSize
+		v := it.Value()
+		s, e := max(cs, off), min(cs+int64(len(v)), end)
+		if s < e {
+			copy(out[s-off:e-off], v[s-cs:e-cs])
+		}
+	}
+	return out, errors.Join(it.Error(), it.Close())
+}
+
+// inline moves a blob-backed object's data into chunks (copy-on-write
+// before a partial modification).
+func (t *txn) inline() error {
+	if t.cur.blob == 0 {
+		return nil
+	}
+	data, err := t.readData(0, 0)
+	if err != nil {
+		return err
+	}
+	t.cur.blob = 0
+	return t.putChunks(data)
+}
+
+// putChunks writes data as chunks 0.. of an object that has none.
+func (t *txn) putChunks(data []byte) error {
+	for i := int64(0); i*chunkSize < int64(len(data)); i++ {
+		c := data[i*chunkSize : min((i+1)*chunkSize, int64(len(data)))]
+		if err := t.set(t.chunkKey(i), c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func nchunks(size int64) int64 { return (size + chunkSize - 1) / chunkSize }
+
+// dropChunks deletes chunks [from, nchunks(size)) with blind point deletes.
+func (t *txn) dropChunks(from, size int64) error {
+	to := nchunks(size)
+	if to-from > 256 {
+		return t.b.DeleteRange(t.chunkKey(from), t.part(partData+1), nil)
+	}
+	for i := from; i < to; i++ {
+		if err := t.del(t.chunkKey(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func tooBig(end int64) error {
+	if end > objstore.MaxObjectSize {
+		return objstore.Errorf(objstore.ErrTooBig, "object would be %d bytes, limit %d", end, objstore.MaxObjectSize)
+	}
+	return nil
+}
+
+func (t *txn) writeAt(off int64, data []byte, plain bool) error {
+	if off < 0 {
+		return objstore.Errorf(objstore.ErrInvalid, "negative offset")
+	}
+	end := off + int64(len(data))
+	if err := tooBig(end); err != nil {
+		return err
+	}
+	t.touch(plain)
+	if err := t.inline(); err != nil {
+		return err
+	}
+	for idx := off / chunkSize; idx*chunkSize < end; idx++ {
+		cs := idx * chunkSize
+		old, _, err := t.get(t.chunkKey(idx))
+		if err != nil {
+			return err
+		}
+		ws, we := max(off, cs)-cs, min(end, cs+chunkSize)-cs
+		buf := old
+		if int64(len(buf)) < we {
+			buf = make([]byte, we)
+			copy(buf, old)
+		}
+		copy(buf[ws:we], data[cs+ws-off:cs+we-off])
+		if err := t.set(t.chunkKey(idx), buf); err != nil {
+			return err
+		}
+	}
+	if end > t.cur.size {
+		t.cur.size = end
+	}
+	return nil
+}
+
+func (t *txn) writeFull(data []byte, blob uint64, plain bool) error {
+	t.touch(plain)
+	n := int64(len(data))
+	if t.cur.blob != 0 {
+		t.cur.blob = 0 // a blob-backed object has no chunks
+	} else if blob != 0 {
+		if err := t.dropChunks(0, t.cur.size); err != nil {
+			return err
+		}
+	} else if err := t.dropChunks(nchunks(n), t.cur.size); err != nil {
+		return err
+	}
+	t.cur.size = n
+	if blob != 0 {
+		t.cur.blob = blob
+		return nil
+	}
+	return t.putChunks(data)
+}
+
+func (t *txn) truncate(size int64, plain bool) error {
+	if size < 0 {
+		return objstore.Errorf(objstore.ErrInvalid, "negative size")
+	}
+	if err := tooBig(size); err != nil {
+		return err
+	}
+	t.touch(plain)
+	if size == t.cur.size {
+		return nil
+	}
+	if err := t.inline(); err != nil {
+		return err
+	}
+	if size < t.cur.size {
+		if err := t.dropChunks(nchunks(size), t.cur.size); err != nil {
+			return err
+		}
+		if r := size % chunkSize; r != 0 {
+			k := t.chunkKey(size / chunkSize)
+			v, ok, err := t.get(k)
+			if err != nil {
+				return err
+			}
+			if ok && int64(len(v)) > r {
+				if err := t.set(k, v[:r]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	t.cur.size = size
+	return nil
+}
+
+func (t *txn) create(exclusive, plain bool) error {
+	if t.exists && exclusive {
+		return objstore.Errorf(objstore.ErrExists, "object exists")
+	}
+	t.touch(plain)
+	return nil
+}
+
+func (t *txn) remove(plain bool) error {
+	if err := t.needObject(); err != nil {
+		return err
+	}
+	if t.cur.blob == 0 {
+		if err := t.dropChunks(0, t.cur.size); err != nil {
+			return err
+		}
+	}
+	// Header, omap and xattrs: every part kind after data.
+	if err := t.clearKeys(t.part(partData+1), succ(t.prefix)); err != nil {
+		return err
+	}
+	t.dirty = true
+	if plain {
+		t.plain = true
+	}
+	t.exists = false
+	t.cur.size, t.cur.blob = 0, 0
+	return nil
+}
+
+// ---- xattrs ----
+
+func (t *txn) getXattr(name string) ([]byte, bool, error) {
+	if !t.exists {
+		return nil, false, nil
+	}
+	return t.get(t.partStr(partXattr, name))
+}
+
+func (t *txn) getXattrs() ([]objstore.KV, error) {
+	if !t.exists {
+		return nil, nil
+	}
+	kvs, _, err := t.scan(partXattr, "", "", 0, true)
+	return kvs, err
+}
+
+func (t *txn) setXattr(name string, v []byte, plain bool) error {
+	t.touch(plain)
+	return t.set(t.partStr(partXattr, name), v)
+}
+
+func (t *txn) rmXattr(name string, plain bool) error {
+	if err := t.needObject(); err != nil {
+		return err
+	}
+	t.touch(plain)
+	return t.del(t.partStr(partXattr, name))
+}
+
+// ---- omap ----
+
+// scan lists keys of one part kind that sort after startAfter and begin
+// with prefix, at most max (0 = all), and whether more exist.
+func (t *txn) scan(kind byte, startAfter, prefix string, max int, vals bool) ([]objstore.KV, bool, error) {
+	base := t.part(kind)
+	lower := t.partStr(kind, prefix)
+	upper := t.part(kind + 1)
+	if prefix != "" {
+		upper = succ(lower)
+	}
+	seek := lower
+	if startAfter != "" {
+		// The least key after startAfter: names never contain NUL.
+		if s := append(append(append([]byte(nil), base...), startAfter...), 0); bytes.Compare(s, seek) > 0 {
+			seek = s
+		}
+	}
+	it, err := t.r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, false, err
+	}
+	var out []objstore.KV
+	more := false
+	for it.SeekGE(seek); it.Valid(); it.Next() {
+		if max > 0 && len(out) == max {
+			more = true
+			break
+		}
+		kv := objstore.KV{Key: string(it.Key()[len(base):])}
+		if vals {
+			kv.Value = append(make([]byte, 0, len(it.Value())), it.Value()...)
+		}
+		out = append(out, kv)
+	}
+	return out, more, errors.Join(it.Error(), it.Close())
+}
+
+func (t *txn) omapVals(startAfter, prefix string, max int) ([]objstore.KV, bool, error) {
+	if !t.exists {
+		return nil, false, nil
+	}
+	return t.scan(partOmap, startAfter, prefix, max, true)
+}
+
+func (t *txn) omapGet(key string) ([]byte, bool, error) {
+	if !t.exists {
+		return nil, false, nil
+	}
+	return t.get(t.partStr(partOmap, key))
+}
+
+func (t *txn) setOmap(pairs []objstore.KV, plain bool) error {
+	t.touch(plain)
+	for _, kv := range pairs {
+		if err := t.set(t.partStr(partOmap, kv.Key), kv.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *txn) rmOmapKeys(keys []string, plain bool) error {
+	if err := t.needObject(); err != nil {
+		return err
+	}
+	t.touch(plain)
+	for _, k := range keys {
+		if err := t.del(t.partStr(partOmap, k)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *txn) omapRmRange(start, end string, plain bool) error {
+	if err := t.needObject(); err != nil {
+		return err
+	}
+	t.touch(plain)
+	hi := t.part(partOmap + 1)
+	if end != "" {
+		hi = t.partStr(partOmap, end)
+	}
+	return t.clearKeys(t.partStr(partOmap, start), hi)
+}
+
+func (t *txn) omapClear(plain bool) error {
+	if err := t.needObject(); err != nil {
+		return err
+	}
+	t.touch(plain)
+	return t.clearKeys(t.part(partOmap), t.part(partOmap+1))
+}
+
+func (t *txn) omapHeader() ([]byte, error) {
+	if !t.exists {
+		return nil, nil
+	}
+	v, _, err := t.get(t.part(partHeader))
+	return v, err
+}
+
+func (t *txn) setOmapHeader(h []byte, plain bool) error {
+	t.touch(plain)
+	return t.set(t.part(partHeader), h)
+}
+
+// ---- guards ----
+
+func cmpU64(stored []byte, op objstore.CmpOp, v uint64) (bool, error) {
+	var have uint64
+	if len(stored) > 0 {
+		var err error
+		if have, err = strconv.ParseUint(string(stored), 10, 64); err != nil {
+			return false, objstore.Errorf(objstore.ErrInvalid, "cmpxattr u64: stored value %q is not a decimal integer", stored)
+		}
+	}
+	c := 0
+	if have < v {
+		c = -1
+	} else if have > v {
+		c = 1
+	}
+	return op.Holds(c), nil
+}
+
+func (t *txn) guard(s objstore.Step) (handled bool, err error) {
+	switch s := s.(type) {
+	case *objstore.AssertExists:
+		return true, t.needObject()
+	case *objstore.AssertVersion:
+		if v := t.version(); v != s.Version {
+			return true, objstore.Errorf(objstore.ErrCanceled, "assert_version: object at %d, want %d", v, s.Version)
+		}
+		return true, nil
+	case *objstore.CmpXattr:
+		v, _, err := t.getXattr(s.Name)
+		if err != nil {
+			return true, err
+		}
+		ok := false
+		if s.Mode == objstore.CmpU64 {
+			if ok, err = cmpU64(v, s.Op, s.U64); err != nil {
+				return true, err
+			}
+		} else {
+			ok = s.Op.Holds(bytes.Compare(v, s.Value))
+		}
+		if !ok {
+			return true, objstore.Errorf(objstore.ErrCanceled, "cmpxattr %q failed", s.Name)
+		}
+		return true, nil
+	case *objstore.OmapCmp:
+		v, _, err := t.omapGet(s.Key)
+		if err != nil {
+			return true, err
+		}
+		if !s.Op.Holds(bytes.Compare(v, s.Value)) {
+			return true, objstore.Errorf(objstore.ErrCanceled, "omap_cmp %q failed", s.Key)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// ---- steps ----
+
+func (t *txn) runWrite(steps []objstore.Step) error {
+	for _, st := range steps {
+		if handled, err := t.guard(st); handled {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		var err error
+		switch s := st.(type) {
+		case *objstore.Create:
+			err = t.create(s.Exclusive, true)
+		case *objstore.WriteFull:
+			err = t.writeFull(s.Data, t.preBlobs[s], true)
+		case *objstore.Write:
+			err = t.writeAt(s.Offset, s.Data, true)
+		case *objstore.Append:
+			err = t.writeAt(t.cur.size, s.Data, true) // size is 0 when absent
+		case *objstore.Truncate:
+			err = t.truncate(s.Size, true)
+		case *objstore.Remove:
+			err = t.remove(true)
+		case *objstore.SetXattr:
+			err = t.setXattr(s.Name, s.Value, true)
+		case *objstore.RmXattr:
+			err = t.rmXattr(s.Name, true)
+		case *objstore.SetOmap:
+			err = t.setOmap(s.Pairs, true)
+		case *objstore.RmOmapKeys:
+			err = t.rmOmapKeys(s.Keys, true)
+		case *objstore.OmapRmRange:
+			err = t.omapRmRange(s.Start, s.End, true)
+		case *objstore.OmapClear:
+			err = t.omapClear(true)
+		case *objstore.SetOmapHeader:
+			err = t.setOmapHeader(s.Header, true)
+		case *objstore.SetMtime:
+			tm := s.Time
+			t.mtime = &tm
+		case *objstore.ExecStep:
+			err = t.exec(s, false)
+		default:
+			err = objstore.Errorf(objstore.ErrInvalid, "step %T not allowed in a write op", st)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *txn) runRead(steps []objstore.Step) error {
+	for _, st := range steps {
+		if handled, err := t.guard(st); handled {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		var err error
+		switch s := st.(type) {
+		case *objstore.StatStep:
+			s.Exists = t.exists
+			s.Stat = objstore.Stat{}
+			if t.exists {
+				s.Stat = t.cur.stat()
+			}
+		case *objstore.ReadStep:
+			s.Data, err = t.readData(s.Offset, s.Length)
+		case *objstore.GetXattrStep:
+			s.Value, s.Found, err = t.getXattr(s.Name)
+			if err == nil && !s.Found && !s.Optional {
+				err = objstore.Errorf(objstore.ErrNotFound, "xattr %q", s.Name)
+			}
+		case *objstore.GetXattrsStep:
+			s.Attrs, err = t.getXattrs()
+		case *objstore.OmapValsStep:
+			s.Pairs, s.More, err = t.omapVals(s.StartAfter, s.Prefix, s.Max)
+		case *objstore.OmapKeysStep:
+			var kvs []objstore.KV
+			kvs, s.More, err = t.scan(partOmap, s.StartAfter, "", s.Max, false)
+			s.Keys = make([]string, len(kvs))
+			for i, kv := range kvs {
+				s.Keys[i] = kv.Key
+			}
+		case *objstore.OmapValsByKeysStep:
+			s.Pairs, err = t.omapByKeys(s.Keys)
+		case *objstore.OmapHeaderStep:
+			s.Header, err = t.omapHeader()
+		case *objstore.ExecStep:
+			err = t.exec(s, true)
+		default:
+			err = objstore.Errorf(objstore.ErrInvalid, "step %T not allowed in a read op", st)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *txn) omapByKeys(keys []string) ([]objstore.KV, error) {
+	sorted := append([]string(nil), keys...)
+	sort.Strings(sorted)
+	var out []objstore.KV
+	for i, k := range sorted {
+		if i > 0 && sorted[i-1] == k {
+			continue
+		}
+		v, ok, err := t.omapGet(k)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, objstore.KV{Key: k, Value: v})
+		}
+	}
+	return out, nil
+}
+
+// commit adds the object's meta (or its deletion) and blob references to
+// the batch, with version v.
+func (t *txn) commit(v uint64) error {
+	if t.exists {
+		t.cur.version = v
+		t.cur.mtime = t.now.UnixNano()
+		if t.mtime != nil {
+			t.cur.mtime = t.mtime.UnixNano()
+		}
+		if err := t.set(t.mkey, t.cur.encode()); err != nil {
+			return err
+		}
+	} else if t.origExists {
+		if err := t.del(t.mkey); err != nil {
+			return err
+		}
+	}
+	if t.orig.blob != t.cur.blob {
+		if t.orig.blob != 0 && t.origExists {
+			if err := t.del(blobRefKey(t.orig.blob)); err != nil {
+				return err
+			}
+		}
+		if t.cur.blob != 0 {
+			if err := t.set(blobRefKey(t.cur.blob), t.mkey); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
