@@ -1,12 +1,171 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cairn-s3/cairn/internal/bench"
 )
 
-// runBench is replaced as the bench command lands; until then it says so plainly.
+const benchUsage = `usage: cairn bench <workload> [flags]
+
+workloads:
+  append    one object: plain Append vs guarded (epoch-checked) log append
+  objstore  omap set/get, small writes vs concurrency; 4 MiB WriteFull vs raw disk
+
+Each prints progress lines and, last, one JSON object with the results.
+Run 'cairn bench <workload> -h' for its flags.
+`
+
+// benchWorkloads maps a workload name to its runner. To add a workload
+// (s3, notify, reshard, ...): write its Config/Run in internal/bench and add
+// one entry here binding flags to the config.
+var benchWorkloads = map[string]func(ctx context.Context, args []string, out io.Writer) error{
+	"append":   benchAppend,
+	"objstore": benchObjstore,
+}
+
 func runBench(args []string) int {
-	fmt.Fprintln(os.Stderr, "cairn bench: not built yet")
-	return 2
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(os.Stderr, benchUsage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	run, ok := benchWorkloads[args[0]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "cairn bench: unknown workload %q\n\n%s", args[0], benchUsage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, args[1:], os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "cairn bench %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+// printJSON writes v as the last output line.
+func printJSON(out io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%s\n", b)
+	return err
+}
+
+func benchAppend(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("cairn bench append", flag.ContinueOnError)
+	var cfg bench.AppendConfig
+	fs.IntVar(&cfg.Clients, "clients", 1, "concurrent appenders")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "duration of each phase (plain, guarded)")
+	fs.IntVar(&cfg.Size, "size", 4096, "bytes per append")
+	fs.StringVar(&cfg.Dir, "data-dir", "", "parent directory for the temporary stores (picks the disk; default the system temp dir)")
+	if err := parseInterspersed(fs, args); err != nil {
+		return err
+	}
+	cfg.Out = out
+	res, err := bench.RunAppend(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "guarded/plain: %.2f\n", res.Ratio)
+	return printJSON(out, res)
+}
+
+func benchObjstore(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("cairn bench objstore", flag.ContinueOnError)
+	var cfg bench.ObjstoreConfig
+	clients := fs.String("clients", "1,4,16,64", "concurrency levels for omap and small writes (comma-separated)")
+	large := fs.String("large-clients", "1,4", "concurrency levels for 4 MiB WriteFull (comma-separated)")
+	fs.DurationVar(&cfg.Duration, "duration", 3*time.Second, "duration of each point (4 MiB points and the raw write run twice as long)")
+	fs.IntVar(&cfg.ValueSize, "value-size", 128, "omap value bytes")
+	fs.IntVar(&cfg.SmallSize, "small-size", 4096, "small object bytes")
+	fs.IntVar(&cfg.Objects, "objects", 16, "objects the omap clients spread over")
+	fs.StringVar(&cfg.Dir, "data-dir", "", "parent directory for the temporary store and raw file (picks the disk)")
+	if err := parseInterspersed(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if cfg.Clients, err = intList(*clients); err != nil {
+		return fmt.Errorf("--clients: %w", err)
+	}
+	if cfg.LargeClients, err = intList(*large); err != nil {
+		return fmt.Errorf("--large-clients: %w", err)
+	}
+	cfg.Out = out
+	res, err := bench.RunObjstore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "best 4 MiB WriteFull / raw: %.2f\n", res.WriteFullRatio)
+	return printJSON(out, res)
+}
+
+func intList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseInterspersed parses flags that may come before, between or after
+// positional arguments and returns the positionals in order.
+func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	_, err := parseFlagsAnywhere(fs, args)
+	if err != nil {
+		return err
+	}
+	if rest := fs.Args(); len(rest) > 0 {
+		return fmt.Errorf("unexpected arguments %q", rest)
+	}
+	return nil
+}
+
+// parseFlagsAnywhere is flag parsing that lets flags and positional
+// arguments mix ("rados --pool p ls" and "rados ls --pool p"); "--" ends
+// flags.
+func parseFlagsAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		// flag stops at the first non-flag; a preceding "--" means the
+		// rest is positional.
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	// Hand the positionals back through fs.Args as well.
+	_ = fs.Parse(append([]string{"--"}, pos...))
+	return pos, nil
 }
