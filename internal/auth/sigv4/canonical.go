@@ -91,7 +91,7 @@ func canonicalQuery(rawQuery, skip string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if dk == skip {
+		if skip != "" && dk == skip {
 			continue
 		}
 		dv, err := url.QueryUnescape(v)

@@ -96,7 +96,8 @@ type Verifier struct {
 	cfg Config
 }
 
-// NewVerifier returns a Verifier with default settings.
+// NewVerifier returns a Verifier with default settings; a nil now means
+// time.Now.
 func NewVerifier(lookup SecretLookup, now func() time.Time) *Verifier {
 	v, err := New(Config{Lookup: lookup, Now: now})
 	if err != nil {
