@@ -161,7 +161,7 @@ func TestSDKMultipart(t *testing.T) {
 	g := StartGateway(t)
 	c := sdkClient(g, g.AccessKey, g.SecretKey)
 	ctx := context.Background()
-	bucket := aws.String("mp")
+	bucket := aws.String("mp-bucket")
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: bucket}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,13 +15,19 @@ import (
 )
 
 // Multipart state lives in the index pool beside the bucket's shards:
-//   .uploads.<bucket_id>              omap "<key>\x00<upload_id>" → UploadInfo
+//   .uploads.<bucket_id>              omap uploadKey(key, upload_id) → UploadInfo
 //   .upload.<bucket_id>.<upload_id>   omap "%05d" part number → partRecord
 // Part data are runs named by a fresh tag, like PUT data.
 
 func uploadsOID(bucketID string) string          { return ".uploads." + bucketID }
 func uploadOID(bucketID, uploadID string) string { return ".upload." + bucketID + "." + uploadID }
 func partKey(n int) string                       { return fmt.Sprintf("%05d", n) }
+
+// uploadKey orders uploads by (key, upload id). Omap keys may not hold NUL,
+// so 0x01 is escaped as 0x01 0x02 and 0x01 0x01 separates: order-preserving.
+func uploadKey(key, uploadID string) string { return escapeKey(key) + "\x01\x01" + uploadID }
+
+func escapeKey(k string) string { return strings.ReplaceAll(k, "\x01", "\x01\x02") }
 
 type partRecord struct {
 	PartInfo
@@ -37,7 +43,7 @@ func (d *Driver) upload(ctx context.Context, bucket, key, uploadID string) (Inst
 		return inst, UploadInfo{}, ErrNoSuchUpload
 	}
 	op := objstore.NewReadOp()
-	vs := op.GetOmapValuesByKeys(key + "\x00" + uploadID)
+	vs := op.GetOmapValuesByKeys(uploadKey(key, uploadID))
 	err = d.index.OperateRead(ctx, uploadsOID(inst.ID), op)
 	if errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrInvalid) || err == nil && len(vs.Pairs) == 0 {
 		return inst, UploadInfo{}, ErrNoSuchUpload
@@ -67,7 +73,7 @@ func (d *Driver) CreateMultipartUpload(ctx context.Context, bucket, key string, 
 	if err := d.index.Operate(ctx, uploadOID(inst.ID, id), objstore.NewWriteOp().Create(true)); err != nil {
 		return "", err
 	}
-	if err := d.index.Operate(ctx, uploadsOID(inst.ID), objstore.NewWriteOp().SetOmap(objstore.KV{Key: key + "\x00" + id, Value: b})); err != nil {
+	if err := d.index.Operate(ctx, uploadsOID(inst.ID), objstore.NewWriteOp().SetOmap(objstore.KV{Key: uploadKey(key, id), Value: b})); err != nil {
 		return "", err
 	}
 	return id, nil
@@ -189,15 +195,15 @@ func (d *Driver) ListMultipartUploads(ctx context.Context, in ListUploadsInput) 
 	}
 	after := ""
 	if in.KeyMarker != "" {
-		after = in.KeyMarker + "\x00" + in.UploadIDMarker
+		after = uploadKey(in.KeyMarker, in.UploadIDMarker)
 		if in.UploadIDMarker == "" {
-			after = in.KeyMarker + "\x00\xff"
+			after = uploadKey(in.KeyMarker, "\xff")
 		}
 	}
 	var res ListUploadsResult
 	for {
 		op := objstore.NewReadOp()
-		vs := op.GetOmapValues(after, in.Prefix, 1000)
+		vs := op.GetOmapValues(after, escapeKey(in.Prefix), 1000)
 		err := d.index.OperateRead(ctx, uploadsOID(inst.ID), op)
 		if errors.Is(err, objstore.ErrNotFound) {
 			return res, nil
@@ -261,10 +267,12 @@ func (d *Driver) CompleteMultipartUpload(ctx context.Context, bucket, key, uploa
 	md := md5.New()
 	var size int64
 	used := map[int]bool{}
-	for i, cp := range parts {
-		if i > 0 && cp.PartNumber <= parts[i-1].PartNumber {
+	for i := 1; i < len(parts); i++ {
+		if parts[i].PartNumber <= parts[i-1].PartNumber {
 			return ObjectInfo{}, ErrInvalidPartOrder
 		}
+	}
+	for i, cp := range parts {
 		p, ok := byNum[cp.PartNumber]
 		if !ok || strings.Trim(cp.ETag, `"`) != p.ETag {
 			return ObjectInfo{}, fmt.Errorf("%w: part %d", ErrInvalidPart, cp.PartNumber)
@@ -330,7 +338,7 @@ func (d *Driver) linkParts(ctx context.Context, bucket string, e bucketindex.Ent
 }
 
 func (d *Driver) dropUpload(ctx context.Context, bucketID, key, uploadID string) {
-	_ = d.index.Operate(ctx, uploadsOID(bucketID), objstore.NewWriteOp().RmOmapKeys(key+"\x00"+uploadID))
+	_ = d.index.Operate(ctx, uploadsOID(bucketID), objstore.NewWriteOp().RmOmapKeys(uploadKey(key, uploadID)))
 	_ = d.index.Operate(ctx, uploadOID(bucketID, uploadID), objstore.NewWriteOp().Remove())
 }
 
