@@ -1,0 +1,254 @@
+package s3api
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+)
+
+// Admin REST API, in the spirit of RGW's /admin/ ops (admin users only,
+// SigV4-signed like S3, JSON responses):
+//
+//	PUT    /admin/user?uid=U[&display-name=N][&access-key=K&secret-key=S][&admin=true]  create
+//	GET    /admin/user?uid=U                    user info
+//	GET    /admin/user?list  (or /admin/metadata/user)   ["uid", ...]
+//	DELETE /admin/user?uid=U                    remove (BucketNotEmpty while it owns buckets)
+//	GET    /admin/bucket[?uid=U]                ["bucket", ...]
+//	GET    /admin/bucket?stats[&uid=U]          [{stats}, ...]
+//	GET    /admin/bucket?stats&bucket=B         {stats}
+//
+// Errors are JSON {"Code", "Message", "RequestId", "HostId"} with the
+// registry's HTTP status. Other packages add routes with HandleAdmin.
+
+// AdminHandlerFunc serves one admin route. The caller is an authenticated
+// admin (IdentityFrom(r.Context())); r.Body is the verified body. A
+// returned error is written as a JSON admin error (domain errors mapped as
+// for S3, see MapError) unless the handler already wrote a response.
+type AdminHandlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// BucketHandlerFunc serves a bucket subresource registered with
+// HandleBucketSubresource. The bucket exists and the caller owns it (or is
+// an admin); r.Body is the verified body. A returned error is written as
+// an S3 XML error unless the handler already wrote a response.
+type BucketHandlerFunc func(w http.ResponseWriter, r *http.Request, bucket driver.BucketInfo) error
+
+// HandleAdmin registers h for the admin path ("/admin/reshard" or just
+// "reshard"), all methods; h dispatches on r.Method itself. A later
+// registration replaces an earlier one, built-ins included. Safe to call
+// while serving.
+func (s *Server) HandleAdmin(path string, h AdminHandlerFunc) {
+	path = "/admin/" + strings.Trim(strings.TrimPrefix(strings.TrimPrefix(path, "/"), "admin/"), "/")
+	s.mu.Lock()
+	s.admin[path] = h
+	s.mu.Unlock()
+}
+
+// HandleBucketSubresource routes method requests on a bucket that carry the
+// query parameter subresource (e.g. "PUT", "notification" for
+// PutBucketNotificationConfiguration) to h, ahead of the built-in routes.
+func (s *Server) HandleBucketSubresource(method, subresource string, h BucketHandlerFunc) {
+	s.mu.Lock()
+	s.bucketSubres[strings.ToUpper(method)+" "+subresource] = h
+	s.mu.Unlock()
+}
+
+// SetSNSHandler serves the SNS query API: POST (or ?Action=) requests to
+// the service root "/". The request is authenticated first (the verifier
+// must accept the "sns" service in the credential scope); r.Body is the
+// verified form body and IdentityFrom(r.Context()) the caller. Without a
+// handler such requests get NotImplemented.
+func (s *Server) SetSNSHandler(h http.Handler) {
+	s.mu.Lock()
+	s.sns = h
+	s.mu.Unlock()
+}
+
+func (s *Server) extBucketHandler(h BucketHandlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+		return h(w, r, rc.binfo)
+	}
+}
+
+// WriteJSON writes v as a JSON response with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) error {
+	out, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	out = append(out, '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(status)
+	_, _ = w.Write(out)
+	return nil
+}
+
+type adminError struct {
+	Code      string `json:"Code"`
+	Message   string `json:"Message"`
+	RequestID string `json:"RequestId"`
+	HostID    string `json:"HostId"`
+}
+
+func (s *Server) serveAdmin(w *statusWriter, r *http.Request, rc *reqCtx) {
+	writeErr := func(err error) {
+		e := s.mapError(err)
+		rc.errCode = e.Code
+		if e.HTTPStatus >= 500 {
+			rc.cause = err
+		}
+		if w.status == 0 {
+			_ = WriteJSON(w, e.HTTPStatus, adminError{Code: e.Code, Message: e.WireMessage(), RequestID: rc.id, HostID: s.cfg.HostID})
+		}
+	}
+	if !rc.ident.User.Admin {
+		writeErr(s3err.New(s3err.ErrAccessDenied, "The admin API is for admin users only."))
+		return
+	}
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	s.mu.RLock()
+	h, ok := s.admin[path]
+	s.mu.RUnlock()
+	rc.op = "Admin" + adminOpName(r.Method, path)
+	if !ok {
+		writeErr(s3err.New(s3err.ErrNotImplemented, "No admin route %s.", path))
+		return
+	}
+	if err := h(w, r); err != nil {
+		writeErr(err)
+	}
+}
+
+// adminOpName names admin operations for metrics, e.g. "GET /admin/user"
+// → "GetUser".
+func adminOpName(method, path string) string {
+	name := strings.TrimPrefix(path, "/admin/")
+	var b strings.Builder
+	b.WriteString(strings.ToUpper(method[:1]) + strings.ToLower(method[1:]))
+	for _, part := range strings.FieldsFunc(name, func(r rune) bool { return r == '/' || r == '-' || r == '_' }) {
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return b.String()
+}
+
+func (s *Server) registerBuiltinAdmin() {
+	s.HandleAdmin("user", s.adminUser)
+	s.HandleAdmin("metadata/user", func(w http.ResponseWriter, r *http.Request) error {
+		if r.Method != http.MethodGet {
+			return s3err.New(s3err.ErrMethodNotAllowed, "")
+		}
+		return s.adminListUsers(w, r)
+	})
+	s.HandleAdmin("bucket", s.adminBucket)
+}
+
+func missingParam(name string) error {
+	return s3err.New(s3err.ErrInvalidArgument, "Missing required parameter %q.", name)
+}
+
+func (s *Server) adminUser(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	ctx := r.Context()
+	uid := q.Get("uid")
+	switch r.Method {
+	case http.MethodGet:
+		if uid == "" || q.Has("list") {
+			return s.adminListUsers(w, r)
+		}
+		u, err := s.be.GetUser(ctx, uid)
+		if err != nil {
+			return err
+		}
+		return WriteJSON(w, http.StatusOK, u)
+	case http.MethodPut, http.MethodPost:
+		if uid == "" {
+			return missingParam("uid")
+		}
+		u := driver.User{ID: uid, DisplayName: q.Get("display-name"), Admin: q.Get("admin") == "true"}
+		ak, sk := q.Get("access-key"), q.Get("secret-key")
+		if (ak == "") != (sk == "") {
+			return s3err.New(s3err.ErrInvalidArgument, "access-key and secret-key must be given together.")
+		}
+		if ak != "" {
+			u.Keys = []driver.Key{{User: uid, AccessKey: ak, SecretKey: sk}}
+		}
+		created, err := s.be.CreateUser(ctx, u)
+		if err != nil {
+			return err
+		}
+		return WriteJSON(w, http.StatusOK, created)
+	case http.MethodDelete:
+		if uid == "" {
+			return missingParam("uid")
+		}
+		if err := s.be.RemoveUser(ctx, uid); err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	return s3err.New(s3err.ErrMethodNotAllowed, "")
+}
+
+func (s *Server) adminListUsers(w http.ResponseWriter, r *http.Request) error {
+	ids, err := s.be.ListUsers(r.Context())
+	if err != nil {
+		return err
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	sort.Strings(ids)
+	return WriteJSON(w, http.StatusOK, ids)
+}
+
+// bucketStatsJSON is BucketStats with RGW's "bucket" name field.
+type bucketStatsJSON struct {
+	Bucket string `json:"bucket"`
+	driver.BucketStats
+}
+
+func (s *Server) adminBucket(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		return s3err.New(s3err.ErrMethodNotAllowed, "")
+	}
+	q := r.URL.Query()
+	ctx := r.Context()
+	stats := q.Has("stats") && q.Get("stats") != "false"
+	if b := q.Get("bucket"); b != "" {
+		st, err := s.be.BucketStats(ctx, b)
+		if err != nil {
+			return err
+		}
+		if !stats {
+			return WriteJSON(w, http.StatusOK, st.BucketInfo)
+		}
+		return WriteJSON(w, http.StatusOK, bucketStatsJSON{Bucket: st.Name, BucketStats: st})
+	}
+	buckets, err := s.be.ListBuckets(ctx, q.Get("uid"))
+	if err != nil {
+		return err
+	}
+	sort.Slice(buckets, func(i, j int) bool { return buckets[i].Name < buckets[j].Name })
+	if !stats {
+		names := make([]string, 0, len(buckets))
+		for _, b := range buckets {
+			names = append(names, b.Name)
+		}
+		return WriteJSON(w, http.StatusOK, names)
+	}
+	out := make([]bucketStatsJSON, 0, len(buckets))
+	for _, b := range buckets {
+		st, err := s.be.BucketStats(ctx, b.Name)
+		if err != nil {
+			return err
+		}
+		out = append(out, bucketStatsJSON{Bucket: st.Name, BucketStats: st})
+	}
+	return WriteJSON(w, http.StatusOK, out)
+}

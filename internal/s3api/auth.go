@@ -1,0 +1,145 @@
+package s3api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+)
+
+// Authenticator verifies a request's signature (SigV4 header, presigned
+// query, or streaming aws-chunked) and returns who signed it.
+//
+// Errors should be *s3err.Error (SignatureDoesNotMatch, InvalidAccessKeyId,
+// RequestTimeTooSkewed, ...); anything else becomes InternalError. The
+// Server rejects unsigned requests with AccessDenied before calling it.
+// To find secrets, implementations should use SecretLookup(backend), which
+// shares the user lookup with the Server within one request.
+type Authenticator interface {
+	Authenticate(r *http.Request) (AuthResult, error)
+}
+
+// AuthResult is a verified request.
+type AuthResult struct {
+	AccessKey string
+	// Body is the payload to use instead of r.Body: decoded from
+	// aws-chunked, and failing at or before EOF with an *s3err.Error when a
+	// chunk signature or the declared payload hash does not match. Nil
+	// means r.Body as is.
+	Body io.Reader
+	// DecodedLength is the decoded payload length when known (>= 0) and the
+	// request carries no x-amz-decoded-content-length header; 0 is treated
+	// as unknown.
+	DecodedLength int64
+	// Trailer, when non-nil, returns the trailing headers of an aws-chunked
+	// body (x-amz-checksum-*). It is called only after Body returned EOF.
+	Trailer func() http.Header
+}
+
+// Identity is the authenticated principal of a request.
+type Identity struct {
+	User      driver.User
+	AccessKey string
+}
+
+type identityKey struct{}
+
+// IdentityFrom returns the principal the Server attached to ctx. Extension
+// handlers (admin routes, SNS, bucket subresources) use it.
+func IdentityFrom(ctx context.Context) (Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(Identity)
+	return id, ok
+}
+
+// userMemo carries the user looked up by SecretLookup to the Server, so a
+// request costs one LookupAccessKey.
+type userMemo struct {
+	accessKey string
+	user      driver.User
+	ok        bool
+}
+
+type memoKey struct{}
+
+// SecretLookup returns a function giving the secret for an access key, for
+// the SigV4 verifier. Within a request served by Server it records the user
+// so the Server does not look it up again. Unknown keys give an
+// InvalidAccessKeyId *s3err.Error.
+func SecretLookup(b Backend) func(ctx context.Context, accessKey string) (string, error) {
+	return func(ctx context.Context, accessKey string) (string, error) {
+		u, secret, err := b.LookupAccessKey(ctx, accessKey)
+		if err != nil {
+			return "", lookupError(err)
+		}
+		if m, ok := ctx.Value(memoKey{}).(*userMemo); ok {
+			*m = userMemo{accessKey: accessKey, user: u, ok: true}
+		}
+		return secret, nil
+	}
+}
+
+func lookupError(err error) error {
+	if errors.Is(err, driver.ErrInvalidAccessKey) || errors.Is(err, driver.ErrNoSuchUser) {
+		return s3err.Wrap(s3err.ErrInvalidAccessKeyID, err)
+	}
+	return err
+}
+
+// isSigned reports whether r carries any AWS authentication at all.
+func isSigned(r *http.Request) bool {
+	if r.Header.Get("Authorization") != "" {
+		return true
+	}
+	q := r.URL.Query()
+	return q.Has("X-Amz-Signature") || q.Has("X-Amz-Credential") || q.Has("AWSAccessKeyId") || q.Has("Signature")
+}
+
+func (s *Server) authenticate(r *http.Request, rc *reqCtx) (Identity, error) {
+	if !isSigned(r) {
+		return Identity{}, s3err.New(s3err.ErrAccessDenied, "Anonymous access is not allowed.")
+	}
+	memo := &userMemo{}
+	ar, err := s.cfg.Auth.Authenticate(r.WithContext(context.WithValue(r.Context(), memoKey{}, memo)))
+	if err != nil {
+		return Identity{}, err
+	}
+	if ar.AccessKey == "" {
+		return Identity{}, s3err.New(s3err.ErrAccessDenied, "")
+	}
+	user := memo.user
+	if !memo.ok || memo.accessKey != ar.AccessKey {
+		u, _, err := s.be.LookupAccessKey(r.Context(), ar.AccessKey)
+		if err != nil {
+			return Identity{}, lookupError(err)
+		}
+		user = u
+	}
+	rc.body = ar.Body
+	rc.trailer = ar.Trailer
+	if ar.DecodedLength > 0 {
+		rc.decodedLength = ar.DecodedLength
+	}
+	return Identity{User: user, AccessKey: ar.AccessKey}, nil
+}
+
+// authorizeBucket loads the bucket and checks that the caller owns it (or
+// is an admin). Missing buckets are NoSuchBucket for everyone: S3 does the
+// same, and bucket names are global anyway.
+func (s *Server) authorizeBucket(ctx context.Context, rc *reqCtx, bucket string) error {
+	info, err := s.be.GetBucket(ctx, bucket)
+	if err != nil {
+		return err
+	}
+	if !canAccess(rc.ident, info) {
+		return s3err.New(s3err.ErrAccessDenied, "")
+	}
+	rc.binfo = info
+	return nil
+}
+
+func canAccess(id Identity, b driver.BucketInfo) bool {
+	return id.User.Admin || b.Owner == id.User.ID
+}

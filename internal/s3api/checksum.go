@@ -1,0 +1,242 @@
+package s3api
+
+import (
+	"bytes"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/base64"
+	"hash"
+	"hash/crc32"
+	"hash/crc64"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+)
+
+// checksumAlgorithms are the x-amz-checksum-* algorithms S3 defines, by
+// their upper-case name as used in x-amz-sdk-checksum-algorithm and in
+// driver.ObjectMeta.Checksums.
+var checksumAlgorithms = []string{"CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"}
+
+// crc64NVME is the bit-reversed CRC-64/NVME polynomial, as crc64.MakeTable
+// wants it (the AWS SDKs use the same constant).
+const crc64NVME = 0x9a6c9329ac4bc9b5
+
+func newChecksumHash(alg string) hash.Hash {
+	switch alg {
+	case "CRC32":
+		return crc32.NewIEEE()
+	case "CRC32C":
+		return crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	case "CRC64NVME":
+		return crc64.New(crc64.MakeTable(crc64NVME))
+	case "SHA1":
+		return sha1.New()
+	case "SHA256":
+		return sha256.New()
+	}
+	return nil
+}
+
+func checksumHeader(alg string) string { return "x-amz-checksum-" + strings.ToLower(alg) }
+
+func validAlgorithm(alg string) bool {
+	for _, a := range checksumAlgorithms {
+		if a == alg {
+			return true
+		}
+	}
+	return false
+}
+
+// payload is a request body ready for the backend: its length is checked,
+// and Content-MD5 and the declared x-amz-checksum-* are verified when the
+// body reaches EOF, failing the read (and so the write) on a mismatch.
+type payload struct {
+	body io.Reader
+	size int64
+	// checksums receives the verified checksum (algorithm → base64) at
+	// EOF. It is the same map the caller passes to the backend in the
+	// object metadata, so trailer checksums (known only at EOF) get stored.
+	checksums map[string]string
+}
+
+// payloadSize is the decoded payload length: x-amz-decoded-content-length
+// for aws-chunked bodies, else Content-Length; -1 when neither is known.
+func payloadSize(r *http.Request, rc *reqCtx) (int64, error) {
+	if v := r.Header.Get("x-amz-decoded-content-length"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return 0, s3err.New(s3err.ErrInvalidArgument, "Invalid x-amz-decoded-content-length.")
+		}
+		return n, nil
+	}
+	if rc.decodedLength >= 0 {
+		return rc.decodedLength, nil
+	}
+	if r.ContentLength >= 0 {
+		return r.ContentLength, nil
+	}
+	return -1, nil
+}
+
+// newPayload validates the body headers of a data upload (PutObject,
+// UploadPart) of at most maxSize bytes.
+func newPayload(r *http.Request, rc *reqCtx, maxSize int64) (*payload, error) {
+	size, err := payloadSize(r, rc)
+	if err != nil {
+		return nil, err
+	}
+	if size < 0 {
+		return nil, s3err.New(s3err.ErrMissingContentLength, "")
+	}
+	if size > maxSize {
+		return nil, s3err.New(s3err.ErrEntityTooLarge, "")
+	}
+	return verifyBody(r, rc, size)
+}
+
+// verifyBody wraps the request body in the Content-MD5 and checksum
+// verifier. size -1 skips the length check.
+func verifyBody(r *http.Request, rc *reqCtx, size int64) (*payload, error) {
+	v := &verifier{r: r.Body, size: size, trailer: rc.trailer}
+	if r.Body == nil {
+		v.r = http.NoBody
+	}
+	if h := r.Header.Get("Content-MD5"); h != "" {
+		sum, err := base64.StdEncoding.DecodeString(h)
+		if err != nil || len(sum) != md5.Size {
+			return nil, s3err.New(s3err.ErrInvalidDigest, "")
+		}
+		v.md5Want = sum
+		v.md5 = md5.New()
+	}
+	alg, value, fromTrailer, err := declaredChecksum(r.Header)
+	if err != nil {
+		return nil, err
+	}
+	p := &payload{body: v, size: size, checksums: map[string]string{}}
+	if alg != "" {
+		v.alg, v.want, v.fromTrailer = alg, value, fromTrailer
+		v.sum = newChecksumHash(alg)
+		v.out = p.checksums
+	}
+	return p, nil
+}
+
+// declaredChecksum finds the checksum the client declared: a value header,
+// a trailer named in x-amz-trailer, or just an algorithm in
+// x-amz-sdk-checksum-algorithm (we then compute and store it).
+func declaredChecksum(h http.Header) (alg, value string, fromTrailer bool, err error) {
+	for _, a := range checksumAlgorithms {
+		v := h.Get(checksumHeader(a))
+		if v == "" {
+			continue
+		}
+		if alg != "" {
+			return "", "", false, s3err.New(s3err.ErrInvalidRequest, "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
+		}
+		sum, derr := base64.StdEncoding.DecodeString(v)
+		if derr != nil || len(sum) != newChecksumHash(a).Size() {
+			return "", "", false, s3err.New(s3err.ErrInvalidRequest, "Value for %s header is invalid.", checksumHeader(a))
+		}
+		alg, value = a, v
+	}
+	if t := strings.ToLower(strings.TrimSpace(h.Get("x-amz-trailer"))); strings.HasPrefix(t, "x-amz-checksum-") {
+		a := strings.ToUpper(strings.TrimPrefix(t, "x-amz-checksum-"))
+		if !validAlgorithm(a) {
+			return "", "", false, s3err.New(s3err.ErrInvalidRequest, "The value specified in the x-amz-trailer header is not supported.")
+		}
+		if alg != "" && alg != a {
+			return "", "", false, s3err.New(s3err.ErrInvalidRequest, "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
+		}
+		alg, fromTrailer = a, true
+	}
+	if sdk := strings.ToUpper(h.Get("x-amz-sdk-checksum-algorithm")); sdk != "" {
+		if !validAlgorithm(sdk) {
+			return "", "", false, s3err.New(s3err.ErrInvalidRequest, "Value for x-amz-sdk-checksum-algorithm header is invalid.")
+		}
+		if alg == "" {
+			alg = sdk
+		} else if alg != sdk {
+			return "", "", false, s3err.New(s3err.ErrInvalidRequest, "Value for x-amz-sdk-checksum-algorithm header is invalid.")
+		}
+	}
+	return alg, value, fromTrailer, nil
+}
+
+// verifier hashes a body as it is read and checks it at EOF.
+type verifier struct {
+	r       io.Reader
+	size    int64 // -1: unknown
+	n       int64
+	err     error
+	md5     hash.Hash
+	md5Want []byte
+
+	alg         string
+	sum         hash.Hash
+	want        string
+	fromTrailer bool
+	trailer     func() http.Header
+	out         map[string]string
+}
+
+func (v *verifier) Read(p []byte) (int, error) {
+	if v.err != nil {
+		return 0, v.err
+	}
+	n, err := v.r.Read(p)
+	if n > 0 {
+		v.n += int64(n)
+		if v.size >= 0 && v.n > v.size {
+			v.err = s3err.New(s3err.ErrIncompleteBody, "The request body is longer than its declared length.")
+			return 0, v.err
+		}
+		if v.md5 != nil {
+			v.md5.Write(p[:n])
+		}
+		if v.sum != nil {
+			v.sum.Write(p[:n])
+		}
+	}
+	switch {
+	case err == io.EOF:
+		if ferr := v.finish(); ferr != nil {
+			v.err = ferr
+			return n, ferr
+		}
+		v.err = io.EOF
+	case err != nil:
+		v.err = err
+	}
+	return n, err
+}
+
+func (v *verifier) finish() error {
+	if v.size >= 0 && v.n != v.size {
+		return s3err.New(s3err.ErrIncompleteBody, "")
+	}
+	if v.md5 != nil && !bytes.Equal(v.md5.Sum(nil), v.md5Want) {
+		return s3err.New(s3err.ErrBadDigest, "")
+	}
+	if v.sum == nil {
+		return nil
+	}
+	got := base64.StdEncoding.EncodeToString(v.sum.Sum(nil))
+	want := v.want
+	if v.fromTrailer && v.trailer != nil {
+		want = strings.TrimSpace(v.trailer().Get(checksumHeader(v.alg)))
+	}
+	// A trailer the decoder could not hand us is not verifiable here; the
+	// value we store is the one computed over the bytes actually stored.
+	if want != "" && want != got {
+		return s3err.New(s3err.ErrBadDigest, "The %s you specified did not match the calculated checksum.", v.alg)
+	}
+	v.out[v.alg] = got
+	return nil
+}

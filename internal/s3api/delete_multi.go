@@ -1,0 +1,120 @@
+package s3api
+
+import (
+	"encoding/xml"
+	"net/http"
+	"sync"
+
+	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+)
+
+const (
+	maxDeleteKeys = 1000
+	// deleteParallelism bounds the concurrent backend deletes of one
+	// DeleteObjects request.
+	deleteParallelism = 16
+)
+
+type deleteRequest struct {
+	XMLName xml.Name         `xml:"Delete"`
+	Quiet   bool             `xml:"Quiet"`
+	Objects []deleteObjectID `xml:"Object"`
+}
+
+type deleteObjectID struct {
+	Key       string `xml:"Key"`
+	VersionID string `xml:"VersionId"`
+}
+
+type deleteResult struct {
+	XMLName xml.Name      `xml:"DeleteResult"`
+	Xmlns   string        `xml:"xmlns,attr"`
+	Deleted []deletedXML  `xml:"Deleted"`
+	Errors  []deleteError `xml:"Error"`
+}
+
+type deletedXML struct {
+	Key       string `xml:"Key"`
+	VersionID string `xml:"VersionId,omitempty"`
+}
+
+type deleteError struct {
+	Key       string `xml:"Key"`
+	VersionID string `xml:"VersionId,omitempty"`
+	Code      string `xml:"Code"`
+	Message   string `xml:"Message"`
+}
+
+// parseDelete parses and validates a Delete document.
+func parseDelete(data []byte) (deleteRequest, error) {
+	var req deleteRequest
+	if err := decodeXML(data, &req); err != nil {
+		return req, err
+	}
+	if len(req.Objects) == 0 || len(req.Objects) > maxDeleteKeys {
+		return req, s3err.New(s3err.ErrMalformedXML, "")
+	}
+	return req, nil
+}
+
+// deleteObjects is DeleteObjects (POST ?delete). Content-MD5 and
+// x-amz-checksum-* are verified when sent; neither is required, since
+// clients differ in which one they send.
+func (s *Server) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	p, err := verifyBody(r, rc, -1)
+	if err != nil {
+		return err
+	}
+	data, err := readAllLimited(p.body, maxDeleteXML)
+	if err != nil {
+		return err
+	}
+	req, err := parseDelete(data)
+	if err != nil {
+		return err
+	}
+
+	// Results keep request order; deletes run with bounded parallelism and
+	// all finish before the response is written.
+	errs := make([]error, len(req.Objects))
+	sem := make(chan struct{}, deleteParallelism)
+	var wg sync.WaitGroup
+	for i, o := range req.Objects {
+		switch {
+		case o.Key == "":
+			errs[i] = s3err.New(s3err.ErrInvalidArgument, "Invalid object key")
+			continue
+		case len(o.Key) > driver.MaxKeyLen:
+			errs[i] = s3err.New(s3err.ErrKeyTooLong, "")
+			continue
+		case o.VersionID != "" && o.VersionID != "null":
+			errs[i] = s3err.New(s3err.ErrNoSuchVersion, "")
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = s.be.DeleteObject(r.Context(), rc.bucket, o.Key)
+		}()
+	}
+	wg.Wait()
+
+	out := deleteResult{Xmlns: s3Namespace}
+	for i, o := range req.Objects {
+		if errs[i] == nil {
+			if !req.Quiet {
+				out.Deleted = append(out.Deleted, deletedXML{Key: o.Key, VersionID: o.VersionID})
+			}
+			continue
+		}
+		e := s.mapError(errs[i])
+		if e.HTTPStatus >= 500 {
+			s.log.ErrorContext(r.Context(), "delete objects: key failed",
+				"request_id", rc.id, "bucket", rc.bucket, "key", o.Key, "err", errs[i])
+		}
+		out.Errors = append(out.Errors, deleteError{Key: o.Key, VersionID: o.VersionID, Code: e.Code, Message: e.WireMessage()})
+	}
+	return writeXML(w, http.StatusOK, out)
+}

@@ -1,0 +1,87 @@
+package s3api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+)
+
+// RGW admin-API error codes that the S3 registry has no entry for.
+var (
+	errNoSuchUser     = s3err.APIError{Code: "NoSuchUser", HTTPStatus: http.StatusNotFound, Description: "The specified user does not exist."}
+	errUserExists     = s3err.APIError{Code: "UserAlreadyExists", HTTPStatus: http.StatusConflict, Description: "The specified user already exists."}
+	errKeyExists      = s3err.APIError{Code: "KeyExists", HTTPStatus: http.StatusConflict, Description: "The specified access key is in use."}
+	errNoSuchReshard  = s3err.APIError{Code: "NoSuchReshard", HTTPStatus: http.StatusNotFound, Description: "The bucket is not being resharded."}
+	errUserHasBuckets = s3err.APIError{Code: "BucketNotEmpty", HTTPStatus: http.StatusConflict, Description: "The user still owns buckets; remove them first."}
+)
+
+// errorTable is the one mapping from domain errors to S3 errors. The first
+// match (errors.Is) wins; order matters only for errors that wrap others.
+var errorTable = []struct {
+	err error
+	api s3err.APIError
+}{
+	{driver.ErrNoSuchBucket, s3err.ErrNoSuchBucket},
+	{driver.ErrBucketExists, s3err.ErrBucketAlreadyExists},
+	{driver.ErrBucketOwnedByYou, s3err.ErrBucketAlreadyOwnedByYou},
+	{driver.ErrBucketNotEmpty, s3err.ErrBucketNotEmpty},
+	{driver.ErrInvalidBucketName, s3err.ErrInvalidBucketName},
+	{driver.ErrNoSuchKey, s3err.ErrNoSuchKey},
+	{driver.ErrInvalidKey, s3err.ErrInvalidArgument},
+	{driver.ErrNoSuchUpload, s3err.ErrNoSuchUpload},
+	{driver.ErrInvalidPart, s3err.ErrInvalidPart},
+	{driver.ErrInvalidPartOrder, s3err.ErrInvalidPartOrder},
+	{driver.ErrEntityTooSmall, s3err.ErrEntityTooSmall},
+	{driver.ErrEntityTooLarge, s3err.ErrEntityTooLarge},
+	{driver.ErrPreconditionFailed, s3err.ErrPreconditionFailed},
+	{driver.ErrInvalidAccessKey, s3err.ErrInvalidAccessKeyID},
+	{driver.ErrSlowDown, s3err.ErrSlowDown},
+	{driver.ErrIncompleteBody, s3err.ErrIncompleteBody},
+	{driver.ErrInvalidArgument, s3err.ErrInvalidArgument},
+	// A write that races a reshard's brief switch: 503 makes clients retry.
+	{driver.ErrReshardInProgress, s3err.ErrServiceUnavailable},
+	{driver.ErrTooManyParts, s3err.ErrInvalidArgument},
+	{driver.ErrNoSuchUser, errNoSuchUser},
+	{driver.ErrUserExists, errUserExists},
+	{driver.ErrKeyExists, errKeyExists},
+	{driver.ErrNoSuchReshard, errNoSuchReshard},
+	{driver.ErrNotEmptyUserBuckets, errUserHasBuckets},
+}
+
+// mapError turns any error into the *s3err.Error to send. An *s3err.Error
+// anywhere in the chain (e.g. a verifying reader's BadDigest surfacing
+// through the backend) is sent as is; domain errors go through errorTable;
+// anything else is InternalError, with err kept as the logged cause.
+func (s *Server) mapError(err error) *s3err.Error { return MapError(err) }
+
+// MapError is the Server's error mapping, exported for extension handlers
+// (admin routes, SNS) that want the same wire errors for driver errors.
+func MapError(err error) *s3err.Error {
+	var e *s3err.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var a s3err.APIError
+	if errors.As(err, &a) {
+		return &s3err.Error{APIError: a}
+	}
+	for _, m := range errorTable {
+		if errors.Is(err, m.err) {
+			return &s3err.Error{APIError: m.api, Message: detail(m.err, err), Cause: err}
+		}
+	}
+	return s3err.Wrap(s3err.ErrInternalError, err)
+}
+
+// detail keeps the registry description unless the domain error carries
+// context worth sending (driver.ErrInvalidArgument and friends wrap a
+// human-readable reason).
+func detail(sentinel, err error) string {
+	switch sentinel {
+	case driver.ErrInvalidArgument, driver.ErrInvalidKey, driver.ErrTooManyParts:
+		return err.Error()
+	}
+	return ""
+}

@@ -1,0 +1,443 @@
+package s3api
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+)
+
+// defaultContentType is what S3 reports for objects stored without one.
+const defaultContentType = "binary/octet-stream"
+
+func checkKey(key string) error {
+	if len(key) > driver.MaxKeyLen {
+		return s3err.New(s3err.ErrKeyTooLong, "")
+	}
+	return nil
+}
+
+// checkVersionID accepts only the "null" version: buckets are unversioned.
+func checkVersionID(q url.Values) error {
+	if q.Has("versionId") && q.Get("versionId") != "null" {
+		return s3err.New(s3err.ErrInvalidArgument, "Invalid version id specified")
+	}
+	return nil
+}
+
+func hasSSEC(h http.Header) bool {
+	return h.Get("x-amz-server-side-encryption-customer-algorithm") != "" ||
+		h.Get("x-amz-copy-source-server-side-encryption-customer-algorithm") != ""
+}
+
+// objectMeta reads the client-settable metadata of PutObject,
+// CreateMultipartUpload and CopyObject (REPLACE).
+func objectMeta(h http.Header) (driver.ObjectMeta, error) {
+	m := driver.ObjectMeta{
+		ContentType:        h.Get("Content-Type"),
+		ContentEncoding:    stripAWSChunked(h.Get("Content-Encoding")),
+		ContentDisposition: h.Get("Content-Disposition"),
+		ContentLanguage:    h.Get("Content-Language"),
+		CacheControl:       h.Get("Cache-Control"),
+		Expires:            h.Get("Expires"),
+	}
+	size := 0
+	for k, vs := range h {
+		lk := strings.ToLower(k)
+		if !strings.HasPrefix(lk, "x-amz-meta-") {
+			continue
+		}
+		name, v := lk[len("x-amz-meta-"):], strings.Join(vs, ",")
+		if m.UserMeta == nil {
+			m.UserMeta = map[string]string{}
+		}
+		m.UserMeta[name] = v
+		size += len(name) + len(v)
+	}
+	if size > driver.MaxUserMetaSize {
+		return m, s3err.New(s3err.ErrMetadataTooLarge, "Your metadata headers exceed the maximum allowed metadata size (%d > %d bytes).", size, driver.MaxUserMetaSize)
+	}
+	if t := h.Get("x-amz-tagging"); t != "" {
+		tags, err := parseTagging(t)
+		if err != nil {
+			return m, err
+		}
+		m.Tags = tags
+	}
+	return m, nil
+}
+
+// stripAWSChunked removes the transfer coding "aws-chunked" that streaming
+// uploads add to Content-Encoding; it is not part of the stored object.
+func stripAWSChunked(ce string) string {
+	if ce == "" || !strings.Contains(ce, "aws-chunked") {
+		return ce
+	}
+	var keep []string
+	for _, c := range strings.Split(ce, ",") {
+		if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "aws-chunked") {
+			keep = append(keep, c)
+		}
+	}
+	return strings.Join(keep, ",")
+}
+
+// parseTagging parses x-amz-tagging (URL-query encoded) with S3's limits.
+func parseTagging(s string) (map[string]string, error) {
+	vals, err := url.ParseQuery(s)
+	if err != nil {
+		return nil, s3err.New(s3err.ErrInvalidArgument, "The header 'x-amz-tagging' shall be encoded as UTF-8 then URLEncoded URL query parameters without tag name duplicates.")
+	}
+	if len(vals) > 10 {
+		return nil, s3err.New(s3err.ErrInvalidTag, "Object tags cannot be greater than 10")
+	}
+	tags := make(map[string]string, len(vals))
+	for k, vs := range vals {
+		if len(vs) != 1 {
+			return nil, s3err.New(s3err.ErrInvalidTag, "Cannot provide multiple Tags with the same key")
+		}
+		if k == "" || len(k) > 128 || len(vs[0]) > 256 {
+			return nil, s3err.New(s3err.ErrInvalidTag, "The TagKey or TagValue you have provided is too long or empty.")
+		}
+		tags[k] = vs[0]
+	}
+	return tags, nil
+}
+
+func (s *Server) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	if err := checkKey(rc.key); err != nil {
+		return err
+	}
+	if hasSSEC(r.Header) {
+		return s3err.New(s3err.ErrNotImplemented, "Server-side encryption with customer keys is not implemented.")
+	}
+	inm := r.Header.Get("If-None-Match")
+	if inm != "" && inm != "*" {
+		return s3err.New(s3err.ErrNotImplemented, "Conditional PUT supports only If-None-Match: *.")
+	}
+	meta, err := objectMeta(r.Header)
+	if err != nil {
+		return err
+	}
+	p, err := newPayload(r, rc, driver.MaxPutSize)
+	if err != nil {
+		return err
+	}
+	meta.Checksums = p.checksums
+	info, err := s.be.PutObject(r.Context(), driver.PutObjectInput{
+		Bucket:      rc.bucket,
+		Key:         rc.key,
+		Body:        p.body,
+		Size:        p.size,
+		Meta:        meta,
+		IfNoneMatch: inm,
+		IfMatch:     r.Header.Get("If-Match"),
+	})
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("ETag", quoteETag(info.ETag))
+	setChecksumHeaders(h, pick(info.Meta.Checksums, p.checksums), info.Meta.ChecksumType)
+	h.Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+func pick(a, b map[string]string) map[string]string {
+	if len(a) > 0 {
+		return a
+	}
+	return b
+}
+
+// setChecksumHeaders returns stored checksums as x-amz-checksum-* headers.
+func setChecksumHeaders(h http.Header, sums map[string]string, typ string) {
+	n := 0
+	for _, alg := range checksumAlgorithms {
+		if v := sums[alg]; v != "" {
+			h.Set(checksumHeader(alg), v)
+			if strings.Contains(v, "-") {
+				typ = "COMPOSITE"
+			}
+			n++
+		}
+	}
+	if n > 0 {
+		if typ == "" {
+			typ = "FULL_OBJECT"
+		}
+		h.Set("x-amz-checksum-type", typ)
+	}
+}
+
+func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	if err := checkVersionID(r.URL.Query()); err != nil {
+		return err
+	}
+	if err := checkKey(rc.key); err != nil {
+		return err
+	}
+	if err := s.be.DeleteObject(r.Context(), rc.bucket, rc.key); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// responseOverrides are the response-* query parameters of GetObject.
+var responseOverrides = map[string]string{
+	"response-content-type":        "Content-Type",
+	"response-content-language":    "Content-Language",
+	"response-expires":             "Expires",
+	"response-cache-control":       "Cache-Control",
+	"response-content-disposition": "Content-Disposition",
+	"response-content-encoding":    "Content-Encoding",
+}
+
+// writeObjectHeaders sets the representation headers of GET/HEAD.
+func writeObjectHeaders(h http.Header, info driver.ObjectInfo, q url.Values, withChecksums bool) {
+	ct := info.Meta.ContentType
+	if ct == "" {
+		ct = defaultContentType
+	}
+	h.Set("Content-Type", ct)
+	h.Set("ETag", quoteETag(info.ETag))
+	h.Set("Last-Modified", httpTime(info.ModTime))
+	h.Set("Accept-Ranges", "bytes")
+	for name, v := range map[string]string{
+		"Content-Encoding":    info.Meta.ContentEncoding,
+		"Content-Disposition": info.Meta.ContentDisposition,
+		"Content-Language":    info.Meta.ContentLanguage,
+		"Cache-Control":       info.Meta.CacheControl,
+		"Expires":             info.Meta.Expires,
+	} {
+		if v != "" {
+			h.Set(name, v)
+		}
+	}
+	for k, v := range info.Meta.UserMeta {
+		h["X-Amz-Meta-"+k] = []string{v} // keep the stored (lower-case) name
+	}
+	if n := len(info.Meta.Tags); n > 0 {
+		h.Set("x-amz-tagging-count", strconv.Itoa(n))
+	}
+	if info.Parts > 0 {
+		h.Set("x-amz-mp-parts-count", strconv.Itoa(info.Parts))
+	}
+	if withChecksums {
+		setChecksumHeaders(h, info.Meta.Checksums, info.Meta.ChecksumType)
+	}
+	for p, name := range responseOverrides {
+		if q.Has(p) {
+			h.Set(name, q.Get(p))
+		}
+	}
+}
+
+// errRangeNotSatisfiable is returned by parseRange; the caller adds
+// Content-Range: bytes */size.
+var errRangeNotSatisfiable = errors.New("range not satisfiable")
+
+// parseRange resolves a Range header against size. Syntactically invalid
+// or multi-range headers are ignored (nil, nil): S3 then sends the whole
+// object. Unsatisfiable ranges give errRangeNotSatisfiable.
+func parseRange(h string, size int64) (*driver.Range, error) {
+	spec, ok := strings.CutPrefix(strings.TrimSpace(h), "bytes=")
+	if !ok || strings.Contains(spec, ",") {
+		return nil, nil
+	}
+	a, b, ok := strings.Cut(strings.TrimSpace(spec), "-")
+	if !ok {
+		return nil, nil
+	}
+	a, b = strings.TrimSpace(a), strings.TrimSpace(b)
+	if a == "" { // suffix: the last b bytes
+		n, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || n < 0 {
+			return nil, nil
+		}
+		if n == 0 || size == 0 {
+			return nil, errRangeNotSatisfiable
+		}
+		n = min(n, size)
+		return &driver.Range{Start: size - n, Length: n}, nil
+	}
+	start, err := strconv.ParseInt(a, 10, 64)
+	if err != nil || start < 0 {
+		return nil, nil
+	}
+	end := size - 1
+	if b != "" {
+		e, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || e < start {
+			return nil, nil
+		}
+		end = min(e, size-1)
+	}
+	if start >= size {
+		return nil, errRangeNotSatisfiable
+	}
+	return &driver.Range{Start: start, Length: end - start + 1}, nil
+}
+
+// etagMatches implements If-Match/If-None-Match list matching.
+func etagMatches(list, etag string) bool {
+	for _, c := range strings.Split(list, ",") {
+		c = strings.TrimSpace(c)
+		c = strings.TrimPrefix(c, "W/")
+		if c == "*" || strings.Trim(c, `"`) == etag {
+			return true
+		}
+	}
+	return false
+}
+
+func parseHTTPTime(v string) (time.Time, bool) {
+	if v == "" {
+		return time.Time{}, false
+	}
+	t, err := http.ParseTime(v)
+	return t, err == nil
+}
+
+// checkConditions evaluates GET/HEAD preconditions with S3's precedence:
+// If-Match wins over If-Unmodified-Since (412), If-None-Match over
+// If-Modified-Since (304); 412 is decided before 304.
+func checkConditions(h http.Header, info driver.ObjectInfo) error {
+	mod := info.ModTime.Truncate(time.Second)
+	if im := h.Get("If-Match"); im != "" {
+		if !etagMatches(im, info.ETag) {
+			return s3err.New(s3err.ErrPreconditionFailed, "")
+		}
+	} else if t, ok := parseHTTPTime(h.Get("If-Unmodified-Since")); ok && mod.After(t) {
+		return s3err.New(s3err.ErrPreconditionFailed, "")
+	}
+	if inm := h.Get("If-None-Match"); inm != "" {
+		if etagMatches(inm, info.ETag) {
+			return s3err.New(s3err.ErrNotModified, "")
+		}
+	} else if t, ok := parseHTTPTime(h.Get("If-Modified-Since")); ok && !mod.After(t) {
+		return s3err.New(s3err.ErrNotModified, "")
+	}
+	return nil
+}
+
+// getObject serves GetObject and HeadObject. Without a Range it makes one
+// backend call; with one it reads the size first (HeadObject), then opens
+// the range and checks that the object did not change in between.
+func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	head := r.Method == http.MethodHead
+	q := r.URL.Query()
+	if err := checkVersionID(q); err != nil {
+		return err
+	}
+	if err := checkKey(rc.key); err != nil {
+		return err
+	}
+	partNumber := 0
+	if q.Has("partNumber") {
+		n, err := strconv.Atoi(q.Get("partNumber"))
+		if err != nil || n < 1 || n > driver.MaxPartNumber {
+			return s3err.New(s3err.ErrInvalidArgument, "Part number must be an integer between 1 and 10000, inclusive")
+		}
+		partNumber = n
+	}
+	rangeHdr := r.Header.Get("Range")
+	if partNumber > 0 {
+		rangeHdr = "" // S3 rejects both; we let partNumber win
+	}
+	withChecksums := strings.EqualFold(r.Header.Get("x-amz-checksum-mode"), "ENABLED")
+	ctx := r.Context()
+
+	for attempt := 0; ; attempt++ {
+		var (
+			info driver.ObjectInfo
+			body io.ReadCloser
+			rng  *driver.Range
+			err  error
+		)
+		twoStep := head || rangeHdr != ""
+		if twoStep {
+			info, err = s.be.HeadObject(ctx, rc.bucket, rc.key)
+		} else {
+			info, body, err = s.be.GetObject(ctx, rc.bucket, rc.key, nil)
+		}
+		if err != nil {
+			return err
+		}
+		closeBody := func() {
+			if body != nil {
+				body.Close()
+			}
+		}
+		if err := checkConditions(r.Header, info); err != nil {
+			closeBody()
+			if errors.Is(err, s3err.ErrNotModified) {
+				w.Header().Set("ETag", quoteETag(info.ETag))
+				w.Header().Set("Last-Modified", httpTime(info.ModTime))
+			}
+			return err
+		}
+		if partNumber > 0 {
+			// Part boundaries of multipart objects are not in ObjectInfo.
+			if info.Parts > 0 {
+				closeBody()
+				return s3err.New(s3err.ErrNotImplemented, "GET with partNumber on multipart objects is not implemented.")
+			}
+			if partNumber > 1 {
+				closeBody()
+				return s3err.New(s3err.ErrInvalidPartNumber, "")
+			}
+		}
+		if rangeHdr != "" {
+			rng, err = parseRange(rangeHdr, info.Size)
+			if err != nil {
+				w.Header().Set("Content-Range", "bytes */"+strconv.FormatInt(info.Size, 10))
+				return s3err.New(s3err.ErrInvalidRange, "")
+			}
+		}
+		if twoStep && !head {
+			var got driver.ObjectInfo
+			got, body, err = s.be.GetObject(ctx, rc.bucket, rc.key, rng)
+			if err != nil {
+				return err
+			}
+			if got.ETag != info.ETag || got.Size != info.Size {
+				// Overwritten between the two calls: start over.
+				body.Close()
+				if attempt < 3 {
+					continue
+				}
+				return s3err.New(s3err.ErrServiceUnavailable, "The object is being modified; retry.")
+			}
+			info = got
+		}
+
+		h := w.Header()
+		writeObjectHeaders(h, info, q, withChecksums && rng == nil)
+		status, length := http.StatusOK, info.Size
+		if rng != nil {
+			status, length = http.StatusPartialContent, rng.Length
+			h.Set("Content-Range", "bytes "+strconv.FormatInt(rng.Start, 10)+"-"+
+				strconv.FormatInt(rng.Start+rng.Length-1, 10)+"/"+strconv.FormatInt(info.Size, 10))
+		}
+		h.Set("Content-Length", strconv.FormatInt(length, 10))
+		w.WriteHeader(status)
+		if head {
+			return nil
+		}
+		defer body.Close()
+		n, err := io.Copy(w, body)
+		if err == nil && n != length {
+			err = io.ErrUnexpectedEOF
+		}
+		return err // after the header: logged, not written
+	}
+}

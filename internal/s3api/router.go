@@ -1,0 +1,212 @@
+package s3api
+
+import (
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+)
+
+type routeKind int
+
+const (
+	kindS3 routeKind = iota
+	kindAdmin
+	kindSNS
+)
+
+// handlerFunc serves one S3 operation. A returned error is mapped and
+// written by the Server unless the handler already started the response.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, rc *reqCtx) error
+
+type route struct {
+	kind         routeKind
+	op           string // operation name for logs and metrics
+	h            handlerFunc
+	bucketScoped bool  // load the bucket and check ownership first
+	err          error // set when the request cannot be served
+}
+
+// unsupported lists subresources S3 defines that Cairn does not implement;
+// requests naming them get NotImplemented rather than being mistaken for a
+// plain GET/PUT of the bucket or object.
+var unsupported = map[string]bool{
+	"accelerate": true, "acl": true, "analytics": true, "attributes": true, "cors": true,
+	"encryption": true, "intelligent-tiering": true, "inventory": true, "legal-hold": true,
+	"lifecycle": true, "logging": true, "metrics": true, "notification": true,
+	"object-lock": true, "ownershipControls": true, "policy": true, "policyStatus": true,
+	"publicAccessBlock": true, "replication": true, "requestPayment": true, "restore": true,
+	"retention": true, "select": true, "session": true, "tagging": true, "torrent": true,
+	"versioning": true, "versions": true, "website": true, "renameObject": true,
+	"metadataTable": true,
+}
+
+// target splits the request into bucket and key, honouring
+// virtual-host-style addressing for the configured domains.
+func (s *Server) target(r *http.Request) (bucket, key string, vhost bool) {
+	host := strings.ToLower(r.Host)
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(host, ".")
+	for _, d := range s.cfg.DomainNames {
+		if len(host) > len(d)+1 && strings.HasSuffix(host, d) && host[len(host)-len(d)-1] == '.' {
+			return host[:len(host)-len(d)-1], strings.TrimPrefix(r.URL.Path, "/"), true
+		}
+	}
+	bucket, key, _ = strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	return bucket, key, false
+}
+
+func isAdminPath(p string) bool { return p == "/admin" || strings.HasPrefix(p, "/admin/") }
+
+// route decides the operation. It never touches the backend.
+func (s *Server) route(r *http.Request, rc *reqCtx) route {
+	bucket, key, vhost := s.target(r)
+	rc.bucket, rc.key = bucket, key
+	q := r.URL.Query()
+
+	if !vhost && isAdminPath(r.URL.Path) {
+		rc.bucket, rc.key = "", ""
+		return route{kind: kindAdmin, op: "Admin"}
+	}
+	if bucket == "" {
+		switch {
+		case r.Method == http.MethodPost || q.Has("Action"):
+			// SNS query API: form-encoded POST to "/" (RGW serves it there).
+			return route{kind: kindSNS, op: "SNS"}
+		case r.Method == http.MethodGet:
+			return route{op: "ListBuckets", h: s.listBuckets}
+		}
+		return route{op: "Service", err: s3err.New(s3err.ErrMethodNotAllowed, "")}
+	}
+	if key == "" {
+		return s.bucketRoute(r, q)
+	}
+	return s.objectRoute(r, q)
+}
+
+func notImplemented(op, what string) route {
+	return route{op: op, err: s3err.New(s3err.ErrNotImplemented, "%s is not implemented.", what)}
+}
+
+// subresource returns the first query parameter that names an unsupported
+// subresource, or "".
+func subresource(q url.Values) string {
+	for k := range q {
+		if unsupported[k] {
+			return k
+		}
+	}
+	return ""
+}
+
+func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
+	// Extension handlers (e.g. ?notification) win over built-ins.
+	s.mu.RLock()
+	for k := range q {
+		if h, ok := s.bucketSubres[r.Method+" "+k]; ok {
+			s.mu.RUnlock()
+			return route{op: opName(r.Method, k), h: s.extBucketHandler(h), bucketScoped: true}
+		}
+	}
+	s.mu.RUnlock()
+
+	scoped := func(op string, h handlerFunc) route { return route{op: op, h: h, bucketScoped: true} }
+	switch r.Method {
+	case http.MethodGet:
+		switch {
+		case q.Has("location"):
+			return scoped("GetBucketLocation", s.getBucketLocation)
+		case q.Has("versioning"):
+			return scoped("GetBucketVersioning", s.getBucketVersioning)
+		case q.Has("acl"):
+			return scoped("GetBucketAcl", s.getACL)
+		case q.Has("uploads"):
+			return scoped("ListMultipartUploads", s.listMultipartUploads)
+		case subresource(q) != "":
+			return notImplemented("Bucket", "GET ?"+subresource(q))
+		case q.Get("list-type") == "2":
+			return scoped("ListObjectsV2", s.listObjectsV2)
+		default:
+			return scoped("ListObjects", s.listObjectsV1)
+		}
+	case http.MethodHead:
+		return scoped("HeadBucket", s.headBucket)
+	case http.MethodPut:
+		if sr := subresource(q); sr != "" {
+			return notImplemented("Bucket", "PUT ?"+sr)
+		}
+		// Not scoped: the bucket need not exist, and the backend decides
+		// between BucketAlreadyExists and BucketAlreadyOwnedByYou.
+		return route{op: "CreateBucket", h: s.createBucket}
+	case http.MethodDelete:
+		if sr := subresource(q); sr != "" {
+			return notImplemented("Bucket", "DELETE ?"+sr)
+		}
+		return scoped("DeleteBucket", s.deleteBucket)
+	case http.MethodPost:
+		if q.Has("delete") {
+			return scoped("DeleteObjects", s.deleteObjects)
+		}
+		return notImplemented("Bucket", "this POST request")
+	}
+	return route{op: "Bucket", err: s3err.New(s3err.ErrMethodNotAllowed, "")}
+}
+
+func (s *Server) objectRoute(r *http.Request, q url.Values) route {
+	scoped := func(op string, h handlerFunc) route { return route{op: op, h: h, bucketScoped: true} }
+	sr := subresource(q)
+	switch r.Method {
+	case http.MethodGet:
+		switch {
+		case q.Has("acl"):
+			return scoped("GetObjectAcl", s.getACL)
+		case sr != "":
+			return notImplemented("Object", "GET ?"+sr)
+		case q.Has("uploadId"):
+			return scoped("ListParts", s.listParts)
+		}
+		return scoped("GetObject", s.getObject)
+	case http.MethodHead:
+		return scoped("HeadObject", s.getObject)
+	case http.MethodPut:
+		switch {
+		case sr != "":
+			return notImplemented("Object", "PUT ?"+sr)
+		case q.Has("uploadId") || q.Has("partNumber"):
+			if r.Header.Get("x-amz-copy-source") != "" {
+				return scoped("UploadPartCopy", s.uploadPartCopy)
+			}
+			return scoped("UploadPart", s.uploadPart)
+		case r.Header.Get("x-amz-copy-source") != "":
+			return scoped("CopyObject", s.copyObject)
+		}
+		return scoped("PutObject", s.putObject)
+	case http.MethodPost:
+		switch {
+		case q.Has("uploads"):
+			return scoped("CreateMultipartUpload", s.createMultipartUpload)
+		case q.Has("uploadId"):
+			return scoped("CompleteMultipartUpload", s.completeMultipartUpload)
+		}
+		return notImplemented("Object", "this POST request")
+	case http.MethodDelete:
+		switch {
+		case sr != "":
+			return notImplemented("Object", "DELETE ?"+sr)
+		case q.Has("uploadId"):
+			return scoped("AbortMultipartUpload", s.abortMultipartUpload)
+		}
+		return scoped("DeleteObject", s.deleteObject)
+	}
+	return route{op: "Object", err: s3err.New(s3err.ErrMethodNotAllowed, "")}
+}
+
+// opName names an extension operation for logs and metrics, e.g.
+// "PUT_notification".
+func opName(method, subres string) string {
+	return method + "_" + subres
+}

@@ -1,0 +1,365 @@
+package s3api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+)
+
+// DefaultMaxHeaderBytes is S3's documented request-header limit (8 KB).
+const DefaultMaxHeaderBytes = 8 << 10
+
+// Config configures a Server. Backend and Auth are required.
+type Config struct {
+	Backend Backend
+	Auth    Authenticator
+	// Logger receives one structured line per request. Nil discards.
+	Logger *slog.Logger
+	// Registerer receives the request metrics. Nil keeps them private.
+	Registerer prometheus.Registerer
+	// Region is returned by HeadBucket (x-amz-bucket-region). Default
+	// "us-east-1".
+	Region string
+	// DomainNames enables virtual-host-style addressing: a request for
+	// Host "b.<domain>" addresses bucket b. Other hosts are path-style.
+	DomainNames []string
+	// MaxHeaderBytes bounds the summed size of the request headers; larger
+	// requests get RequestHeaderSectionTooLarge. Default
+	// DefaultMaxHeaderBytes. The http.Server's own MaxHeaderBytes must be
+	// larger (see HTTPMaxHeaderBytes) or Go answers with a bare 431 first.
+	MaxHeaderBytes int
+	// HostID is sent as x-amz-id-2. Default: random per Server.
+	HostID string
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Validate reports every problem with c.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Backend == nil {
+		errs = append(errs, errors.New("s3api: Config.Backend is required"))
+	}
+	if c.Auth == nil {
+		errs = append(errs, errors.New("s3api: Config.Auth is required"))
+	}
+	if c.MaxHeaderBytes < 0 {
+		errs = append(errs, errors.New("s3api: Config.MaxHeaderBytes must be >= 0"))
+	}
+	for _, d := range c.DomainNames {
+		if d == "" || strings.ContainsAny(d, "/: ") {
+			errs = append(errs, fmt.Errorf("s3api: invalid domain name %q", d))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) ensureDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
+	}
+	if c.Region == "" {
+		c.Region = "us-east-1"
+	}
+	if c.MaxHeaderBytes == 0 {
+		c.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.HostID == "" {
+		c.HostID = "cairn-" + randomHex(8)
+	}
+	for i, d := range c.DomainNames {
+		c.DomainNames[i] = strings.ToLower(strings.TrimSuffix(d, "."))
+	}
+}
+
+// Server is the S3/admin/SNS HTTP handler. It holds no goroutines of its
+// own: everything it starts finishes before the request that started it.
+type Server struct {
+	cfg     Config
+	be      Backend
+	log     *slog.Logger
+	metrics *metrics
+
+	ridPrefix string
+	ridSeq    atomic.Uint64
+
+	mu           sync.RWMutex
+	admin        map[string]AdminHandlerFunc
+	bucketSubres map[string]BucketHandlerFunc // method + " " + subresource
+	sns          http.Handler
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.DomainNames = append([]string(nil), cfg.DomainNames...)
+	cfg.ensureDefaults()
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:          cfg,
+		be:           cfg.Backend,
+		log:          cfg.Logger,
+		metrics:      m,
+		ridPrefix:    strings.ToUpper(randomHex(4)),
+		admin:        map[string]AdminHandlerFunc{},
+		bucketSubres: map[string]BucketHandlerFunc{},
+	}
+	s.registerBuiltinAdmin()
+	return s, nil
+}
+
+// HTTPMaxHeaderBytes is the value to give http.Server.MaxHeaderBytes so
+// that oversized headers reach the Server and get an S3 error instead of
+// Go's plain 431.
+func (s *Server) HTTPMaxHeaderBytes() int { return 2*s.cfg.MaxHeaderBytes + 4096 }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (s *Server) newRequestID() string {
+	return fmt.Sprintf("%s%08X", s.ridPrefix, s.ridSeq.Add(1))
+}
+
+// reqCtx is the per-request state handed to operation handlers.
+type reqCtx struct {
+	id     string
+	op     string
+	bucket string
+	key    string
+	ident  Identity
+	// body is the authenticated (and decoded) request body.
+	body io.Reader
+	// trailer returns the trailing headers once body hit EOF; may be nil.
+	trailer func() http.Header
+	// decodedLength is the authenticator's payload length, -1 if unknown.
+	decodedLength int64
+	// binfo is the bucket, loaded by the ownership check.
+	binfo driver.BucketInfo
+	// errCode is the S3 error code sent, for the log line.
+	errCode string
+	cause   error
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := s.cfg.Now()
+	rc := &reqCtx{id: s.newRequestID(), op: "Unknown", decodedLength: -1}
+	rw := &statusWriter{ResponseWriter: w}
+	h := w.Header()
+	h.Set("x-amz-request-id", rc.id)
+	h.Set("x-amz-id-2", s.cfg.HostID)
+	h.Set("Server", "Cairn")
+
+	s.serve(rw, r, rc)
+
+	if rw.status == 0 { // handler wrote nothing: an empty 200
+		rw.WriteHeader(http.StatusOK)
+	}
+	dur := s.cfg.Now().Sub(start)
+	s.metrics.observe(rc.op, rw.status, dur)
+	level := slog.LevelInfo
+	if rw.status >= 500 {
+		level = slog.LevelError
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", rc.id),
+		slog.String("op", rc.op),
+		slog.String("method", r.Method),
+		slog.String("bucket", rc.bucket),
+		slog.Int("status", rw.status),
+		slog.Int64("bytes_out", rw.bytes),
+		slog.Duration("duration", dur),
+		slog.String("remote", r.RemoteAddr),
+	}
+	if rc.ident.User.ID != "" {
+		attrs = append(attrs, slog.String("user", rc.ident.User.ID))
+	}
+	if rc.errCode != "" {
+		attrs = append(attrs, slog.String("error", rc.errCode))
+	}
+	if rc.cause != nil {
+		attrs = append(attrs, slog.String("cause", rc.cause.Error()))
+	}
+	s.log.LogAttrs(r.Context(), level, "request", attrs...)
+}
+
+func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
+	if headerBytes(r) > s.cfg.MaxHeaderBytes {
+		rc.op = "HeaderTooLarge"
+		s.writeError(w, r, rc, s3err.New(s3err.ErrRequestHeaderSectionTooLarge, ""))
+		return
+	}
+	rt := s.route(r, rc)
+	rc.op = rt.op
+
+	// Authenticate every request: there is no anonymous access.
+	ident, err := s.authenticate(r, rc)
+	if err != nil {
+		if rt.kind == kindSNS {
+			s.writeSNSError(w, rc, err)
+		} else {
+			s.writeError(w, r, rc, err)
+		}
+		return
+	}
+	rc.ident = ident
+	ctx := driver.WithRequest(r.Context(), driver.RequestMeta{
+		RequestID: rc.id,
+		HostID:    s.cfg.HostID,
+		SourceIP:  sourceIP(r),
+		Principal: ident.User.ID,
+	})
+	ctx = context.WithValue(ctx, identityKey{}, ident)
+	r = r.WithContext(ctx)
+	if rc.body != nil {
+		r.Body = readCloser{rc.body, r.Body}
+	}
+
+	switch rt.kind {
+	case kindSNS:
+		s.mu.RLock()
+		h := s.sns
+		s.mu.RUnlock()
+		if h == nil {
+			s.writeSNSError(w, rc, s3err.New(s3err.ErrNotImplemented, "The SNS API is not enabled."))
+			return
+		}
+		h.ServeHTTP(w, r)
+		return
+	case kindAdmin:
+		s.serveAdmin(w, r, rc)
+		return
+	}
+	if rt.err != nil {
+		s.writeError(w, r, rc, rt.err)
+		return
+	}
+	if rt.bucketScoped {
+		if err := s.authorizeBucket(ctx, rc, rc.bucket); err != nil {
+			s.writeError(w, r, rc, err)
+			return
+		}
+	}
+	if err := rt.h(w, r, rc); err != nil {
+		s.writeError(w, r, rc, err)
+	}
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// writeError maps err and writes it unless the response has started.
+func (s *Server) writeError(w *statusWriter, r *http.Request, rc *reqCtx, err error) {
+	e := s.mapError(err)
+	rc.errCode = e.Code
+	if e.HTTPStatus >= 500 {
+		rc.cause = err
+	}
+	if w.status != 0 {
+		return // mid-body failure: the short body tells the client
+	}
+	s3err.Write(w, r, e, rc.id)
+}
+
+func (s *Server) writeSNSError(w *statusWriter, rc *reqCtx, err error) {
+	e := s.mapError(err)
+	rc.errCode = e.Code
+	if e.HTTPStatus >= 500 {
+		rc.cause = err
+	}
+	if w.status == 0 {
+		s3err.WriteSNSXML(w, e, rc.id)
+	}
+}
+
+func headerBytes(r *http.Request) int {
+	n := 0
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4 // ": " and CRLF
+		}
+	}
+	return n
+}
+
+func sourceIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// statusWriter records the status and byte count for logs and metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// ReadFrom keeps sendfile/splice-style fast paths of the underlying writer.
+func (w *statusWriter) ReadFrom(src io.Reader) (int64, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := io.Copy(w.ResponseWriter, src)
+	w.bytes += n
+	return n, err
+}
+
+// Flush implements http.Flusher.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
