@@ -1,12 +1,185 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
 
-// runAdmin is replaced as the admin command lands; until then it says so plainly.
+const adminUsage = `usage: cairn admin [--endpoint URL] <noun> <verb> [flags]
+
+  user create --uid U [--display-name N] [--access-key K --secret S] [--admin]
+  user info --uid U | user list | user rm --uid U
+  bucket list [--uid U] | bucket stats --bucket B
+  bucket create --bucket B --uid OWNER [--num-shards N]
+  bucket reshard --bucket B --num-shards N
+  reshard list | reshard status --bucket B | reshard cancel --bucket B
+  topic list | topic get --topic T | topic stats --topic T
+  topic dump --topic T [--max-entries N] [--marker M] | topic rm --topic T
+  notification list --bucket B | notification get --bucket B --notification-id ID
+  notification rm --bucket B [--notification-id ID]
+
+Signs requests with CAIRN_ACCESS_KEY / CAIRN_SECRET_KEY (or --access-key-id /
+--secret-access-key) and prints the JSON the gateway returns.
+`
+
+// adminRoute maps a CLI noun+verb to the admin REST API (internal/s3api/admin.go
+// and the routes other packages register).
+type adminRoute struct {
+	method, path, verbParam string
+	required                []string
+}
+
+var adminRoutes = map[string]adminRoute{
+	"user create":       {http.MethodPut, "/admin/user", "", []string{"uid"}},
+	"user info":         {http.MethodGet, "/admin/user", "", []string{"uid"}},
+	"user list":         {http.MethodGet, "/admin/user", "list", nil},
+	"user rm":           {http.MethodDelete, "/admin/user", "", []string{"uid"}},
+	"bucket list":       {http.MethodGet, "/admin/bucket", "", nil},
+	"bucket stats":      {http.MethodGet, "/admin/bucket", "stats", []string{"bucket"}},
+	"bucket create":     {http.MethodPut, "/admin/bucket", "", []string{"bucket", "uid"}},
+	"bucket reshard":    {http.MethodPost, "/admin/reshard", "", []string{"bucket", "num-shards"}},
+	"reshard list":      {http.MethodGet, "/admin/reshard", "list", nil},
+	"reshard status":    {http.MethodGet, "/admin/reshard", "status", []string{"bucket"}},
+	"reshard cancel":    {http.MethodDelete, "/admin/reshard", "", []string{"bucket"}},
+	"topic list":        {http.MethodGet, "/admin/topic", "list", nil},
+	"topic get":         {http.MethodGet, "/admin/topic", "get", []string{"topic"}},
+	"topic stats":       {http.MethodGet, "/admin/topic", "stats", []string{"topic"}},
+	"topic dump":        {http.MethodGet, "/admin/topic", "dump", []string{"topic"}},
+	"topic rm":          {http.MethodDelete, "/admin/topic", "", []string{"topic"}},
+	"notification list": {http.MethodGet, "/admin/notification", "list", []string{"bucket"}},
+	"notification get":  {http.MethodGet, "/admin/notification", "get", []string{"bucket", "notification-id"}},
+	"notification rm":   {http.MethodDelete, "/admin/notification", "", []string{"bucket"}},
+}
+
+// adminParams are the flags passed through as query parameters.
+var adminParams = []string{"uid", "display-name", "access-key", "secret", "bucket", "num-shards",
+	"topic", "max-entries", "marker", "notification-id"}
+
 func runAdmin(args []string) int {
-	fmt.Fprintln(os.Stderr, "cairn admin: not built yet")
-	return 2
+	fs := flag.NewFlagSet("admin", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(os.Stderr, adminUsage) }
+	endpoint := fs.String("endpoint", envOr("CAIRN_ENDPOINT", "http://127.0.0.1:7480"), "gateway URL")
+	ak := fs.String("access-key-id", os.Getenv("CAIRN_ACCESS_KEY"), "admin access key")
+	sk := fs.String("secret-access-key", os.Getenv("CAIRN_SECRET_KEY"), "admin secret key")
+	admin := fs.Bool("admin", false, "user create: make the user an admin")
+	vals := map[string]*string{}
+	for _, p := range adminParams {
+		vals[p] = fs.String(p, "", "")
+	}
+	// Flags may come before or after noun and verb.
+	var words []string
+	rest := args
+	for {
+		if err := fs.Parse(rest); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		words = append(words, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(words) != 2 {
+		fs.Usage()
+		return 2
+	}
+	key := words[0] + " " + words[1]
+	rt, ok := adminRoutes[key]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "cairn admin: unknown command %q\n\n%s", key, adminUsage)
+		return 2
+	}
+	q := url.Values{}
+	if rt.verbParam != "" {
+		q.Set(rt.verbParam, "")
+	}
+	for _, p := range adminParams {
+		if v := *vals[p]; v != "" {
+			name := p
+			if p == "secret" {
+				name = "secret-key"
+			}
+			q.Set(name, v)
+		}
+	}
+	if *admin {
+		q.Set("admin", "true")
+	}
+	for _, r := range rt.required {
+		if *vals[r] == "" {
+			fmt.Fprintf(os.Stderr, "cairn admin %s: --%s is required\n", key, r)
+			return 2
+		}
+	}
+	if *ak == "" || *sk == "" {
+		fmt.Fprintln(os.Stderr, "cairn admin: set CAIRN_ACCESS_KEY and CAIRN_SECRET_KEY (see <data-dir>/admin.credentials)")
+		return 2
+	}
+	body, status, err := adminCall(context.Background(), *endpoint, *ak, *sk, rt.method, rt.path, q)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cairn admin:", err)
+		return 1
+	}
+	if status >= 300 {
+		fmt.Fprintf(os.Stderr, "cairn admin %s: HTTP %d\n", key, status)
+		os.Stderr.Write(body)
+		return 1
+	}
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, body, "", "  ") == nil {
+		pretty.WriteByte('\n')
+		os.Stdout.Write(pretty.Bytes())
+	} else {
+		os.Stdout.Write(body)
+	}
+	return 0
+}
+
+// adminCall sends one SigV4-signed admin request and returns the body.
+func adminCall(ctx context.Context, endpoint, ak, sk, method, path string, q url.Values) ([]byte, int, error) {
+	u := strings.TrimSuffix(endpoint, "/") + path
+	if len(q) > 0 {
+		u += "?" + strings.ReplaceAll(q.Encode(), "=&", "&")
+		u = strings.TrimSuffix(u, "=")
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	empty := sha256.Sum256(nil)
+	ph := hex.EncodeToString(empty[:])
+	req.Header.Set("X-Amz-Content-Sha256", ph)
+	creds := aws.Credentials{AccessKeyID: ak, SecretAccessKey: sk}
+	if err := v4.NewSigner().SignHTTP(ctx, creds, req, ph, "s3", "us-east-1", time.Now()); err != nil {
+		return nil, 0, err
+	}
+	client := &http.Client{Timeout: 60 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return b, resp.StatusCode, err
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
