@@ -1,9 +1,11 @@
 package bucketindex
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
 )
@@ -22,6 +24,12 @@ const (
 
 const shardStateXattr = "cairn.index.state"
 
+// shardEpochXattr holds the highest reshard epoch that has addressed the
+// shard (decimal). A reshard owner passes its epoch; a lower one (a former
+// owner whose lease lapsed) fails with ErrCanceled, so it cannot touch a
+// reshard that someone else took over.
+const shardEpochXattr = "cairn.index.epoch"
+
 // Register adds the class to reg.
 func Register(reg *objstore.Registry) {
 	reg.Register(ClassName, "init", objstore.MethodWrite, clsInit)
@@ -30,6 +38,7 @@ func Register(reg *objstore.Registry) {
 	reg.Register(ClassName, "gc_done", objstore.MethodWrite, clsGCDone)
 	reg.Register(ClassName, "set_state", objstore.MethodWrite, clsSetState)
 	reg.Register(ClassName, "apply", objstore.MethodWrite, clsApply)
+	reg.Register(ClassName, "copy", objstore.MethodWrite, clsCopy)
 }
 
 type linkIn struct {
@@ -51,6 +60,19 @@ type gcDoneIn struct {
 
 type stateIn struct {
 	State string `json:"s"`
+	// From, when set, makes the change conditional: the current state must
+	// be one of these (ErrCanceled otherwise).
+	From []string `json:"f,omitempty"`
+	// Epoch, when non-zero, fences the change (see shardEpochXattr) and
+	// raises the shard's epoch to it.
+	Epoch uint64 `json:"p,omitempty"`
+	// ClearLog drops every reshard log record in the same step.
+	ClearLog bool `json:"c,omitempty"`
+}
+
+// initIn is init's optional input: the creating reshard's epoch.
+type initIn struct {
+	Epoch uint64 `json:"p,omitempty"`
 }
 
 // LogRecord is one change logged while a shard is being copied by a reshard.
@@ -64,6 +86,7 @@ type LogRecord struct {
 // source generation's entry, which is the same object).
 type applyIn struct {
 	Records []LogRecord `json:"r"`
+	Epoch   uint64      `json:"p,omitempty"` // fence, see shardEpochXattr
 }
 
 func shardState(ctx objstore.MethodContext) (string, error) {
@@ -104,10 +127,47 @@ func readHeader(ctx objstore.MethodContext) (shardHeader, error) {
 }
 
 func clsInit(ctx objstore.MethodContext, in []byte) ([]byte, error) {
+	var ii initIn
+	if len(in) > 0 {
+		if err := json.Unmarshal(in, &ii); err != nil {
+			return nil, objstore.Errorf(objstore.ErrInvalid, "init input: %v", err)
+		}
+	}
 	if err := ctx.Create(true); err != nil {
 		return nil, err
 	}
+	if ii.Epoch > 0 {
+		if err := ctx.SetXattr(shardEpochXattr, []byte(strconv.FormatUint(ii.Epoch, 10))); err != nil {
+			return nil, err
+		}
+	}
 	return nil, ctx.SetOmapHeader(shardHeader{}.encode())
+}
+
+// fence fails with ErrCanceled when the shard has seen a newer reshard
+// epoch than epoch, and raises the stored epoch when raise is set.
+func fence(ctx objstore.MethodContext, epoch uint64, raise bool) error {
+	if epoch == 0 {
+		return nil
+	}
+	var stored uint64
+	b, err := ctx.GetXattr(shardEpochXattr)
+	switch {
+	case errors.Is(err, objstore.ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		if stored, err = strconv.ParseUint(string(b), 10, 64); err != nil {
+			return objstore.Errorf(objstore.ErrInvalid, "shard epoch %q", b)
+		}
+	}
+	if stored > epoch {
+		return objstore.Errorf(objstore.ErrCanceled, "reshard epoch %d fenced by %d", epoch, stored)
+	}
+	if raise && stored < epoch {
+		return ctx.SetXattr(shardEpochXattr, []byte(strconv.FormatUint(epoch, 10)))
+	}
+	return nil
 }
 
 func decodeEntry(b []byte) (Entry, error) {
@@ -263,6 +323,27 @@ func clsSetState(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if !ctx.Exists() {
 		return nil, objstore.Errorf(objstore.ErrNotFound, "index shard")
 	}
+	if err := fence(ctx, s.Epoch, true); err != nil {
+		return nil, err
+	}
+	if s.From != nil {
+		cur, err := shardState(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ok := false
+		for _, f := range s.From {
+			ok = ok || f == cur
+		}
+		if !ok {
+			return nil, objstore.Errorf(objstore.ErrCanceled, "shard state is %q", cur)
+		}
+	}
+	if s.ClearLog {
+		if err := ctx.OmapRmRange(logPrefix, logEnd); err != nil {
+			return nil, err
+		}
+	}
 	if err := ctx.SetXattr(shardStateXattr, []byte(s.State)); err != nil {
 		return nil, err
 	}
@@ -280,6 +361,9 @@ func clsApply(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if !ctx.Exists() {
 		return nil, objstore.Errorf(objstore.ErrNotFound, "index shard")
 	}
+	if err := fence(ctx, a.Epoch, false); err != nil {
+		return nil, err
+	}
 	h, err := readHeader(ctx)
 	if err != nil {
 		return nil, err
@@ -292,6 +376,98 @@ func clsApply(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	return nil, ctx.SetOmapHeader(h.encode())
+}
+
+// copyIn (binary, for speed: a reshard copies every entry once) is
+// uvarint epoch, uvarint count, then count × (uvarint len, key, uvarint len,
+// raw entry JSON).
+func encodeCopyIn(epoch uint64, pairs []objstore.KV) []byte {
+	n := 20
+	for _, p := range pairs {
+		n += len(p.Key) + len(p.Value) + 10
+	}
+	b := make([]byte, 0, n)
+	b = binary.AppendUvarint(b, epoch)
+	b = binary.AppendUvarint(b, uint64(len(pairs)))
+	for _, p := range pairs {
+		b = binary.AppendUvarint(b, uint64(len(p.Key)))
+		b = append(b, p.Key...)
+		b = binary.AppendUvarint(b, uint64(len(p.Value)))
+		b = append(b, p.Value...)
+	}
+	return b
+}
+
+func decodeCopyIn(b []byte) (uint64, []objstore.KV, error) {
+	bad := objstore.Errorf(objstore.ErrInvalid, "copy input truncated")
+	next := func() (uint64, bool) {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return 0, false
+		}
+		b = b[n:]
+		return v, true
+	}
+	bytesOf := func() ([]byte, bool) {
+		l, ok := next()
+		if !ok || l > uint64(len(b)) {
+			return nil, false
+		}
+		v := b[:l]
+		b = b[l:]
+		return v, true
+	}
+	epoch, ok1 := next()
+	cnt, ok2 := next()
+	if !ok1 || !ok2 || cnt > uint64(len(b)) {
+		return 0, nil, bad
+	}
+	pairs := make([]objstore.KV, cnt)
+	for i := range pairs {
+		k, ok1 := bytesOf()
+		v, ok2 := bytesOf()
+		if !ok1 || !ok2 {
+			return 0, nil, bad
+		}
+		pairs[i] = objstore.KV{Key: string(k), Value: v}
+	}
+	return epoch, pairs, nil
+}
+
+// clsCopy adds entries copied verbatim from a source shard to a reshard
+// target, with their stats. The caller guarantees the target holds none of
+// these keys yet (a copy pass visits each key once, into a freshly created
+// target), so no per-key read is needed: that keeps the copy fast.
+func clsCopy(ctx objstore.MethodContext, in []byte) ([]byte, error) {
+	epoch, pairs, err := decodeCopyIn(in)
+	if err != nil {
+		return nil, err
+	}
+	if !ctx.Exists() {
+		return nil, objstore.Errorf(objstore.ErrNotFound, "index shard")
+	}
+	if err := fence(ctx, epoch, false); err != nil {
+		return nil, err
+	}
+	h, err := readHeader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pairs {
+		if err := validKey(p.Key); err != nil {
+			return nil, err
+		}
+		sz, err := EntrySize(p.Value)
+		if err != nil {
+			return nil, err
+		}
+		h.NumObjects++
+		h.Size += uint64(sz)
+	}
+	if err := ctx.SetOmap(pairs...); err != nil {
+		return nil, err
 	}
 	return nil, ctx.SetOmapHeader(h.encode())
 }

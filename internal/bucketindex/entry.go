@@ -96,6 +96,7 @@ const (
 	specialPrefix = "\xff"
 	gcPrefix      = "\xffg/" // data awaiting collection: tag → Manifest
 	logPrefix     = "\xffl/" // reshard log: seq → logged op
+	logEnd        = "\xffl0" // first key after the log ('/'+1)
 )
 
 // Stats is a shard's (or a bucket's) object count and bytes.

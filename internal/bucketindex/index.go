@@ -115,12 +115,10 @@ func (x Index) mutate(ctx context.Context, key, method string, in []byte) (*Entr
 // Get returns key's entry or ErrNotFound.
 func (x Index) Get(ctx context.Context, key string) (Entry, error) {
 	op := objstore.NewReadOp()
+	notClosed(op)
 	st := op.GetOmapValuesByKeys(key)
 	if err := x.IO.OperateRead(ctx, x.ShardFor(key), op); err != nil {
-		if errors.Is(err, objstore.ErrNotFound) {
-			return Entry{}, objstore.Errorf(objstore.ErrStale, "index shard missing")
-		}
-		return Entry{}, err
+		return Entry{}, readErr(err, x.ShardFor(key))
 	}
 	if len(st.Pairs) == 0 {
 		return Entry{}, objstore.Errorf(objstore.ErrNotFound, "key %q", key)
@@ -182,4 +180,23 @@ func GCDone(ctx context.Context, io objstore.IOContext, shardOID string, tags ..
 	op := objstore.NewWriteOp()
 	op.Exec(ClassName, "gc_done", in)
 	return io.Operate(ctx, shardOID, op)
+}
+
+// notClosed guards a read: a closed shard is retired (a reshard switched
+// away from it) and may be stale, so reading it must send the caller to the
+// current layout, exactly as writing it does.
+func notClosed(op *objstore.ReadOp) {
+	op.CmpXattr(shardStateXattr, objstore.CmpNE, []byte(StateClosed))
+}
+
+// readErr maps a guarded shard read's failure: a missing or closed shard
+// is a retired generation (ErrStale: refresh the layout and retry).
+func readErr(err error, oid string) error {
+	if errors.Is(err, objstore.ErrNotFound) {
+		return objstore.Errorf(objstore.ErrStale, "index shard %s missing", oid)
+	}
+	if errors.Is(err, objstore.ErrCanceled) {
+		return objstore.Errorf(objstore.ErrStale, "index shard %s closed", oid)
+	}
+	return err
 }

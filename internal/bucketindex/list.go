@@ -89,12 +89,10 @@ type cursor struct {
 
 func (c *cursor) fill(ctx context.Context) error {
 	op := objstore.NewReadOp()
+	notClosed(op)
 	vs := op.GetOmapValues(c.after, c.prefix, c.page)
 	if err := c.x.IO.OperateRead(ctx, c.oid, op); err != nil {
-		if errors.Is(err, objstore.ErrNotFound) {
-			return objstore.Errorf(objstore.ErrStale, "index shard %s missing", c.oid)
-		}
-		return err
+		return readErr(err, c.oid)
 	}
 	c.buf = c.buf[:0]
 	for _, kv := range vs.Pairs {

@@ -1,0 +1,195 @@
+package bucketindex
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/cairn-s3/cairn/internal/objstore"
+)
+
+// This file is the index's side of online resharding (internal/reshard
+// drives it): conditional, fenced shard state changes, paging through a
+// shard's entries and log, and writing copied and replayed records into a
+// target generation.
+
+// ShardOID returns shard i's object name in this layout.
+func (x Index) ShardOID(i int) string { return x.shardOID(i) }
+
+// InitFenced creates every shard object of the layout with a reshard epoch
+// (see SetShardState). Existing shards fail with ErrExists.
+func (x Index) InitFenced(ctx context.Context, epoch uint64) error {
+	in, _ := json.Marshal(initIn{Epoch: epoch})
+	return x.eachShard(ctx, func(ctx context.Context, oid string) error {
+		op := objstore.NewWriteOp()
+		op.Exec(ClassName, "init", in)
+		return x.IO.Operate(ctx, oid, op)
+	})
+}
+
+// StateChange is a conditional, fenced shard state change.
+type StateChange struct {
+	To string
+	// From lists the states the shard may be in (nil: any); otherwise the
+	// change fails with ErrCanceled.
+	From []string
+	// Epoch fences the change: a shard that saw a higher epoch refuses it
+	// with ErrCanceled; otherwise its epoch is raised to Epoch. 0: unfenced.
+	Epoch uint64
+	// ClearLog drops the shard's reshard log in the same atomic step.
+	ClearLog bool
+}
+
+// SetShardState applies c to shard i. ErrNotFound if the shard is missing.
+func (x Index) SetShardState(ctx context.Context, i int, c StateChange) error {
+	in, _ := json.Marshal(stateIn{State: c.To, From: c.From, Epoch: c.Epoch, ClearLog: c.ClearLog})
+	op := objstore.NewWriteOp()
+	op.Exec(ClassName, "set_state", in)
+	return x.IO.Operate(ctx, x.shardOID(i), op)
+}
+
+// ShardInfo is a shard's state, stats and last log sequence.
+type ShardInfo struct {
+	State  string
+	Stats  Stats
+	LogSeq uint64
+	Epoch  uint64
+}
+
+// ShardInfo reads shard i's state and header. ErrNotFound if missing.
+func (x Index) ShardInfo(ctx context.Context, i int) (ShardInfo, error) {
+	op := objstore.NewReadOp()
+	hs := op.GetOmapHeader()
+	xs := op.GetXattrs()
+	if err := x.IO.OperateRead(ctx, x.shardOID(i), op); err != nil {
+		return ShardInfo{}, err
+	}
+	h, err := decodeHeader(hs.Header)
+	if err != nil {
+		return ShardInfo{}, err
+	}
+	si := ShardInfo{Stats: h.Stats, LogSeq: h.LogSeq}
+	for _, kv := range xs.Attrs {
+		switch kv.Key {
+		case shardStateXattr:
+			si.State = string(kv.Value)
+		case shardEpochXattr:
+			si.Epoch, _ = strconv.ParseUint(string(kv.Value), 10, 64)
+		}
+	}
+	return si, nil
+}
+
+// RawEntries returns up to max entries of shard i with keys > after, as
+// stored (key → entry JSON), and whether more exist. The page is not a
+// snapshot of the shard across calls; a reshard's log covers the changes.
+func (x Index) RawEntries(ctx context.Context, i int, after string, max int) ([]objstore.KV, bool, error) {
+	op := objstore.NewReadOp()
+	vs := op.GetOmapValues(after, "", max)
+	if err := x.IO.OperateRead(ctx, x.shardOID(i), op); err != nil {
+		return nil, false, err
+	}
+	for j, kv := range vs.Pairs {
+		if strings.HasPrefix(kv.Key, specialPrefix) {
+			return vs.Pairs[:j], false, nil
+		}
+	}
+	return vs.Pairs, vs.More, nil
+}
+
+// SeqRecord is a reshard log record with its sequence number.
+type SeqRecord struct {
+	Seq uint64
+	LogRecord
+}
+
+// ReadLog returns up to max log records of shard i with sequence > after,
+// in order, and whether more exist.
+func (x Index) ReadLog(ctx context.Context, i int, after uint64, max int) ([]SeqRecord, bool, error) {
+	op := objstore.NewReadOp()
+	start := logPrefix
+	if after > 0 {
+		start = logKey(after)
+	}
+	vs := op.GetOmapValues(start, logPrefix, max)
+	if err := x.IO.OperateRead(ctx, x.shardOID(i), op); err != nil {
+		return nil, false, err
+	}
+	out := make([]SeqRecord, len(vs.Pairs))
+	for j, kv := range vs.Pairs {
+		seq, err := strconv.ParseUint(kv.Key[len(logPrefix):], 10, 64)
+		if err != nil {
+			return nil, false, objstore.Errorf(objstore.ErrInvalid, "log key %q", kv.Key)
+		}
+		out[j].Seq = seq
+		if err := json.Unmarshal(kv.Value, &out[j].LogRecord); err != nil {
+			return nil, false, objstore.Errorf(objstore.ErrInvalid, "log record %d: %v", seq, err)
+		}
+	}
+	return out, vs.More, nil
+}
+
+// Apply writes replayed records into target shard i: links set entries,
+// unlinks of absent keys are skipped, stats follow. Idempotent when a suffix
+// of a shard's log is replayed again in order. Fenced by epoch (0: not).
+func (x Index) Apply(ctx context.Context, i int, epoch uint64, recs []LogRecord) error {
+	in, err := json.Marshal(applyIn{Records: recs, Epoch: epoch})
+	if err != nil {
+		return err
+	}
+	op := objstore.NewWriteOp()
+	op.Exec(ClassName, "apply", in)
+	return x.IO.Operate(ctx, x.shardOID(i), op)
+}
+
+// CopyIn adds raw entries (as returned by RawEntries) to target shard i,
+// which must not hold any of their keys yet. Fenced by epoch (0: not).
+func (x Index) CopyIn(ctx context.Context, i int, epoch uint64, pairs []objstore.KV) error {
+	op := objstore.NewWriteOp()
+	op.Exec(ClassName, "copy", encodeCopyIn(epoch, pairs))
+	return x.IO.Operate(ctx, x.shardOID(i), op)
+}
+
+// GCRecords returns every GC record of shard i as raw omap pairs.
+func (x Index) GCRecords(ctx context.Context, i int) ([]objstore.KV, error) {
+	op := objstore.NewReadOp()
+	vs := op.GetOmapValues(gcPrefix, gcPrefix, 0)
+	if err := x.IO.OperateRead(ctx, x.shardOID(i), op); err != nil {
+		return nil, err
+	}
+	return vs.Pairs, nil
+}
+
+// PutGCRecords stores raw GC records (from GCRecords of another
+// generation) in shard i, so that data they name is still collected after
+// the shard they came from is removed.
+func (x Index) PutGCRecords(ctx context.Context, i int, pairs []objstore.KV) error {
+	for _, p := range pairs {
+		if !strings.HasPrefix(p.Key, gcPrefix) {
+			return objstore.Errorf(objstore.ErrInvalid, "not a gc record: %q", p.Key)
+		}
+	}
+	return x.IO.Operate(ctx, x.shardOID(i), objstore.NewWriteOp().AssertExists().SetOmap(pairs...))
+}
+
+// EntrySize returns the Size of a stored entry without decoding all of it:
+// Go encodes Entry fields in order, so the first `,"s":` follows the key
+// string (whose quotes are escaped and cannot produce it). Anything
+// unexpected falls back to a full decode.
+func EntrySize(raw []byte) (int64, error) {
+	if i := bytes.Index(raw, []byte(`,"s":`)); i > 0 && bytes.HasPrefix(raw, []byte(`{"k":"`)) {
+		j := i + 5
+		var n int64
+		k := j
+		for ; k < len(raw) && raw[k] >= '0' && raw[k] <= '9' && k-j < 18; k++ {
+			n = n*10 + int64(raw[k]-'0')
+		}
+		if k > j && k < len(raw) && (raw[k] == ',' || raw[k] == '}') {
+			return n, nil
+		}
+	}
+	e, err := decodeEntry(raw)
+	return e.Size, err
+}
