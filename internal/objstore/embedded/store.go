@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 var (
@@ -129,10 +130,28 @@ func (s *Store) open() error {
 	if err := db.Apply(b, syncOpts); err != nil {
 		return fmt.Errorf("embedded: record boot epoch: %w", err)
 	}
+	// Make the directory entries themselves durable (a fresh data
+	// directory could otherwise vanish in a crash with its synced WAL).
+	if err := syncDirs(fs, s.opts.Dir, fs.PathDir(s.opts.Dir)); err != nil {
+		return fmt.Errorf("embedded: sync data directory: %w", err)
+	}
 	if err := s.loadPools(); err != nil {
 		return err
 	}
 	return s.collectBlobs()
+}
+
+func syncDirs(fs vfs.FS, dirs ...string) error {
+	for _, d := range dirs {
+		f, err := fs.OpenDir(d)
+		if err != nil {
+			return err
+		}
+		if err := errors.Join(f.Sync(), f.Close()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Store) getSys(k []byte) ([]byte, bool, error) {
