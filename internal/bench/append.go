@@ -80,8 +80,10 @@ type AppendResult struct {
 // are bounded too).
 const plainRollover = objstore.MaxObjectSize / 2
 
-// RunAppend runs the plain phase, then the guarded phase, each on a fresh
-// store so that neither inherits the other's LSM debt.
+// RunAppend measures plain and guarded appends. Each gets a fresh store, so
+// that neither inherits the other's LSM debt, and the two run in
+// alternating slices of about a second (ABBA order), so that load from
+// elsewhere on the machine hits both alike and the ratio stays meaningful.
 func RunAppend(ctx context.Context, cfg AppendConfig) (*AppendResult, error) {
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -90,52 +92,72 @@ func RunAppend(ctx context.Context, cfg AppendConfig) (*AppendResult, error) {
 	res := &AppendResult{Clients: cfg.Clients, Size: cfg.Size, DurationSec: cfg.Duration.Seconds()}
 	data := pattern(cfg.Size, 7)
 
-	var err error
-	res.Plain, err = appendPhase(ctx, cfg, "plain", func(io objstore.IOContext) (func(c, i int) error, error) {
-		var (
-			mu    sync.Mutex
-			gen   int
-			bytes atomic.Int64
-		)
-		return func(c, i int) error {
-			mu.Lock()
-			oid := fmt.Sprintf("append.plain.%d", gen)
-			mu.Unlock()
-			op := objstore.NewWriteOp().Append(data)
-			if err := io.Operate(ctx, oid, op); err != nil {
-				return err
-			}
-			if bytes.Add(int64(len(data))) > plainRollover {
-				mu.Lock()
-				if bytes.Load() > plainRollover {
-					gen++
-					bytes.Store(0)
-				}
-				mu.Unlock()
-			}
-			return nil
-		}, nil
-	})
+	plainIO, closePlain, err := benchPool(ctx, cfg.Dir, "append-plain")
 	if err != nil {
-		return res, fmt.Errorf("plain append: %w", err)
+		return nil, err
 	}
-	fmt.Fprintf(cfg.Out, "plain   append, %3d clients: %s\n", cfg.Clients, res.Plain)
+	defer closePlain()
+	guardedIO, closeGuarded, err := benchPool(ctx, cfg.Dir, "append-guarded")
+	if err != nil {
+		return nil, err
+	}
+	defer closeGuarded()
 
-	const epoch = 1
-	res.Guarded, err = appendPhase(ctx, cfg, "guarded", func(io objstore.IOContext) (func(c, i int) error, error) {
-		if _, err := guardlog.Seal(ctx, io, "append.guarded", epoch); err != nil {
-			return nil, err
+	var (
+		mu    sync.Mutex
+		gen   int
+		bytes atomic.Int64
+	)
+	plain := func(c, i int) error {
+		mu.Lock()
+		oid := fmt.Sprintf("append.plain.%d", gen)
+		mu.Unlock()
+		if err := plainIO.Operate(ctx, oid, objstore.NewWriteOp().Append(data)); err != nil {
+			return fmt.Errorf("plain append: %w", err)
 		}
-		return func(c, i int) error {
-			_, err := guardlog.Append(ctx, io, "append.guarded", epoch, data)
-			return err
-		}, nil
-	})
-	if err != nil {
-		return res, fmt.Errorf("guarded append: %w", err)
+		if bytes.Add(int64(len(data))) > plainRollover {
+			mu.Lock()
+			if bytes.Load() > plainRollover {
+				gen++
+				bytes.Store(0)
+			}
+			mu.Unlock()
+		}
+		return nil
 	}
-	fmt.Fprintf(cfg.Out, "guarded append, %3d clients: %s\n", cfg.Clients, res.Guarded)
+	const epoch = 1
+	if _, err := guardlog.Seal(ctx, guardedIO, "append.guarded", epoch); err != nil {
+		return nil, err
+	}
+	guarded := func(c, i int) error {
+		if _, err := guardlog.Append(ctx, guardedIO, "append.guarded", epoch, data); err != nil {
+			return fmt.Errorf("guarded append: %w", err)
+		}
+		return nil
+	}
 
+	slices := int(cfg.Duration / time.Second)
+	if slices < 1 {
+		slices = 1
+	}
+	slice := cfg.Duration / time.Duration(slices)
+	var ps, gs samples
+	for r := 0; r < slices; r++ {
+		first, second := &ps, &gs
+		fop, sop := plain, guarded
+		if r%2 == 1 {
+			first, second, fop, sop = &gs, &ps, guarded, plain
+		}
+		if err := first.run(ctx, cfg.Clients, slice, fop); err != nil {
+			return res, err
+		}
+		if err := second.run(ctx, cfg.Clients, slice, sop); err != nil {
+			return res, err
+		}
+	}
+	res.Plain, res.Guarded = ps.summary(), gs.summary()
+	fmt.Fprintf(cfg.Out, "plain   append, %3d clients: %s\n", cfg.Clients, res.Plain)
+	fmt.Fprintf(cfg.Out, "guarded append, %3d clients: %s\n", cfg.Clients, res.Guarded)
 	res.PlainOpsPerSec, res.GuardedOpsPerSec = res.Plain.OpsPerSec, res.Guarded.OpsPerSec
 	if res.PlainOpsPerSec > 0 {
 		res.Ratio = res.GuardedOpsPerSec / res.PlainOpsPerSec
@@ -143,23 +165,20 @@ func RunAppend(ctx context.Context, cfg AppendConfig) (*AppendResult, error) {
 	return res, nil
 }
 
-func appendPhase(ctx context.Context, cfg AppendConfig, name string,
-	setup func(objstore.IOContext) (func(c, i int) error, error)) (Latency, error) {
-	st, _, closeStore, err := tempStore(cfg.Dir, "append-"+name)
+// benchPool opens a fresh temporary store with a pool "bench".
+func benchPool(ctx context.Context, parent, name string) (objstore.IOContext, func(), error) {
+	st, _, closeStore, err := tempStore(parent, name)
 	if err != nil {
-		return Latency{}, err
+		return nil, nil, err
 	}
-	defer closeStore()
 	if err := st.CreatePool(ctx, "bench"); err != nil {
-		return Latency{}, err
+		closeStore()
+		return nil, nil, err
 	}
 	io, err := st.IOContext(ctx, "bench")
 	if err != nil {
-		return Latency{}, err
+		closeStore()
+		return nil, nil, err
 	}
-	op, err := setup(io)
-	if err != nil {
-		return Latency{}, err
-	}
-	return closedLoop(ctx, cfg.Clients, cfg.Duration, op)
+	return io, closeStore, nil
 }

@@ -34,6 +34,25 @@ func (l Latency) String() string {
 // when the previous returns, for d. op gets the client number and its call
 // count. The first error stops the phase and is returned.
 func closedLoop(ctx context.Context, clients int, d time.Duration, op func(client, i int) error) (Latency, error) {
+	var s samples
+	err := s.run(ctx, clients, d, op)
+	return s.summary(), err
+}
+
+// samples accumulates latencies and run time over several closed-loop
+// slices (interleaved phases).
+type samples struct {
+	lats    []time.Duration
+	elapsed time.Duration
+	calls   []int // per client, so op's i keeps counting across slices
+}
+
+func (s *samples) summary() Latency { return summarise(s.lats, s.elapsed) }
+
+func (s *samples) run(ctx context.Context, clients int, d time.Duration, op func(client, i int) error) error {
+	if len(s.calls) < clients {
+		s.calls = append(s.calls, make([]int, clients-len(s.calls))...)
+	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	lats := make([][]time.Duration, clients)
@@ -45,8 +64,10 @@ func closedLoop(ctx context.Context, clients int, d time.Duration, op func(clien
 		go func(c int) {
 			defer wg.Done()
 			ls := make([]time.Duration, 0, 4096)
-			for i := 0; ctx.Err() == nil; i++ {
+			for ctx.Err() == nil {
 				t0 := time.Now()
+				i := s.calls[c]
+				s.calls[c]++
 				if err := op(c, i); err != nil {
 					errs[c] = err
 					cancel()
@@ -58,22 +79,20 @@ func closedLoop(ctx context.Context, clients int, d time.Duration, op func(clien
 		}(c)
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	var all []time.Duration
+	s.elapsed += time.Since(start)
 	for _, ls := range lats {
-		all = append(all, ls...)
+		s.lats = append(s.lats, ls...)
 	}
-	l := summarise(all, elapsed)
 	for _, err := range errs {
 		if err != nil {
-			l.Errors++
-			return l, err
+			return err
 		}
 	}
-	return l, nil
+	return nil
 }
 
 func summarise(all []time.Duration, elapsed time.Duration) Latency {
+	all = append([]time.Duration(nil), all...)
 	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
 	l := Latency{Ops: int64(len(all)), Seconds: elapsed.Seconds()}
 	if len(all) == 0 {
