@@ -383,4 +383,3 @@ func Commands() []string {
 	sort.Strings(out)
 	return out
 }
-
