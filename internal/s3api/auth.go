@@ -37,6 +37,11 @@ type AuthResult struct {
 	// Trailer, when non-nil, returns the trailing headers of an aws-chunked
 	// body (x-amz-checksum-*). It is called only after Body returned EOF.
 	Trailer func() http.Header
+	// Checksums, when non-nil, says Body itself verifies Content-MD5 and
+	// x-amz-checksum-* (header or trailer), and returns the verified values
+	// by algorithm (CRC32, ..., SHA256) after Body returned EOF. The Server
+	// then stores them instead of hashing the body a second time.
+	Checksums func() map[string]string
 }
 
 // Identity is the authenticated principal of a request.
@@ -119,6 +124,7 @@ func (s *Server) authenticate(r *http.Request, rc *reqCtx) (Identity, error) {
 	}
 	rc.body = ar.Body
 	rc.trailer = ar.Trailer
+	rc.verifiedSums = ar.Checksums
 	if ar.DecodedLength > 0 {
 		rc.decodedLength = ar.DecodedLength
 	}

@@ -10,8 +10,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,6 +64,7 @@ type harness struct {
 	ts   *httptest.Server
 	reg  *prometheus.Registry
 	logs *bytes.Buffer
+	tls  bool
 }
 
 const (
@@ -70,7 +73,13 @@ const (
 	adminKey = "AKADMIN"
 )
 
+var secrets = map[string]string{aliceKey: "alicesecret", bobKey: "bobsecret", adminKey: "adminsecret"}
+
 func newHarness(t *testing.T, mods ...func(*Config)) *harness {
+	return newHarnessOpts(t, nil, mods...)
+}
+
+func newHarnessOpts(t *testing.T, opt func(*harness), mods ...func(*Config)) *harness {
 	t.Helper()
 	be := newFakeBackend()
 	ctx := context.Background()
@@ -84,9 +93,16 @@ func newHarness(t *testing.T, mods ...func(*Config)) *harness {
 		}
 	}
 	h := &harness{t: t, be: be, reg: prometheus.NewRegistry(), logs: &bytes.Buffer{}}
+	if opt != nil {
+		opt(h)
+	}
+	auth, err := NewSigV4(be, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := Config{
 		Backend:    be,
-		Auth:       testAuth{be: be},
+		Auth:       auth,
 		Logger:     slog.New(slog.NewJSONHandler(h.logs, nil)),
 		Registerer: h.reg,
 	}
@@ -98,10 +114,18 @@ func newHarness(t *testing.T, mods ...func(*Config)) *harness {
 		t.Fatal(err)
 	}
 	h.srv = srv
-	h.ts = httptest.NewServer(srv)
+	if h.tls {
+		h.ts = httptest.NewTLSServer(srv)
+	} else {
+		h.ts = httptest.NewServer(srv)
+	}
 	t.Cleanup(h.ts.Close)
 	return h
 }
+
+// withTLS serves over TLS, where the SDK switches PutObject/UploadPart to
+// aws-chunked bodies with trailing checksums.
+func withTLS(h *harness) { h.tls = true }
 
 // req is a raw request description for error-case tests.
 type req struct {
@@ -135,21 +159,28 @@ func (h *harness) do(rq req) resp {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	switch rq.key {
-	case "":
-		rq.key = aliceKey
-		fallthrough
-	default:
-		r.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential="+rq.key+"/20250101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00")
-	case "-":
-	}
 	for k, v := range rq.hdr {
 		r.Header.Set(k, v)
 	}
 	if rq.host != "" {
 		r.Host = rq.host
 	}
-	res, err := http.DefaultClient.Do(r)
+	if r.Header.Get("Accept-Encoding") == "" {
+		r.Header.Set("Accept-Encoding", "identity") // no transparent gunzip
+	}
+	if rq.key == "" {
+		rq.key = aliceKey
+	}
+	if rq.key != "-" {
+		// Real signatures (unsigned payload): requests pass through the
+		// production verifier like any client's.
+		r.Header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
+		creds := aws.Credentials{AccessKeyID: rq.key, SecretAccessKey: secrets[rq.key]}
+		if err := v4.NewSigner().SignHTTP(context.Background(), creds, r, "UNSIGNED-PAYLOAD", "s3", "us-east-1", time.Now()); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	res, err := h.ts.Client().Do(r)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -171,12 +202,16 @@ func (h *harness) mustDo(rq req, status int) resp {
 // client is an aws-sdk-go-v2 S3 client for user key, with default
 // checksum behaviour.
 func (h *harness) client(key string) *s3.Client {
-	secret := map[string]string{aliceKey: "alicesecret", bobKey: "bobsecret", adminKey: "adminsecret"}[key]
+	secret := secrets[key]
 	return s3.New(s3.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(h.ts.URL),
 		Credentials:  credentials.NewStaticCredentialsProvider(key, secret, ""),
 		UsePathStyle: true,
+		HTTPClient:   h.ts.Client(),
+		// What config.LoadDefaultConfig sets: the SDK's default checksums.
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenSupported,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenSupported,
 	})
 }
 

@@ -160,6 +160,9 @@ type reqCtx struct {
 	body io.Reader
 	// trailer returns the trailing headers once body hit EOF; may be nil.
 	trailer func() http.Header
+	// verifiedSums, if set, returns the checksums the authenticator's body
+	// verified; the Server then does not hash the body itself.
+	verifiedSums func() map[string]string
 	// decodedLength is the authenticator's payload length, -1 if unknown.
 	decodedLength int64
 	// binfo is the bucket, loaded by the ownership check.
