@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/cairn-s3/cairn/internal/auth/sigv2"
 	"github.com/cairn-s3/cairn/internal/auth/sigv4"
 	"github.com/cairn-s3/cairn/internal/bucketindex"
 	"github.com/cairn-s3/cairn/internal/cls"
@@ -88,9 +89,8 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		g.Close()
 		return nil, err
 	}
-	verifier, err := sigv4.New(sigv4.Config{Lookup: func(ctx context.Context, ak string) (string, error) {
-		return s3api.SecretLookup(d)(ctx, ak)
-	}})
+	lookup := s3api.SecretLookup(d)
+	verifier, err := sigv4.New(sigv4.Config{Lookup: lookup})
 	if err != nil {
 		g.Close()
 		return nil, err
@@ -100,7 +100,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		domains = []string{cfg.Domain}
 	}
 	api, err := s3api.New(s3api.Config{
-		Backend: d, Auth: sigv4Auth{verifier}, Logger: log.With("component", "s3api"),
+		Backend: d, Auth: sigAuth{v: verifier, lookup: lookup}, Logger: log.With("component", "s3api"),
 		Registerer: g.Registry, Region: cfg.Region, DomainNames: domains,
 	})
 	if err != nil {
@@ -182,10 +182,21 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(
 	return nil
 }
 
-// sigv4Auth adapts the SigV4 verifier to the handlers' Authenticator.
-type sigv4Auth struct{ v *sigv4.Verifier }
+// sigAuth adapts the SigV4 verifier (and SigV2, which boto3 still uses for
+// presigned URLs) to the handlers' Authenticator.
+type sigAuth struct {
+	v      *sigv4.Verifier
+	lookup sigv2.SecretLookup
+}
 
-func (a sigv4Auth) Authenticate(r *http.Request) (s3api.AuthResult, error) {
+func (a sigAuth) Authenticate(r *http.Request) (s3api.AuthResult, error) {
+	if sigv2.IsV2(r) {
+		ak, err := sigv2.Verify(r, a.lookup, time.Now(), "")
+		if err != nil {
+			return s3api.AuthResult{}, err
+		}
+		return s3api.AuthResult{AccessKey: ak}, nil
+	}
 	res, err := a.v.Verify(r)
 	if err != nil {
 		return s3api.AuthResult{}, err
