@@ -1,0 +1,227 @@
+package delivery
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cairn-s3/cairn/internal/notify/push"
+	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults filled in by EnsureDefaults.
+const (
+	// DefaultLeaseDuration is RGW's queue lock duration.
+	DefaultLeaseDuration  = 90 * time.Second
+	DefaultScanInterval   = 30 * time.Second
+	DefaultPollInterval   = 200 * time.Millisecond
+	DefaultMaxInFlight    = 1024
+	DefaultMaxPerEndpoint = 256
+	DefaultShardWindow    = 1024
+	DefaultRemoveBatch    = 256
+	DefaultRemoveInterval = 50 * time.Millisecond
+	DefaultInitialBackoff = time.Second
+	DefaultMaxBackoff     = 5 * time.Minute
+	DefaultPushTimeout    = 30 * time.Second
+	DefaultMembersOID     = "delivery.members"
+	// LockName is the cls lock every owner takes on a shard object.
+	LockName = "cairn.notif.delivery"
+	// registryPage is the page size used to walk the queue registry.
+	registryPage = 500
+)
+
+// Config configures a Manager. Zero fields take the documented defaults
+// (EnsureDefaults); Validate reports every problem at once.
+type Config struct {
+	// Owner identifies this gateway instance (its id in the membership
+	// object and the Locker of its leases). Required, unique per live
+	// gateway.
+	Owner string
+	// IO addresses the shard objects: pool default.rgw.log, namespace
+	// "notif". Required.
+	IO objstore.IOContext
+	// MembersIO and MembersOID name the membership object gateways
+	// heartbeat into. Defaults: IO and "delivery.members" (no leading
+	// ':', so it never looks like a shard).
+	MembersIO  objstore.IOContext
+	MembersOID string
+
+	Registry  Registry    // the queue registry (*queue.Queues); required
+	Topics    TopicSource // required
+	Endpoints Endpoints   // required
+
+	// LeaseDuration is how long a shard lease lasts without renewal
+	// (default 90 s). A crashed gateway's shards move after at most this.
+	LeaseDuration time.Duration
+	// RenewInterval is how often leases are renewed (default a third of
+	// LeaseDuration; must be below it).
+	RenewInterval time.Duration
+	// ScanInterval is how often the registry is read, membership
+	// heartbeated, shards rebalanced and queue stats refreshed (default
+	// 30 s; at most LeaseDuration/2 so membership stays fresh).
+	ScanInterval time.Duration
+	// PollInterval is how often an owned shard that was fully listed is
+	// listed again for new entries (default 200 ms).
+	PollInterval time.Duration
+
+	// MaxInFlightTotal bounds pushes in flight over all shards (default
+	// 1024); MaxInFlightPerEndpoint bounds them per endpoint URL (default
+	// 256).
+	MaxInFlightTotal       int
+	MaxInFlightPerEndpoint int
+	// ShardWindow bounds the entries of one shard held in memory (listed,
+	// not yet removed); default 1024.
+	ShardWindow int
+	// RemoveBatch and RemoveInterval batch the removal of acknowledged
+	// entries: one fenced op per RemoveBatch markers or after
+	// RemoveInterval, whichever comes first (defaults 256, 50 ms).
+	RemoveBatch    int
+	RemoveInterval time.Duration
+
+	// Global defaults for topics whose attribute is unset
+	// (topic.UseGlobal): MaxRetries 0 = unlimited, TTL 0 = forever,
+	// RetrySleep 0 = no topic cap (MaxBackoff applies).
+	MaxRetries int
+	TTL        time.Duration
+	RetrySleep time.Duration
+	// InitialBackoff is the first retry delay; it doubles per failed
+	// attempt up to the topic's retry_sleep_duration, or MaxBackoff when
+	// that is unset; each delay is jittered to [d/2, d]. Defaults 1 s, 5 min.
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+	// PushTimeout bounds one push (default 30 s).
+	PushTimeout time.Duration
+	// Retryable classifies push errors; default push.IsRetryable
+	// (unclassified errors are retryable: an event is only dropped when
+	// the endpoint said so, or by TTL / max retries).
+	Retryable func(error) bool
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Registerer receives the metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	// Now is the clock for entry ages, backoff schedules and membership
+	// expiry; default time.Now. Lease expiry is the store's clock.
+	Now func() time.Time
+}
+
+// EnsureDefaults fills zero fields and returns c.
+func (c *Config) EnsureDefaults() *Config {
+	if c.MembersIO == nil {
+		c.MembersIO = c.IO
+	}
+	if c.MembersOID == "" {
+		c.MembersOID = DefaultMembersOID
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if c.RenewInterval == 0 {
+		c.RenewInterval = c.LeaseDuration / 3
+	}
+	if c.ScanInterval == 0 {
+		c.ScanInterval = min(DefaultScanInterval, c.LeaseDuration/2)
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	if c.MaxInFlightTotal == 0 {
+		c.MaxInFlightTotal = DefaultMaxInFlight
+	}
+	if c.MaxInFlightPerEndpoint == 0 {
+		c.MaxInFlightPerEndpoint = min(DefaultMaxPerEndpoint, c.MaxInFlightTotal)
+	}
+	if c.ShardWindow == 0 {
+		c.ShardWindow = DefaultShardWindow
+	}
+	if c.RemoveBatch == 0 {
+		c.RemoveBatch = DefaultRemoveBatch
+	}
+	if c.RemoveInterval == 0 {
+		c.RemoveInterval = DefaultRemoveInterval
+	}
+	if c.InitialBackoff == 0 {
+		c.InitialBackoff = DefaultInitialBackoff
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = DefaultMaxBackoff
+	}
+	if c.PushTimeout == 0 {
+		c.PushTimeout = DefaultPushTimeout
+	}
+	if c.Retryable == nil {
+		c.Retryable = push.IsRetryable
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate reports every problem with c (after EnsureDefaults).
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(f string, a ...any) { errs = append(errs, fmt.Errorf("delivery: "+f, a...)) }
+	if c.Owner == "" {
+		bad("Owner is required")
+	}
+	if c.IO == nil {
+		bad("IO is required")
+	}
+	if c.Registry == nil {
+		bad("Registry is required")
+	}
+	if c.Topics == nil {
+		bad("Topics is required")
+	}
+	if c.Endpoints == nil {
+		bad("Endpoints is required")
+	}
+	if c.LeaseDuration <= 0 {
+		bad("LeaseDuration %v must be positive", c.LeaseDuration)
+	}
+	if c.RenewInterval <= 0 || c.RenewInterval >= c.LeaseDuration {
+		bad("RenewInterval %v must be positive and below LeaseDuration %v", c.RenewInterval, c.LeaseDuration)
+	}
+	if c.ScanInterval <= 0 || c.ScanInterval > c.LeaseDuration/2 {
+		bad("ScanInterval %v must be positive and at most half of LeaseDuration %v", c.ScanInterval, c.LeaseDuration)
+	}
+	if c.PollInterval <= 0 {
+		bad("PollInterval %v must be positive", c.PollInterval)
+	}
+	if c.MaxInFlightTotal < 1 {
+		bad("MaxInFlightTotal %d must be at least 1", c.MaxInFlightTotal)
+	}
+	if c.MaxInFlightPerEndpoint < 1 {
+		bad("MaxInFlightPerEndpoint %d must be at least 1", c.MaxInFlightPerEndpoint)
+	}
+	if c.ShardWindow < 1 || c.ShardWindow > 100_000 {
+		bad("ShardWindow %d must be in [1, 100000]", c.ShardWindow)
+	}
+	if c.RemoveBatch < 1 || c.RemoveBatch > 2000 {
+		bad("RemoveBatch %d must be in [1, 2000]", c.RemoveBatch)
+	}
+	if c.RemoveInterval <= 0 {
+		bad("RemoveInterval %v must be positive", c.RemoveInterval)
+	}
+	if c.MaxRetries < 0 {
+		bad("MaxRetries %d is negative", c.MaxRetries)
+	}
+	if c.TTL < 0 {
+		bad("TTL %v is negative", c.TTL)
+	}
+	if c.RetrySleep < 0 {
+		bad("RetrySleep %v is negative", c.RetrySleep)
+	}
+	if c.InitialBackoff <= 0 || c.MaxBackoff < c.InitialBackoff {
+		bad("backoff: need 0 < InitialBackoff %v <= MaxBackoff %v", c.InitialBackoff, c.MaxBackoff)
+	}
+	if c.PushTimeout <= 0 {
+		bad("PushTimeout %v must be positive", c.PushTimeout)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,554 @@
+package delivery
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairn-s3/cairn/internal/cls/queue"
+	"github.com/cairn-s3/cairn/internal/notify/event"
+	"github.com/cairn-s3/cairn/internal/notify/push"
+	"github.com/cairn-s3/cairn/internal/notify/topic"
+	"github.com/cairn-s3/cairn/internal/objstore"
+)
+
+// topicState is what a worker knows about its topic; replaced as a whole
+// when the topic changes.
+type topicState struct {
+	t     *topic.Topic
+	pol   policy
+	epKey string
+}
+
+// item is one listed entry held in memory until it is removed.
+type item struct {
+	e       queue.Entry
+	key     string
+	rec     *event.Record // nil when the data does not decode
+	decErr  error
+	dirty   bool // retry state changed and not yet persisted
+	flight  bool
+	removed bool
+}
+
+// keyQ holds one ordering key's entries in queue order. Only items[0] (the
+// head) is ever pushed, and only one push of it at a time: that is the
+// per-key order guarantee.
+type keyQ struct {
+	key    string
+	items  []*item
+	queued bool      // in ready or waiting
+	due    time.Time // head's next attempt while in waiting
+	idx    int       // heap index
+}
+
+type result struct {
+	it  *item
+	err error
+}
+
+// worker delivers one owned shard. Its state is confined to its goroutine
+// (run); push goroutines talk to it only through results.
+type worker struct {
+	m     *Manager
+	shard Shard
+	label string // metric and log label of the topic
+	lease *lease
+	state atomic.Pointer[topicState]
+
+	// stop ends dispatching (graceful: in-flight pushes finish, acks are
+	// flushed, the lease is released). lose cancels pushes too and skips
+	// the flush: the lease is gone or the gateway "crashed".
+	stopCtx    context.Context
+	stop       context.CancelFunc
+	pushCtx    context.Context
+	cancelPush context.CancelFunc
+	lost       atomic.Bool
+	abandoned  atomic.Bool
+	watchdog   *time.Timer
+	done       chan struct{}
+	err        error // why run ended; read after done
+
+	results   chan result
+	pushes    sync.WaitGroup
+	keys      map[string]*keyQ
+	ready     []*keyQ
+	waiting   waitHeap
+	held      int
+	inflight  int
+	marker    queue.Marker
+	drained   bool
+	lastList  time.Time
+	lastErr   time.Time
+	removes   []queue.Marker
+	updates   []*item
+	pendSince time.Time
+
+	ep        push.Endpoint
+	epFor     *topicState
+	epRetryAt time.Time
+	epFails   uint32
+}
+
+func newWorker(m *Manager, sh Shard, l *lease, st *topicState) *worker {
+	w := &worker{m: m, shard: sh, label: topicLabel(sh), lease: l, done: make(chan struct{}),
+		results: make(chan result, m.cfg.ShardWindow+1), keys: map[string]*keyQ{}}
+	w.state.Store(st)
+	w.stopCtx, w.stop = context.WithCancel(context.Background())
+	w.pushCtx, w.cancelPush = context.WithCancel(context.Background())
+	w.watchdog = time.AfterFunc(m.leaseHorizon(), func() {
+		m.cfg.Logger.Warn("notification shard lease not renewed in time; stopping delivery",
+			"shard", sh.OID)
+		w.lose()
+	})
+	return w
+}
+
+// topicLabel names the topic in metrics and logs: "name", or
+// "tenant/name" for a tenant's topic.
+func topicLabel(sh Shard) string {
+	tenant, name := sh.TopicName()
+	if tenant == "" {
+		return name
+	}
+	return tenant + "/" + name
+}
+
+// renewed moves the lease watchdog: the hold is good until horizon after
+// the renew request was sent.
+func (w *worker) renewed(sent time.Time) {
+	w.watchdog.Reset(time.Until(sent.Add(w.m.leaseHorizon())))
+}
+
+// lose ends the worker at once without touching the shard again.
+func (w *worker) lose() {
+	if w.lost.CompareAndSwap(false, true) {
+		w.cancelPush()
+		w.stop()
+	}
+}
+
+func (w *worker) run() {
+	defer close(w.done)
+	defer w.watchdog.Stop()
+	err := w.loop()
+	// Wait for pushes in flight: graceful stops collect their acks; lost
+	// leases cancelled them already. Either way no goroutine outlives us.
+	w.pushes.Wait()
+	for len(w.results) > 0 {
+		w.handle(<-w.results)
+	}
+	if err == nil && !w.lost.Load() && !w.abandoned.Load() {
+		ctx, cancel := context.WithTimeout(context.Background(), w.m.cfg.PushTimeout)
+		err = w.flush(ctx)
+		if err == nil {
+			err = w.lease.release(ctx)
+		}
+		cancel()
+	}
+	if err == nil && w.lost.Load() && !w.abandoned.Load() {
+		err = errLeaseLost
+	}
+	w.err = err
+}
+
+func (w *worker) loop() error {
+	cfg := &w.m.cfg
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		if err := w.fill(); err != nil {
+			if fatal(err) {
+				return err
+			}
+			w.transient("list", err)
+		}
+		if err := w.dispatch(); err != nil {
+			if w.stopCtx.Err() != nil {
+				return nil
+			}
+			if fatal(err) {
+				return err
+			}
+			w.transient("commit", err)
+		}
+		if w.flushDue() {
+			if err := w.flush(w.stopCtx); err != nil {
+				if fatal(err) {
+					return err
+				}
+				if w.stopCtx.Err() != nil {
+					return nil
+				}
+				w.transient("commit", err)
+			}
+		}
+		timer.Reset(w.nextWake(cfg))
+		select {
+		case <-w.stopCtx.Done():
+			return nil
+		case r := <-w.results:
+			w.handle(r)
+			for len(w.results) > 0 {
+				w.handle(<-w.results)
+			}
+		case <-timer.C:
+		}
+	}
+}
+
+func fatal(err error) bool { return errors.Is(err, errLeaseLost) || errors.Is(err, errShardGone) }
+
+func (w *worker) transient(what string, err error) {
+	w.lastErr = time.Now()
+	w.m.cfg.Logger.Warn("notification shard "+what+" failed; will retry", "shard", w.shard.OID, "err", err)
+}
+
+func (w *worker) nextWake(cfg *Config) time.Duration {
+	d := cfg.PollInterval
+	if len(w.removes)+len(w.updates) > 0 {
+		d = min(d, cfg.RemoveInterval-time.Since(w.pendSince))
+	}
+	if len(w.waiting) > 0 {
+		d = min(d, max(w.waiting[0].due.Sub(w.m.cfg.Now()), time.Millisecond))
+	}
+	if !w.drained && w.held < cfg.ShardWindow && time.Since(w.lastErr) > cfg.PollInterval {
+		d = 0
+	}
+	return max(d, 0)
+}
+
+// fill lists more entries while the window has room.
+func (w *worker) fill() error {
+	cfg := &w.m.cfg
+	room := cfg.ShardWindow - w.held
+	if room <= 0 || time.Since(w.lastErr) < cfg.PollInterval {
+		return nil
+	}
+	if w.drained && time.Since(w.lastList) < cfg.PollInterval {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(w.stopCtx, cfg.PushTimeout)
+	defer cancel()
+	res, err := w.lease.list(ctx, w.marker, min(room, queue.MaxListMax))
+	w.lastList = time.Now()
+	if err != nil {
+		return err
+	}
+	for _, e := range res.Entries {
+		w.add(e)
+	}
+	w.marker = res.Next
+	w.drained = !res.Truncated
+	return nil
+}
+
+func (w *worker) add(e queue.Entry) {
+	it := &item{e: e}
+	rec, err := event.Unmarshal(e.Data)
+	if err != nil {
+		// Give it a key of its own so it blocks nothing; dispatch drops it.
+		it.decErr, it.key = err, "\x00undecodable/"+e.Marker
+	} else {
+		it.rec, it.key = rec, rec.S3.Bucket.Name+"/"+rec.ObjectKey()
+		it.e.Data = nil // the record is all we need; halves what a held entry costs
+	}
+	w.held++
+	kq := w.keys[it.key]
+	if kq == nil {
+		kq = &keyQ{key: it.key}
+		w.keys[it.key] = kq
+	}
+	kq.items = append(kq.items, it)
+	if len(kq.items) == 1 {
+		w.schedule(kq, w.m.cfg.Now())
+	}
+}
+
+// schedule queues kq's head for dispatch: now if due, else in waiting.
+func (w *worker) schedule(kq *keyQ, now time.Time) {
+	if len(kq.items) == 0 {
+		delete(w.keys, kq.key)
+		return
+	}
+	head := kq.items[0]
+	if kq.queued || head.flight {
+		return
+	}
+	kq.queued = true
+	if head.e.NextAttempt.After(now) {
+		kq.due = head.e.NextAttempt
+		heap.Push(&w.waiting, kq)
+		return
+	}
+	w.ready = append(w.ready, kq)
+}
+
+// pop removes kq's head after it was acknowledged or dropped, queues its
+// removal and schedules the next entry of the key.
+func (w *worker) pop(kq *keyQ, now time.Time) {
+	it := kq.items[0]
+	kq.items[0] = nil
+	kq.items = kq.items[1:]
+	it.removed = true
+	w.held--
+	w.queueCommit(it.e.Marker, nil)
+	w.schedule(kq, now)
+}
+
+func (w *worker) queueCommit(remove queue.Marker, upd *item) {
+	if len(w.removes)+len(w.updates) == 0 {
+		w.pendSince = time.Now()
+	}
+	if remove != "" {
+		w.removes = append(w.removes, remove)
+	}
+	if upd != nil {
+		w.updates = append(w.updates, upd)
+	}
+}
+
+// drop removes kq's head without delivery: expired or undeliverable.
+func (w *worker) drop(kq *keyQ, reason string, now time.Time, cause error) {
+	it := kq.items[0]
+	met := w.m.met
+	met.expired.WithLabelValues(w.label, reason).Inc()
+	met.nExpired.Add(1)
+	args := []any{"topic", w.label, "shard", w.shard.OID, "marker", it.e.Marker, "key", it.key,
+		"reason", reason, "retries", it.e.Retries, "age", now.Sub(it.e.Committed)}
+	if it.rec != nil {
+		args = append(args, "event_id", it.rec.EventID)
+	}
+	if cause != nil {
+		args = append(args, "err", cause)
+	}
+	w.m.cfg.Logger.Warn("notification event dropped without delivery", args...)
+	w.pop(kq, now)
+}
+
+// dispatch pushes every due head the in-flight bounds allow. It blocks on
+// the endpoint's and the global semaphore (acks keep arriving into the
+// buffered results meanwhile).
+func (w *worker) dispatch() error {
+	st := w.state.Load()
+	now := w.m.cfg.Now()
+	for len(w.waiting) > 0 && !w.waiting[0].due.After(now) {
+		kq := heap.Pop(&w.waiting).(*keyQ)
+		w.ready = append(w.ready, kq)
+	}
+	for len(w.ready) > 0 {
+		kq := w.ready[0]
+		it := kq.items[0]
+		if it.decErr != nil {
+			w.unready()
+			w.drop(kq, reasonCorrupt, now, it.decErr)
+			continue
+		}
+		if reason := st.pol.expired(now, it.e.Committed, it.e.Retries); reason != "" {
+			w.unready()
+			w.drop(kq, reason, now, nil)
+			continue
+		}
+		if it.dirty {
+			// The retry count must be durable before the next attempt, so
+			// a crash cannot reset it (max_retries would never trigger).
+			if err := w.flush(w.stopCtx); err != nil {
+				return err
+			}
+		}
+		if !w.endpoint(st, now) {
+			return nil
+		}
+		msg, err := push.NewMessage(st.t.Name, it.rec)
+		if err != nil {
+			w.unready()
+			w.drop(kq, reasonCorrupt, now, err)
+			continue
+		}
+		sem := w.m.endpointSem(st.epKey)
+		if !w.acquire(sem) {
+			return w.stopCtx.Err()
+		}
+		w.unready()
+		it.flight = true
+		w.inflight++
+		w.pushes.Add(1)
+		go w.push(w.ep, sem, it, msg)
+	}
+	return nil
+}
+
+func (w *worker) unready() {
+	w.ready[0].queued = false
+	w.ready[0] = nil
+	w.ready = w.ready[1:]
+}
+
+// endpoint makes sure w.ep is the endpoint for st, creating it when needed.
+// A factory failure does not consume entries' retries: the endpoint was
+// never tried. It is retried with backoff.
+func (w *worker) endpoint(st *topicState, now time.Time) bool {
+	if w.ep != nil && w.epFor == st {
+		return true
+	}
+	if now.Before(w.epRetryAt) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(w.stopCtx, w.m.cfg.PushTimeout)
+	ep, err := w.m.cfg.Endpoints.Endpoint(ctx, st.t)
+	cancel()
+	if err != nil {
+		w.epFails++
+		w.epRetryAt = now.Add(st.pol.backoff(w.epFails))
+		w.m.cfg.Logger.Warn("notification endpoint unavailable", "topic", w.label, "err", err,
+			"retry_in", w.epRetryAt.Sub(now))
+		return false
+	}
+	w.ep, w.epFor, w.epFails = ep, st, 0
+	return true
+}
+
+func (w *worker) acquire(sem chan struct{}) bool {
+	select {
+	case sem <- struct{}{}:
+	case <-w.stopCtx.Done():
+		return false
+	}
+	select {
+	case w.m.global <- struct{}{}:
+		return true
+	case <-w.stopCtx.Done():
+		<-sem
+		return false
+	}
+}
+
+func (w *worker) push(ep push.Endpoint, sem chan struct{}, it *item, msg push.Message) {
+	defer w.pushes.Done()
+	w.m.met.pushStart()
+	ctx, cancel := context.WithTimeout(w.pushCtx, w.m.cfg.PushTimeout)
+	err := ep.Push(ctx, msg)
+	cancel()
+	w.m.met.pushEnd()
+	<-w.m.global
+	<-sem
+	// Never blocks: results holds ShardWindow and at most one push per
+	// held entry is in flight.
+	w.results <- result{it: it, err: err}
+}
+
+func (w *worker) handle(r result) {
+	it := r.it
+	it.flight = false
+	w.inflight--
+	kq := w.keys[it.key]
+	now := w.m.cfg.Now()
+	met := w.m.met
+	topicName := w.label
+	if r.err == nil {
+		met.ok.WithLabelValues(topicName).Inc()
+		met.nOK.Add(1)
+		met.latency.WithLabelValues(topicName).Observe(now.Sub(it.e.Committed).Seconds())
+		w.pop(kq, now)
+		return
+	}
+	if w.pushCtx.Err() != nil {
+		// Cancelled because we stop: not the endpoint's fault. The entry
+		// stays queued for the next owner, with its state unchanged.
+		return
+	}
+	st := w.state.Load()
+	if errors.Is(r.err, push.ErrClosed) {
+		// The factory closed the endpoint under us (say the topic
+		// changed): not the entry's failure. Fetch the endpoint again.
+		w.ep, w.epRetryAt = nil, now.Add(st.pol.initial)
+		w.m.cfg.Logger.Warn("notification endpoint closed; reopening", "topic", w.label)
+		w.schedule(kq, now)
+		return
+	}
+	retryable := w.m.cfg.Retryable(r.err)
+	met.failed.WithLabelValues(topicName, strconv.FormatBool(retryable)).Inc()
+	met.nFailed.Add(1)
+	if !retryable {
+		w.drop(kq, reasonPermanent, now, r.err)
+		return
+	}
+	it.e.Retries++
+	if reason := st.pol.expired(now, it.e.Committed, it.e.Retries); reason != "" {
+		w.drop(kq, reason, now, r.err)
+		return
+	}
+	it.e.NextAttempt = now.Add(st.pol.backoff(it.e.Retries))
+	if !it.dirty {
+		it.dirty = true
+		w.queueCommit("", it)
+	}
+	w.m.cfg.Logger.Debug("notification push failed; will retry", "topic", topicName, "key", it.key,
+		"retries", it.e.Retries, "next", it.e.NextAttempt, "err", r.err)
+	w.schedule(kq, now)
+}
+
+func (w *worker) flushDue() bool {
+	n := len(w.removes) + len(w.updates)
+	return n > 0 && (len(w.removes) >= w.m.cfg.RemoveBatch || time.Since(w.pendSince) >= w.m.cfg.RemoveInterval)
+}
+
+// flush persists queued removals and retry states in fenced ops.
+func (w *worker) flush(ctx context.Context) error {
+	const maxUpdates = 1000 // keeps an op under objstore.MaxOpSteps
+	for len(w.removes)+len(w.updates) > 0 {
+		rm := w.removes[:min(len(w.removes), w.m.cfg.RemoveBatch)]
+		var ups []update
+		var done []*item
+		for _, it := range w.updates {
+			if len(ups) == maxUpdates {
+				break
+			}
+			done = append(done, it)
+			if !it.removed {
+				ups = append(ups, update{marker: it.e.Marker, retries: it.e.Retries, next: it.e.NextAttempt})
+			}
+		}
+		cctx, cancel := context.WithTimeout(ctx, w.m.cfg.PushTimeout)
+		err := w.lease.commit(cctx, rm, ups)
+		if err != nil && errors.Is(err, objstore.ErrNotFound) && len(ups) > 0 {
+			// An updated entry vanished (purged by an admin): keep the
+			// removals, forget the updates.
+			err = w.lease.commit(cctx, rm, nil)
+		}
+		cancel()
+		if errors.Is(err, objstore.ErrNotFound) {
+			err = errShardGone
+		}
+		if err != nil {
+			return err
+		}
+		for _, it := range done {
+			it.dirty = false
+		}
+		w.removes = w.removes[len(rm):]
+		w.updates = w.updates[len(done):]
+		w.pendSince = time.Now()
+	}
+	w.removes, w.updates = nil, nil
+	return nil
+}
+
+// waitHeap orders keys waiting for a retry by due time.
+type waitHeap []*keyQ
+
+func (h waitHeap) Len() int           { return len(h) }
+func (h waitHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h waitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i]; h[i].idx = i; h[j].idx = j }
+func (h *waitHeap) Push(x any)        { kq := x.(*keyQ); kq.idx = len(*h); *h = append(*h, kq) }
+func (h *waitHeap) Pop() any {
+	old := *h
+	kq := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return kq
+}
