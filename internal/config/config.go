@@ -20,7 +20,7 @@ import (
 type Config struct {
 	DataDir  string
 	Listen   string
-	Backend  string // embedded (default); rados needs a build with -tags rados
+	Backend  string // embedded (default) or null; rados needs a build with -tags rados
 	Region   string // zonegroup name used in ARNs and event records
 	Domain   string // enables virtual-host-style requests under this domain
 	LogLevel string
@@ -103,7 +103,7 @@ func boolOpt(p func(*Config) *bool) func(*Config, string) error {
 var options = []option{
 	{"data-dir", "data directory of the embedded backend", "./data", strOpt(func(c *Config) *string { return &c.DataDir })},
 	{"listen", "address to serve S3, SNS and admin on", "127.0.0.1:7480", strOpt(func(c *Config) *string { return &c.Listen })},
-	{"backend", "object layer backend: embedded", "embedded", strOpt(func(c *Config) *string { return &c.Backend })},
+	{"backend", "object layer backend: embedded, or null (data discarded, for benchmarks)", "embedded", strOpt(func(c *Config) *string { return &c.Backend })},
 	{"region", "zonegroup/region name in ARNs and event records", "default", strOpt(func(c *Config) *string { return &c.Region })},
 	{"domain", "domain for virtual-host-style bucket addressing (empty: path-style only)", "", strOpt(func(c *Config) *string { return &c.Domain })},
 	{"log-level", "debug, info, warn or error", "info", strOpt(func(c *Config) *string { return &c.LogLevel })},
@@ -208,7 +208,7 @@ func (c *Config) Validate() error {
 	}
 	check(c.DataDir != "", "data-dir must not be empty")
 	check(c.Listen != "", "listen must not be empty")
-	check(c.Backend == "embedded", "backend %q: this build supports only embedded", c.Backend)
+	check(c.Backend == "embedded" || c.Backend == "null", "backend %q: this build supports only embedded and null", c.Backend)
 	check(c.BucketIndexShards >= 1 && c.BucketIndexShards <= 65521, "bucket-index-shards %d outside 1..65521", c.BucketIndexShards)
 	check(c.MaxObjsPerShard >= 1, "max-objs-per-shard must be positive")
 	check(c.MaxDynamicShards >= 1 && c.MaxDynamicShards <= 65521, "max-dynamic-shards %d outside 1..65521", c.MaxDynamicShards)

@@ -26,6 +26,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/cls"
 	"github.com/cairn-s3/cairn/internal/config"
 	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/nullgw"
 	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cairn-s3/cairn/internal/objstore/embedded"
 	"github.com/cairn-s3/cairn/internal/s3api"
@@ -64,32 +65,38 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, err
 	}
-	st, err := embedded.Open(embedded.Options{Dir: StoreDir(cfg.DataDir), Classes: Classes(), Logger: log.With("component", "embedded")})
-	if err != nil {
-		return nil, fmt.Errorf("open data directory %s: %w", cfg.DataDir, err)
+	// The null backend discards data: it measures the HTTP, auth and
+	// checksum path alone (benchmarks).
+	var be s3api.Backend = nullgw.New()
+	if cfg.Backend != "null" {
+		st, err := embedded.Open(embedded.Options{Dir: StoreDir(cfg.DataDir), Classes: Classes(), Logger: log.With("component", "embedded")})
+		if err != nil {
+			return nil, fmt.Errorf("open data directory %s: %w", cfg.DataDir, err)
+		}
+		g.Store = st
+		g.closers = append(g.closers, func() { _ = st.Close() })
+		d, err := driver.New(ctx, driver.Options{
+			Store: st, DefaultShards: cfg.BucketIndexShards, GCMinWait: cfg.GCMinWait,
+			Logger: log.With("component", "driver"),
+		})
+		if err != nil {
+			g.Close()
+			return nil, err
+		}
+		g.Driver = d
+		g.closers = append(g.closers, func() { _ = d.Close() })
+		if n, err := d.SweepGC(ctx); err != nil {
+			log.Warn("gc sweep", "err", err)
+		} else if n > 0 {
+			log.Info("gc sweep queued replaced data left by an earlier run", "records", n)
+		}
+		be = d
 	}
-	g.Store = st
-	g.closers = append(g.closers, func() { _ = st.Close() })
-	d, err := driver.New(ctx, driver.Options{
-		Store: st, DefaultShards: cfg.BucketIndexShards, GCMinWait: cfg.GCMinWait,
-		Logger: log.With("component", "driver"),
-	})
-	if err != nil {
+	if err := bootstrapAdmin(ctx, be, cfg, getenv, log); err != nil {
 		g.Close()
 		return nil, err
 	}
-	g.Driver = d
-	g.closers = append(g.closers, func() { _ = d.Close() })
-	if n, err := d.SweepGC(ctx); err != nil {
-		log.Warn("gc sweep", "err", err)
-	} else if n > 0 {
-		log.Info("gc sweep queued replaced data left by an earlier run", "records", n)
-	}
-	if err := bootstrapAdmin(ctx, d, cfg, getenv, log); err != nil {
-		g.Close()
-		return nil, err
-	}
-	lookup := s3api.SecretLookup(d)
+	lookup := s3api.SecretLookup(be)
 	verifier, err := sigv4.New(sigv4.Config{Lookup: lookup})
 	if err != nil {
 		g.Close()
@@ -100,7 +107,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		domains = []string{cfg.Domain}
 	}
 	api, err := s3api.New(s3api.Config{
-		Backend: d, Auth: sigAuth{v: verifier, lookup: lookup}, Logger: log.With("component", "s3api"),
+		Backend: be, Auth: sigAuth{v: verifier, lookup: lookup}, Logger: log.With("component", "s3api"),
 		Registerer: g.Registry, Region: cfg.Region, DomainNames: domains,
 	})
 	if err != nil {
@@ -218,7 +225,7 @@ func (a sigAuth) Authenticate(r *http.Request) (s3api.AuthResult, error) {
 // bootstrapAdmin creates the admin user on a fresh data directory, with
 // CAIRN_ACCESS_KEY/CAIRN_SECRET_KEY if set, else generated keys that are
 // printed once and written to <data-dir>/admin.credentials (0600).
-func bootstrapAdmin(ctx context.Context, d *driver.Driver, cfg *config.Config, getenv func(string) string, log *slog.Logger) error {
+func bootstrapAdmin(ctx context.Context, d s3api.Backend, cfg *config.Config, getenv func(string) string, log *slog.Logger) error {
 	if _, err := d.GetUser(ctx, "admin"); err == nil {
 		return nil
 	} else if !errors.Is(err, driver.ErrNoSuchUser) {
