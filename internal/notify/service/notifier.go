@@ -1,0 +1,259 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/notify/config"
+	"github.com/cairn-s3/cairn/internal/notify/event"
+	"github.com/cairn-s3/cairn/internal/notify/queue"
+	"github.com/cairn-s3/cairn/internal/notify/topic"
+	"github.com/cairn-s3/cairn/internal/objstore"
+)
+
+var _ driver.Notifier = (*Service)(nil)
+var _ driver.Reservation = (*reservation)(nil)
+
+type target struct {
+	tc  *config.TopicConfiguration
+	t   *topic.Topic
+	res *queue.Reservation // nil for non-persistent topics
+}
+
+// reservation is the room reserved for one S3 write's events.
+type reservation struct {
+	s       *Service
+	ev      driver.PendingEvent
+	typ     event.Type
+	persist []target
+	push    []target
+	done    atomic.Bool
+}
+
+// Reserve implements driver.Notifier. It returns nil when no configuration
+// of the bucket matches. A full shard gives an error wrapping
+// driver.ErrSlowDown; nothing is then reserved anywhere.
+func (s *Service) Reserve(ctx context.Context, ev driver.PendingEvent) (driver.Reservation, error) {
+	cfg, err := s.cachedConfig(ctx, ev.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("notifications: read configuration of bucket %s: %w", ev.Bucket.Name, err)
+	}
+	if cfg == nil {
+		return nil, nil
+	}
+	typ := event.Type("s3:" + ev.EventName)
+	matches := cfg.Match(typ, config.Object{Key: ev.Key, Metadata: metaHeaders(ev.Meta.UserMeta), Tags: ev.Meta.Tags})
+	if len(matches) == 0 {
+		return nil, nil
+	}
+	r := &reservation{s: s, ev: ev, typ: typ}
+	for _, tc := range matches {
+		t, err := s.topicForARN(ctx, tc.TopicARN)
+		if err != nil {
+			r.Abort(ctx)
+			return nil, err
+		}
+		if t == nil {
+			s.log.Debug("notification references a missing topic", "bucket", ev.Bucket.Name, "id", tc.ID, "topic", tc.TopicARN)
+			continue
+		}
+		if !t.Persistent() {
+			if t.Settings.PushEndpoint != "" {
+				r.push = append(r.push, target{tc: tc, t: t})
+			}
+			continue
+		}
+		qr, err := s.reserveOn(ctx, t, ev, estimate(ev, tc, t, driver.RequestFrom(ctx), s.opts.Zonegroup))
+		if errors.Is(err, objstore.ErrNoSpace) {
+			r.Abort(ctx)
+			s.Counters.SlowDowns.Add(1)
+			return nil, fmt.Errorf("%w: the notification queue of topic %s is full (shard %d); retry later: %v",
+				driver.ErrSlowDown, t.Name, queue.ShardIndex(ev.Bucket.Name, ev.Key, t.NumShards), err)
+		}
+		if errors.Is(err, queue.ErrQueueGone) {
+			continue // the topic stopped being persistent or was deleted meanwhile
+		}
+		if err != nil {
+			r.Abort(ctx)
+			return nil, fmt.Errorf("notifications: reserve on topic %s: %w", t.Name, err)
+		}
+		r.persist = append(r.persist, target{tc: tc, t: t, res: qr})
+	}
+	if len(r.persist) == 0 && len(r.push) == 0 {
+		return nil, nil
+	}
+	return r, nil
+}
+
+// reserveOn reserves on the key's shard of t. A missing shard of a topic
+// that (re-read, uncached) is still persistent means an interrupted
+// create or switch: the queue is re-created (idempotent) and the
+// reservation retried once.
+func (s *Service) reserveOn(ctx context.Context, t *topic.Topic, ev driver.PendingEvent, size uint64) (*queue.Reservation, error) {
+	name := s.queueName(t)
+	shard := queue.ShardIndex(ev.Bucket.Name, ev.Key, t.NumShards)
+	qr, err := s.queues.Reserve(ctx, name, shard, size)
+	if !errors.Is(err, queue.ErrQueueGone) {
+		return qr, err
+	}
+	s.invalidateTopic(t)
+	fresh, _, rerr := s.readTopic(ctx, name)
+	if rerr != nil || !fresh.Persistent() || fresh.NumShards != t.NumShards {
+		return nil, err
+	}
+	s.log.Warn("persistent topic without queue shards: re-creating them", "topic", t.Name)
+	if cerr := s.queues.Create(ctx, name, t.NumShards); cerr != nil {
+		return nil, cerr
+	}
+	return s.queues.Reserve(ctx, name, shard, size)
+}
+
+func (s *Service) topicForARN(ctx context.Context, arn string) (*topic.Topic, error) {
+	a, err := topic.ParseARN(arn)
+	if err != nil {
+		return nil, nil // validated at PUT time; an unparsable one never fires
+	}
+	return s.cachedTopic(ctx, queue.Name(a.Tenant, a.Name))
+}
+
+// metaHeaders turns the driver's user metadata (names without prefix) into
+// the x-amz-meta-… names filters and records use.
+func metaHeaders(um map[string]string) map[string]string {
+	if len(um) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(um))
+	for k, v := range um {
+		out["x-amz-meta-"+k] = v
+	}
+	return out
+}
+
+// Commit implements driver.Reservation: it commits one record per
+// persistent configuration, durably, and pushes to non-persistent topics.
+// A record whose topic was deleted meanwhile is dropped (counted). An
+// error means some record could not be made durable: the request must
+// fail (the client retries the idempotent write).
+func (r *reservation) Commit(ctx context.Context, obj driver.ObjectInfo) error {
+	if !r.done.CompareAndSwap(false, true) {
+		return errors.New("notifications: reservation already used")
+	}
+	s := r.s
+	base := r.record(ctx, obj)
+	errs := make([]error, len(r.persist))
+	commit := func(i int) {
+		tg := r.persist[i]
+		rec := base.ForConfiguration(tg.tc.ID, tg.t.Settings.OpaqueData)
+		rec.EventID = event.NewEventID()
+		data, err := event.Marshal(rec)
+		if err != nil {
+			tg.res.Abort(ctx)
+			errs[i] = err
+			return
+		}
+		_, err = tg.res.Commit(ctx, data)
+		switch {
+		case err == nil:
+			s.Counters.Committed.Add(1)
+		case errors.Is(err, queue.ErrQueueGone):
+			s.Counters.Dropped.Add(1)
+			s.log.Warn("event dropped: its topic's queue was removed", "topic", tg.t.Name, "bucket", r.ev.Bucket.Name, "key", r.ev.Key)
+		default:
+			s.Counters.CommitFailed.Add(1)
+			errs[i] = fmt.Errorf("notifications: commit to topic %s: %w", tg.t.Name, err)
+		}
+	}
+	if len(r.persist) == 1 {
+		commit(0)
+	} else {
+		var wg sync.WaitGroup
+		for i := range r.persist {
+			wg.Add(1)
+			go func() { defer wg.Done(); commit(i) }()
+		}
+		wg.Wait()
+	}
+	for _, tg := range r.push {
+		rec := base.ForConfiguration(tg.tc.ID, tg.t.Settings.OpaqueData)
+		rec.EventID = event.NewEventID()
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.PushTimeout)
+		err := s.opts.Pusher.Push(pctx, tg.t, rec)
+		cancel()
+		if err != nil {
+			s.Counters.PushFailed.Add(1)
+			s.log.Warn("non-persistent push failed; the request still succeeds", "topic", tg.t.Name,
+				"bucket", r.ev.Bucket.Name, "key", r.ev.Key, "err", err)
+			continue
+		}
+		s.Counters.PushOK.Add(1)
+	}
+	return errors.Join(errs...)
+}
+
+// Abort implements driver.Reservation; idempotent.
+func (r *reservation) Abort(ctx context.Context) {
+	if !r.done.CompareAndSwap(false, true) {
+		return
+	}
+	for _, tg := range r.persist {
+		tg.res.Abort(ctx)
+	}
+}
+
+func (r *reservation) record(ctx context.Context, obj driver.ObjectInfo) *event.Record {
+	s := r.s
+	req := driver.RequestFrom(ctx)
+	now := s.opts.Now()
+	// Larger than the object's mtime and than every sequencer this gateway
+	// issued: increases per key within a gateway, and across gateways as
+	// far as their clocks agree (see docs/design/notifications.md).
+	var after uint64
+	if ns := obj.ModTime.UnixNano(); ns > 0 && !obj.ModTime.IsZero() {
+		after = uint64(ns)
+	}
+	meta := obj.Meta.UserMeta
+	tags := obj.Meta.Tags
+	if len(meta) == 0 && len(tags) == 0 {
+		meta, tags = r.ev.Meta.UserMeta, r.ev.Meta.Tags
+	}
+	return event.New(event.Params{
+		Type: r.typ, Time: now, Region: s.opts.Zonegroup,
+		User: req.Principal, SourceIP: req.SourceIP, RequestID: req.RequestID, HostID: req.HostID,
+		Bucket: r.ev.Bucket.Name, BucketOwner: r.ev.Bucket.Owner, BucketID: r.ev.Bucket.ID,
+		Key: r.ev.Key, Size: obj.Size, ETag: obj.ETag,
+		Sequencer: s.clock.NextAfter(after),
+		Metadata:  metaHeaders(meta), Tags: tags,
+	})
+}
+
+var baseRecordSize = func() int {
+	rec := event.New(event.Params{Type: event.ObjectCreatedCompleteMultipartUpload, Size: math.MaxInt64, Sequencer: math.MaxUint64})
+	rec = rec.ForConfiguration("", "")
+	b, _ := event.Marshal(rec)
+	return len(b)
+}()
+
+// estimate bounds the size of the record for ev from above, so the commit
+// fits its reservation: JSON escapes at most 6 bytes per input byte, and
+// the encoded key is ASCII of at most 3 bytes per input byte.
+func estimate(ev driver.PendingEvent, tc *config.TopicConfiguration, t *topic.Topic, req driver.RequestMeta, region string) uint64 {
+	n := baseRecordSize + 64
+	n += 3 * len(ev.Key)
+	free := 2*len(ev.Bucket.Name) + len(ev.Bucket.ID) + len(ev.Bucket.Owner) + len(req.Principal) +
+		len(req.RequestID) + len(req.HostID) + len(req.SourceIP) + 2*len(region) + len(tc.ID) +
+		len(t.Settings.OpaqueData) + 64 /* etag */
+	for k, v := range ev.Meta.UserMeta {
+		free += len("x-amz-meta-") + len(k) + len(v)
+		n += len(`{"key":"","val":""},`)
+	}
+	for k, v := range ev.Meta.Tags {
+		free += len(k) + len(v)
+		n += len(`{"key":"","val":""},`)
+	}
+	return uint64(n + 6*free)
+}
