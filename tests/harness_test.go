@@ -73,7 +73,9 @@ func StartGateway(t *testing.T, extra ...string) *Gateway {
 func (g *Gateway) Start() {
 	t := g.t
 	t.Helper()
-	g.Addr = freeAddr(t)
+	if g.Addr == "" {
+		g.Addr = freeAddr(t) // a restart keeps the address so clients reconnect
+	}
 	g.Endpoint = "http://" + g.Addr
 	args := append([]string{"serve", "--data-dir", g.DataDir, "--listen", g.Addr, "--gc-min-wait", "1s"}, g.args...)
 	cmd := exec.Command(cairnBin, args...)
