@@ -2,7 +2,9 @@ package delivery
 
 import (
 	"fmt"
+	nq "github.com/cairn-s3/cairn/internal/notify/queue"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,4 +60,94 @@ func TestPerKeyOrderWithFailures(t *testing.T) {
 		t.Errorf("latency observations %v, want %d", got, keys*perKey)
 	}
 	t.Logf("pushes ok=%d failed=%d, max concurrent at receiver %d, requests %d", st.PushesOK, st.PushesFailed, par, rcv.requests)
+}
+
+// The endpoint is down: nothing is removed, retry counts and next attempts
+// are persisted with the entries. It comes back: everything arrives, in
+// order per key.
+func TestEndpointDownThenUp(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	rcv.set(func(r *receiver) { r.status = func(string, uint64) int { return 503 } })
+	tp := e.createTopic("down", rcv.url(), 4, nil)
+	m := e.manager("gw1", e.endpoints(nil))
+
+	want := map[string][]uint64{}
+	for i := 0; i < 10; i++ {
+		for k := 0; k < 20; k++ {
+			key := fmt.Sprintf("k%d", k)
+			want["b/"+key] = append(want["b/"+key], e.publish(tp, "b", key))
+		}
+	}
+	eventually(t, 20*time.Second, "retries persisted", func() bool {
+		n := 0
+		for i := 0; i < tp.NumShards; i++ {
+			for _, en := range e.listAll(nq.ShardOID(nq.Name("", tp.Name), i)) {
+				if en.Retries >= 3 && !en.NextAttempt.IsZero() {
+					n++
+				}
+			}
+		}
+		return n >= 10
+	})
+	if got := e.entries(tp); got != 200 {
+		t.Fatalf("entries while the endpoint is down = %d, want 200 (nothing may be removed)", got)
+	}
+	if d := rcv.delivered(); d != 0 {
+		t.Fatalf("%d events acknowledged by a down endpoint", d)
+	}
+	// Only heads are tried: 20 keys, so at most 20 keys' first events.
+	rcv.mu.Lock()
+	tried := len(rcv.inflight)
+	rcv.mu.Unlock()
+	if tried > 20 {
+		t.Errorf("%d distinct keys tried, want <= 20", tried)
+	}
+	rcv.set(func(r *receiver) { r.status = nil })
+	eventually(t, 30*time.Second, "all delivered after recovery", func() bool { return rcv.delivered() == 200 })
+	if dups := rcv.checkOrder(t, want); dups != 0 {
+		t.Errorf("%d duplicates", dups)
+	}
+	eventually(t, 5*time.Second, "queues empty", func() bool { return e.entries(tp) == 0 })
+	if m.Stats().Expired != 0 {
+		t.Errorf("expired %d with no TTL or max_retries", m.Stats().Expired)
+	}
+}
+
+// A later event of a key never overtakes an earlier one that waits for a
+// retry, while other keys flow.
+func TestRetryBlocksOnlyItsKey(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	var failFirst atomic.Int32
+	failFirst.Store(5)
+	rcv.set(func(r *receiver) {
+		r.status = func(key string, seq uint64) int {
+			if key == "b/slow" && failFirst.Add(-1) >= 0 {
+				return 500
+			}
+			return 0
+		}
+	})
+	tp := e.createTopic("block", rcv.url(), 1, nil)
+	e.manager("gw1", e.endpoints(nil), func(c *Config) { c.InitialBackoff, c.MaxBackoff = 50*time.Millisecond, 100*time.Millisecond })
+	want := map[string][]uint64{}
+	for i := 0; i < 5; i++ {
+		for _, k := range []string{"slow", "fast1", "fast2"} {
+			want["b/"+k] = append(want["b/"+k], e.publish(tp, "b", k))
+		}
+	}
+	eventually(t, 10*time.Second, "fast keys delivered", func() bool {
+		rcv.mu.Lock()
+		defer rcv.mu.Unlock()
+		return len(rcv.got["b/fast1"]) == 5 && len(rcv.got["b/fast2"]) == 5
+	})
+	rcv.mu.Lock()
+	slowDone := len(rcv.got["b/slow"])
+	rcv.mu.Unlock()
+	if slowDone != 0 {
+		t.Errorf("slow key delivered %d events while its first was still failing", slowDone)
+	}
+	eventually(t, 10*time.Second, "slow key delivered", func() bool { return rcv.delivered() == 15 })
+	rcv.checkOrder(t, want)
 }

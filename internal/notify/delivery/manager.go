@@ -170,6 +170,7 @@ func (m *Manager) Stats() Stats {
 	return Stats{
 		PushesOK: m.met.nOK.Load(), PushesFailed: m.met.nFailed.Load(), Expired: m.met.nExpired.Load(),
 		LeasesLost: m.met.nLost.Load(), InFlight: m.met.nInflight.Load(), MaxInFlight: m.met.maxInflight.Load(),
+		Held: m.met.nHeld.Load(), MaxHeld: m.met.maxHeld.Load(),
 		Owned: len(m.Owned()),
 	}
 }

@@ -24,6 +24,7 @@ type metrics struct {
 	// Totals mirrored for Stats (cheap to read without a registry).
 	nOK, nFailed, nExpired, nLost, nInflight atomic.Int64
 	maxInflight                              atomic.Int64
+	nHeld, maxHeld                           atomic.Int64
 }
 
 const ns, sub = "cairn", "notify_delivery"
@@ -69,6 +70,16 @@ func (m *metrics) pushStart() {
 	}
 }
 
+func (m *metrics) held(d int64) {
+	n := m.nHeld.Add(d)
+	for {
+		cur := m.maxHeld.Load()
+		if n <= cur || m.maxHeld.CompareAndSwap(cur, n) {
+			return
+		}
+	}
+}
+
 func (m *metrics) pushEnd() {
 	m.nInflight.Add(-1)
 	m.inflight.Dec()
@@ -78,6 +89,9 @@ func (m *metrics) pushEnd() {
 type Stats struct {
 	PushesOK, PushesFailed, Expired, LeasesLost int64
 	InFlight, MaxInFlight                       int64
+	// Held is the number of listed entries held in memory over all shards
+	// (at most ShardWindow per owned shard); MaxHeld its high-water mark.
+	Held, MaxHeld int64
 	// Owned is the number of shards leased right now.
 	Owned int
 }

@@ -142,6 +142,7 @@ func (w *worker) run() {
 	for len(w.results) > 0 {
 		w.handle(<-w.results)
 	}
+	defer func() { w.m.met.held(-int64(w.held)) }()
 	if err == nil && !w.lost.Load() && !w.abandoned.Load() {
 		ctx, cancel := context.WithTimeout(context.Background(), w.m.cfg.PushTimeout)
 		err = w.flush(ctx)
@@ -258,6 +259,7 @@ func (w *worker) add(e queue.Entry) {
 		it.e.Data = nil // the record is all we need; halves what a held entry costs
 	}
 	w.held++
+	w.m.met.held(1)
 	kq := w.keys[it.key]
 	if kq == nil {
 		kq = &keyQ{key: it.key}
@@ -296,6 +298,7 @@ func (w *worker) pop(kq *keyQ, now time.Time) {
 	kq.items = kq.items[1:]
 	it.removed = true
 	w.held--
+	w.m.met.held(-1)
 	w.queueCommit(it.e.Marker, nil)
 	w.schedule(kq, now)
 }
