@@ -19,8 +19,8 @@ import (
 	clsq "github.com/cairn-s3/cairn/internal/cls/queue"
 	httpep "github.com/cairn-s3/cairn/internal/notify/endpoint/http"
 	"github.com/cairn-s3/cairn/internal/notify/event"
-	nq "github.com/cairn-s3/cairn/internal/notify/queue"
 	"github.com/cairn-s3/cairn/internal/notify/push"
+	nq "github.com/cairn-s3/cairn/internal/notify/queue"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
 	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cairn-s3/cairn/internal/objstore/embedded"
@@ -34,7 +34,7 @@ import (
 // managers share it, so lock expiry and entry ages agree.
 type clock struct{ off atomic.Int64 }
 
-func (c *clock) Now() time.Time           { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
 func (c *clock) Advance(d time.Duration) { c.off.Add(int64(d)) }
 
 // env is one embedded store (pebble on vfs.NewMem, every class registered)
@@ -225,13 +225,13 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 type receiver struct {
 	srv *httptest.Server
 
-	mu         sync.Mutex
-	inflight   map[string]bool
-	cur, max   int
-	got        map[string][]uint64 // acknowledged sequencers per key
-	ids        map[string]int      // acknowledged deliveries per event id
-	overlaps   []string            // a key pushed while its previous push was open
-	requests   int
+	mu       sync.Mutex
+	inflight map[string]bool
+	cur, max int
+	got      map[string][]uint64 // acknowledged sequencers per key
+	ids      map[string]int      // acknowledged deliveries per event id
+	overlaps []string            // a key pushed while its previous push was open
+	requests int
 	// status decides the answer (0 = 200); delay how long to hold the
 	// request. Both may be nil.
 	status func(key string, seq uint64) int

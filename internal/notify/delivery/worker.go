@@ -30,7 +30,8 @@ type item struct {
 	key     string
 	rec     *event.Record // nil when the data does not decode
 	decErr  error
-	dirty   bool // retry state changed and not yet persisted
+	dirty   bool   // retry state changed and not yet persisted
+	dropped string // expiry reason when removed without delivery
 	flight  bool
 	removed bool
 }
@@ -84,7 +85,7 @@ type worker struct {
 	drained   bool
 	lastList  time.Time
 	lastErr   time.Time
-	removes   []queue.Marker
+	removes   []*item
 	updates   []*item
 	pendSince time.Time
 
@@ -299,28 +300,27 @@ func (w *worker) pop(kq *keyQ, now time.Time) {
 	it.removed = true
 	w.held--
 	w.m.met.held(-1)
-	w.queueCommit(it.e.Marker, nil)
+	w.queueCommit(it, false)
 	w.schedule(kq, now)
 }
 
-func (w *worker) queueCommit(remove queue.Marker, upd *item) {
+// queueCommit queues it's removal (or, with update, its new retry state)
+// for the next flush.
+func (w *worker) queueCommit(it *item, update bool) {
 	if len(w.removes)+len(w.updates) == 0 {
 		w.pendSince = time.Now()
 	}
-	if remove != "" {
-		w.removes = append(w.removes, remove)
-	}
-	if upd != nil {
-		w.updates = append(w.updates, upd)
+	if update {
+		w.updates = append(w.updates, it)
+	} else {
+		w.removes = append(w.removes, it)
 	}
 }
 
 // drop removes kq's head without delivery: expired or undeliverable.
 func (w *worker) drop(kq *keyQ, reason string, now time.Time, cause error) {
 	it := kq.items[0]
-	met := w.m.met
-	met.expired.WithLabelValues(w.label, reason).Inc()
-	met.nExpired.Add(1)
+	it.dropped = reason
 	args := []any{"topic", w.label, "shard", w.shard.OID, "marker", it.e.Marker, "key", it.key,
 		"reason", reason, "retries", it.e.Retries, "age", now.Sub(it.e.Committed)}
 	if it.rec != nil {
@@ -488,7 +488,7 @@ func (w *worker) handle(r result) {
 	it.e.NextAttempt = now.Add(st.pol.backoff(it.e.Retries))
 	if !it.dirty {
 		it.dirty = true
-		w.queueCommit("", it)
+		w.queueCommit(it, true)
 	}
 	w.m.cfg.Logger.Debug("notification push failed; will retry", "topic", topicName, "key", it.key,
 		"retries", it.e.Retries, "next", it.e.NextAttempt, "err", r.err)
@@ -504,7 +504,11 @@ func (w *worker) flushDue() bool {
 func (w *worker) flush(ctx context.Context) error {
 	const maxUpdates = 1000 // keeps an op under objstore.MaxOpSteps
 	for len(w.removes)+len(w.updates) > 0 {
-		rm := w.removes[:min(len(w.removes), w.m.cfg.RemoveBatch)]
+		rmItems := w.removes[:min(len(w.removes), w.m.cfg.RemoveBatch)]
+		rm := make([]queue.Marker, len(rmItems))
+		for i, it := range rmItems {
+			rm[i] = it.e.Marker
+		}
 		var ups []update
 		var done []*item
 		for _, it := range w.updates {
@@ -530,10 +534,19 @@ func (w *worker) flush(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		// Expiries count once their removal is durable, so a lease lost
+		// before the flush does not count them twice (the next owner
+		// expires them again).
+		for _, it := range rmItems {
+			if it.dropped != "" {
+				w.m.met.expired.WithLabelValues(w.label, it.dropped).Inc()
+				w.m.met.nExpired.Add(1)
+			}
+		}
 		for _, it := range done {
 			it.dirty = false
 		}
-		w.removes = w.removes[len(rm):]
+		w.removes = w.removes[len(rmItems):]
 		w.updates = w.updates[len(done):]
 		w.pendSince = time.Now()
 	}
