@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/bench"
+	"github.com/cairn-s3/cairn/internal/config"
 )
 
 const benchUsage = `usage: cairn bench <workload> [flags]
@@ -22,6 +23,7 @@ const benchUsage = `usage: cairn bench <workload> [flags]
 workloads:
   append    one object: plain Append vs guarded (epoch-checked) log append
   objstore  omap set/get, small writes vs concurrency; 4 MiB WriteFull vs raw disk
+  s3        S3 load generator: put/get/delete/mixed against any endpoint
 
 Each prints progress lines and, last, one JSON object with the results.
 Run 'cairn bench <workload> -h' for its flags.
@@ -33,6 +35,7 @@ Run 'cairn bench <workload> -h' for its flags.
 var benchWorkloads = map[string]func(ctx context.Context, args []string, out io.Writer) error{
 	"append":   benchAppend,
 	"objstore": benchObjstore,
+	"s3":       benchS3,
 }
 
 func runBench(args []string) int {
@@ -115,6 +118,36 @@ func benchObjstore(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "best 4 MiB WriteFull / raw: %.2f\n", res.WriteFullRatio)
+	return printJSON(out, res)
+}
+
+func benchS3(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("cairn bench s3", flag.ContinueOnError)
+	var cfg bench.S3Config
+	fs.StringVar(&cfg.Endpoint, "endpoint", "http://127.0.0.1:7480", "S3 endpoint URL")
+	fs.StringVar(&cfg.AccessKey, "access-key", os.Getenv("CAIRN_ACCESS_KEY"), "access key (default $CAIRN_ACCESS_KEY)")
+	fs.StringVar(&cfg.SecretKey, "secret-key", os.Getenv("CAIRN_SECRET_KEY"), "secret key (default $CAIRN_SECRET_KEY)")
+	fs.StringVar(&cfg.Region, "region", "us-east-1", "SigV4 signing region")
+	fs.StringVar(&cfg.Bucket, "bucket", "cairn-bench", "bucket (created if missing)")
+	fs.StringVar(&cfg.Op, "op", "put", "put, get, delete or mixed (45% GET, 35% PUT, 15% STAT, 5% DELETE)")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "closed-loop workers")
+	size := fs.String("size", "4KiB", "object size (4KiB, 4MiB, ...)")
+	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "measured phase length")
+	fs.IntVar(&cfg.Objects, "objects", 1000, "objects written first for get/mixed (read) and delete (deleted)")
+	fs.BoolVar(&cfg.SignPayload, "sign-payload", false, "sign the body's SHA-256 instead of UNSIGNED-PAYLOAD")
+	fs.StringVar(&cfg.Checksum, "checksum", "", "add x-amz-checksum-<alg> to PUTs: crc32, crc32c or sha256")
+	if err := parseInterspersed(fs, args); err != nil {
+		return err
+	}
+	n, err := config.ParseSize(*size)
+	if err != nil {
+		return fmt.Errorf("--size: %w", err)
+	}
+	cfg.Size, cfg.Out = n, out
+	res, err := bench.RunS3(ctx, cfg)
+	if err != nil {
+		return err
+	}
 	return printJSON(out, res)
 }
 
