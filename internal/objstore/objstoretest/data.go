@@ -69,6 +69,7 @@ func testData(t *testing.T, st objstore.Store) {
 	for _, n := range []int{64<<10 - 1, 64 << 10, 64<<10 + 1, 1<<20 - 1, 1 << 20, 3<<20 + 17} {
 		data := pattern(n, uint64(n))
 		operate(t, io, "big", objstore.NewWriteOp().WriteFull(data))
+		wantData(t, "caller's buffer after Operate", data, pattern(n, uint64(n)))
 		wantData(t, "big write_full", readAll(t, io, "big"), data)
 		op := objstore.NewReadOp()
 		rd := op.Read(int64(n/2-3), 70000)
