@@ -148,8 +148,7 @@ func (r *reservation) Commit(ctx context.Context, obj driver.ObjectInfo) error {
 	errs := make([]error, len(r.persist))
 	commit := func(i int) {
 		tg := r.persist[i]
-		rec := base.ForConfiguration(tg.tc.ID, tg.t.Settings.OpaqueData)
-		rec.EventID = event.NewEventID()
+		rec := forConfiguration(base, tg)
 		data, err := event.Marshal(rec)
 		if err != nil {
 			tg.res.Abort(ctx)
@@ -179,8 +178,7 @@ func (r *reservation) Commit(ctx context.Context, obj driver.ObjectInfo) error {
 		wg.Wait()
 	}
 	for _, tg := range r.push {
-		rec := base.ForConfiguration(tg.tc.ID, tg.t.Settings.OpaqueData)
-		rec.EventID = event.NewEventID()
+		rec := forConfiguration(base, tg)
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.PushTimeout)
 		err := s.opts.Pusher.Push(pctx, tg.t, rec)
 		cancel()
@@ -193,6 +191,22 @@ func (r *reservation) Commit(ctx context.Context, obj driver.ObjectInfo) error {
 		s.Counters.PushOK.Add(1)
 	}
 	return errors.Join(errs...)
+}
+
+// forConfiguration is the record for one configuration, with its own
+// eventId: receivers de-duplicate by eventId, and two configurations may
+// feed one endpoint.
+func forConfiguration(base *event.Record, tg target) *event.Record {
+	rec := base.ForConfiguration(tg.tc.ID, tg.t.Settings.OpaqueData)
+	rec.EventID = event.NewEventID()
+	// ForConfiguration turns empty lists into nil; records carry [] there.
+	if rec.S3.Object.Metadata == nil {
+		rec.S3.Object.Metadata = []event.KV{}
+	}
+	if rec.S3.Object.Tags == nil {
+		rec.S3.Object.Tags = []event.KV{}
+	}
+	return rec
 }
 
 // Abort implements driver.Reservation; idempotent.

@@ -1,0 +1,102 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/notify/config"
+	"github.com/cairn-s3/cairn/internal/notify/service"
+	"github.com/cairn-s3/cairn/internal/notify/topic"
+	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+)
+
+// Caller is the authenticated principal of a request.
+type Caller struct {
+	User  string
+	Admin bool
+}
+
+// Options configure the handlers.
+type Options struct {
+	Service *service.Service
+	// Caller returns the request's principal; the server wires it to
+	// s3api.IdentityFrom. Required.
+	Caller func(ctx context.Context) (Caller, bool)
+	// Bucket resolves a bucket name for the admin notification routes
+	// (driver.Driver.GetBucket).
+	Bucket func(ctx context.Context, name string) (driver.BucketInfo, error)
+	// AllowCleartextSecrets accepts and shows topic credentials over
+	// plain HTTP (RGW's rgw_allow_notification_secrets_in_cleartext).
+	AllowCleartextSecrets bool
+	Logger                *slog.Logger
+}
+
+// API serves the notification HTTP surface.
+type API struct {
+	opts Options
+	svc  *service.Service
+	log  *slog.Logger
+}
+
+// New returns the handlers.
+func New(opts Options) (*API, error) {
+	if opts.Service == nil || opts.Caller == nil {
+		return nil, errors.New("api: Options.Service and Options.Caller are required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &API{opts: opts, svc: opts.Service, log: opts.Logger}, nil
+}
+
+func requestID(ctx context.Context) string { return driver.RequestFrom(ctx).RequestID }
+
+// s3Error maps service errors to S3 errors for the bucket and admin
+// handlers. Errors it does not know pass through (the server maps driver
+// errors and turns the rest into InternalError).
+func s3Error(err error) error {
+	var ce *config.Error
+	var te *topic.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce):
+		if ce.Code == config.CodeMalformedXML {
+			return s3err.New(s3err.ErrMalformedXML, "%s", ce.Message)
+		}
+		return s3err.New(s3err.ErrInvalidArgument, "%s", ce.Message)
+	case errors.As(err, &te):
+		if te.HTTPStatus == http.StatusNotFound {
+			return s3err.New(s3err.ErrTopicNotFound, "%s", te.Message)
+		}
+		return s3err.New(s3err.ErrInvalidArgument, "%s", te.Message)
+	case errors.Is(err, service.ErrTopicNotFound):
+		return s3err.New(s3err.ErrTopicNotFound, "%s", err.Error())
+	case errors.Is(err, service.ErrNoSuchNotification):
+		return s3err.New(s3err.ErrNoSuchConfiguration, "%s", err.Error())
+	case errors.Is(err, service.ErrNotOwner):
+		return s3err.New(s3err.ErrAccessDenied, "%s", err.Error())
+	case errors.Is(err, objstore.ErrInvalid):
+		return s3err.New(s3err.ErrInvalidArgument, "%s", err.Error())
+	}
+	return err
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	out, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	out = append(out, '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(status)
+	_, _ = w.Write(out)
+	return nil
+}

@@ -1,0 +1,68 @@
+package api
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/notify/config"
+	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+)
+
+// The bucket handlers have s3api.BucketHandlerFunc's shape: the server has
+// checked that the bucket exists and the caller owns it.
+
+// PutBucketNotification is PUT /bucket?notification: replaces the
+// configuration. Unknown topics or bad filters: 400, nothing changes.
+func (a *API) PutBucketNotification(w http.ResponseWriter, r *http.Request, b driver.BucketInfo) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, config.MaxBodyLength+1))
+	if err != nil {
+		return err
+	}
+	c, err := config.Parse(body)
+	if err != nil {
+		return s3Error(err)
+	}
+	if err := a.svc.PutBucketNotification(r.Context(), b, c); err != nil {
+		return s3Error(err)
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// GetBucketNotification is GET /bucket?notification, or with
+// ?notification=ID just that configuration (RGW's extension).
+func (a *API) GetBucketNotification(w http.ResponseWriter, r *http.Request, b driver.BucketInfo) error {
+	c, err := a.svc.GetBucketNotification(r.Context(), b)
+	if err != nil {
+		return s3Error(err)
+	}
+	if id := r.URL.Query().Get("notification"); id != "" {
+		tc := c.Get(id)
+		if tc == nil {
+			return s3err.New(s3err.ErrNoSuchConfiguration, "No notification %q on bucket %s.", id, b.Name)
+		}
+		c = &config.Configuration{Topics: []*config.TopicConfiguration{tc}}
+	}
+	body := c.XML()
+	w.Header().Set("Content-Type", "application/xml")
+	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+	return nil
+}
+
+// DeleteBucketNotification is DELETE /bucket?notification (all) or
+// ?notification=ID (one; RGW's extension). Deleting what does not exist
+// succeeds, as S3 deletes do.
+func (a *API) DeleteBucketNotification(w http.ResponseWriter, r *http.Request, b driver.BucketInfo) error {
+	err := a.svc.DeleteBucketNotification(r.Context(), b, r.URL.Query().Get("notification"))
+	if err != nil && s3Error(err) != nil {
+		if e, ok := s3Error(err).(*s3err.Error); !ok || e.APIError != s3err.ErrNoSuchConfiguration {
+			return s3Error(err)
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

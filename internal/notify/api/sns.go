@@ -1,0 +1,210 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/cairn-s3/cairn/internal/notify/service"
+	"github.com/cairn-s3/cairn/internal/notify/topic"
+	"github.com/cairn-s3/cairn/internal/objstore"
+)
+
+// maxFormBytes bounds an SNS request body.
+const maxFormBytes = 1 << 20
+
+// SNS returns the SNS query-API handler (s3api.Server.SetSNSHandler).
+func (a *API) SNS() http.Handler { return http.HandlerFunc(a.serveSNS) }
+
+func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
+	rid := requestID(r.Context())
+	fail := func(e *topic.Error) {
+		w.Header().Set("Content-Type", topic.ContentType)
+		w.WriteHeader(e.HTTPStatus)
+		_, _ = w.Write(topic.ErrorResponse(e, rid))
+	}
+	ok := func(body []byte) {
+		w.Header().Set("Content-Type", topic.ContentType)
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+	}
+	caller, authed := a.opts.Caller(r.Context())
+	if !authed {
+		fail(&topic.Error{Code: topic.CodeAuthorization, Message: "the request is not authenticated", HTTPStatus: http.StatusForbidden})
+		return
+	}
+	form, err := readForm(r)
+	if err != nil {
+		fail(&topic.Error{Code: topic.CodeInvalidArgument, Message: err.Error(), HTTPStatus: http.StatusBadRequest})
+		return
+	}
+	tlsReq := r.TLS != nil
+	topts := topic.Options{RequestTLS: tlsReq, AllowCleartextSecrets: a.opts.AllowCleartextSecrets}
+	ctx := r.Context()
+
+	// topicArg resolves TopicArn to a topic the caller may see.
+	topicArg := func() (*topic.Topic, *topic.Error) {
+		arn := form.Get("TopicArn")
+		if arn == "" {
+			return nil, &topic.Error{Code: topic.CodeInvalidArgument, Message: "missing TopicArn", HTTPStatus: http.StatusBadRequest}
+		}
+		pa, err := topic.ParseARN(arn)
+		if err != nil {
+			return nil, snsError(err)
+		}
+		t, err := a.svc.GetTopic(ctx, pa.Name)
+		if err != nil {
+			if errors.Is(err, service.ErrTopicNotFound) {
+				return nil, topic.NotFound(arn)
+			}
+			return nil, snsError(err)
+		}
+		if t.Owner != caller.User && !caller.Admin {
+			return nil, snsError(service.ErrNotOwner)
+		}
+		return t, nil
+	}
+
+	switch action := form.Get("Action"); action {
+	case "CreateTopic":
+		attrs := entries(form, "Attributes.entry")
+		st, ignored, err := topic.Parse(attrs, topts)
+		if err != nil {
+			fail(snsError(err))
+			return
+		}
+		if len(ignored) > 0 {
+			a.log.Info("CreateTopic: ignoring attributes", "topic", form.Get("Name"), "attributes", ignored)
+		}
+		t, err := a.svc.CreateTopic(ctx, service.CreateTopicInput{Name: form.Get("Name"), Owner: caller.User, Settings: st, AnyOwner: caller.Admin})
+		if err != nil {
+			fail(snsError(err))
+			return
+		}
+		ok(topic.CreateTopicResponse(t.ARN, rid))
+	case "GetTopicAttributes", "GetTopic":
+		t, e := topicArg()
+		if e != nil {
+			fail(e)
+			return
+		}
+		if t.Settings.HasSecret() && !tlsReq && !a.opts.AllowCleartextSecrets {
+			fail(&topic.Error{Code: topic.CodeInvalidArgument, Message: "topic has credentials: ask over HTTPS", HTTPStatus: http.StatusBadRequest})
+			return
+		}
+		if action == "GetTopic" {
+			ok(topic.GetTopicResponse(t, rid))
+		} else {
+			ok(topic.GetTopicAttributesResponse(t, rid))
+		}
+	case "ListTopics":
+		ts, next, err := a.svc.ListTopics(ctx, form.Get("NextToken"), 100)
+		if err != nil {
+			fail(snsError(err))
+			return
+		}
+		shown := ts[:0]
+		for _, t := range ts {
+			// Topics holding credentials are listed only over TLS (their
+			// endpoint address carries them).
+			if t.Settings.HasSecret() && !tlsReq && !a.opts.AllowCleartextSecrets {
+				continue
+			}
+			shown = append(shown, t)
+		}
+		ok(topic.ListTopicsResponse(shown, next, rid))
+	case "SetTopicAttributes":
+		t, e := topicArg()
+		if e != nil {
+			fail(e)
+			return
+		}
+		name := form.Get("AttributeName")
+		if name == "" {
+			fail(&topic.Error{Code: topic.CodeInvalidArgument, Message: "missing AttributeName", HTTPStatus: http.StatusBadRequest})
+			return
+		}
+		if _, err := a.svc.SetTopicAttribute(ctx, t.Name, caller.User, caller.Admin, name, form.Get("AttributeValue"), topts); err != nil {
+			fail(snsError(err))
+			return
+		}
+		ok(topic.SetTopicAttributesResponse(rid))
+	case "DeleteTopic":
+		arn := form.Get("TopicArn")
+		pa, err := topic.ParseARN(arn)
+		if err != nil {
+			fail(snsError(err))
+			return
+		}
+		if err := a.svc.DeleteTopic(ctx, pa.Name, caller.User, caller.Admin); err != nil {
+			fail(snsError(err))
+			return
+		}
+		ok(topic.DeleteTopicResponse(rid))
+	case "":
+		fail(&topic.Error{Code: "MissingAction", Message: "missing Action", HTTPStatus: http.StatusBadRequest})
+	default:
+		fail(&topic.Error{Code: "InvalidAction", Message: fmt.Sprintf("unsupported action %q", action), HTTPStatus: http.StatusBadRequest})
+	}
+}
+
+// readForm merges the query string and a form-encoded body.
+func readForm(r *http.Request) (url.Values, error) {
+	form := r.URL.Query()
+	if r.Body == nil {
+		return form, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxFormBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the request body: %v", err)
+	}
+	if len(b) > maxFormBytes {
+		return nil, errors.New("request body too large")
+	}
+	body, err := url.ParseQuery(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("malformed form body: %v", err)
+	}
+	for k, vs := range body {
+		form[k] = append(form[k], vs...)
+	}
+	return form, nil
+}
+
+// entries decodes the query protocol's map encoding:
+// prefix.N.key / prefix.N.value, N from 1.
+func entries(form url.Values, prefix string) map[string]string {
+	out := map[string]string{}
+	for k, vs := range form {
+		rest, ok := strings.CutPrefix(k, prefix+".")
+		if !ok || len(vs) == 0 {
+			continue
+		}
+		n, field, ok := strings.Cut(rest, ".")
+		if !ok || field != "key" {
+			continue
+		}
+		out[vs[0]] = form.Get(prefix + "." + n + ".value")
+	}
+	return out
+}
+
+func snsError(err error) *topic.Error {
+	var te *topic.Error
+	switch {
+	case errors.As(err, &te):
+		return te
+	case errors.Is(err, service.ErrTopicNotFound):
+		return &topic.Error{Code: topic.CodeNotFound, Message: err.Error(), HTTPStatus: http.StatusNotFound}
+	case errors.Is(err, service.ErrNotOwner):
+		return &topic.Error{Code: topic.CodeAuthorization, Message: err.Error(), HTTPStatus: http.StatusForbidden}
+	case errors.Is(err, objstore.ErrInvalid):
+		return &topic.Error{Code: topic.CodeInvalidArgument, Message: err.Error(), HTTPStatus: http.StatusBadRequest}
+	}
+	return &topic.Error{Code: topic.CodeInternal, Message: "internal error: " + err.Error(), HTTPStatus: http.StatusInternalServerError}
+}
