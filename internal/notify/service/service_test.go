@@ -544,3 +544,15 @@ func TestCommitAfterExpiry(t *testing.T) {
 	}
 	res.Abort(context.Background()) // no-op after commit
 }
+
+func TestTopicSourceNotFound(t *testing.T) {
+	e := newEnv(t, Options{})
+	e.topic(t, "src", map[string]string{})
+	if tp, err := e.svc.Topic(context.Background(), "", "src"); err != nil || tp.Name != "src" {
+		t.Fatal(tp, err)
+	}
+	_, err := e.svc.Topic(context.Background(), "", "none")
+	if !errors.Is(err, ErrTopicNotFound) || !errors.Is(err, objstore.ErrNotFound) {
+		t.Fatal(err)
+	}
+}

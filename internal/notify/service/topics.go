@@ -270,3 +270,14 @@ func (s *Service) invalidateTopic(t *topic.Topic) {
 	delete(s.topCache, queue.Name(t.Tenant, t.Name))
 	s.cmu.Unlock()
 }
+
+// Topic returns topic name of tenant, read from the store (it satisfies
+// delivery.TopicSource). A missing topic's error matches both
+// ErrTopicNotFound and objstore.ErrNotFound.
+func (s *Service) Topic(ctx context.Context, tenant, name string) (*topic.Topic, error) {
+	t, _, err := s.readTopic(ctx, queue.Name(tenant, name))
+	if errors.Is(err, ErrTopicNotFound) {
+		return nil, fmt.Errorf("%w (%w)", err, objstore.ErrNotFound)
+	}
+	return t, err
+}
