@@ -3,6 +3,28 @@ package bench
 import (
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 func fdatasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
+
+// openDirectSync opens path for O_DIRECT|O_DSYNC writes (dd
+// oflag=direct,dsync): the disk's own synced bandwidth, without page-cache
+// copies. ok is false where the filesystem refuses O_DIRECT (tmpfs).
+func openDirectSync(path string) (*os.File, bool) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|syscall.O_DIRECT|syscall.O_DSYNC, 0o600)
+	if err != nil {
+		return nil, false
+	}
+	return f, true
+}
+
+// alignedBuf returns n bytes aligned to 4096, as O_DIRECT needs.
+func alignedBuf(n int) []byte {
+	b := make([]byte, n+4096)
+	off := int(uintptr(unsafe.Pointer(&b[0])) & 4095)
+	if off != 0 {
+		off = 4096 - off
+	}
+	return b[off : off+n : off+n]
+}

@@ -5,3 +5,7 @@ package bench
 import "os"
 
 func fdatasync(f *os.File) error { return f.Sync() }
+
+func openDirectSync(string) (*os.File, bool) { return nil, false }
+
+func alignedBuf(n int) []byte { return make([]byte, n) }
