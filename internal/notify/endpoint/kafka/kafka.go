@@ -1,0 +1,177 @@
+// Package kafka pushes notifications to Kafka with franz-go. The Kafka
+// topic is the Cairn topic name and the record key is "bucket/key", so one
+// object's events land in one partition, in order.
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/cairn-s3/cairn/internal/notify/push"
+	"github.com/cairn-s3/cairn/internal/notify/topic"
+)
+
+// DefaultTimeout bounds one push when Options.Timeout is zero.
+const DefaultTimeout = 10 * time.Second
+
+// Options configure a Kafka endpoint.
+type Options struct {
+	Brokers    []string // host:port bootstrap list
+	AckLevel   string   // topic.AckNone or topic.AckBroker (default)
+	UseSSL     bool
+	VerifySSL  bool
+	CALocation string
+	// SASL; Mechanism defaults to PLAIN when User is set.
+	User, Password, Mechanism string
+	Timeout                   time.Duration
+}
+
+// Endpoint produces to Kafka through one client (connections are shared
+// by every push and re-established by franz-go after failures).
+type Endpoint struct {
+	opts   Options
+	client *kgo.Client
+	closed atomic.Bool
+}
+
+var _ push.Endpoint = (*Endpoint)(nil)
+
+// New builds the client; brokers are dialled lazily.
+func New(o Options) (*Endpoint, error) {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.AckLevel == "" {
+		o.AckLevel = topic.AckBroker
+	}
+	kopts := []kgo.Opt{
+		kgo.SeedBrokers(o.Brokers...),
+		kgo.AllowAutoTopicCreation(),
+		kgo.ProducerLinger(0),
+		kgo.DialTimeout(o.Timeout),
+		// Give up on a record rather than retrying forever inside the
+		// client: the delivery manager owns retries.
+		kgo.RecordDeliveryTimeout(o.Timeout),
+	}
+	switch o.AckLevel {
+	case topic.AckBroker:
+		// All in-sync replicas, idempotent: the strongest "broker" ack.
+		kopts = append(kopts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	case topic.AckNone:
+		kopts = append(kopts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+	default:
+		return nil, fmt.Errorf("kafka endpoint: ack level %q", o.AckLevel)
+	}
+	if o.UseSSL {
+		tlsConf := &tls.Config{InsecureSkipVerify: !o.VerifySSL} //nolint:gosec // the topic asked for it
+		if o.CALocation != "" {
+			pem, err := os.ReadFile(o.CALocation)
+			if err != nil {
+				return nil, fmt.Errorf("kafka endpoint: ca-location: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("kafka endpoint: ca-location %s holds no PEM certificate", o.CALocation)
+			}
+			tlsConf.RootCAs = pool
+		}
+		kopts = append(kopts, kgo.DialTLSConfig(tlsConf))
+	}
+	if o.User != "" {
+		switch o.Mechanism {
+		case "", topic.MechanismPlain:
+			kopts = append(kopts, kgo.SASL(plain.Auth{User: o.User, Pass: o.Password}.AsMechanism()))
+		case topic.MechanismScramSHA256:
+			kopts = append(kopts, kgo.SASL(scram.Auth{User: o.User, Pass: o.Password}.AsSha256Mechanism()))
+		case topic.MechanismScramSHA512:
+			kopts = append(kopts, kgo.SASL(scram.Auth{User: o.User, Pass: o.Password}.AsSha512Mechanism()))
+		default:
+			return nil, fmt.Errorf("kafka endpoint: mechanism %q", o.Mechanism)
+		}
+	}
+	c, err := kgo.NewClient(kopts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka endpoint: %w", err)
+	}
+	return &Endpoint{opts: o, client: c}, nil
+}
+
+// Push produces msg to the topic msg.Topic with key msg.Key.
+//
+// Ack level broker: returns after the broker acknowledged the record.
+// Ack level none: returns once the record is buffered in the client
+// (fire-and-forget: a record lost later is not reported); a full buffer is
+// a retryable error.
+func (e *Endpoint) Push(ctx context.Context, msg push.Message) error {
+	if e.closed.Load() {
+		return push.ErrClosed
+	}
+	rec := &kgo.Record{Topic: msg.Topic, Key: []byte(msg.Key), Value: append([]byte(nil), msg.Body...)}
+	if e.opts.AckLevel == topic.AckNone {
+		var sync error
+		done := make(chan struct{})
+		e.client.TryProduce(context.Background(), rec, func(_ *kgo.Record, err error) {
+			select {
+			case <-done:
+			default:
+				sync = err // reported before TryProduce returned (buffer full)
+			}
+		})
+		close(done)
+		return classify(sync)
+	}
+	// Wait for the ack, but never past ctx or the timeout: franz-go keeps
+	// retrying a record it already sent (an idempotent producer must), so
+	// ProduceSync can outlive a dead broker. An abandoned record may still
+	// be written later; the retry then makes a duplicate (at-least-once).
+	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	e.client.Produce(ctx, rec, func(_ *kgo.Record, err error) { done <- err })
+	select {
+	case err := <-done:
+		return classify(err)
+	case <-ctx.Done():
+		return push.Retryable(fmt.Errorf("kafka endpoint: no ack: %w", ctx.Err()))
+	}
+}
+
+// classify maps franz-go errors: records the broker can never take are
+// permanent; everything else (unreachable broker, leader moves, timeouts,
+// authorisation an operator may fix) is retryable.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	err = fmt.Errorf("kafka endpoint: %w", err)
+	switch {
+	case errors.Is(err, kerr.MessageTooLarge),
+		errors.Is(err, kerr.RecordListTooLarge),
+		errors.Is(err, kerr.InvalidRecord),
+		errors.Is(err, kerr.InvalidTopicException),
+		errors.Is(err, kerr.CorruptMessage):
+		return push.Permanent(err)
+	}
+	return push.Retryable(err)
+}
+
+// Close flushes nothing: records not yet acknowledged fail (their pushes
+// already returned or get push errors).
+func (e *Endpoint) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	e.client.Close()
+	return nil
+}

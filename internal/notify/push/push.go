@@ -1,0 +1,140 @@
+// Package push is the contract between notification delivery and endpoints:
+// the Message an endpoint sends, the Endpoint interface, errors that say
+// whether a retry can help, and a bound on in-flight pushes.
+//
+// Implementations live in internal/notify/endpoint/{http,kafka,amqp}; the
+// factory that builds them from topic attributes is internal/notify/endpoint.
+package push
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cairn-s3/cairn/internal/notify/event"
+)
+
+// Message is one event on its way to an endpoint.
+type Message struct {
+	// Topic is the Cairn topic name: the Kafka topic and the AMQP routing key.
+	Topic string
+	// Key is "bucket/key" (raw key): the Kafka message key, so one key's
+	// events stay in one partition and keep their order.
+	Key string
+	// Body is the payload, {"Records":[record]}. Endpoints do not modify it.
+	Body []byte
+	// CloudEvent holds the attributes HTTP endpoints send as ce-* headers
+	// when the topic has cloudevents=true.
+	CloudEvent CloudEvent
+}
+
+// CloudEvent attributes, after the CloudEvents AWS S3 adapter: type is
+// "com.amazonaws.s3."+eventName, source eventSource+"."+awsRegion+"."+bucket,
+// subject the (encoded) key. The id is the record's eventId rather than the
+// adapter's request-id.host-id, which is not unique when one request fires
+// several configurations.
+type CloudEvent struct {
+	ID, Type, Source, Subject string
+	Time                      time.Time
+}
+
+// NewMessage builds the message for one record.
+func NewMessage(topic string, rec *event.Record) (Message, error) {
+	body, err := event.MarshalMessage(rec)
+	if err != nil {
+		return Message{}, err
+	}
+	return Message{
+		Topic: topic,
+		Key:   rec.S3.Bucket.Name + "/" + rec.ObjectKey(),
+		Body:  body,
+		CloudEvent: CloudEvent{
+			ID:      rec.EventID,
+			Type:    "com.amazonaws.s3." + rec.EventName,
+			Source:  rec.EventSource + "." + rec.AWSRegion + "." + rec.S3.Bucket.Name,
+			Subject: rec.S3.Object.Key,
+			Time:    rec.EventTime.Time,
+		},
+	}, nil
+}
+
+// Endpoint sends messages to one destination.
+//
+// Push returns nil once the endpoint's acknowledgement level is met (HTTP:
+// a 2xx answer; Kafka/AMQP: per the topic's ack level). Otherwise it returns
+// an error classified by IsRetryable. Push is safe for concurrent use and
+// honours ctx (cancellation is a retryable error). Push does not keep msg.Body
+// after it returns.
+//
+// Close releases connections; Push after Close returns ErrClosed.
+type Endpoint interface {
+	Push(ctx context.Context, msg Message) error
+	Close() error
+}
+
+// Sentinel errors shared by endpoints.
+var (
+	// ErrClosed: Push on a closed endpoint (permanent for this endpoint
+	// value; the caller builds a new one).
+	ErrClosed = errors.New("push: endpoint closed")
+	// ErrUnroutable: an AMQP broker could not route a mandatory message
+	// (ack level routable). Retryable: a queue may be bound later.
+	ErrUnroutable = errors.New("push: broker could not route the message")
+	// ErrNacked: the broker refused the message. Retryable.
+	ErrNacked = errors.New("push: broker nacked the message")
+)
+
+// Error carries the retry classification of a delivery failure.
+type Error struct {
+	Err       error
+	Retryable bool
+}
+
+func (e *Error) Error() string {
+	if e.Retryable {
+		return "retryable: " + e.Err.Error()
+	}
+	return "permanent: " + e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retryable marks err as worth retrying (nil stays nil).
+func Retryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{Err: err, Retryable: true}
+}
+
+// Permanent marks err as one that will fail again for this message.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{Err: err, Retryable: false}
+}
+
+// Retryablef and Permanentf format and classify.
+func Retryablef(format string, args ...any) error { return Retryable(fmt.Errorf(format, args...)) }
+
+// Permanentf formats a permanent error.
+func Permanentf(format string, args ...any) error { return Permanent(fmt.Errorf(format, args...)) }
+
+// IsRetryable reports whether delivering the same message again may
+// succeed. Unclassified errors count as retryable: an event is dropped only
+// when an endpoint said so (or TTL / max retries expire).
+func IsRetryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Retryable
+	}
+	return !errors.Is(err, ErrClosed)
+}
+
+// IsPermanent reports whether err is a failure that retrying cannot fix.
+func IsPermanent(err error) bool { return err != nil && !IsRetryable(err) }
