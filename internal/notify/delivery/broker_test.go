@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	amqpep "github.com/cairn-s3/cairn/internal/notify/endpoint/amqp"
 	kafkaep "github.com/cairn-s3/cairn/internal/notify/endpoint/kafka"
 	"github.com/cairn-s3/cairn/internal/notify/event"
 	"github.com/cairn-s3/cairn/internal/notify/push"
@@ -117,4 +119,83 @@ func consumeKafka(t *testing.T, addr, topicName string, n int) []*kgo.Record {
 	}
 	t.Fatalf("consumed %d records of %s, want %d", len(out), topicName, n)
 	return nil
+}
+
+func amqpEndpoint(t *topic.Topic) (push.Endpoint, error) {
+	return amqpep.New(amqpep.Options{URL: t.Settings.PushEndpoint, Exchange: t.Settings.AMQPExchange,
+		AckLevel: t.Settings.AMQPAckLevel, Timeout: 5 * time.Second})
+}
+
+// RabbitMQ with amqp-ack-level=routable: while no queue is bound, every
+// publish comes back unroutable (retryable) and nothing leaves the shard;
+// once a queue is bound everything arrives, in order per key.
+func TestRabbitMQUnroutableThenRoutable(t *testing.T) {
+	url := testenv.StartRabbitMQ(t)
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const exchange = "cairn-delivery-test"
+	if err := ch.ExchangeDeclare(exchange, "topic", false, true, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	tp := e.createTopic("rmq", url, 2, func(s *topic.Settings) {
+		s.AMQPExchange, s.AMQPAckLevel = exchange, topic.AckRoutable
+	})
+	m := e.manager("gw1", e.endpoints(amqpEndpoint), func(c *Config) {
+		c.InitialBackoff, c.MaxBackoff = 20*time.Millisecond, 200*time.Millisecond
+	})
+	want := map[string][]uint64{}
+	for i := 0; i < 200; i++ {
+		key := fmt.Sprintf("k%d", i%10)
+		want["b/"+key] = append(want["b/"+key], e.publish(tp, "b", key))
+	}
+	eventually(t, 20*time.Second, "unroutable failures", func() bool { return m.Stats().PushesFailed >= 10 })
+	if n := e.entries(tp); n != 200 {
+		t.Fatalf("entries while unroutable = %d, want 200", n)
+	}
+	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind(q.Name, "rmq", exchange, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	deliveries, err := ch.Consume(q.Name, "", true, true, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	last := map[string]uint64{}
+	timeout := time.After(30 * time.Second)
+	for len(seen) < 200 {
+		select {
+		case d := <-deliveries:
+			msg, err := event.UnmarshalMessage(d.Body)
+			if err != nil || len(msg.Records) != 1 {
+				t.Fatalf("bad message: %v", err)
+			}
+			rec := msg.Records[0]
+			if seen[rec.EventID] {
+				continue
+			}
+			seen[rec.EventID] = true
+			key := rec.S3.Bucket.Name + "/" + rec.ObjectKey()
+			seq, _ := event.ParseSequencer(rec.S3.Object.Sequencer)
+			if seq <= last[key] {
+				t.Errorf("key %s: sequencer %d after %d", key, seq, last[key])
+			}
+			last[key] = seq
+		case <-timeout:
+			t.Fatalf("received %d of 200 events", len(seen))
+		}
+	}
+	eventually(t, 10*time.Second, "queue drained", func() bool { return e.entries(tp) == 0 })
+	t.Logf("rabbitmq: %d failed (unroutable) pushes before the bind, then 200 events in key order", m.Stats().PushesFailed)
 }
