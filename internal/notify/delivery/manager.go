@@ -234,10 +234,8 @@ func (m *Manager) renewLoop(ctx context.Context) {
 
 func (m *Manager) renewAll(ctx context.Context) {
 	for _, w := range m.allWorkers() {
-		select {
-		case <-w.done:
-			continue
-		default:
+		if w.stopCtx.Err() != nil {
+			continue // ending: a graceful stop unlocks, a lost lease is gone
 		}
 		sent := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, m.cfg.RenewInterval)
