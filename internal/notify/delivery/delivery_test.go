@@ -151,3 +151,24 @@ func TestRetryBlocksOnlyItsKey(t *testing.T) {
 	eventually(t, 10*time.Second, "slow key delivered", func() bool { return rcv.delivered() == 15 })
 	rcv.checkOrder(t, want)
 }
+
+// Throughput to a local HTTP receiver with 11 shards, measured (not
+// asserted beyond completion): the rate the manager sustains per gateway.
+func TestThroughputHTTP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measurement")
+	}
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	tp := e.createTopic("rate", rcv.url(), 11, nil)
+	const n = 6000
+	for i := 0; i < n; i++ {
+		e.publish(tp, "b", fmt.Sprintf("k%d", i%600))
+	}
+	start := time.Now()
+	m := e.manager("gw1", e.endpoints(nil))
+	eventually(t, 60*time.Second, "all delivered", func() bool { return rcv.delivered() == n })
+	el := time.Since(start)
+	t.Logf("%d events (600 keys, 11 shards) in %v: %.0f events/s, max in flight %d", n, el.Round(time.Millisecond),
+		float64(n)/el.Seconds(), m.Stats().MaxInFlight)
+}

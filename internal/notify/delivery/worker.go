@@ -74,18 +74,21 @@ type worker struct {
 	done       chan struct{}
 	err        error // why run ended; read after done
 
-	results   chan result
-	pushes    sync.WaitGroup
-	keys      map[string]*keyQ
-	ready     []*keyQ
-	waiting   waitHeap
-	held      int
-	inflight  int
-	marker    queue.Marker
-	drained   bool
-	lastList  time.Time
-	lastErr   time.Time
-	removes   []*item
+	results  chan result
+	pushes   sync.WaitGroup
+	keys     map[string]*keyQ
+	ready    []*keyQ
+	waiting  waitHeap
+	held     int
+	inflight int
+	marker   queue.Marker
+	drained  bool
+	lastList time.Time
+	lastErr  time.Time
+	removes  []*item
+	// unflushed holds keys whose finished head's removal is not durable
+	// yet; their next entry waits for the flush (see dispatch).
+	unflushed map[string]bool
 	updates   []*item
 	pendSince time.Time
 
@@ -97,7 +100,8 @@ type worker struct {
 
 func newWorker(m *Manager, sh Shard, l *lease, st *topicState) *worker {
 	w := &worker{m: m, shard: sh, label: topicLabel(sh), lease: l, done: make(chan struct{}),
-		results: make(chan result, m.cfg.ShardWindow+1), keys: map[string]*keyQ{}}
+		results: make(chan result, m.cfg.ShardWindow+1), keys: map[string]*keyQ{},
+		unflushed: map[string]bool{}}
 	w.state.Store(st)
 	w.stopCtx, w.stop = context.WithCancel(context.Background())
 	w.pushCtx, w.cancelPush = context.WithCancel(context.Background())
@@ -314,6 +318,7 @@ func (w *worker) queueCommit(it *item, update bool) {
 		w.updates = append(w.updates, it)
 	} else {
 		w.removes = append(w.removes, it)
+		w.unflushed[it.key] = true
 	}
 }
 
@@ -356,9 +361,14 @@ func (w *worker) dispatch() error {
 			w.drop(kq, reason, now, nil)
 			continue
 		}
-		if it.dirty {
+		if it.dirty || w.unflushed[it.key] {
 			// The retry count must be durable before the next attempt, so
 			// a crash cannot reset it (max_retries would never trigger).
+			// And a key's next event is pushed only once its predecessor's
+			// removal is durable: after a crash or a lost lease at most one
+			// event per key (the one in flight) is delivered again, and an
+			// owner that lost its lease finds out before it pushes further.
+			// Removals of other keys ride along in the same op.
 			if err := w.flush(w.stopCtx); err != nil {
 				return err
 			}
@@ -551,6 +561,7 @@ func (w *worker) flush(ctx context.Context) error {
 		w.pendSince = time.Now()
 	}
 	w.removes, w.updates = nil, nil
+	clear(w.unflushed)
 	return nil
 }
 
