@@ -36,6 +36,8 @@ type Config struct {
 	PersistMaxRetries int
 	PersistTTL        time.Duration
 	PersistSleep      time.Duration
+	NotifLease        time.Duration
+	NotifScan         time.Duration
 
 	GCMinWait       time.Duration
 	ShutdownTimeout time.Duration
@@ -117,6 +119,8 @@ var options = []option{
 	{"topic-persistency-max-retries", "delivery attempts before an event expires, 0 = unlimited", "0", intOpt(func(c *Config) *int { return &c.PersistMaxRetries })},
 	{"topic-persistency-time-to-live", "age at which an undelivered event expires, 0 = forever", "0", durOpt(func(c *Config) *time.Duration { return &c.PersistTTL })},
 	{"topic-persistency-sleep-duration", "minimum wait between delivery attempts of one event, 0 = none", "0", durOpt(func(c *Config) *time.Duration { return &c.PersistSleep })},
+	{"notif-lease", "how long a gateway owns a queue shard without renewing (a dead gateway's shards move after this)", "90s", durOpt(func(c *Config) *time.Duration { return &c.NotifLease })},
+	{"notif-scan-interval", "how often delivery reads the queue registry, heartbeats and rebalances shards", "30s", durOpt(func(c *Config) *time.Duration { return &c.NotifScan })},
 	{"gc-min-wait", "delay before replaced object data is collected (rgw_gc_obj_min_wait)", "30s", durOpt(func(c *Config) *time.Duration { return &c.GCMinWait })},
 	{"shutdown-timeout", "how long SIGTERM waits for in-flight requests", "30s", durOpt(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 	{"max-header-bytes", "request header limit (larger: 431 RequestHeaderSectionTooLarge)", "65536", intOpt(func(c *Config) *int { return &c.MaxHeaderBytes })},

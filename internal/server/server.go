@@ -21,11 +21,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/cairn-s3/cairn/internal/auth/sigv2"
-	"github.com/cairn-s3/cairn/internal/auth/sigv4"
 	"github.com/cairn-s3/cairn/internal/bucketindex"
 	"github.com/cairn-s3/cairn/internal/cls"
 	"github.com/cairn-s3/cairn/internal/config"
 	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/notify/endpoint"
+	"github.com/cairn-s3/cairn/internal/notify/service"
 	"github.com/cairn-s3/cairn/internal/nullgw"
 	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cairn-s3/cairn/internal/objstore/embedded"
@@ -55,7 +56,8 @@ type Gateway struct {
 	Registry *prometheus.Registry
 	Handler  http.Handler
 
-	closers []func()
+	notifyCache *endpoint.Cache
+	closers     []func()
 }
 
 // Open builds a gateway on cfg without listening.
@@ -68,6 +70,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 	// The null backend discards data: it measures the HTTP, auth and
 	// checksum path alone (benchmarks).
 	var be s3api.Backend = nullgw.New()
+	var svc *service.Service
 	if cfg.Backend != "null" {
 		st, err := embedded.Open(embedded.Options{Dir: StoreDir(cfg.DataDir), Classes: Classes(), Logger: log.With("component", "embedded")})
 		if err != nil {
@@ -75,9 +78,13 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		}
 		g.Store = st
 		g.closers = append(g.closers, func() { _ = st.Close() })
+		if svc, err = g.openNotifications(ctx, cfg); err != nil {
+			g.Close()
+			return nil, err
+		}
 		d, err := driver.New(ctx, driver.Options{
 			Store: st, DefaultShards: cfg.BucketIndexShards, GCMinWait: cfg.GCMinWait,
-			Logger: log.With("component", "driver"),
+			Logger: log.With("component", "driver"), Notifier: svc,
 		})
 		if err != nil {
 			g.Close()
@@ -96,8 +103,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		g.Close()
 		return nil, err
 	}
-	lookup := s3api.SecretLookup(be)
-	verifier, err := sigv4.New(sigv4.Config{Lookup: lookup})
+	v4, err := s3api.NewSigV4(be, nil)
 	if err != nil {
 		g.Close()
 		return nil, err
@@ -107,7 +113,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		domains = []string{cfg.Domain}
 	}
 	api, err := s3api.New(s3api.Config{
-		Backend: be, Auth: sigAuth{v: verifier, lookup: lookup}, Logger: log.With("component", "s3api"),
+		Backend: be, Auth: sigAuth{v4: v4, lookup: s3api.SecretLookup(be)}, Logger: log.With("component", "s3api"),
 		Registerer: g.Registry, Region: cfg.Region, DomainNames: domains,
 	})
 	if err != nil {
@@ -115,6 +121,12 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		return nil, err
 	}
 	g.API = api
+	if g.Driver != nil {
+		if err := g.mountNotifications(cfg, svc, g.Driver, api); err != nil {
+			g.Close()
+			return nil, err
+		}
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -192,7 +204,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(
 // sigAuth adapts the SigV4 verifier (and SigV2, which boto3 still uses for
 // presigned URLs) to the handlers' Authenticator.
 type sigAuth struct {
-	v      *sigv4.Verifier
+	v4     *s3api.SigV4
 	lookup sigv2.SecretLookup
 }
 
@@ -204,22 +216,7 @@ func (a sigAuth) Authenticate(r *http.Request) (s3api.AuthResult, error) {
 		}
 		return s3api.AuthResult{AccessKey: ak}, nil
 	}
-	res, err := a.v.Verify(r)
-	if err != nil {
-		return s3api.AuthResult{}, err
-	}
-	out := s3api.AuthResult{AccessKey: res.AccessKey, Body: res.Body}
-	if res.Payload.Streaming() {
-		out.DecodedLength = res.Body.ContentLength()
-		out.Trailer = func() http.Header {
-			h := http.Header{}
-			for k, v := range res.Body.Trailers() {
-				h.Set(k, v)
-			}
-			return h
-		}
-	}
-	return out, nil
+	return a.v4.Authenticate(r)
 }
 
 // bootstrapAdmin creates the admin user on a fresh data directory, with
