@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"os"
 
 	"github.com/cairn-s3/cairn/internal/config"
@@ -77,7 +78,19 @@ func (g *Gateway) mountNotifications(cfg *config.Config, svc *service.Service, d
 	if err != nil {
 		return err
 	}
-	srv.SetSNSHandler(a.SNS())
+	var mgr *delivery.Manager
+	sns := a.SNS()
+	srv.SetSNSHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sns.ServeHTTP(w, r)
+		// A new, deleted or re-configured topic changes the shard set:
+		// look at the registry now instead of at the next scan.
+		switch r.Form.Get("Action") {
+		case "CreateTopic", "DeleteTopic", "SetTopicAttributes":
+			if mgr != nil {
+				mgr.Rescan()
+			}
+		}
+	}))
 	srv.HandleBucketSubresource("PUT", "notification", a.PutBucketNotification)
 	srv.HandleBucketSubresource("GET", "notification", a.GetBucketNotification)
 	srv.HandleBucketSubresource("DELETE", "notification", a.DeleteBucketNotification)
@@ -97,6 +110,7 @@ func (g *Gateway) mountNotifications(cfg *config.Config, svc *service.Service, d
 	if err != nil {
 		return err
 	}
+	mgr = m
 	if err := m.Start(); err != nil {
 		return err
 	}
