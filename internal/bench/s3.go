@@ -42,6 +42,9 @@ const (
 	S3Delete = "delete"
 	S3Stat   = "stat"
 	S3Mixed  = "mixed"
+	// S3Overwrite PUTs over random prefilled keys: replaced data for the
+	// collector, used to age a store.
+	S3Overwrite = "overwrite"
 )
 
 // S3Mix is the mixed workload's share of each operation in percent: the
@@ -65,7 +68,7 @@ type S3Config struct {
 	// Prefix starts every key, so runs do not collide. Default a
 	// per-run random prefix.
 	Prefix string
-	// Op is put, get, delete or mixed.
+	// Op is put, get, delete, mixed or overwrite.
 	Op string
 	// Concurrency is the number of closed-loop workers. Default 16.
 	Concurrency int
@@ -131,9 +134,9 @@ func (c *S3Config) Validate() error {
 		errs = append(errs, errors.New("access key and secret key are required"))
 	}
 	switch c.Op {
-	case S3Put, S3Get, S3Delete, S3Mixed:
+	case S3Put, S3Get, S3Delete, S3Mixed, S3Overwrite:
 	default:
-		errs = append(errs, fmt.Errorf("op %q: want put, get, delete or mixed", c.Op))
+		errs = append(errs, fmt.Errorf("op %q: want put, get, delete, mixed or overwrite", c.Op))
 	}
 	switch strings.ToLower(c.Checksum) {
 	case "", "crc32", "crc32c", "sha256":
@@ -391,7 +394,7 @@ type s3Sample struct {
 	bytes int64
 }
 
-var s3OpNames = []string{S3Put, S3Get, S3Delete, S3Stat}
+var s3OpNames = []string{S3Put, S3Get, S3Delete, S3Stat, S3Overwrite}
 
 func opIndex(op string) uint8 {
 	for i, n := range s3OpNames {
@@ -438,7 +441,7 @@ func RunS3(ctx context.Context, cfg S3Config) (*S3Result, error) {
 	res.S3Latency = summariseS3(samples, elapsed, -1)
 	if cfg.Op == S3Mixed {
 		res.ByOp = map[string]S3Latency{}
-		for i, name := range s3OpNames {
+		for i, name := range s3OpNames[:4] {
 			res.ByOp[name] = summariseS3(samples, elapsed, i)
 		}
 	}
@@ -562,6 +565,12 @@ func (c *s3Client) one(ctx context.Context, op string, pool *keyPool, r *rand.Ra
 			pool.add(k)
 		}
 		return n, err
+	case S3Overwrite:
+		k, ok := pool.pick(r)
+		if !ok {
+			return 0, errPoolEmpty
+		}
+		return c.do(ctx, http.MethodPut, k, c.body, buf)
 	case S3Get, S3Stat:
 		k, ok := pool.pick(r)
 		if !ok {

@@ -3,9 +3,12 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +19,7 @@ import (
 
 // gateway starts a real gateway (handler stack, SigV4, checksums) on the
 // given backend behind an httptest server.
-func gateway(t *testing.T, backend string) string {
+func gateway(t testing.TB, backend string) string {
 	t.Helper()
 	env := map[string]string{"CAIRN_ACCESS_KEY": "benchadmin", "CAIRN_SECRET_KEY": "benchsecret123"}
 	cfg, err := config.Load([]string{"--backend", backend, "--data-dir", t.TempDir(), "--log-level", "error"}, func(k string) string { return env[k] })
@@ -50,6 +53,7 @@ func TestS3Workloads(t *testing.T) {
 			{S3Get, false, "", 64 << 10},
 			{S3Delete, false, "", 1 << 10},
 			{S3Mixed, true, "sha256", 4 << 10},
+			{S3Overwrite, false, "crc32", 4 << 10},
 		} {
 			t.Run(be+"/"+tc.op, func(t *testing.T) {
 				var out strings.Builder
@@ -100,6 +104,51 @@ func TestS3Validate(t *testing.T) {
 	for _, want := range []string{"endpoint", "access key", "op", "checksum", "concurrency"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+}
+
+// BenchmarkS3 drives an in-process gateway (client and server in one
+// process, so a CPU profile shows both; filter on s3api/driver frames):
+//
+//	go test -run x -bench 'S3/embedded/put-4k' -cpuprofile cpu.out ./internal/bench
+func BenchmarkS3(b *testing.B) {
+	for _, be := range []string{"null", "embedded"} {
+		for _, tc := range []struct {
+			op   string
+			size int64
+		}{{S3Put, 4 << 10}, {S3Get, 4 << 10}, {S3Put, 4 << 20}, {S3Get, 4 << 20}} {
+			b.Run(fmt.Sprintf("%s/%s-%s", be, tc.op, strings.ToLower(sizeString(tc.size)[:2])), func(b *testing.B) {
+				url := gateway(b, be)
+				cfg := S3Config{Endpoint: url, AccessKey: "benchadmin", SecretKey: "benchsecret123", Op: tc.op, Size: tc.size, Objects: 64}
+				cfg.EnsureDefaults()
+				c := newS3Client(cfg)
+				defer c.hc.CloseIdleConnections()
+				ctx := context.Background()
+				if err := c.createBucket(ctx); err != nil {
+					b.Fatal(err)
+				}
+				pool := &keyPool{prefix: cfg.Prefix}
+				if tc.op == S3Get {
+					if err := c.prefill(ctx, pool, cfg.Objects); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.SetBytes(tc.size)
+				b.ReportAllocs()
+				b.SetParallelism(max(1, cfg.Concurrency/runtime.GOMAXPROCS(0)))
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					r := rand.New(rand.NewPCG(rand.Uint64(), 1))
+					buf := make([]byte, 64<<10)
+					for pb.Next() {
+						if _, err := c.one(ctx, tc.op, pool, r, buf); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
 		}
 	}
 }
