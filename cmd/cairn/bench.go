@@ -129,11 +129,11 @@ func benchS3(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&cfg.SecretKey, "secret-key", os.Getenv("CAIRN_SECRET_KEY"), "secret key (default $CAIRN_SECRET_KEY)")
 	fs.StringVar(&cfg.Region, "region", "us-east-1", "SigV4 signing region")
 	fs.StringVar(&cfg.Bucket, "bucket", "cairn-bench", "bucket (created if missing)")
-	fs.StringVar(&cfg.Op, "op", "put", "put, get, delete or mixed (45% GET, 35% PUT, 15% STAT, 5% DELETE)")
+	fs.StringVar(&cfg.Op, "op", "put", "put, get, delete, mixed (45% GET, 35% PUT, 15% STAT, 5% DELETE) or overwrite (PUT over prefilled keys)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "closed-loop workers")
 	size := fs.String("size", "4KiB", "object size (4KiB, 4MiB, ...)")
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "measured phase length")
-	fs.IntVar(&cfg.Objects, "objects", 1000, "objects written first for get/mixed (read) and delete (deleted)")
+	fs.IntVar(&cfg.Objects, "objects", 1000, "objects written first for get/mixed/overwrite (read or overwritten) and delete (deleted)")
 	fs.BoolVar(&cfg.SignPayload, "sign-payload", false, "sign the body's SHA-256 instead of UNSIGNED-PAYLOAD")
 	fs.StringVar(&cfg.Checksum, "checksum", "", "add x-amz-checksum-<alg> to PUTs: crc32, crc32c or sha256")
 	if err := parseInterspersed(fs, args); err != nil {
