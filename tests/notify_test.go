@@ -214,14 +214,23 @@ func TestPersistentNotificationsEndToEnd(t *testing.T) {
 	if out, err := g.Admin("topic", "list"); err != nil || !strings.Contains(out, "fishtopic") {
 		t.Fatalf("topic list: %v %s", err, out)
 	}
+	// The queue shards, through the running gateway and then offline.
+	remote := exec.Command(cairnBin, "rados", "--endpoint", g.Endpoint, "--pool", "default.rgw.log", "--namespace", "notif", "ls")
+	remote.Env = append(os.Environ(), "CAIRN_ACCESS_KEY="+g.AccessKey, "CAIRN_SECRET_KEY="+g.SecretKey)
+	lsRemote, err := remote.CombinedOutput()
+	if err != nil {
+		t.Fatalf("rados --endpoint ls: %v %s", err, lsRemote)
+	}
 	g.Stop()
 	ls, err := exec.Command(cairnBin, "rados", "--data-dir", g.DataDir, "--pool", "default.rgw.log", "--namespace", "notif", "ls").CombinedOutput()
 	if err != nil {
 		t.Fatalf("rados ls: %v %s", err, ls)
 	}
-	for _, shard := range []string{":fishtopic", ":fishtopic.1", ":fishtopic.2"} {
-		if !strings.Contains("\n"+string(ls), "\n"+shard+"\n") {
-			t.Fatalf("shard %s missing from rados ls:\n%s", shard, ls)
+	for _, out := range []string{string(lsRemote), string(ls)} {
+		for _, shard := range []string{":fishtopic", ":fishtopic.1", ":fishtopic.2"} {
+			if !strings.Contains("\n"+out, "\n"+shard+"\n") {
+				t.Fatalf("shard %s missing from rados ls:\n%s", shard, out)
+			}
 		}
 	}
 }

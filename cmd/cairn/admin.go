@@ -151,17 +151,22 @@ func runAdmin(args []string) int {
 
 // adminCall sends one SigV4-signed admin request and returns the body.
 func adminCall(ctx context.Context, endpoint, ak, sk, method, path string, q url.Values) ([]byte, int, error) {
+	return adminCallBody(ctx, endpoint, ak, sk, method, path, q, nil)
+}
+
+// adminCallBody is adminCall with a request body.
+func adminCallBody(ctx context.Context, endpoint, ak, sk, method, path string, q url.Values, body []byte) ([]byte, int, error) {
 	u := strings.TrimSuffix(endpoint, "/") + path
 	if len(q) > 0 {
 		u += "?" + strings.ReplaceAll(q.Encode(), "=&", "&")
 		u = strings.TrimSuffix(u, "=")
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
 	if err != nil {
 		return nil, 0, err
 	}
-	empty := sha256.Sum256(nil)
-	ph := hex.EncodeToString(empty[:])
+	sum := sha256.Sum256(body)
+	ph := hex.EncodeToString(sum[:])
 	req.Header.Set("X-Amz-Content-Sha256", ph)
 	creds := aws.Credentials{AccessKeyID: ak, SecretAccessKey: sk}
 	if err := v4.NewSigner().SignHTTP(ctx, creds, req, ph, "s3", "us-east-1", time.Now()); err != nil {

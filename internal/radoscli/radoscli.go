@@ -44,7 +44,7 @@ flags:
   --data-dir DIR   data directory (default ./data)
   -p, --pool P     pool
   -N, --namespace N  namespace (default: the empty namespace)
-  --endpoint URL   work through a running gateway's admin API (not available yet)
+  --endpoint URL   run inside a running gateway through its admin API (admin keys from CAIRN_ACCESS_KEY/CAIRN_SECRET_KEY)
 `
 
 // Env is what the command needs from its caller.
