@@ -196,7 +196,8 @@ func (d *Driver) DeleteObject(ctx context.Context, bucket, key string) error {
 	if err != nil {
 		return err
 	}
-	res, err := d.reserve(ctx, inst, key, "ObjectRemoved:Delete", ObjectMeta{}, cur.Size)
+	// The removed object's metadata and tags feed the filters.
+	res, err := d.reserve(ctx, inst, key, "ObjectRemoved:Delete", entryInfo(bucket, cur).Meta, cur.Size)
 	if err != nil {
 		return err
 	}
