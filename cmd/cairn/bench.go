@@ -24,6 +24,7 @@ workloads:
   append    one object: plain Append vs guarded (epoch-checked) log append
   objstore  omap set/get, small writes vs concurrency; 4 MiB WriteFull vs raw disk
   s3        S3 load generator: put/get/delete/mixed against any endpoint
+  notify    PUT/DELETE rate without notifications vs persistent topics (1, 11 shards)
 
 Each prints progress lines and, last, one JSON object with the results.
 Run 'cairn bench <workload> -h' for its flags.
@@ -36,6 +37,7 @@ var benchWorkloads = map[string]func(ctx context.Context, args []string, out io.
 	"append":   benchAppend,
 	"objstore": benchObjstore,
 	"s3":       benchS3,
+	"notify":   bench.NotifyMain,
 }
 
 func runBench(args []string) int {
