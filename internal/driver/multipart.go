@@ -295,9 +295,8 @@ func (d *Driver) CompleteMultipartUpload(ctx context.Context, bucket, key, uploa
 		ModTime: d.opts.Now().UTC(), Owner: inst.Owner, Tag: "mp_" + uploadID, Parts: len(parts), Manifest: m,
 	}
 	e.Meta, _ = json.Marshal(ui.Meta)
-	// The parts' data now belongs to the entry: link must not delete it on
-	// failure, so keep a copy of the manifest out of link's reach.
-	oi, err := d.linkParts(ctx, bucket, e, res)
+	// On failure the parts stay with the upload: link must not delete them.
+	oi, err := d.link(ctx, bucket, e, bucketindex.LinkCond{}, res, false)
 	if err != nil {
 		return ObjectInfo{}, err
 	}
@@ -309,31 +308,6 @@ func (d *Driver) CompleteMultipartUpload(ctx context.Context, bucket, key, uploa
 	}
 	d.removeObjects(context.WithoutCancel(ctx), unused)
 	d.dropUpload(context.WithoutCancel(ctx), inst.ID, key, uploadID)
-	return oi, nil
-}
-
-func (d *Driver) linkParts(ctx context.Context, bucket string, e bucketindex.Entry, res Reservation) (ObjectInfo, error) {
-	var old *bucketindex.Entry
-	var shard string
-	err := d.withIndex(ctx, bucket, func(_ Instance, ix bucketindex.Index) error {
-		var err error
-		shard = ix.ShardFor(e.Key)
-		old, err = ix.Link(ctx, e, bucketindex.LinkCond{})
-		return err
-	})
-	if err != nil {
-		abort(ctx, res)
-		return ObjectInfo{}, err
-	}
-	if old != nil && old.Tag != e.Tag {
-		d.gc.enqueue(shard, old.Tag, old.Manifest)
-	}
-	oi := entryInfo(bucket, e)
-	if res != nil {
-		if err := res.Commit(ctx, oi); err != nil {
-			return ObjectInfo{}, fmt.Errorf("commit notification: %w", err)
-		}
-	}
 	return oi, nil
 }
 

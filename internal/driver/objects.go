@@ -94,7 +94,7 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 	}
 	e.Meta, _ = json.Marshal(in.Meta)
 	cond := bucketindex.LinkCond{IfAbsent: in.IfNoneMatch == "*", IfETag: strings.Trim(in.IfMatch, `"`)}
-	return d.link(ctx, in.Bucket, e, cond, res)
+	return d.link(ctx, in.Bucket, e, cond, res, true)
 }
 
 func abort(ctx context.Context, res Reservation) {
@@ -104,9 +104,9 @@ func abort(ctx context.Context, res Reservation) {
 }
 
 // link publishes e, hands replaced data to the collector and commits the
-// notification. On failure the new data is removed and the reservation
-// aborted.
-func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, cond bucketindex.LinkCond, res Reservation) (ObjectInfo, error) {
+// notification. On failure the reservation is aborted and, when ownsData,
+// the new data removed (a multipart upload's parts stay with the upload).
+func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, cond bucketindex.LinkCond, res Reservation, ownsData bool) (ObjectInfo, error) {
 	var old *bucketindex.Entry
 	var shard string
 	err := d.withIndex(ctx, bucket, func(inst Instance, ix bucketindex.Index) error {
@@ -116,7 +116,9 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 		return err
 	})
 	if err != nil {
-		d.removeObjects(context.WithoutCancel(ctx), e.Manifest.Objects())
+		if ownsData {
+			d.removeObjects(context.WithoutCancel(ctx), e.Manifest.Objects())
+		}
 		abort(ctx, res)
 		if errors.Is(err, objstore.ErrCanceled) {
 			return ObjectInfo{}, ErrPreconditionFailed
