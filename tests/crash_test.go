@@ -183,6 +183,21 @@ func TestAdminCLI(t *testing.T) {
 	if _, err := g.Admin("bucket", "stats", "--bucket", "nope"); err == nil {
 		t.Fatal("stats of a missing bucket succeeded")
 	}
+	// Pre-sharding through the admin API, with bad input rejected.
+	out, err = g.Admin("bucket", "create", "--bucket", "presharded", "--uid", "bob", "--num-shards", "5")
+	if err != nil || jsonField(t, out, "owner") != "bob" || !strings.Contains(out, `"num_shards": 5`) {
+		t.Fatalf("bucket create: %v %s", err, out)
+	}
+	for _, bad := range [][]string{
+		{"bucket", "create", "--bucket", "zero-shards", "--uid", "bob", "--num-shards", "0"},
+		{"bucket", "create", "--bucket", "absurd-shards", "--uid", "bob", "--num-shards", "10000000"},
+		{"bucket", "create", "--bucket", "no-owner", "--uid", "nobody"},
+		{"bucket", "create", "--bucket", "presharded", "--uid", "bob"},
+	} {
+		if out, err := g.Admin(bad...); err == nil {
+			t.Errorf("%v accepted: %s", bad, out)
+		}
+	}
 	// Non-admins may not use the admin API.
 	if _, _, err := bobAdmin(g); err == nil {
 		t.Fatal("non-admin used the admin API")

@@ -214,11 +214,14 @@ type bucketStatsJSON struct {
 }
 
 func (s *Server) adminBucket(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	ctx := r.Context()
+	if r.Method == http.MethodPut {
+		return s.adminCreateBucket(w, r)
+	}
 	if r.Method != http.MethodGet {
 		return s3err.New(s3err.ErrMethodNotAllowed, "")
 	}
-	q := r.URL.Query()
-	ctx := r.Context()
 	stats := q.Has("stats") && q.Get("stats") != "false"
 	if b := q.Get("bucket"); b != "" {
 		st, err := s.be.BucketStats(ctx, b)
@@ -251,4 +254,36 @@ func (s *Server) adminBucket(w http.ResponseWriter, r *http.Request) error {
 		out = append(out, bucketStatsJSON{Bucket: st.Name, BucketStats: st})
 	}
 	return WriteJSON(w, http.StatusOK, out)
+}
+
+// adminCreateBucket is `cairn admin bucket create --bucket B --uid OWNER
+// [--num-shards N]`: pre-sharding on behalf of a user.
+func (s *Server) adminCreateBucket(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	ctx := r.Context()
+	name, uid := q.Get("bucket"), q.Get("uid")
+	if name == "" {
+		return missingParam("bucket")
+	}
+	if uid == "" {
+		return missingParam("uid")
+	}
+	n := 0
+	if v := q.Get("num-shards"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			return s3err.New(s3err.ErrInvalidArgument, "num-shards must be a positive integer, not %q.", v)
+		}
+	}
+	if _, err := s.be.GetUser(ctx, uid); err != nil {
+		return err
+	}
+	if err := s.be.CreateBucket(ctx, uid, name, "", n); err != nil {
+		return err
+	}
+	st, err := s.be.BucketStats(ctx, name)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, bucketStatsJSON{Bucket: st.Name, BucketStats: st})
 }
