@@ -1,0 +1,638 @@
+package reshard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairn-s3/cairn/internal/bucketindex"
+	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/objstore"
+)
+
+// Result describes a finished reshard.
+type Result struct {
+	Bucket   string
+	From, To bucketindex.Layout
+	// Copied entries in CopyTime (the bulk copy only).
+	Copied   uint64
+	CopyTime time.Duration
+	// Replayed log records, in ReplayRounds rounds before the close, and
+	// Tail records replayed while writers waited.
+	Replayed     uint64
+	ReplayRounds int
+	Tail         uint64
+	// Block is how long index writes were refused: from closing the
+	// source shards to the instance write that switched the layout.
+	Block time.Duration
+	Total time.Duration
+	// RolledBack is set when the reshard was undone (cancel or failure).
+	RolledBack bool
+	Resumed    bool // a reshard started elsewhere was taken over
+}
+
+var (
+	// ErrLostLease: another gateway took over this reshard (our lease
+	// lapsed); this one stops without touching anything.
+	ErrLostLease = errors.New("reshard: lease lost to another gateway")
+	// ErrCannotCancel: the reshard is switching; it can only finish.
+	ErrCannotCancel = errors.New("reshard: already switching, too late to cancel")
+	// ErrCanceled: the reshard was canceled and rolled back.
+	ErrCanceled = errors.New("reshard: canceled")
+	// errSourceMoved: a source shard is not in the state the reshard left
+	// it in (e.g. a bucket deletion closed or reopened it): roll back.
+	errSourceMoved = errors.New("reshard: source shard changed state under the reshard")
+)
+
+// Crash is returned when a failpoint fired: the engine stopped at once, as
+// if the process had died, leaving everything for a later resume.
+type Crash struct{ Point string }
+
+func (c *Crash) Error() string { return "reshard: crashed at failpoint " + c.Point }
+
+func isCrash(err error) bool { var c *Crash; return errors.As(err, &c) }
+
+// engine drives one bucket's reshard as the record's owner.
+type engine struct {
+	m        *Manager
+	d        *driver.Driver
+	bucket   string
+	id       string
+	rec      Record // as last written by us
+	epoch    uint64
+	src, dst bucketindex.Index
+
+	copied  atomic.Uint64
+	renewed atomic.Int64 // unix nanos of the last successful record write
+	res     Result
+}
+
+func (m *Manager) newEngine(inst driver.Instance, rec Record) *engine {
+	e := &engine{
+		m: m, d: m.d, bucket: inst.Name, id: inst.ID, rec: rec, epoch: rec.Epoch,
+		src: bucketindex.Index{IO: m.d.IndexIO(), BucketID: inst.ID, Layout: rec.Source},
+		dst: bucketindex.Index{IO: m.d.IndexIO(), BucketID: inst.ID, Layout: rec.Target},
+	}
+	e.renewed.Store(m.now().UnixNano())
+	e.res = Result{Bucket: inst.Name, From: rec.Source, To: rec.Target}
+	return e
+}
+
+func (e *engine) failpoint(name string) error {
+	if fp := e.m.cfg.Failpoints; fp != nil && fp.Hit != nil {
+		if fp.Hit(e.bucket, name) {
+			return &Crash{Point: name}
+		}
+	}
+	return nil
+}
+
+// update rewrites the instance with fn's changes to the record (fn returns
+// the new record; nil clears it), renewing the lease. It retries when
+// someone else wrote the instance in between (an admin cancel, metadata),
+// and fails with ErrLostLease when the record is no longer ours.
+func (e *engine) update(ctx context.Context, fn func(inst *driver.Instance, rec *Record) (*Record, error)) error {
+	for attempt := 0; ; attempt++ {
+		inst, ver, err := e.d.ReadInstance(ctx, e.id)
+		if err != nil {
+			return err
+		}
+		rec, err := decodeRecord(inst.Reshard)
+		if err != nil {
+			return err
+		}
+		if rec == nil || rec.Owner != e.m.cookie || rec.Epoch != e.epoch {
+			return ErrLostLease
+		}
+		if time.Duration(e.m.now().UnixNano()-e.renewed.Load()) > e.m.cfg.LeaseDuration {
+			// Our lease may have lapsed: someone may own it now.
+			return ErrLostLease
+		}
+		nr, err := fn(&inst, rec)
+		if err != nil {
+			return err
+		}
+		if nr != nil {
+			nr.Lease = e.m.now().Add(e.m.cfg.LeaseDuration)
+		}
+		inst.Reshard = nr.encode()
+		err = e.d.WriteInstance(ctx, inst, ver)
+		if errors.Is(err, objstore.ErrCanceled) && attempt < 100 {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		e.renewed.Store(e.m.now().UnixNano())
+		if nr != nil {
+			e.rec = *nr
+		}
+		return nil
+	}
+}
+
+// setState records a step change (with progress).
+func (e *engine) setState(ctx context.Context, st State, mod func(*Record)) error {
+	return e.update(ctx, func(_ *driver.Instance, rec *Record) (*Record, error) {
+		rec.State = st
+		rec.Copied = e.copied.Load()
+		if mod != nil {
+			mod(rec)
+		}
+		return rec, nil
+	})
+}
+
+// keepalive renews the lease and publishes progress while a long step
+// runs; it cancels the step when the lease is lost or a cancel is asked.
+func (e *engine) keepalive(ctx context.Context, allowCancel bool) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(e.m.cfg.LeaseDuration / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			err := e.update(ctx, func(_ *driver.Instance, rec *Record) (*Record, error) {
+				rec.Copied = e.copied.Load()
+				return rec, nil
+			})
+			if err != nil && ctx.Err() == nil {
+				cancel(err)
+				return
+			}
+			if allowCancel && e.rec.Cancel {
+				cancel(ErrCanceled)
+				return
+			}
+		}
+	}()
+	return ctx, func() { close(stop); <-done; cancel(nil) }
+}
+
+// stepErr prefers the cancellation cause (lost lease, cancel) over the
+// context error a step saw.
+func stepErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+			return c
+		}
+	}
+	return err
+}
+
+// run drives the reshard from its recorded state to the end.
+func (e *engine) run(ctx context.Context) (Result, error) {
+	start := e.m.now()
+	retries := 0
+	for {
+		var err error
+		switch e.rec.State {
+		case StateCopy:
+			err = e.copyStep(ctx)
+		case StateReplay:
+			err = e.replayStep(ctx)
+		case StateClosing:
+			err = e.switchStep(ctx)
+		case StateCleanup:
+			err = e.cleanupStep(ctx)
+			if err == nil {
+				e.res.Total = e.m.now().Sub(start)
+				return e.res, nil
+			}
+		case StateRollback:
+			err = e.rollbackStep(ctx)
+			if err == nil {
+				e.res.RolledBack = true
+				e.res.Total = e.m.now().Sub(start)
+				if e.rec.Cancel {
+					return e.res, ErrCanceled
+				}
+				return e.res, fmt.Errorf("reshard of %s rolled back: %s", e.bucket, e.rec.Error)
+			}
+		default:
+			return e.res, fmt.Errorf("reshard: unknown state %q", e.rec.State)
+		}
+		if err == nil {
+			continue
+		}
+		if isCrash(err) || errors.Is(err, ErrLostLease) || ctx.Err() != nil {
+			return e.res, err
+		}
+		if errors.Is(err, driver.ErrNoSuchBucket) {
+			// The bucket was deleted under us: remove what we created.
+			e.dropTargets(context.WithoutCancel(ctx))
+			_ = e.m.dequeue(context.WithoutCancel(ctx), e.bucket, e.rec.Source.Gen)
+			return e.res, err
+		}
+		rollback := errors.Is(err, ErrCanceled) || errors.Is(err, errSourceMoved) ||
+			e.rec.State == StateCopy || e.rec.State == StateReplay
+		if !rollback || e.rec.State == StateRollback || e.rec.State == StateCleanup {
+			// Forward-only steps must finish: writers may be waiting.
+			// Retry here a while, then leave it to a later Process.
+			if retries++; retries > 20 {
+				return e.res, err
+			}
+			e.m.log.Warn("reshard: retrying step", "bucket", e.bucket, "state", e.rec.State, "err", err)
+			select {
+			case <-ctx.Done():
+				return e.res, ctx.Err()
+			case <-time.After(time.Duration(retries) * 10 * time.Millisecond):
+			}
+			continue
+		}
+		e.m.log.Warn("reshard: rolling back", "bucket", e.bucket, "state", e.rec.State, "err", err)
+		msg := err.Error()
+		if uerr := e.setState(ctx, StateRollback, func(r *Record) { r.Error = msg }); uerr != nil {
+			return e.res, errors.Join(err, uerr)
+		}
+	}
+}
+
+func (e *engine) sources() []int { return seq(e.src.Layout.NumShards) }
+
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+// parallel runs fn for each item on at most w goroutines; the first error
+// cancels the rest.
+func parallel(ctx context.Context, w int, items []int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	ch := make(chan int)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for k := 0; k < min(w, len(items)); k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range ch {
+				if err := fn(ctx, i); err != nil {
+					once.Do(func() { first = err; cancel(err) })
+				}
+			}
+		}()
+	}
+feed:
+	for _, i := range items {
+		select {
+		case ch <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(ch)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return context.Cause(ctx)
+}
+
+// copyStep (re)creates the target generation, makes every source log, and
+// copies every entry. Resuming repeats it from the start: the fresh
+// targets and the cleared logs make the copy exact again.
+func (e *engine) copyStep(ctx context.Context) error {
+	ctx, stop := e.keepalive(ctx, true)
+	defer stop()
+	err := e.copyBody(ctx)
+	return stepErr(ctx, err)
+}
+
+func (e *engine) copyBody(ctx context.Context) error {
+	if err := e.dst.Remove(ctx); err != nil {
+		return err
+	}
+	if err := e.dst.InitFenced(ctx, e.epoch); err != nil {
+		return err
+	}
+	if err := e.failpoint("after-init-target"); err != nil {
+		return err
+	}
+	var total atomic.Uint64
+	err := parallel(ctx, e.m.cfg.Workers, e.sources(), func(ctx context.Context, i int) error {
+		err := e.src.SetShardState(ctx, i, bucketindex.StateChange{
+			To: bucketindex.StateLogging, From: []string{bucketindex.StateOpen, bucketindex.StateLogging},
+			Epoch: e.epoch, ClearLog: true,
+		})
+		if errors.Is(err, objstore.ErrCanceled) || errors.Is(err, objstore.ErrNotFound) {
+			return fmt.Errorf("%w: shard %d: %v", errSourceMoved, i, err)
+		}
+		if err != nil {
+			return err
+		}
+		si, err := e.src.ShardInfo(ctx, i)
+		total.Add(si.Stats.NumObjects)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := e.failpoint("after-logging"); err != nil {
+		return err
+	}
+	e.copied.Store(0)
+	if err := e.update(ctx, func(_ *driver.Instance, rec *Record) (*Record, error) {
+		rec.Total, rec.Copied = total.Load(), 0
+		return rec, nil
+	}); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := e.copyAll(ctx, total.Load()); err != nil {
+		return err
+	}
+	e.res.Copied = e.copied.Load()
+	e.res.CopyTime = time.Since(t0)
+	if err := e.failpoint("after-copy"); err != nil {
+		return err
+	}
+	return e.setState(ctx, StateReplay, nil)
+}
+
+func (e *engine) copyAll(ctx context.Context, total uint64) error {
+	var mid sync.Once
+	var midErr atomic.Pointer[error]
+	return parallel(ctx, e.m.cfg.Workers, e.sources(), func(ctx context.Context, i int) error {
+		return e.copyShard(ctx, i, func() error {
+			if e.copied.Load()*2 >= total {
+				mid.Do(func() {
+					if err := e.failpoint("mid-copy"); err != nil {
+						midErr.Store(&err)
+					}
+				})
+			}
+			if p := midErr.Load(); p != nil {
+				return *p
+			}
+			return nil
+		})
+	})
+}
+
+// copyShard pages through source shard i and writes its entries to the
+// target shards in batches.
+func (e *engine) copyShard(ctx context.Context, i int, afterPage func() error) error {
+	nt := e.dst.Layout.NumShards
+	bufs := make([][]objstore.KV, nt)
+	buffered := 0
+	batch := e.m.cfg.CopyBatch
+	flushAt := min(max(batch, 16*nt), 16*batch)
+	flush := func() error {
+		for t, b := range bufs {
+			for len(b) > 0 {
+				n := min(len(b), batch)
+				if err := e.dst.CopyIn(ctx, t, e.epoch, b[:n]); err != nil {
+					return fmt.Errorf("copy into shard %d: %w", t, err)
+				}
+				b = b[n:]
+			}
+			bufs[t] = bufs[t][:0]
+		}
+		buffered = 0
+		return nil
+	}
+	after := ""
+	for {
+		kvs, more, err := e.src.RawEntries(ctx, i, after, batch)
+		if err != nil {
+			return fmt.Errorf("read source shard %d: %w", i, err)
+		}
+		for _, kv := range kvs {
+			t := bucketindex.ShardOf(kv.Key, nt)
+			bufs[t] = append(bufs[t], kv)
+		}
+		buffered += len(kvs)
+		if len(kvs) > 0 {
+			after = kvs[len(kvs)-1].Key
+		}
+		if buffered >= flushAt || !more {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		e.copied.Add(uint64(len(kvs)))
+		if err := afterPage(); err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+	}
+}
+
+// replayRound drains every source shard's log past replayed[i] into the
+// targets and returns how many records it applied. Records of one source
+// shard are applied in order; a key's records all live in one source shard
+// and go to one target, so per-key order is kept.
+func (e *engine) replayRound(ctx context.Context, replayed []uint64) (uint64, error) {
+	var n atomic.Uint64
+	nt := e.dst.Layout.NumShards
+	err := parallel(ctx, e.m.cfg.Workers, e.sources(), func(ctx context.Context, i int) error {
+		for {
+			recs, more, err := e.src.ReadLog(ctx, i, replayed[i], e.m.cfg.CopyBatch)
+			if err != nil {
+				return fmt.Errorf("read log of shard %d: %w", i, err)
+			}
+			if len(recs) == 0 {
+				return nil
+			}
+			groups := map[int][]bucketindex.LogRecord{}
+			for _, r := range recs {
+				t := bucketindex.ShardOf(r.Entry.Key, nt)
+				groups[t] = append(groups[t], r.LogRecord)
+			}
+			for t, g := range groups {
+				if err := e.dst.Apply(ctx, t, e.epoch, g); err != nil {
+					return fmt.Errorf("replay into shard %d: %w", t, err)
+				}
+			}
+			replayed[i] = recs[len(recs)-1].Seq
+			n.Add(uint64(len(recs)))
+			if !more {
+				return nil
+			}
+		}
+	})
+	return n.Load(), err
+}
+
+// replayStep replays the logs until what is left is small enough to
+// replay while writers wait, then records the point of no return.
+func (e *engine) replayStep(ctx context.Context) error {
+	ctx, stop := e.keepalive(ctx, true)
+	defer stop()
+	return stepErr(ctx, e.replayBody(ctx))
+}
+
+func (e *engine) replayBody(ctx context.Context) error {
+	replayed := make([]uint64, e.src.Layout.NumShards)
+	small := uint64(e.m.cfg.TailRecords)
+	for round := 0; ; round++ {
+		n, err := e.replayRound(ctx, replayed)
+		if err != nil {
+			return err
+		}
+		e.res.Replayed += n
+		e.res.ReplayRounds++
+		if round == 0 {
+			if err := e.failpoint("mid-replay"); err != nil {
+				return err
+			}
+		}
+		if n <= small || round >= e.m.cfg.MaxReplayRounds {
+			break
+		}
+	}
+	if err := e.failpoint("before-closing"); err != nil {
+		return err
+	}
+	return e.setState(ctx, StateClosing, func(r *Record) { r.Replayed, r.Closing = replayed, true })
+}
+
+// switchStep closes the sources, replays the last records and switches
+// the instance to the target layout. Writers wait (retrying on ErrStale)
+// only between the close and the switch.
+func (e *engine) switchStep(ctx context.Context) error {
+	replayed := e.rec.Replayed
+	if len(replayed) != e.src.Layout.NumShards {
+		replayed = make([]uint64, e.src.Layout.NumShards)
+	}
+	t0 := time.Now()
+	err := parallel(ctx, e.m.cfg.Workers, e.sources(), func(ctx context.Context, i int) error {
+		err := e.src.SetShardState(ctx, i, bucketindex.StateChange{
+			To: bucketindex.StateClosed, From: []string{bucketindex.StateLogging, bucketindex.StateClosed},
+			Epoch: e.epoch,
+		})
+		if errors.Is(err, objstore.ErrCanceled) || errors.Is(err, objstore.ErrNotFound) {
+			// Someone reopened the shard: its changes since were not logged.
+			return fmt.Errorf("%w: shard %d: %v", errSourceMoved, i, err)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := e.failpoint("after-close"); err != nil {
+		return err
+	}
+	n, err := e.replayRound(ctx, replayed)
+	if err != nil {
+		return err
+	}
+	e.res.Tail = n
+	if err := e.failpoint("before-switch"); err != nil {
+		return err
+	}
+	err = e.update(ctx, func(inst *driver.Instance, rec *Record) (*Record, error) {
+		if inst.Layout != e.rec.Source {
+			return nil, fmt.Errorf("reshard: instance layout %+v is not the source %+v", inst.Layout, e.rec.Source)
+		}
+		inst.Layout = rec.Target
+		rec.State = StateCleanup
+		rec.Replayed = nil
+		return rec, nil
+	})
+	if err != nil {
+		return err
+	}
+	e.res.Block = time.Since(t0)
+	return e.failpoint("after-switch")
+}
+
+// cleanupStep moves the sources' GC records to the target generation
+// (their data is still due for collection) and removes the sources.
+func (e *engine) cleanupStep(ctx context.Context) error {
+	nt := e.dst.Layout.NumShards
+	err := parallel(ctx, e.m.cfg.Workers, e.sources(), func(ctx context.Context, i int) error {
+		recs, err := e.src.GCRecords(ctx, i)
+		if errors.Is(err, objstore.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		groups := map[int][]objstore.KV{}
+		for _, kv := range recs {
+			t := bucketindex.ShardOf(kv.Key, nt)
+			groups[t] = append(groups[t], kv)
+		}
+		for t, g := range groups {
+			if err := e.dst.PutGCRecords(ctx, t, g); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := e.failpoint("mid-cleanup"); err != nil {
+		return err
+	}
+	if err := e.src.Remove(ctx); err != nil {
+		return err
+	}
+	if err := e.update(ctx, func(*driver.Instance, *Record) (*Record, error) { return nil, nil }); err != nil {
+		return err
+	}
+	if err := e.failpoint("after-cleanup"); err != nil {
+		return err
+	}
+	return e.m.dequeue(ctx, e.bucket, e.rec.Source.Gen)
+}
+
+// rollbackStep reopens the sources (dropping their logs) and removes the
+// targets. The source generation was authoritative throughout, so nothing
+// written is lost.
+func (e *engine) rollbackStep(ctx context.Context) error {
+	from := []string{bucketindex.StateLogging, bucketindex.StateOpen}
+	if e.rec.Closing {
+		from = append(from, bucketindex.StateClosed)
+	}
+	err := parallel(ctx, e.m.cfg.Workers, e.sources(), func(ctx context.Context, i int) error {
+		err := e.src.SetShardState(ctx, i, bucketindex.StateChange{
+			To: bucketindex.StateOpen, From: from, Epoch: e.epoch, ClearLog: true,
+		})
+		if errors.Is(err, objstore.ErrCanceled) || errors.Is(err, objstore.ErrNotFound) {
+			return nil // not ours to reopen (bucket deletion)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := e.failpoint("mid-rollback"); err != nil {
+		return err
+	}
+	if err := e.dst.Remove(ctx); err != nil {
+		return err
+	}
+	if err := e.update(ctx, func(*driver.Instance, *Record) (*Record, error) { return nil, nil }); err != nil {
+		return err
+	}
+	return e.m.dequeue(ctx, e.bucket, e.rec.Source.Gen)
+}
+
+func (e *engine) dropTargets(ctx context.Context) {
+	if err := e.dst.Remove(ctx); err != nil {
+		e.m.log.Warn("reshard: remove targets", "bucket", e.bucket, "err", err)
+	}
+}

@@ -1,0 +1,297 @@
+package reshard_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/reshard"
+)
+
+func fill(e *env, bucket string, n int) model {
+	md := model{}
+	for i := 0; i < n; i++ {
+		k := fmt.Sprintf("obj/%05d", i)
+		e.mustPut(bucket, k, i%7)
+		md[k] = i % 7
+	}
+	return md
+}
+
+func TestReshardGrowAndShrink(t *testing.T) {
+	e := newEnv(t)
+	e.bucket("bkt", 3)
+	md := fill(e, "bkt", 1500)
+	m := e.manager()
+	ctx := context.Background()
+	for _, n := range []int{11, 2, 1, 5} {
+		res, err := m.Reshard(ctx, "bkt", n)
+		if err != nil {
+			t.Fatalf("reshard to %d: %v", n, err)
+		}
+		if res.To.NumShards != n || res.Copied != uint64(len(md)) || res.RolledBack {
+			t.Fatalf("result %+v", res)
+		}
+		e.verify("bkt", md)
+		// The bucket stays fully usable on the new generation.
+		e.mustPut("bkt", fmt.Sprintf("after/%d", n), 3)
+		md[fmt.Sprintf("after/%d", n)] = 3
+		if err := e.d.DeleteObject(ctx, "bkt", "obj/00000"); err != nil {
+			t.Fatal(err)
+		}
+		delete(md, "obj/00000")
+		e.verify("bkt", md)
+	}
+	st, _ := e.d.BucketStats(ctx, "bkt")
+	if st.Generation != 4 || st.NumShards != 5 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestBadAdminInput(t *testing.T) {
+	e := newEnv(t)
+	e.bucket("bkt", 3)
+	fill(e, "bkt", 50)
+	ctx := context.Background()
+	m := e.manager()
+	for _, c := range []struct {
+		bucket string
+		n      int
+		want   error
+		msg    string
+	}{
+		{"nosuch", 5, driver.ErrNoSuchBucket, ""},
+		{"Bad_Name", 5, driver.ErrNoSuchBucket, ""},
+		{"bkt", 0, driver.ErrInvalidArgument, "at least 1"},
+		{"bkt", -3, driver.ErrInvalidArgument, "at least 1"},
+		{"bkt", driver.MaxShards + 1, driver.ErrInvalidArgument, "above the maximum"},
+		{"bkt", 3, driver.ErrInvalidArgument, "already has"},
+	} {
+		_, err := m.Reshard(ctx, c.bucket, c.n)
+		if !errors.Is(err, c.want) || !strings.Contains(fmt.Sprint(err), c.msg) {
+			t.Errorf("Reshard(%q, %d) = %v, want %v (%q)", c.bucket, c.n, err, c.want, c.msg)
+		}
+		if err := m.Enqueue(ctx, c.bucket, c.n); !errors.Is(err, c.want) {
+			t.Errorf("Enqueue(%q, %d) = %v, want %v", c.bucket, c.n, err, c.want)
+		}
+	}
+	if _, err := m.Status(ctx, "bkt"); !errors.Is(err, driver.ErrNoSuchReshard) {
+		t.Errorf("status without reshard: %v", err)
+	}
+	if err := m.Cancel(ctx, "bkt"); !errors.Is(err, driver.ErrNoSuchReshard) {
+		t.Errorf("cancel without reshard: %v", err)
+	}
+	if err := m.Cancel(ctx, "nosuch"); !errors.Is(err, driver.ErrNoSuchBucket) {
+		t.Errorf("cancel of unknown bucket: %v", err)
+	}
+	// A reshard in progress (its gateway died while replaying).
+	if _, err := e.manager("mid-replay").Reshard(ctx, "bkt", 7); !isCrash(err) {
+		t.Fatalf("crash: %v", err)
+	}
+	if _, err := m.Reshard(ctx, "bkt", 5); !errors.Is(err, driver.ErrReshardInProgress) {
+		t.Errorf("second reshard: %v", err)
+	}
+	if err := m.Enqueue(ctx, "bkt", 5); !errors.Is(err, driver.ErrReshardInProgress) {
+		t.Errorf("enqueue while resharding: %v", err)
+	}
+	if err := e.d.DeleteBucket(ctx, "bkt"); !errors.Is(err, driver.ErrReshardInProgress) && !errors.Is(err, driver.ErrBucketNotEmpty) {
+		t.Errorf("delete while resharding: %v", err)
+	}
+	st, err := m.Status(ctx, "bkt")
+	if err != nil || st.State != "replay" || st.SourceShards != 3 || st.TargetShards != 7 || st.Copied != 50 || st.Total != 50 {
+		t.Errorf("status %+v, %v", st, err)
+	}
+	// Its owner's lease is live: Process leaves it alone.
+	if err := m.Process(ctx); err != nil {
+		t.Errorf("process: %v", err)
+	}
+	if st2, _ := m.Status(ctx, "bkt"); st2.Owner != st.Owner {
+		t.Errorf("owner changed from %s to %s under a live lease", st.Owner, st2.Owner)
+	}
+}
+
+func TestValidateConfig(t *testing.T) {
+	_, err := reshard.New(context.Background(), reshard.Config{MaxObjsPerShard: -1, MaxDynamicShards: driver.MaxShards + 1})
+	for _, want := range []string{"Driver is required", "Store is required", "max-objs-per-shard", "max-dynamic-shards"} {
+		if !strings.Contains(fmt.Sprint(err), want) {
+			t.Errorf("Validate: %v lacks %q", err, want)
+		}
+	}
+}
+
+func TestDynamicShards(t *testing.T) {
+	for _, c := range []struct {
+		objs          uint64
+		cur, max, cap int
+		want          int
+	}{
+		{100, 11, 100000, 1999, 0},
+		{1100000, 11, 100000, 1999, 0},  // exactly at the limit
+		{1100001, 11, 100000, 1999, 23}, // just over
+		{500, 1, 100, 1999, 11},         // 2×5 = 10 → 11
+		{10_000_000_000, 11, 100000, 1999, 1999},
+		{10_000_000_000, 1999, 100000, 1999, 0}, // at the cap
+		{10_000_000_000, 11, 100000, 1000, 997}, // cap not prime
+	} {
+		if got := reshard.DynamicShards(c.objs, c.cur, c.max, c.cap); got != c.want {
+			t.Errorf("DynamicShards(%d, %d, %d, %d) = %d, want %d", c.objs, c.cur, c.max, c.cap, got, c.want)
+		}
+	}
+}
+
+func TestDynamicTrigger(t *testing.T) {
+	e := newEnv(t)
+	e.bucket("bkt", 1)
+	md := fill(e, "bkt", 450)
+	ctx := context.Background()
+	done := make(chan reshard.Result, 10)
+	m, err := reshard.New(ctx, reshard.Config{
+		Driver: e.d, Store: e.st, Enabled: true, MaxObjsPerShard: 100, Interval: 20 * time.Millisecond,
+		OnDone: func(r reshard.Result) { done <- r },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Start()
+	defer m.Close()
+	select {
+	case r := <-done:
+		if r.From.NumShards != 1 || r.To.NumShards != 11 { // 2×450/100 = 9 → 11
+			t.Fatalf("dynamic reshard %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no dynamic reshard")
+	}
+	e.verify("bkt", md)
+}
+
+func TestCancel(t *testing.T) {
+	e := newEnv(t)
+	e.bucket("bkt", 3)
+	md := fill(e, "bkt", 300)
+	ctx := context.Background()
+	// Queued only: cancel drops the entry.
+	m := e.manager()
+	if err := m.Enqueue(ctx, "bkt", 7); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := m.Status(ctx, "bkt"); err != nil || st.State != "queued" || st.TargetShards != 7 {
+		t.Fatalf("status %+v %v", st, err)
+	}
+	if l, _ := m.List(ctx); len(l) != 1 || l[0].Bucket != "bkt" {
+		t.Fatalf("list %+v", l)
+	}
+	if err := m.Cancel(ctx, "bkt"); err != nil {
+		t.Fatal(err)
+	}
+	e.verify("bkt", md)
+	// Running (here: its gateway died mid-copy): cancel rolls it back.
+	if _, err := e.manager("mid-copy").Reshard(ctx, "bkt", 7); !isCrash(err) {
+		t.Fatalf("crash: %v", err)
+	}
+	e.mustPut("bkt", "during", 9) // logged in a source shard, kept by the rollback
+	md["during"] = 9
+	e.expireLeases()
+	if err := e.manager().Cancel(ctx, "bkt"); err != nil {
+		t.Fatal(err)
+	}
+	e.verify("bkt", md)
+	// Live owner: it notices the cancel and rolls back itself.
+	slow := make(chan struct{})
+	m2, _ := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 1, Workers: 1, LeaseDuration: time.Second,
+		Failpoints: &reshard.Failpoints{Hit: func(_, p string) bool {
+			switch p {
+			case "after-logging":
+				close(slow)
+			case "mid-copy":
+				time.Sleep(600 * time.Millisecond) // a long copy: the owner sees the cancel
+			}
+			return false
+		}}})
+	errc := make(chan error, 1)
+	go func() { _, err := m2.Reshard(ctx, "bkt", 13); errc <- err }()
+	<-slow
+	if err := m.Cancel(ctx, "bkt"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; !errors.Is(err, reshard.ErrCanceled) {
+		t.Fatalf("canceled reshard returned %v", err)
+	}
+	e.verify("bkt", md)
+}
+
+// TestCrashAtEachFailpoint stops a reshard at every named step, as a killed
+// gateway would, changes the bucket meanwhile, and has a new gateway resume
+// or roll back: nothing lost, duplicated or stale, no orphaned objects.
+func TestCrashAtEachFailpoint(t *testing.T) {
+	ctx := context.Background()
+	for _, point := range reshard.Points {
+		t.Run(point, func(t *testing.T) {
+			e := newEnv(t)
+			e.bucket("bkt", 3)
+			md := fill(e, "bkt", 400)
+			var err error
+			if point == "mid-rollback" {
+				// Reach a rollback: crash mid-copy, then cancel from a
+				// gateway that itself dies mid-rollback.
+				_, err = e.manager("mid-copy").Reshard(ctx, "bkt", 7)
+				e.expireLeases()
+				err = e.manager(point).Cancel(ctx, "bkt")
+			} else {
+				_, err = e.manager(point).Reshard(ctx, "bkt", 7)
+			}
+			if !isCrash(err) {
+				t.Fatalf("want a crash at %s, got %v", point, err)
+			}
+			// Writers keep going against whatever state was left (they
+			// wait out a closed index until the resume switches it).
+			rng := rand.New(rand.NewSource(1))
+			ops := func(n int) {
+				for i := 0; i < n; i++ {
+					k := fmt.Sprintf("obj/%05d", rng.Intn(600))
+					if rng.Intn(3) == 0 {
+						if err := e.d.DeleteObject(ctx, "bkt", k); err != nil {
+							t.Errorf("delete %s: %v", k, err)
+						}
+						delete(md, k)
+						continue
+					}
+					if err := e.put("bkt", k, 11); err != nil {
+						t.Errorf("put %s: %v", k, err)
+					}
+					md[k] = 11
+				}
+			}
+			if point != "after-close" && point != "before-switch" {
+				ops(60) // the index is writable: change it before the resume
+			}
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { defer wg.Done(); ops(150) }()
+			e.expireLeases()
+			if err := e.manager().Process(ctx); err != nil {
+				t.Fatalf("resume: %v", err)
+			}
+			wg.Wait()
+			e.verify("bkt", md)
+			st, _ := e.d.BucketStats(ctx, "bkt")
+			wantShards := 7
+			if point == "mid-rollback" || point == "after-init-target" || point == "after-logging" || point == "mid-copy" {
+				// Copy-step crashes resume by redoing the copy; only the
+				// canceled one rolls back.
+				if point == "mid-rollback" {
+					wantShards = 3
+				}
+			}
+			if st.NumShards != wantShards {
+				t.Fatalf("after resume: %d shards, want %d", st.NumShards, wantShards)
+			}
+		})
+	}
+}
