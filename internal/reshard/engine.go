@@ -28,6 +28,8 @@ type Result struct {
 	// Block is how long index writes were refused: from closing the
 	// source shards to the instance write that switched the layout.
 	Block time.Duration
+	// Start is when this run of the engine began; Total its duration.
+	Start time.Time
 	Total time.Duration
 	// RolledBack is set when the reshard was undone (cancel or failure).
 	RolledBack bool
@@ -195,6 +197,7 @@ func stepErr(ctx context.Context, err error) error {
 // run drives the reshard from its recorded state to the end.
 func (e *engine) run(ctx context.Context) (Result, error) {
 	start := e.m.now()
+	e.res.Start = time.Now()
 	retries := 0
 	for {
 		var err error
