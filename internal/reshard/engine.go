@@ -373,8 +373,29 @@ func (e *engine) copyBody(ctx context.Context) error {
 func (e *engine) copyAll(ctx context.Context, total uint64) error {
 	var mid sync.Once
 	var midErr atomic.Pointer[error]
-	return parallel(ctx, e.m.cfg.Workers, e.sources(), func(ctx context.Context, i int) error {
-		return e.copyShard(ctx, i, func() error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	tb := newTargetBuffers(e)
+	// Writers: many copy ops in flight, so the backend shares their syncs.
+	var wg sync.WaitGroup
+	var werr atomic.Pointer[error]
+	for w := 0; w < e.m.cfg.CopyWriters; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range tb.out {
+				if werr.Load() != nil {
+					continue // drain
+				}
+				if err := tb.write(ctx, b.t, b.kvs); err != nil {
+					werr.Store(&err)
+					cancel(err)
+				}
+			}
+		}()
+	}
+	err := parallel(ctx, e.m.cfg.Workers, e.sources(), func(ctx context.Context, i int) error {
+		return e.copyShard(ctx, i, tb, func() error {
 			if e.copied.Load()*2 >= total {
 				mid.Do(func() {
 					if err := e.failpoint("mid-copy"); err != nil {
@@ -388,48 +409,112 @@ func (e *engine) copyAll(ctx context.Context, total uint64) error {
 			return nil
 		})
 	})
+	if err == nil {
+		tb.flushRest(ctx)
+	}
+	close(tb.out)
+	wg.Wait()
+	if p := werr.Load(); p != nil && (err == nil || errors.Is(err, context.Canceled)) {
+		return *p
+	}
+	return err
 }
 
-// copyShard pages through source shard i and writes its entries to the
-// target shards in batches.
-func (e *engine) copyShard(ctx context.Context, i int, afterPage func() error) error {
+// targetBuffers gather copied entries per target shard across all source
+// workers, so each copy op carries a full batch however many targets
+// there are: the number of (synced) ops, not the entries, bounds the copy.
+type targetBuffers struct {
+	e     *engine
+	limit int // entries per target before a flush
+	mu    []sync.Mutex
+	bufs  [][]objstore.KV
+	out   chan copyBatch
+}
+
+type copyBatch struct {
+	t   int
+	kvs []objstore.KV
+}
+
+// maxBuffered bounds entries held in memory across all targets.
+const maxBuffered = 1 << 18
+
+func newTargetBuffers(e *engine) *targetBuffers {
 	nt := e.dst.Layout.NumShards
-	bufs := make([][]objstore.KV, nt)
-	buffered := 0
-	batch := e.m.cfg.CopyBatch
-	flushAt := min(max(batch, 16*nt), 16*batch)
-	flush := func() error {
-		for t, b := range bufs {
-			for len(b) > 0 {
-				n := min(len(b), batch)
-				if err := e.dst.CopyIn(ctx, t, e.epoch, b[:n]); err != nil {
-					return fmt.Errorf("copy into shard %d: %w", t, err)
-				}
-				b = b[n:]
-			}
-			bufs[t] = bufs[t][:0]
-		}
-		buffered = 0
+	limit := min(e.m.cfg.CopyBatch, max(64, maxBuffered/nt))
+	return &targetBuffers{e: e, limit: limit, mu: make([]sync.Mutex, nt), bufs: make([][]objstore.KV, nt),
+		out: make(chan copyBatch, e.m.cfg.CopyWriters)}
+}
+
+// add appends kvs (all for target t) and hands a full buffer to the
+// writers (waiting when they are all busy: that bounds memory).
+func (tb *targetBuffers) add(ctx context.Context, t int, kvs []objstore.KV) error {
+	tb.mu[t].Lock()
+	tb.bufs[t] = append(tb.bufs[t], kvs...)
+	var full []objstore.KV
+	if len(tb.bufs[t]) >= tb.limit {
+		full, tb.bufs[t] = tb.bufs[t], make([]objstore.KV, 0, tb.limit)
+	}
+	tb.mu[t].Unlock()
+	if full == nil {
 		return nil
 	}
+	select {
+	case tb.out <- copyBatch{t, full}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (tb *targetBuffers) write(ctx context.Context, t int, kvs []objstore.KV) error {
+	for len(kvs) > 0 {
+		n := min(len(kvs), tb.e.m.cfg.CopyBatch)
+		if err := tb.e.dst.CopyIn(ctx, t, tb.e.epoch, kvs[:n]); err != nil {
+			return fmt.Errorf("copy into shard %d: %w", t, err)
+		}
+		kvs = kvs[n:]
+	}
+	return nil
+}
+
+func (tb *targetBuffers) flushRest(ctx context.Context) {
+	for t := range tb.bufs {
+		if len(tb.bufs[t]) > 0 {
+			select {
+			case tb.out <- copyBatch{t, tb.bufs[t]}:
+			case <-ctx.Done():
+				return
+			}
+			tb.bufs[t] = nil
+		}
+	}
+}
+
+// copyShard pages through source shard i into the target buffers.
+func (e *engine) copyShard(ctx context.Context, i int, tb *targetBuffers, afterPage func() error) error {
+	nt := e.dst.Layout.NumShards
+	split := make([][]objstore.KV, nt)
 	after := ""
 	for {
-		kvs, more, err := e.src.RawEntries(ctx, i, after, batch)
+		kvs, more, err := e.src.RawEntries(ctx, i, after, e.m.cfg.CopyBatch)
 		if err != nil {
 			return fmt.Errorf("read source shard %d: %w", i, err)
 		}
 		for _, kv := range kvs {
 			t := bucketindex.ShardOf(kv.Key, nt)
-			bufs[t] = append(bufs[t], kv)
+			split[t] = append(split[t], kv)
 		}
-		buffered += len(kvs)
+		for t, part := range split {
+			if len(part) > 0 {
+				if err := tb.add(ctx, t, part); err != nil {
+					return err
+				}
+				split[t] = part[:0]
+			}
+		}
 		if len(kvs) > 0 {
 			after = kvs[len(kvs)-1].Key
-		}
-		if buffered >= flushAt || !more {
-			if err := flush(); err != nil {
-				return err
-			}
 		}
 		e.copied.Add(uint64(len(kvs)))
 		if err := afterPage(); err != nil {
@@ -441,40 +526,71 @@ func (e *engine) copyShard(ctx context.Context, i int, afterPage func() error) e
 	}
 }
 
-// replayRound drains every source shard's log past replayed[i] into the
-// targets and returns how many records it applied. Records of one source
-// shard are applied in order; a key's records all live in one source shard
-// and go to one target, so per-key order is kept.
-func (e *engine) replayRound(ctx context.Context, replayed []uint64) (uint64, error) {
-	var n atomic.Uint64
-	nt := e.dst.Layout.NumShards
-	err := parallel(ctx, e.m.cfg.Workers, e.sources(), func(ctx context.Context, i int) error {
-		for {
-			recs, more, err := e.src.ReadLog(ctx, i, replayed[i], e.m.cfg.CopyBatch)
+// replayRound reads every source shard's log past replayed[i] (all
+// shards concurrently, at most maxRoundPages pages each), then applies the
+// records grouped by target shard, all targets concurrently, and returns
+// how many it applied. Two waves of parallel operations, whatever the shard
+// counts: this keeps the tail replay, which writers wait for, short. A key's
+// records all come from one source shard, in log order, and go to one
+// target, so per-key order is kept.
+func (e *engine) replayRound(ctx context.Context, replayed []uint64, fanout int) (uint64, error) {
+	const maxRoundPages = 16
+	ns, nt := e.src.Layout.NumShards, e.dst.Layout.NumShards
+	logs := make([][]bucketindex.SeqRecord, ns)
+	err := parallel(ctx, fanout, e.sources(), func(ctx context.Context, i int) error {
+		after := replayed[i]
+		for p := 0; p < maxRoundPages; p++ {
+			recs, more, err := e.src.ReadLog(ctx, i, after, e.m.cfg.CopyBatch)
 			if err != nil {
 				return fmt.Errorf("read log of shard %d: %w", i, err)
 			}
-			if len(recs) == 0 {
-				return nil
+			logs[i] = append(logs[i], recs...)
+			if len(recs) > 0 {
+				after = recs[len(recs)-1].Seq
 			}
-			groups := map[int][]bucketindex.LogRecord{}
-			for _, r := range recs {
-				t := bucketindex.ShardOf(r.Entry.Key, nt)
-				groups[t] = append(groups[t], r.LogRecord)
-			}
-			for t, g := range groups {
-				if err := e.dst.Apply(ctx, t, e.epoch, g); err != nil {
-					return fmt.Errorf("replay into shard %d: %w", t, err)
-				}
-			}
-			replayed[i] = recs[len(recs)-1].Seq
-			n.Add(uint64(len(recs)))
 			if !more {
 				return nil
 			}
 		}
+		return nil
 	})
-	return n.Load(), err
+	if err != nil {
+		return 0, err
+	}
+	groups := make([][]bucketindex.LogRecord, nt)
+	var n uint64
+	for _, recs := range logs {
+		for _, r := range recs {
+			t := bucketindex.ShardOf(r.Entry.Key, nt)
+			groups[t] = append(groups[t], r.LogRecord)
+		}
+		n += uint64(len(recs))
+	}
+	var targets []int
+	for t, g := range groups {
+		if len(g) > 0 {
+			targets = append(targets, t)
+		}
+	}
+	err = parallel(ctx, fanout, targets, func(ctx context.Context, t int) error {
+		for g := groups[t]; len(g) > 0; {
+			k := min(len(g), e.m.cfg.CopyBatch)
+			if err := e.dst.Apply(ctx, t, e.epoch, g[:k]); err != nil {
+				return fmt.Errorf("replay into shard %d: %w", t, err)
+			}
+			g = g[k:]
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for i, recs := range logs {
+		if len(recs) > 0 {
+			replayed[i] = recs[len(recs)-1].Seq
+		}
+	}
+	return n, nil
 }
 
 // replayStep replays the logs until what is left is small enough to
@@ -489,7 +605,7 @@ func (e *engine) replayBody(ctx context.Context) error {
 	replayed := make([]uint64, e.src.Layout.NumShards)
 	small := uint64(e.m.cfg.TailRecords)
 	for round := 0; ; round++ {
-		n, err := e.replayRound(ctx, replayed)
+		n, err := e.replayRound(ctx, replayed, e.m.cfg.Workers)
 		if err != nil {
 			return err
 		}
@@ -519,7 +635,7 @@ func (e *engine) switchStep(ctx context.Context) error {
 		replayed = make([]uint64, e.src.Layout.NumShards)
 	}
 	t0 := time.Now()
-	err := parallel(ctx, e.m.cfg.Workers, e.sources(), func(ctx context.Context, i int) error {
+	err := parallel(ctx, e.m.cfg.SwitchFanout, e.sources(), func(ctx context.Context, i int) error {
 		err := e.src.SetShardState(ctx, i, bucketindex.StateChange{
 			To: bucketindex.StateClosed, From: []string{bucketindex.StateLogging, bucketindex.StateClosed},
 			Epoch: e.epoch,
@@ -536,7 +652,7 @@ func (e *engine) switchStep(ctx context.Context) error {
 	if err := e.failpoint("after-close"); err != nil {
 		return err
 	}
-	n, err := e.replayRound(ctx, replayed)
+	n, err := e.replayRound(ctx, replayed, e.m.cfg.SwitchFanout)
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,13 @@ type Config struct {
 	// Workers bounds concurrent shard operations. Default 2 × GOMAXPROCS,
 	// at least 4.
 	Workers int
+	// CopyWriters is how many copy ops may be in flight. Default 32.
+	CopyWriters int
+	// SwitchFanout bounds concurrent shard operations while writers wait
+	// (closing sources, replaying the tail): high, so that the backend
+	// batches their syncs and the block stays short with many shards.
+	// Default 256.
+	SwitchFanout int
 	// TailRecords: replay rounds continue until one replays at most this
 	// many records; then sources close. Default 2000.
 	TailRecords int
@@ -91,6 +98,12 @@ func (c *Config) EnsureDefaults() *Config {
 	if c.Workers == 0 {
 		c.Workers = max(4, 2*runtime.GOMAXPROCS(0))
 	}
+	if c.CopyWriters == 0 {
+		c.CopyWriters = 32
+	}
+	if c.SwitchFanout == 0 {
+		c.SwitchFanout = 256
+	}
 	if c.TailRecords == 0 {
 		c.TailRecords = DefaultTailRecords
 	}
@@ -127,7 +140,7 @@ func (c *Config) Validate() error {
 	if c.CopyBatch < 1 || c.CopyBatch > 10000 {
 		errs = append(errs, fmt.Errorf("reshard: copy batch %d outside 1..10000", c.CopyBatch))
 	}
-	if c.Workers < 1 || c.TailRecords < 0 || c.MaxReplayRounds < 1 {
+	if c.Workers < 1 || c.CopyWriters < 1 || c.SwitchFanout < 1 || c.TailRecords < 0 || c.MaxReplayRounds < 1 {
 		errs = append(errs, fmt.Errorf("reshard: workers %d, tail %d, rounds %d", c.Workers, c.TailRecords, c.MaxReplayRounds))
 	}
 	return errors.Join(errs...)
