@@ -1,0 +1,91 @@
+//go:build rados
+
+package radosstore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cairn-s3/cairn/internal/cls/clstest"
+	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cairn-s3/cairn/internal/objstore/objstoretest"
+	"github.com/cairn-s3/cairn/internal/objstore/radosstore"
+)
+
+// cephConf is the cluster the tests use: $CAIRN_CEPH_CONF, or a cluster
+// TestMain starts with scripts/ceph/cluster.sh (and stops afterwards).
+var cephConf string
+
+func TestMain(m *testing.M) {
+	cephConf = os.Getenv("CAIRN_CEPH_CONF")
+	stop := func() {}
+	if cephConf == "" {
+		dir, err := os.MkdirTemp("", "cairn-ceph-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		script, _ := filepath.Abs("../../../scripts/ceph/cluster.sh")
+		start := exec.Command(script, "start", dir)
+		start.Stdout, start.Stderr = os.Stderr, os.Stderr
+		if err := start.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "starting a Ceph cluster:", err)
+			os.Exit(1)
+		}
+		cephConf = filepath.Join(dir, "ceph.conf")
+		stop = func() {
+			c := exec.Command(script, "stop", dir)
+			c.Stdout, c.Stderr = os.Stderr, os.Stderr
+			_ = c.Run()
+			os.RemoveAll(dir)
+		}
+	}
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+var prefixSeq atomic.Int64
+
+func open(t testing.TB, opts radosstore.Options) *radosstore.Store {
+	t.Helper()
+	opts.ConfFile = cephConf
+	opts.CreatePools = true
+	opts.OpTimeout = 60 * time.Second
+	s, err := radosstore.OpenStore(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	reg := objstore.NewRegistry()
+	objstoretest.RegisterTestClasses(reg)
+	st := open(t, radosstore.Options{Classes: reg, PoolPrefix: fmt.Sprintf("conf%d-%d.", os.Getpid(), prefixSeq.Add(1))})
+	defer st.Close()
+	objstoretest.RunCore(t, func(t *testing.T) objstore.Store { return st })
+}
+
+func TestClasses(t *testing.T) {
+	clstest.Run(t, func(t *testing.T, reg *objstore.Registry, now func() time.Time) func() objstore.Store {
+		prefix := fmt.Sprintf("cls%d-%d.", os.Getpid(), prefixSeq.Add(1))
+		t.Cleanup(func() {
+			s := open(t, radosstore.Options{PoolPrefix: prefix})
+			defer s.Close()
+			pools, _ := s.ListPools(context.Background())
+			for _, p := range pools {
+				s.DeletePool(context.Background(), p)
+			}
+		})
+		return func() objstore.Store {
+			return open(t, radosstore.Options{Classes: reg, Now: now, PoolPrefix: prefix})
+		}
+	})
+}

@@ -1,0 +1,715 @@
+//go:build rados
+
+package radosstore
+
+/*
+#include <rados/librados.h>
+*/
+import "C"
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairn-s3/cairn/internal/objstore"
+)
+
+// model is one attempt of an optimistic transaction: the object as read at
+// baseVersion (fetched lazily, every read guarded by assert_version), with
+// the op's earlier steps applied on top, and the list of primitive write
+// steps that reproduce those changes in one rados_write_op.
+type model struct {
+	c        *ioContext
+	io       C.rados_ioctx_t
+	oid      string
+	now      time.Time
+	conflict bool // a lazy read found the object changed: retry
+
+	baseExists  bool
+	baseVersion uint64
+	baseMtime   time.Time
+
+	exists bool
+	size   int64
+	xattrs map[string][]byte
+	header []byte
+
+	dataFresh  bool            // current data = dataOps applied to nothing (base irrelevant)
+	dataOps    []objstore.Step // *Write, *WriteFull, *Truncate since the base or the fresh point
+	baseData   []byte
+	baseLoaded bool
+
+	omapCleared bool
+	overlay     map[string]ovVal
+	rmRanges    [][2]string // removed [start, end) ranges ("" end = to the end)
+	baseOmap    map[string]ovVal
+
+	emitted []objstore.Step
+	dirty   bool
+	plain   bool
+	mtime   *time.Time
+	writers map[string]bool
+	staged  map[string]any
+}
+
+type ovVal struct {
+	v   []byte
+	del bool
+}
+
+func (c *ioContext) newModel(io C.rados_ioctx_t, oid string) *model {
+	return &model{c: c, io: io, oid: oid, now: c.s.opts.Now(), xattrs: map[string][]byte{},
+		overlay: map[string]ovVal{}, baseOmap: map[string]ovVal{}}
+}
+
+// load reads stat, xattrs and the omap header in one round trip.
+func (m *model) load() error {
+	op := objstore.NewReadOp()
+	st := op.Stat()
+	xs := op.GetXattrs()
+	hd := op.GetOmapHeader()
+	err := m.c.readSteps(m.io, m.oid, 0, op.Steps)
+	if objstore.Code(err) == objstore.ErrNotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	m.baseExists, m.exists = true, true
+	m.baseVersion, m.baseMtime, m.size = st.Stat.Version, st.Stat.ModTime, st.Stat.Size
+	for _, kv := range xs.Attrs {
+		m.xattrs[kv.Key] = kv.Value
+	}
+	m.header = hd.Header
+	return nil
+}
+
+// guarded runs a follow-up read at the base version; a change since sets
+// conflict.
+func (m *model) guarded(steps ...objstore.Step) error {
+	err := m.c.readSteps(m.io, m.oid, m.baseVersion, steps)
+	if err == errRestart {
+		m.conflict = true
+	}
+	return err
+}
+
+func (m *model) needObject() error {
+	if !m.exists {
+		return objstore.Errorf(objstore.ErrNotFound, "object does not exist")
+	}
+	return nil
+}
+
+func (m *model) version() uint64 {
+	if !m.exists {
+		return 0
+	}
+	return m.baseVersion
+}
+
+func (m *model) emit(s objstore.Step, plain bool) {
+	m.emitted = append(m.emitted, s)
+	m.dirty = true
+	if plain {
+		m.plain = true
+	}
+}
+
+func (m *model) touch() {
+	if !m.exists {
+		m.exists, m.size, m.dataFresh, m.dataOps = true, 0, true, nil
+	}
+}
+
+// --- data ---
+
+func (m *model) data() ([]byte, error) {
+	if !m.exists {
+		return []byte{}, nil
+	}
+	var buf []byte
+	if !m.dataFresh && m.baseExists {
+		if !m.baseLoaded {
+			rd := &objstore.ReadStep{}
+			if err := m.guarded(rd); err != nil {
+				return nil, err
+			}
+			m.baseData, m.baseLoaded = rd.Data, true
+		}
+		buf = append(buf, m.baseData...)
+	}
+	for _, s := range m.dataOps {
+		switch s := s.(type) {
+		case *objstore.WriteFull:
+			buf = append(buf[:0], s.Data...)
+		case *objstore.Write:
+			if end := int(s.Offset) + len(s.Data); end > len(buf) {
+				buf = append(buf, make([]byte, end-len(buf))...)
+			}
+			copy(buf[s.Offset:], s.Data)
+		case *objstore.Truncate:
+			if int(s.Size) <= len(buf) {
+				buf = buf[:s.Size]
+			} else {
+				buf = append(buf, make([]byte, int(s.Size)-len(buf))...)
+			}
+		}
+	}
+	return buf, nil
+}
+
+func (m *model) readData(off, n int64) ([]byte, error) {
+	if !m.exists || off >= m.size {
+		return []byte{}, nil
+	}
+	d, err := m.data()
+	if err != nil {
+		return nil, err
+	}
+	end := int64(len(d))
+	if n > 0 && off+n < end {
+		end = off + n
+	}
+	return append([]byte{}, d[off:end]...), nil
+}
+
+func tooBig(end int64) error {
+	if end > objstore.MaxObjectSize {
+		return objstore.Errorf(objstore.ErrTooBig, "object would be %d bytes, limit %d", end, objstore.MaxObjectSize)
+	}
+	return nil
+}
+
+func (m *model) writeAt(off int64, data []byte, plain bool) error {
+	if off < 0 {
+		return objstore.Errorf(objstore.ErrInvalid, "negative offset")
+	}
+	if err := tooBig(off + int64(len(data))); err != nil {
+		return err
+	}
+	m.touch()
+	w := &objstore.Write{Offset: off, Data: data}
+	m.dataOps = append(m.dataOps, w)
+	m.size = max(m.size, off+int64(len(data)))
+	m.emit(w, plain)
+	return nil
+}
+
+func (m *model) writeFull(data []byte, plain bool) error {
+	if err := tooBig(int64(len(data))); err != nil {
+		return err
+	}
+	m.touch()
+	w := &objstore.WriteFull{Data: data}
+	m.dataFresh, m.dataOps = true, []objstore.Step{w}
+	m.size = int64(len(data))
+	m.emit(w, plain)
+	return nil
+}
+
+func (m *model) truncate(size int64, plain bool) error {
+	if size < 0 {
+		return objstore.Errorf(objstore.ErrInvalid, "negative size")
+	}
+	if err := tooBig(size); err != nil {
+		return err
+	}
+	m.touch()
+	t := &objstore.Truncate{Size: size}
+	m.dataOps = append(m.dataOps, t)
+	m.size = size
+	m.emit(t, plain)
+	return nil
+}
+
+func (m *model) create(exclusive, plain bool) error {
+	if m.exists && exclusive {
+		return objstore.Errorf(objstore.ErrExists, "object exists")
+	}
+	m.touch()
+	m.emit(&objstore.Create{Exclusive: exclusive}, plain)
+	return nil
+}
+
+func (m *model) remove(plain bool) error {
+	if err := m.needObject(); err != nil {
+		return err
+	}
+	m.exists, m.size, m.xattrs, m.header = false, 0, map[string][]byte{}, nil
+	m.dataFresh, m.dataOps = true, nil
+	m.omapCleared, m.overlay, m.rmRanges = true, map[string]ovVal{}, nil
+	m.emit(&objstore.Remove{}, plain)
+	return nil
+}
+
+// --- xattrs and header ---
+
+func (m *model) getXattr(name string) ([]byte, bool) {
+	if !m.exists {
+		return nil, false
+	}
+	v, ok := m.xattrs[name]
+	return v, ok
+}
+
+func (m *model) getXattrs() []objstore.KV {
+	if !m.exists {
+		return nil
+	}
+	var out []objstore.KV
+	for k, v := range m.xattrs {
+		out = append(out, objstore.KV{Key: k, Value: v})
+	}
+	sortKVs(out)
+	return out
+}
+
+func (m *model) setXattr(name string, v []byte, plain bool) error {
+	if err := checkUserXattr(name); err != nil {
+		return err
+	}
+	m.touch()
+	m.xattrs[name] = v
+	m.emit(&objstore.SetXattr{Name: name, Value: v}, plain)
+	return nil
+}
+
+func (m *model) rmXattr(name string, plain bool) error {
+	if err := checkUserXattr(name); err != nil {
+		return err
+	}
+	if err := m.needObject(); err != nil {
+		return err
+	}
+	delete(m.xattrs, name)
+	m.emit(&objstore.RmXattr{Name: name}, plain)
+	return nil
+}
+
+func (m *model) setHeader(h []byte, plain bool) error {
+	m.touch()
+	m.header = h
+	m.emit(&objstore.SetOmapHeader{Header: h}, plain)
+	return nil
+}
+
+func (m *model) getHeader() []byte {
+	if !m.exists {
+		return nil
+	}
+	return m.header
+}
+
+// --- omap ---
+
+func (m *model) inRemoved(k string) bool {
+	for _, r := range m.rmRanges {
+		if k >= r[0] && (r[1] == "" || k < r[1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// baseHidden: the base value of k is not visible (overridden or removed).
+func (m *model) baseHidden(k string) bool {
+	if _, ok := m.overlay[k]; ok {
+		return true
+	}
+	return m.omapCleared || !m.baseExists || m.inRemoved(k)
+}
+
+func (m *model) omapGet(k string) ([]byte, bool, error) {
+	if !m.exists {
+		return nil, false, nil
+	}
+	if o, ok := m.overlay[k]; ok {
+		return o.v, !o.del, nil
+	}
+	if m.baseHidden(k) {
+		return nil, false, nil
+	}
+	if o, ok := m.baseOmap[k]; ok {
+		return o.v, !o.del, nil
+	}
+	st := &objstore.OmapValsByKeysStep{Keys: []string{k}}
+	if err := m.guarded(st); err != nil {
+		return nil, false, err
+	}
+	if len(st.Pairs) == 1 {
+		m.baseOmap[k] = ovVal{v: st.Pairs[0].Value}
+		return st.Pairs[0].Value, true, nil
+	}
+	m.baseOmap[k] = ovVal{del: true}
+	return nil, false, nil
+}
+
+// omapVals merges the base (paged, guarded) with the overlay.
+func (m *model) omapVals(startAfter, prefix string, maxN int) ([]objstore.KV, bool, error) {
+	if !m.exists {
+		return nil, false, nil
+	}
+	var ov []objstore.KV
+	for k, o := range m.overlay {
+		if !o.del && k > startAfter && strings.HasPrefix(k, prefix) {
+			ov = append(ov, objstore.KV{Key: k, Value: o.v})
+		}
+	}
+	sortKVs(ov)
+	limit := 0
+	page := 1 << 20
+	if maxN > 0 {
+		limit = maxN + 1
+		page = min(1024, max(64, limit))
+	}
+	var base []objstore.KV
+	baseMore := !m.omapCleared && m.baseExists
+	cursor := startAfter
+	fetch := func() error {
+		st := &objstore.OmapValsStep{StartAfter: cursor, Prefix: prefix, Max: page}
+		if err := m.guarded(st); err != nil {
+			return err
+		}
+		baseMore = st.More && len(st.Pairs) > 0
+		for _, kv := range st.Pairs {
+			cursor = kv.Key
+			if _, over := m.overlay[kv.Key]; over || m.inRemoved(kv.Key) {
+				continue
+			}
+			base = append(base, kv)
+		}
+		return nil
+	}
+	var out []objstore.KV
+	bi, oi := 0, 0
+	for limit == 0 || len(out) < limit {
+		for bi == len(base) && baseMore {
+			base, bi = base[:0], 0
+			if err := fetch(); err != nil {
+				return nil, false, err
+			}
+		}
+		switch {
+		case bi < len(base) && (oi == len(ov) || base[bi].Key < ov[oi].Key):
+			out = append(out, base[bi])
+			bi++
+		case oi < len(ov):
+			out = append(out, ov[oi])
+			oi++
+		default:
+			return out, false, nil
+		}
+	}
+	return out[:maxN], true, nil
+}
+
+func (m *model) setOmap(pairs []objstore.KV, plain bool) error {
+	m.touch()
+	for _, kv := range pairs {
+		m.overlay[kv.Key] = ovVal{v: kv.Value}
+	}
+	m.emit(&objstore.SetOmap{Pairs: pairs}, plain)
+	return nil
+}
+
+func (m *model) rmOmapKeys(keys []string, plain bool) error {
+	if err := m.needObject(); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		m.overlay[k] = ovVal{del: true}
+	}
+	m.emit(&objstore.RmOmapKeys{Keys: keys}, plain)
+	return nil
+}
+
+func (m *model) omapRmRange(start, end string, plain bool) error {
+	if err := m.needObject(); err != nil {
+		return err
+	}
+	for k := range m.overlay {
+		if k >= start && (end == "" || k < end) {
+			delete(m.overlay, k)
+		}
+	}
+	m.rmRanges = append(m.rmRanges, [2]string{start, end})
+	m.emit(&objstore.OmapRmRange{Start: start, End: end}, plain)
+	return nil
+}
+
+func (m *model) omapClear(plain bool) error {
+	if err := m.needObject(); err != nil {
+		return err
+	}
+	m.omapCleared, m.overlay, m.rmRanges = true, map[string]ovVal{}, nil
+	m.emit(&objstore.OmapClear{}, plain)
+	return nil
+}
+
+// --- guards and steps ---
+
+func cmpU64(stored []byte, op objstore.CmpOp, v uint64) (bool, error) {
+	var have uint64
+	if len(stored) > 0 {
+		var err error
+		if have, err = strconv.ParseUint(string(stored), 10, 64); err != nil {
+			return false, objstore.Errorf(objstore.ErrInvalid, "cmpxattr u64: stored value %q is not a decimal integer", stored)
+		}
+	}
+	c := 0
+	if have < v {
+		c = -1
+	} else if have > v {
+		c = 1
+	}
+	return op.Holds(c), nil
+}
+
+func (m *model) guard(s objstore.Step) (bool, error) {
+	switch s := s.(type) {
+	case *objstore.AssertExists:
+		return true, m.needObject()
+	case *objstore.AssertVersion:
+		if v := m.version(); v != s.Version {
+			return true, objstore.Errorf(objstore.ErrCanceled, "assert_version: object at %d, want %d", v, s.Version)
+		}
+		return true, nil
+	case *objstore.CmpXattr:
+		v, _ := m.getXattr(s.Name)
+		ok := false
+		if s.Mode == objstore.CmpU64 {
+			var err error
+			if ok, err = cmpU64(v, s.Op, s.U64); err != nil {
+				return true, err
+			}
+		} else {
+			ok = s.Op.Holds(bytes.Compare(v, s.Value))
+		}
+		if !ok {
+			return true, objstore.Errorf(objstore.ErrCanceled, "cmpxattr %q failed", s.Name)
+		}
+		return true, nil
+	case *objstore.OmapCmp:
+		v, _, err := m.omapGet(s.Key)
+		if err != nil {
+			return true, err
+		}
+		if !s.Op.Holds(bytes.Compare(v, s.Value)) {
+			return true, objstore.Errorf(objstore.ErrCanceled, "omap_cmp %q failed", s.Key)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+func (m *model) runWrite(steps []objstore.Step) error {
+	for _, st := range steps {
+		if handled, err := m.guard(st); handled {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		var err error
+		switch s := st.(type) {
+		case *objstore.Create:
+			err = m.create(s.Exclusive, true)
+		case *objstore.WriteFull:
+			err = m.writeFull(s.Data, true)
+		case *objstore.Write:
+			err = m.writeAt(s.Offset, s.Data, true)
+		case *objstore.Append:
+			err = m.writeAt(m.size, s.Data, true)
+		case *objstore.Truncate:
+			err = m.truncate(s.Size, true)
+		case *objstore.Remove:
+			err = m.remove(true)
+		case *objstore.SetXattr:
+			err = m.setXattr(s.Name, s.Value, true)
+		case *objstore.RmXattr:
+			err = m.rmXattr(s.Name, true)
+		case *objstore.SetOmap:
+			err = m.setOmap(s.Pairs, true)
+		case *objstore.RmOmapKeys:
+			err = m.rmOmapKeys(s.Keys, true)
+		case *objstore.OmapRmRange:
+			err = m.omapRmRange(s.Start, s.End, true)
+		case *objstore.OmapClear:
+			err = m.omapClear(true)
+		case *objstore.SetOmapHeader:
+			err = m.setHeader(s.Header, true)
+		case *objstore.SetMtime:
+			t := s.Time
+			m.mtime = &t
+		case *objstore.ExecStep:
+			err = m.exec(s, false)
+		default:
+			err = objstore.Errorf(objstore.ErrInvalid, "step %T not allowed in a write op", st)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *model) runRead(steps []objstore.Step) error {
+	for _, st := range steps {
+		if handled, err := m.guard(st); handled {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		var err error
+		switch s := st.(type) {
+		case *objstore.StatStep:
+			s.Exists, s.Stat = m.exists, objstore.Stat{}
+			if m.exists {
+				s.Stat = objstore.Stat{Size: m.size, ModTime: m.baseMtime, Version: m.baseVersion}
+			}
+		case *objstore.ReadStep:
+			s.Data, err = m.readData(s.Offset, s.Length)
+		case *objstore.GetXattrStep:
+			s.Value, s.Found = m.getXattr(s.Name)
+			if !s.Found && !s.Optional {
+				err = objstore.Errorf(objstore.ErrNotFound, "xattr %q", s.Name)
+			}
+		case *objstore.GetXattrsStep:
+			s.Attrs = m.getXattrs()
+		case *objstore.OmapValsStep:
+			s.Pairs, s.More, err = m.omapVals(s.StartAfter, s.Prefix, s.Max)
+		case *objstore.OmapKeysStep:
+			var kvs []objstore.KV
+			kvs, s.More, err = m.omapVals(s.StartAfter, "", s.Max)
+			s.Keys = make([]string, len(kvs))
+			for i, kv := range kvs {
+				s.Keys[i] = kv.Key
+			}
+		case *objstore.OmapValsByKeysStep:
+			keys := append([]string(nil), s.Keys...)
+			sort.Strings(keys)
+			s.Pairs = nil
+			for i, k := range keys {
+				if i > 0 && keys[i-1] == k {
+					continue
+				}
+				v, ok, gerr := m.omapGet(k)
+				if gerr != nil {
+					err = gerr
+					break
+				}
+				if ok {
+					s.Pairs = append(s.Pairs, objstore.KV{Key: k, Value: v})
+				}
+			}
+		case *objstore.OmapHeaderStep:
+			s.Header = m.getHeader()
+		case *objstore.ExecStep:
+			err = m.exec(s, true)
+		default:
+			err = objstore.Errorf(objstore.ErrInvalid, "step %T not allowed in a read op", st)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// --- drivers ---
+
+// operateTxn runs a write op as an optimistic transaction; see the package
+// doc. This process's transactions on one object are serialised (objLocks),
+// so conflicts come only from other clients.
+func (c *ioContext) operateTxn(ctx context.Context, io C.rados_ioctx_t, oid string, op *objstore.WriteOp) error {
+	key := c.cacheKey(oid)
+	unlock := c.s.locks.lock(key)
+	defer unlock()
+	for attempt := 1; ; attempt++ {
+		m := c.newModel(io, oid)
+		err := m.load()
+		if err == nil {
+			err = m.runWrite(op.Steps)
+		}
+		if !m.conflict && err == nil {
+			if !m.dirty {
+				op.Version = m.version()
+				if m.baseExists && len(m.staged) > 0 {
+					c.s.caches.publish(key, m.baseVersion, m.baseVersion, false, nil, m.staged)
+				}
+				return nil
+			}
+			pre := &prefix{assertVersion: m.baseVersion, createExcl: !m.baseExists}
+			steps := m.emitted
+			if m.mtime != nil {
+				steps = append(steps, &objstore.SetMtime{Time: *m.mtime})
+			}
+			v, werr := c.writeSteps(io, oid, pre, steps)
+			if werr == nil {
+				op.Version = v
+				c.s.caches.publish(key, m.baseVersion, v, m.plain, m.writers, m.staged)
+				return nil
+			}
+			if code := objstore.Code(werr); code != objstore.ErrCanceled && code != objstore.ErrExists {
+				return werr
+			}
+		} else if !m.conflict {
+			return err
+		}
+		if attempt >= c.s.opts.MaxAttempts {
+			return objstore.Errorf(objstore.ErrBusy, "operate %s: %d optimistic attempts conflicted with other writers", oid, attempt)
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+// readTxn evaluates a read op in Go over a version-guarded snapshot.
+func (c *ioContext) readTxn(ctx context.Context, io C.rados_ioctx_t, oid string, op *objstore.ReadOp) error {
+	key := c.cacheKey(oid)
+	for attempt := 1; ; attempt++ {
+		m := c.newModel(io, oid)
+		err := m.load()
+		if err == nil && !m.baseExists && !op.TolerantOfAbsence() {
+			return objstore.Errorf(objstore.ErrNotFound, "object %q does not exist", oid)
+		}
+		if err == nil {
+			err = m.runRead(op.Steps)
+		}
+		if !m.conflict {
+			if err == nil && len(m.staged) > 0 {
+				c.s.caches.publish(key, m.baseVersion, m.baseVersion, false, nil, m.staged)
+			}
+			return err
+		}
+		if attempt >= c.s.opts.MaxAttempts {
+			return objstore.Errorf(objstore.ErrBusy, "read %s: object kept changing (%d attempts)", oid, attempt)
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+// backoff sleeps 0.5–1× min(1 ms·2^attempt, 50 ms).
+func backoff(ctx context.Context, attempt int) error {
+	d := time.Millisecond << min(attempt, 6)
+	d = min(d, 50*time.Millisecond)
+	d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
