@@ -1,13 +1,1282 @@
 package bench
 
+// The notify workload: the cost of persistent bucket notifications on the
+// S3 write path, measured end to end the way RGW's published table was
+// (4 KiB PUT 9,044/s without notifications, 3,192/s with one queue shard,
+// 6,057/s with 11): a real gateway, a real HTTP endpoint consuming every
+// event, and the s3 workload's load generator (RunS3) as the client.
+//
+// Layout. One gateway process (`cairn serve`, or in-process with
+// InProcess for CPU profiles) on a fresh data directory. The shard count
+// of a topic is read from --notif-shards when the topic is created and
+// then fixed, so the gateway is started once with --notif-shards 1 to
+// create topic "bench1", restarted with --notif-shards 11 to create
+// "bench11", and every cell then runs on that second process. Each cell
+// has its own bucket: no configuration (mode none), or one
+// TopicConfiguration on bench1 or bench11 for the cell's event type only
+// (s3:ObjectCreated:* for PUT, s3:ObjectRemoved:* for DELETE, so a DELETE
+// cell's prefill makes no events). Cells of one (op, size) run back to
+// back in the three modes, so the ratio compares neighbours in time.
+//
+// The endpoint is an HTTP server in this process on 127.0.0.1 that
+// decodes each POSTed record, acks 200 and records, per bucket, the
+// count and the delivery lag (receive time − the record's eventTime,
+// which the gateway stamps at commit, just before the PUT's reply).
+// While a cell runs, and until its queue is drained, the topic's queue
+// depth is sampled every second through the admin API (the data of
+// `cairn admin topic stats`). After the matrix a 60 s 11-shard 4 KiB PUT
+// run shows whether delivery keeps up (queue depth bounded).
+//
+// Everything shares the machine: client, gateway and receiver.
+
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
+	"github.com/cairn-s3/cairn/internal/config"
+	"github.com/cairn-s3/cairn/internal/server"
 )
 
+// Notification modes of a cell.
+const (
+	NotifyNone     = "none"
+	NotifyShards1  = "shards=1"
+	NotifyShards11 = "shards=11"
+)
+
+// NotifyConfig configures the notify workload.
+type NotifyConfig struct {
+	// Bin is the cairn binary started as the gateway. Default the running
+	// executable.
+	Bin string
+	// InProcess runs the gateway inside this process (server.Run) instead
+	// of a child process, so CPUProfile covers gateway, client and
+	// receiver.
+	InProcess bool
+	// CPUProfile, if set, receives a CPU profile of this process over the
+	// measured phases (use with InProcess).
+	CPUProfile string
+	// MutexProfile and BlockProfile, if set, receive this process's
+	// mutex-contention and blocking profiles over the run (with
+	// InProcess: where gateway goroutines wait).
+	MutexProfile, BlockProfile string
+	// DataDir is the parent of the temporary data directory (picks the
+	// disk). Default the system temp dir.
+	DataDir string
+	// Keep keeps the data directory and gateway log.
+	Keep bool
+	// Concurrency is the client's closed-loop workers. Default 32.
+	Concurrency int
+	// Sizes, Ops and Modes select the matrix. Defaults 4 KiB and 4 MiB;
+	// put and delete; none, shards=1, shards=11.
+	Sizes []int64
+	Ops   []string
+	Modes []string
+	// Duration is the measured phase for objects up to 64 KiB, and
+	// LargeDuration for larger ones. Defaults 20 s and 8 s.
+	Duration, LargeDuration time.Duration
+	// SoakDuration is the 11-shard 4 KiB PUT run that shows delivery
+	// keeping up; 0 = default 60 s, negative = skip.
+	SoakDuration time.Duration
+	// Rounds repeats the matrix (mode order reversed every other round).
+	// Default 1.
+	Rounds int
+	// MaxPrefillBytes bounds a DELETE cell's prefill. Default 2 GiB.
+	MaxPrefillBytes int64
+	// DrainTimeout bounds the wait for a topic's queue to empty after a
+	// cell. Default 2 min.
+	DrainTimeout time.Duration
+	// ScanInterval is the gateway's --notif-scan-interval. Default 1 s.
+	ScanInterval time.Duration
+	// Command is recorded in the result.
+	Command string
+	Out     io.Writer
+}
+
+// EnsureDefaults fills in zero fields.
+func (c *NotifyConfig) EnsureDefaults() *NotifyConfig {
+	if c.Bin == "" && !c.InProcess {
+		c.Bin, _ = os.Executable()
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 32
+	}
+	if len(c.Sizes) == 0 {
+		c.Sizes = []int64{4 << 10, 4 << 20}
+	}
+	if len(c.Ops) == 0 {
+		c.Ops = []string{S3Put, S3Delete}
+	}
+	if len(c.Modes) == 0 {
+		c.Modes = []string{NotifyNone, NotifyShards1, NotifyShards11}
+	}
+	if c.Duration == 0 {
+		c.Duration = 20 * time.Second
+	}
+	if c.LargeDuration == 0 {
+		c.LargeDuration = 8 * time.Second
+	}
+	if c.SoakDuration == 0 {
+		c.SoakDuration = 60 * time.Second
+	}
+	if c.Rounds == 0 {
+		c.Rounds = 1
+	}
+	if c.MaxPrefillBytes == 0 {
+		c.MaxPrefillBytes = 2 << 30
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = 2 * time.Minute
+	}
+	if c.ScanInterval == 0 {
+		c.ScanInterval = time.Second
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+	return c
+}
+
+// Validate reports every problem at once.
+func (c *NotifyConfig) Validate() error {
+	var errs []error
+	if !c.InProcess && c.Bin == "" {
+		errs = append(errs, errors.New("no cairn binary (--cairn-bin)"))
+	}
+	for _, op := range c.Ops {
+		if op != S3Put && op != S3Delete {
+			errs = append(errs, fmt.Errorf("op %q: want put or delete", op))
+		}
+	}
+	for _, m := range c.Modes {
+		if notifyShards(m) < 0 {
+			errs = append(errs, fmt.Errorf("mode %q: want none, shards=1 or shards=11", m))
+		}
+	}
+	for _, s := range c.Sizes {
+		if s <= 0 || s > 1<<30 {
+			errs = append(errs, fmt.Errorf("size %d outside 1..1GiB", s))
+		}
+	}
+	if c.Concurrency < 1 || c.Concurrency > 4096 {
+		errs = append(errs, fmt.Errorf("concurrency %d outside 1..4096", c.Concurrency))
+	}
+	if c.Duration <= 0 || c.LargeDuration <= 0 || c.DrainTimeout <= 0 || c.ScanInterval <= 0 {
+		errs = append(errs, errors.New("durations must be positive"))
+	}
+	if c.Rounds < 1 || c.Rounds > 20 {
+		errs = append(errs, fmt.Errorf("rounds %d outside 1..20", c.Rounds))
+	}
+	return errors.Join(errs...)
+}
+
+func notifyShards(mode string) int {
+	switch mode {
+	case NotifyNone:
+		return 0
+	case NotifyShards1:
+		return 1
+	case NotifyShards11:
+		return 11
+	}
+	return -1
+}
+
+// NotifyLag is delivery lag (receive time − eventTime) in milliseconds.
+type NotifyLag struct {
+	Events int64   `json:"events"`
+	P50Ms  float64 `json:"p50_ms"`
+	P99Ms  float64 `json:"p99_ms"`
+	MaxMs  float64 `json:"max_ms"`
+}
+
+// NotifyDepth is one sample of the topic's queue (summed over shards).
+type NotifyDepth struct {
+	T            float64 `json:"t"` // seconds since the cell's load started
+	Entries      uint64  `json:"entries"`
+	Bytes        uint64  `json:"bytes"`
+	Reservations uint64  `json:"reservations"`
+	Delivered    int64   `json:"delivered"` // events received so far for the cell
+	Loading      bool    `json:"loading"`   // the client was still running
+}
+
+// NotifyCell is one measured (mode, op, size).
+type NotifyCell struct {
+	Round  int    `json:"round"`
+	Mode   string `json:"mode"`
+	Shards int    `json:"shards"`
+	Op     string `json:"op"`
+	Size   int64  `json:"size"`
+	Bucket string `json:"bucket"`
+	Topic  string `json:"topic,omitempty"`
+	Soak   bool   `json:"soak,omitempty"`
+	// S3 is the client's result (rate, latency, errors).
+	S3 *S3Result `json:"s3"`
+	// Ratio is this cell's rate over the none cell of the same round, op
+	// and size.
+	Ratio float64 `json:"ratio_to_none,omitempty"`
+	// Delivered events for the cell's bucket (after the drain), and their
+	// lag.
+	Lag NotifyLag `json:"lag"`
+	// DrainSeconds is how long after the load the topic's queue took to
+	// empty; Drained false when DrainTimeout passed first.
+	DrainSeconds float64       `json:"drain_seconds,omitempty"`
+	Drained      bool          `json:"drained,omitempty"`
+	MaxDepth     uint64        `json:"max_depth"`
+	Depth        []NotifyDepth `json:"depth,omitempty"`
+	// DepthSlope is the least-squares slope of the queue depth over the
+	// second half of the load (entries/s; ~0 when delivery keeps up).
+	DepthSlope float64 `json:"depth_slope_per_sec,omitempty"`
+	// CPU seconds over the load phase: gateway process (child mode only)
+	// and this process (client + receiver; + gateway in-process); and the
+	// gateway's CPU per acknowledged request.
+	GatewayCPU  float64 `json:"gateway_cpu_seconds,omitempty"`
+	BenchCPU    float64 `json:"bench_cpu_seconds"`
+	GatewayUsOp float64 `json:"gateway_cpu_us_per_op,omitempty"`
+	BenchUsOp   float64 `json:"bench_cpu_us_per_op,omitempty"`
+	// OtherCPU is CPU seconds the rest of the machine used during the load
+	// (all CPUs busy minus gateway and bench): other jobs sharing the
+	// machine. LoadAvg is the 1-minute load average at the end of the load.
+	OtherCPU     float64 `json:"other_cpu_seconds"`
+	LoadAvg      float64 `json:"loadavg_1m"`
+	PushesOK     float64 `json:"pushes_ok,omitempty"`     // cairn_notify_delivery_pushes_ok_total delta
+	PushesFailed float64 `json:"pushes_failed,omitempty"` // cairn_notify_delivery_pushes_failed_total delta
+}
+
+// NotifyGoal is one goal of the issue and whether the run met it.
+type NotifyGoal struct {
+	Name   string  `json:"name"`
+	Want   string  `json:"want"`
+	Got    float64 `json:"got"`
+	Met    bool    `json:"met"`
+	Detail string  `json:"detail,omitempty"`
+}
+
+// NotifyMachine records where the run happened.
+type NotifyMachine struct {
+	CPUs      int    `json:"cpus"`
+	CPUModel  string `json:"cpu_model,omitempty"`
+	Kernel    string `json:"kernel,omitempty"`
+	GoVersion string `json:"go_version"`
+	MemTotal  string `json:"mem_total,omitempty"`
+	Note      string `json:"note"`
+}
+
+// NotifyResult is the workload's outcome.
+type NotifyResult struct {
+	Command     string         `json:"command,omitempty"`
+	Started     time.Time      `json:"started"`
+	Machine     NotifyMachine  `json:"machine"`
+	Concurrency int            `json:"concurrency"`
+	InProcess   bool           `json:"in_process"`
+	Layout      string         `json:"layout"`
+	Cells       []*NotifyCell  `json:"cells"`
+	Soak        *NotifyCell    `json:"soak,omitempty"`
+	Summary     []NotifySumRow `json:"summary"`
+	Goals       []NotifyGoal   `json:"goals"`
+}
+
+// NotifySumRow is the median over rounds of one (op, size, mode).
+type NotifySumRow struct {
+	Op        string  `json:"op"`
+	Size      int64   `json:"size"`
+	Mode      string  `json:"mode"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	Ratio     float64 `json:"ratio_to_none"`
+	P50Ms     float64 `json:"p50_ms"`
+	P99Ms     float64 `json:"p99_ms"`
+	LagP50Ms  float64 `json:"lag_p50_ms"`
+	LagP99Ms  float64 `json:"lag_p99_ms"`
+	LagMaxMs  float64 `json:"lag_max_ms"`
+	MaxDepth  uint64  `json:"max_depth"`
+	Errors    int64   `json:"errors"`
+	GwUsOp    float64 `json:"gateway_cpu_us_per_op,omitempty"`
+}
+
 // NotifyMain runs the notify workload from command-line arguments (the
-// flags are parsed here so cmd/cairn only binds the name).
+// flags are parsed here so cmd/cairn only binds the name) and prints the
+// result as one JSON line last.
 func NotifyMain(ctx context.Context, args []string, out io.Writer) error {
-	return errors.New("notify: not implemented yet")
+	fs := flag.NewFlagSet("cairn bench notify", flag.ContinueOnError)
+	var cfg NotifyConfig
+	fs.StringVar(&cfg.Bin, "cairn-bin", "", "cairn binary to start as the gateway (default this executable)")
+	fs.BoolVar(&cfg.InProcess, "in-process", false, "run the gateway inside this process (for --cpuprofile)")
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of this process over the measured phases")
+	fs.StringVar(&cfg.MutexProfile, "mutexprofile", "", "write a mutex contention profile of this process")
+	fs.StringVar(&cfg.BlockProfile, "blockprofile", "", "write a blocking profile of this process")
+	fs.StringVar(&cfg.DataDir, "data-dir", "", "parent directory for the gateway's temporary data dir (picks the disk)")
+	fs.BoolVar(&cfg.Keep, "keep", false, "keep the data dir and gateway log")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 32, "closed-loop client workers")
+	sizes := fs.String("sizes", "4KiB,4MiB", "object sizes")
+	ops := fs.String("ops", "put,delete", "operations: put, delete")
+	modes := fs.String("modes", "none,shards=1,shards=11", "notification modes")
+	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "measured phase per cell for objects up to 64 KiB")
+	fs.DurationVar(&cfg.LargeDuration, "large-duration", 8*time.Second, "measured phase per cell for larger objects")
+	fs.DurationVar(&cfg.SoakDuration, "soak", 60*time.Second, "11-shard 4 KiB PUT run showing delivery keeps up (negative: skip)")
+	fs.IntVar(&cfg.Rounds, "rounds", 1, "repeat the matrix; the summary takes medians")
+	fs.DurationVar(&cfg.ScanInterval, "notif-scan-interval", time.Second, "gateway --notif-scan-interval")
+	jsonOut := fs.String("json", "", "also write the JSON result (indented) to this file")
+	mdOut := fs.String("md", "", "write the tables into this markdown file (between its notify:begin/end markers)")
+	render := fs.String("render", "", "do not run: re-render --md from this saved JSON result")
+	if _, err := parseNotifyFlags(fs, args); err != nil {
+		return err
+	}
+	if *render != "" {
+		if *mdOut == "" {
+			return errors.New("--render needs --md")
+		}
+		return renderNotify(*render, *mdOut)
+	}
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := config.ParseSize(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("--sizes: %w", err)
+		}
+		cfg.Sizes = append(cfg.Sizes, n)
+	}
+	for _, s := range strings.Split(*ops, ",") {
+		cfg.Ops = append(cfg.Ops, strings.TrimSpace(s))
+	}
+	for _, s := range strings.Split(*modes, ",") {
+		cfg.Modes = append(cfg.Modes, strings.TrimSpace(s))
+	}
+	cfg.Command = "cairn bench notify " + strings.Join(args, " ")
+	cfg.Out = out
+	res, err := RunNotify(ctx, cfg)
+	if res != nil {
+		b, merr := json.Marshal(res)
+		if merr != nil {
+			return merr
+		}
+		if *jsonOut != "" {
+			var ind bytes.Buffer
+			_ = json.Indent(&ind, b, "", " ")
+			ind.WriteByte('\n')
+			if werr := os.WriteFile(*jsonOut, ind.Bytes(), 0o644); werr != nil && err == nil {
+				err = werr
+			}
+		}
+		if *mdOut != "" {
+			if werr := writeNotifyMD(*mdOut, res); werr != nil && err == nil {
+				err = werr
+			}
+		}
+		fmt.Fprintf(out, "%s\n", b)
+	}
+	return err
+}
+
+func parseNotifyFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if len(fs.Args()) > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return nil, nil
+}
+
+// RunNotify runs the matrix and the soak run.
+func RunNotify(ctx context.Context, cfg NotifyConfig) (*NotifyResult, error) {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	out := cfg.Out
+	res := &NotifyResult{
+		Command: cfg.Command, Started: time.Now().UTC(), Machine: machineFacts(), Concurrency: cfg.Concurrency,
+		InProcess: cfg.InProcess,
+		Layout: "one gateway on a fresh data dir: started with --notif-shards 1 to create topic bench1, restarted with " +
+			"--notif-shards 11 to create bench11 (shard count is fixed per topic at creation); all cells run on the " +
+			"second process, one bucket per cell; cells of one (op, size) run back to back in each mode",
+	}
+	dir, err := os.MkdirTemp(cfg.DataDir, "cairn-bench-notify-")
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Keep {
+		fmt.Fprintf(out, "data dir (kept): %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+
+	rv, err := startReceiver()
+	if err != nil {
+		return nil, err
+	}
+	defer rv.close()
+	fmt.Fprintf(out, "receiver: %s\n", rv.url)
+
+	ak, sk := "notifybench", fmt.Sprintf("s%016x", time.Now().UnixNano())
+	gcfg := gwConfig{bin: cfg.Bin, inProcess: cfg.InProcess, dir: dir, ak: ak, sk: sk, scan: cfg.ScanInterval}
+
+	// Topic bench1 on a gateway with --notif-shards 1, then bench11.
+	topics := map[string]string{} // mode → topic name
+	needs := map[int]bool{}
+	for _, m := range cfg.Modes {
+		if n := notifyShards(m); n > 0 {
+			needs[n] = true
+		}
+	}
+	if needs[1] {
+		gw, err := startGateway(ctx, gcfg, 1, out)
+		if err != nil {
+			return nil, err
+		}
+		err = gw.createTopic(ctx, "bench1", rv.url)
+		gw.stop()
+		if err != nil {
+			return nil, err
+		}
+		topics[NotifyShards1] = "bench1"
+	}
+	gw, err := startGateway(ctx, gcfg, 11, out)
+	if err != nil {
+		return nil, err
+	}
+	defer gw.stop()
+	if needs[11] {
+		if err := gw.createTopic(ctx, "bench11", rv.url); err != nil {
+			return nil, err
+		}
+		topics[NotifyShards11] = "bench11"
+	}
+	for mode, t := range topics {
+		st, err := gw.topicStats(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		if st.Shards != notifyShards(mode) {
+			return nil, fmt.Errorf("topic %s has %d shards, want %d", t, st.Shards, notifyShards(mode))
+		}
+	}
+
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+
+	if cfg.MutexProfile != "" {
+		runtime.SetMutexProfileFraction(5)
+		defer writeProfile("mutex", cfg.MutexProfile, out)
+	}
+	if cfg.BlockProfile != "" {
+		runtime.SetBlockProfileRate(int(100 * time.Microsecond))
+		defer writeProfile("block", cfg.BlockProfile, out)
+	}
+
+	b := &notifyBench{cfg: cfg, gw: gw, rv: rv, topics: topics, ak: ak, sk: sk}
+	for round := 1; round <= cfg.Rounds; round++ {
+		for _, size := range cfg.Sizes {
+			for _, op := range cfg.Ops {
+				modes := append([]string(nil), cfg.Modes...)
+				if round%2 == 0 {
+					for i, j := 0, len(modes)-1; i < j; i, j = i+1, j-1 {
+						modes[i], modes[j] = modes[j], modes[i]
+					}
+				}
+				for _, mode := range modes {
+					c, err := b.cell(ctx, round, mode, op, size, b.duration(size), false)
+					if c != nil {
+						res.Cells = append(res.Cells, c)
+					}
+					if err != nil {
+						res.finish()
+						return res, err
+					}
+				}
+			}
+		}
+	}
+	if cfg.SoakDuration > 0 && topics[NotifyShards11] != "" {
+		c, err := b.cell(ctx, 0, NotifyShards11, S3Put, 4<<10, cfg.SoakDuration, true)
+		res.Soak = c
+		if err != nil {
+			res.finish()
+			return res, err
+		}
+	}
+	res.finish()
+	for _, r := range res.Summary {
+		fmt.Fprintf(out, "summary %-6s %-5s %-9s %8.0f ops/s  ratio %.2f  p50 %6.2f ms  p99 %7.2f ms  lag p50 %7.1f p99 %7.1f max %7.1f ms  max depth %d\n",
+			r.Op, sizeString(r.Size), r.Mode, r.OpsPerSec, r.Ratio, r.P50Ms, r.P99Ms, r.LagP50Ms, r.LagP99Ms, r.LagMaxMs, r.MaxDepth)
+	}
+	for _, g := range res.Goals {
+		fmt.Fprintf(out, "goal %s: want %s, got %.3f: met=%v %s\n", g.Name, g.Want, g.Got, g.Met, g.Detail)
+	}
+	return res, nil
+}
+
+func writeProfile(name, path string, out io.Writer) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = errors.Join(pprof.Lookup(name).WriteTo(f, 0), f.Close())
+	}
+	if err != nil {
+		fmt.Fprintf(out, "%s profile: %v\n", name, err)
+	}
+}
+
+type notifyBench struct {
+	cfg    NotifyConfig
+	gw     *notifyGateway
+	rv     *receiver
+	topics map[string]string
+	ak, sk string
+	// putRate remembers PUT rates (by round/mode/size) to size DELETE
+	// prefills.
+	putRate map[string]float64
+}
+
+func (b *notifyBench) duration(size int64) time.Duration {
+	if size > 64<<10 {
+		return b.cfg.LargeDuration
+	}
+	return b.cfg.Duration
+}
+
+func (b *notifyBench) cell(ctx context.Context, round int, mode, op string, size int64, d time.Duration, soak bool) (*NotifyCell, error) {
+	out := b.cfg.Out
+	c := &NotifyCell{Round: round, Mode: mode, Shards: notifyShards(mode), Op: op, Size: size, Topic: b.topics[mode], Soak: soak}
+	tag := fmt.Sprintf("r%d", round)
+	if soak {
+		tag = "soak"
+	}
+	c.Bucket = strings.ToLower(fmt.Sprintf("nb-%s-%s-%s-%s", tag, op, sizeString(size), strings.ReplaceAll(mode, "=", "")))
+	if err := b.gw.createBucket(ctx, c.Bucket); err != nil {
+		return nil, err
+	}
+	if c.Topic != "" {
+		ev := "s3:ObjectCreated:*"
+		if op == S3Delete {
+			ev = "s3:ObjectRemoved:*"
+		}
+		if err := b.gw.putNotification(ctx, c.Bucket, c.Topic, ev); err != nil {
+			return nil, err
+		}
+	}
+	objects := 1000
+	if op == S3Delete {
+		rate := b.putRate[fmt.Sprintf("%d/%s/%d", round, mode, size)]
+		if rate == 0 {
+			rate = 2000
+		}
+		objects = int(rate * d.Seconds() * 1.5)
+		objects = max(objects, 1000)
+		objects = min(objects, int(b.cfg.MaxPrefillBytes/size), 300000)
+		objects = max(objects, 16)
+	}
+	scfg := S3Config{
+		Endpoint: b.gw.url, AccessKey: b.ak, SecretKey: b.sk, Bucket: c.Bucket, Op: op,
+		Concurrency: b.cfg.Concurrency, Size: size, Duration: d, Objects: objects, Out: out,
+	}
+	fmt.Fprintf(out, "cell %s %s %s %s: %s, bucket %s\n", tag, op, sizeString(size), mode, d, c.Bucket)
+
+	// Sample the queue while the load runs (and during the drain).
+	var mu sync.Mutex
+	var loadStart time.Time
+	loading := true
+	sctx, stopSampling := context.WithCancel(ctx)
+	var swg sync.WaitGroup
+	sample := func() {
+		if c.Topic == "" {
+			return
+		}
+		st, err := b.gw.topicStats(sctx, c.Topic)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if loadStart.IsZero() {
+			return // prefill
+		}
+		c.Depth = append(c.Depth, NotifyDepth{
+			T: math.Round(time.Since(loadStart).Seconds()*100) / 100, Entries: st.Entries, Bytes: st.Bytes,
+			Reservations: st.Reservations, Delivered: b.rv.count(c.Bucket), Loading: loading,
+		})
+		c.MaxDepth = max(c.MaxDepth, st.Entries)
+	}
+	// The load starts after the prefill, inside RunS3, which reports the
+	// prefill's end on Out: startWriter marks the start there.
+	var cpu0g, cpu0b, cpu0m float64
+	var ok0, fail0 float64
+	markStart := func() {
+		mu.Lock()
+		loadStart = time.Now()
+		mu.Unlock()
+		cpu0g, cpu0b, cpu0m = b.gw.cpuSeconds(), selfCPUSeconds(), machineBusySeconds()
+		ok0, fail0 = b.gw.pushCounters(ctx)
+	}
+	startWatch := &startWriter{w: out, prefix: "prefill:", fn: markStart}
+	scfg.Out = startWatch
+	if op != S3Delete {
+		markStart()
+		startWatch.done = true
+	}
+	swg.Add(1)
+	go func() {
+		defer swg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-sctx.Done():
+				return
+			case <-t.C:
+				sample()
+			}
+		}
+	}()
+	r, err := RunS3(ctx, scfg)
+	loadEnd := time.Now()
+	cpu1g, cpu1b, cpu1m := b.gw.cpuSeconds(), selfCPUSeconds(), machineBusySeconds()
+	c.LoadAvg = loadAvg()
+	mu.Lock()
+	loading = false
+	mu.Unlock()
+	c.S3 = r
+	if err != nil {
+		stopSampling()
+		swg.Wait()
+		return c, fmt.Errorf("cell %s %s %s: %w", op, sizeString(size), mode, err)
+	}
+	if op == S3Put {
+		if b.putRate == nil {
+			b.putRate = map[string]float64{}
+		}
+		b.putRate[fmt.Sprintf("%d/%s/%d", round, mode, size)] = r.OpsPerSec
+	}
+	c.BenchCPU = cpu1b - cpu0b
+	c.OtherCPU = math.Round((cpu1m-cpu0m-(cpu1b-cpu0b)-(cpu1g-cpu0g))*100) / 100
+	if r.Ops > 0 {
+		c.BenchUsOp = math.Round(c.BenchCPU / float64(r.Ops) * 1e6)
+	}
+	if !b.gw.inProcess {
+		c.GatewayCPU, c.BenchCPU = cpu1g-cpu0g, cpu1b-cpu0b
+		if r.Ops > 0 {
+			c.GatewayUsOp = math.Round(c.GatewayCPU / float64(r.Ops) * 1e6)
+		}
+	}
+
+	// Drain: wait for the queue to empty (entries are removed only after
+	// the endpoint acknowledged them).
+	if c.Topic != "" {
+		deadline := time.Now().Add(b.cfg.DrainTimeout)
+		for {
+			st, err := b.gw.topicStats(ctx, c.Topic)
+			if err == nil && st.Entries == 0 {
+				c.Drained = true
+				break
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		c.DrainSeconds = math.Round(time.Since(loadEnd).Seconds()*100) / 100
+		// Let the last removals' acks land in the receiver.
+		time.Sleep(200 * time.Millisecond)
+		ok1, fail1 := b.gw.pushCounters(ctx)
+		c.PushesOK, c.PushesFailed = ok1-ok0, fail1-fail0
+	}
+	stopSampling()
+	swg.Wait()
+	c.DepthSlope = depthSlope(c.Depth)
+	c.Lag = b.rv.lag(c.Bucket)
+	if c.Topic != "" {
+		fmt.Fprintf(out, "  delivered %d events (pushes ok %.0f failed %.0f), lag p50 %.1f p99 %.1f max %.1f ms, max depth %d, slope %.1f/s, drained %v in %.1fs, CPU/op: gateway %.0f µs, client+receiver %.0f µs; other jobs %.1f CPU-s, load %.1f\n",
+			c.Lag.Events, c.PushesOK, c.PushesFailed, c.Lag.P50Ms, c.Lag.P99Ms, c.Lag.MaxMs, c.MaxDepth, c.DepthSlope, c.Drained, c.DrainSeconds, c.GatewayUsOp, c.BenchUsOp, c.OtherCPU, c.LoadAvg)
+		if !c.Drained {
+			return c, fmt.Errorf("cell %s %s %s: queue of %s not drained within %s", op, sizeString(size), mode, c.Topic, b.cfg.DrainTimeout)
+		}
+	} else {
+		fmt.Fprintf(out, "  CPU/op: gateway %.0f µs, client %.0f µs; other jobs %.1f CPU-s, load %.1f\n", c.GatewayUsOp, c.BenchUsOp, c.OtherCPU, c.LoadAvg)
+	}
+	return c, nil
+}
+
+// depthSlope fits entries over time to a line over the second half of the
+// samples taken while loading.
+func depthSlope(ds []NotifyDepth) float64 {
+	var xs, ys []float64
+	for _, d := range ds {
+		if d.Loading {
+			xs, ys = append(xs, d.T), append(ys, float64(d.Entries))
+		}
+	}
+	if len(xs) < 4 {
+		return 0
+	}
+	xs, ys = xs[len(xs)/2:], ys[len(ys)/2:]
+	var mx, my float64
+	for i := range xs {
+		mx += xs[i]
+		my += ys[i]
+	}
+	mx /= float64(len(xs))
+	my /= float64(len(ys))
+	var num, den float64
+	for i := range xs {
+		num += (xs[i] - mx) * (ys[i] - my)
+		den += (xs[i] - mx) * (xs[i] - mx)
+	}
+	if den == 0 {
+		return 0
+	}
+	return math.Round(num/den*10) / 10
+}
+
+// startWriter passes writes through and calls fn once when a line starting
+// with prefix is written (RunS3 reports the end of its prefill that way).
+type startWriter struct {
+	w      io.Writer
+	prefix string
+	fn     func()
+	done   bool
+}
+
+func (s *startWriter) Write(p []byte) (int, error) {
+	if !s.done && bytes.HasPrefix(p, []byte(s.prefix)) {
+		s.done = true
+		s.fn()
+	}
+	return s.w.Write(p)
+}
+
+func (res *NotifyResult) finish() {
+	// Ratios to the none cell of the same round, op and size.
+	none := map[string]float64{}
+	key := func(c *NotifyCell) string { return fmt.Sprintf("%d/%s/%d", c.Round, c.Op, c.Size) }
+	for _, c := range res.Cells {
+		if c.Mode == NotifyNone && c.S3 != nil {
+			none[key(c)] = c.S3.OpsPerSec
+		}
+	}
+	for _, c := range res.Cells {
+		if n := none[key(c)]; n > 0 && c.S3 != nil {
+			c.Ratio = math.Round(c.S3.OpsPerSec/n*1000) / 1000
+		}
+	}
+	type group struct{ cells []*NotifyCell }
+	groups := map[string]*group{}
+	var order []string
+	for _, c := range res.Cells {
+		if c.S3 == nil {
+			continue
+		}
+		k := fmt.Sprintf("%s|%d|%s", c.Op, c.Size, c.Mode)
+		if groups[k] == nil {
+			groups[k] = &group{}
+			order = append(order, k)
+		}
+		groups[k].cells = append(groups[k].cells, c)
+	}
+	res.Summary = nil
+	for _, k := range order {
+		cs := groups[k].cells
+		med := func(f func(*NotifyCell) float64) float64 {
+			v := make([]float64, len(cs))
+			for i, c := range cs {
+				v[i] = f(c)
+			}
+			sort.Float64s(v)
+			if len(v)%2 == 1 {
+				return v[len(v)/2]
+			}
+			return (v[len(v)/2-1] + v[len(v)/2]) / 2
+		}
+		row := NotifySumRow{Op: cs[0].Op, Size: cs[0].Size, Mode: cs[0].Mode}
+		row.OpsPerSec = math.Round(med(func(c *NotifyCell) float64 { return c.S3.OpsPerSec }))
+		row.Ratio = med(func(c *NotifyCell) float64 { return c.Ratio })
+		row.P50Ms = med(func(c *NotifyCell) float64 { return c.S3.P50Ms })
+		row.P99Ms = med(func(c *NotifyCell) float64 { return c.S3.P99Ms })
+		row.LagP50Ms = med(func(c *NotifyCell) float64 { return c.Lag.P50Ms })
+		row.LagP99Ms = med(func(c *NotifyCell) float64 { return c.Lag.P99Ms })
+		row.LagMaxMs = med(func(c *NotifyCell) float64 { return c.Lag.MaxMs })
+		row.GwUsOp = math.Round(med(func(c *NotifyCell) float64 { return c.GatewayUsOp }))
+		for _, c := range cs {
+			row.MaxDepth = max(row.MaxDepth, c.MaxDepth)
+			row.Errors += c.S3.Errors
+		}
+		res.Summary = append(res.Summary, row)
+	}
+	res.Goals = nil
+	for _, g := range []struct {
+		mode string
+		want float64
+	}{{NotifyShards11, 0.90}, {NotifyShards1, 0.75}} {
+		for _, r := range res.Summary {
+			if r.Op == S3Put && r.Size == 4<<10 && r.Mode == g.mode {
+				res.Goals = append(res.Goals, NotifyGoal{
+					Name: "4KiB PUT " + g.mode + " / none", Want: fmt.Sprintf(">= %.2f", g.want), Got: r.Ratio, Met: r.Ratio >= g.want,
+				})
+			}
+		}
+	}
+	if s := res.Soak; s != nil && s.S3 != nil {
+		// Keeps up: the queue empties within 5 s of the end of the load and
+		// its depth does not grow over the second half (slope below 1% of
+		// the PUT rate).
+		limit := 0.01 * s.S3.OpsPerSec
+		met := s.Drained && s.DrainSeconds <= 5 && s.DepthSlope <= limit
+		res.Goals = append(res.Goals, NotifyGoal{
+			Name: fmt.Sprintf("delivery keeps up (%s 4KiB PUT, %.0fs)", s.Mode, s.S3.Seconds),
+			Want: fmt.Sprintf("depth slope over the 2nd half <= %.1f entries/s (1%% of the PUT rate) and drained within 5 s", limit),
+			Got:  s.DepthSlope, Met: met,
+			Detail: fmt.Sprintf("max depth %d, drained %v in %.1fs, %d events delivered for %d acknowledged PUTs",
+				s.MaxDepth, s.Drained, s.DrainSeconds, s.Lag.Events, s.S3.Ops),
+		})
+	}
+}
+
+// receiver is the HTTP endpoint consuming the events.
+type receiver struct {
+	url string
+	srv *http.Server
+	mu  sync.Mutex
+	per map[string]*recvStats
+}
+
+type recvStats struct {
+	n    int64
+	lags []time.Duration
+}
+
+func startReceiver() (*receiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	rv := &receiver{url: "http://" + ln.Addr().String() + "/", per: map[string]*recvStats{}}
+	rv.srv = &http.Server{Handler: http.HandlerFunc(rv.serve), ReadHeaderTimeout: 30 * time.Second}
+	go func() { _ = rv.srv.Serve(ln) }()
+	return rv, nil
+}
+
+func (rv *receiver) close() { _ = rv.srv.Close() }
+
+type recvMsg struct {
+	Records []struct {
+		EventTime string `json:"eventTime"`
+		S3        struct {
+			Bucket struct {
+				Name string `json:"name"`
+			} `json:"bucket"`
+		} `json:"s3"`
+	} `json:"Records"`
+}
+
+func (rv *receiver) serve(w http.ResponseWriter, r *http.Request) {
+	var msg recvMsg
+	err := json.NewDecoder(r.Body).Decode(&msg)
+	now := time.Now()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	rv.mu.Lock()
+	for _, rec := range msg.Records {
+		st := rv.per[rec.S3.Bucket.Name]
+		if st == nil {
+			st = &recvStats{}
+			rv.per[rec.S3.Bucket.Name] = st
+		}
+		st.n++
+		if t, err := time.Parse(time.RFC3339Nano, rec.EventTime); err == nil {
+			st.lags = append(st.lags, now.Sub(t))
+		}
+	}
+	rv.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+}
+
+func (rv *receiver) count(bucket string) int64 {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	if st := rv.per[bucket]; st != nil {
+		return st.n
+	}
+	return 0
+}
+
+func (rv *receiver) lag(bucket string) NotifyLag {
+	rv.mu.Lock()
+	st := rv.per[bucket]
+	var lags []time.Duration
+	var n int64
+	if st != nil {
+		lags, n = append([]time.Duration(nil), st.lags...), st.n
+	}
+	rv.mu.Unlock()
+	l := NotifyLag{Events: n}
+	if len(lags) == 0 {
+		return l
+	}
+	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+	ms := func(d time.Duration) float64 { return math.Round(float64(d.Microseconds())/10) / 100 }
+	l.P50Ms, l.P99Ms, l.MaxMs = ms(lags[len(lags)/2]), ms(lags[int(0.99*float64(len(lags)-1))]), ms(lags[len(lags)-1])
+	return l
+}
+
+// notifyGateway is the gateway under test: a child process or in-process.
+type notifyGateway struct {
+	url       string
+	inProcess bool
+	cmd       *exec.Cmd
+	logf      *os.File
+	cancel    context.CancelFunc
+	done      chan error
+	hc        *http.Client
+	signer    *v4.Signer
+	creds     aws.Credentials
+}
+
+type gwConfig struct {
+	bin       string
+	inProcess bool
+	dir       string
+	ak, sk    string
+	scan      time.Duration
+}
+
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func startGateway(ctx context.Context, gc gwConfig, shards int, out io.Writer) (*notifyGateway, error) {
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--data-dir", gc.dir + "/data", "--listen", addr, "--notif-shards", strconv.Itoa(shards),
+		"--notif-scan-interval", gc.scan.String(), "--log-level", "warn"}
+	g := &notifyGateway{
+		url: "http://" + addr, inProcess: gc.inProcess, done: make(chan error, 1),
+		hc:     &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}},
+		signer: v4.NewSigner(), creds: aws.Credentials{AccessKeyID: gc.ak, SecretAccessKey: gc.sk},
+	}
+	env := map[string]string{"CAIRN_ACCESS_KEY": gc.ak, "CAIRN_SECRET_KEY": gc.sk}
+	if gc.inProcess {
+		cfg, err := config.Load(args, func(k string) string { return env[k] })
+		if err != nil {
+			return nil, err
+		}
+		lf, err := os.OpenFile(gc.dir+"/gateway.log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		g.logf = lf
+		gctx, cancel := context.WithCancel(context.Background())
+		g.cancel = cancel
+		log := slog.New(slog.NewTextHandler(lf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		go func() { g.done <- server.Run(gctx, cfg, log, func(k string) string { return env[k] }) }()
+	} else {
+		lf, err := os.OpenFile(gc.dir+"/gateway.log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		g.logf = lf
+		cmd := exec.Command(gc.bin, append([]string{"serve"}, args...)...)
+		cmd.Env = append(os.Environ(), "CAIRN_ACCESS_KEY="+gc.ak, "CAIRN_SECRET_KEY="+gc.sk)
+		cmd.Stdout, cmd.Stderr = lf, lf
+		if err := cmd.Start(); err != nil {
+			lf.Close()
+			return nil, err
+		}
+		g.cmd = cmd
+		go func() { g.done <- cmd.Wait() }()
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := g.hc.Get(g.url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		select {
+		case err := <-g.done:
+			g.done <- err
+			g.stop()
+			return nil, fmt.Errorf("gateway exited during startup: %v (log %s/gateway.log)", err, gc.dir)
+		default:
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			g.stop()
+			return nil, fmt.Errorf("gateway did not become ready (log %s/gateway.log)", gc.dir)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	pid := os.Getpid()
+	if g.cmd != nil {
+		pid = g.cmd.Process.Pid
+	}
+	fmt.Fprintf(out, "gateway %s (pid %d, --notif-shards %d, in-process %v)\n", g.url, pid, shards, gc.inProcess)
+	return g, nil
+}
+
+// stop ends the gateway: SIGTERM (or context cancel), then SIGKILL after
+// 30 s. Only the process this bench started is signalled.
+func (g *notifyGateway) stop() {
+	if g.cancel != nil {
+		g.cancel()
+	} else if g.cmd != nil && g.cmd.Process != nil {
+		_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	select {
+	case <-g.done:
+	case <-time.After(30 * time.Second):
+		if g.cmd != nil && g.cmd.Process != nil {
+			_ = g.cmd.Process.Kill()
+			<-g.done
+		}
+	}
+	if g.logf != nil {
+		g.logf.Close()
+	}
+	g.hc.CloseIdleConnections()
+}
+
+// call sends one SigV4-signed request (service s3, region us-east-1).
+func (g *notifyGateway) call(ctx context.Context, method, path string, q url.Values, ctype string, body []byte) ([]byte, error) {
+	u := g.url + path
+	if len(q) > 0 {
+		u += "?" + strings.TrimSuffix(strings.ReplaceAll(q.Encode(), "=&", "&"), "=")
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	sum := sha256.Sum256(body)
+	ph := hex.EncodeToString(sum[:])
+	req.Header.Set("X-Amz-Content-Sha256", ph)
+	if err := g.signer.SignHTTP(ctx, g.creds, req, ph, "s3", "us-east-1", time.Now()); err != nil {
+		return nil, err
+	}
+	resp, err := g.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		return b, fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, bytes.TrimSpace(b))
+	}
+	return b, nil
+}
+
+func (g *notifyGateway) createTopic(ctx context.Context, name, endpoint string) error {
+	form := url.Values{
+		"Action": {"CreateTopic"}, "Name": {name},
+		"Attributes.entry.1.key": {"push-endpoint"}, "Attributes.entry.1.value": {endpoint},
+		"Attributes.entry.2.key": {"persistent"}, "Attributes.entry.2.value": {"true"},
+	}
+	_, err := g.call(ctx, http.MethodPost, "/", nil, "application/x-www-form-urlencoded", []byte(form.Encode()))
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", name, err)
+	}
+	return nil
+}
+
+func (g *notifyGateway) createBucket(ctx context.Context, bucket string) error {
+	_, err := g.call(ctx, http.MethodPut, "/"+bucket, nil, "", nil)
+	return err
+}
+
+func (g *notifyGateway) putNotification(ctx context.Context, bucket, topicName, event string) error {
+	x := fmt.Sprintf(`<NotificationConfiguration><TopicConfiguration><Id>bench</Id><Topic>arn:aws:sns:default::%s</Topic><Event>%s</Event></TopicConfiguration></NotificationConfiguration>`, topicName, event)
+	_, err := g.call(ctx, http.MethodPut, "/"+bucket, url.Values{"notification": {""}}, "application/xml", []byte(x))
+	return err
+}
+
+type topicStatsJSON struct {
+	Shards       int    `json:"shards"`
+	Entries      uint64 `json:"entries"`
+	Bytes        uint64 `json:"size"`
+	Reservations uint64 `json:"reservations"`
+}
+
+// topicStats is `cairn admin topic stats --topic T` (GET
+// /admin/topic?stats&topic=T).
+func (g *notifyGateway) topicStats(ctx context.Context, name string) (topicStatsJSON, error) {
+	var st topicStatsJSON
+	b, err := g.call(ctx, http.MethodGet, "/admin/topic", url.Values{"stats": {""}, "topic": {name}}, "", nil)
+	if err != nil {
+		return st, err
+	}
+	err = json.Unmarshal(b, &st)
+	return st, err
+}
+
+// pushCounters sums cairn_notify_delivery_pushes_{ok,failed}_total from
+// /metrics.
+func (g *notifyGateway) pushCounters(ctx context.Context) (ok, failed float64) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.url+"/metrics", nil)
+	if err != nil {
+		return 0, 0
+	}
+	resp, err := g.hc.Do(req)
+	if err != nil {
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		var dst *float64
+		switch {
+		case strings.HasPrefix(line, "cairn_notify_delivery_pushes_ok_total"):
+			dst = &ok
+		case strings.HasPrefix(line, "cairn_notify_delivery_pushes_failed_total"):
+			dst = &failed
+		default:
+			continue
+		}
+		if i := strings.LastIndexByte(line, ' '); i > 0 {
+			if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+				*dst += v
+			}
+		}
+	}
+	return ok, failed
+}
+
+// cpuSeconds is the child gateway's user+system CPU time (0 in-process or
+// where /proc is missing).
+func (g *notifyGateway) cpuSeconds() float64 {
+	if g.cmd == nil || g.cmd.Process == nil {
+		return 0
+	}
+	return procCPUSeconds(strconv.Itoa(g.cmd.Process.Pid))
+}
+
+func selfCPUSeconds() float64 { return procCPUSeconds("self") }
+
+// procCPUSeconds reads utime+stime from /proc/<pid>/stat (USER_HZ 100).
+func procCPUSeconds(pid string) float64 {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	// Fields after the parenthesised command name.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); utime is field 14, stime 15.
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	s, _ := strconv.ParseFloat(f[12], 64)
+	return (u + s) / 100
+}
+
+// machineBusySeconds is the CPU time all CPUs spent not idle (from
+// /proc/stat; 0 where it is missing).
+func machineBusySeconds() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0
+	}
+	var busy float64
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseFloat(v, 64)
+		if i == 3 || i == 4 || i >= 8 { // idle, iowait; guest time is already in user
+			continue
+		}
+		busy += n
+	}
+	return busy / 100
+}
+
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
+
+func machineFacts() NotifyMachine {
+	m := NotifyMachine{
+		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
+		Note: "client (cairn bench), gateway (cairn serve) and the HTTP receiver share these CPUs",
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		line, _, _ := strings.Cut(string(b), "\n")
+		if _, v, ok := strings.Cut(line, ":"); ok {
+			m.MemTotal = strings.TrimSpace(v)
+		}
+	}
+	return m
 }
