@@ -39,6 +39,10 @@ type ReshardConfig struct {
 	// MaxObjsPerShard for the dynamic trigger, lowered so that several
 	// reshards happen during the fill. Default 10,000.
 	MaxObjsPerShard int
+	// CopyRateLimit caps each reshard's copy (entries/s; 0 = unlimited).
+	CopyRateLimit int
+	// CopyWriters: copy ops in flight per reshard (0: the manager's default).
+	CopyWriters int
 	// CheckInterval of the reshard manager. Default 100 ms.
 	CheckInterval time.Duration
 	// ListShards are the shard counts at which listing is measured (the
@@ -203,7 +207,7 @@ func RunReshard(ctx context.Context, cfg ReshardConfig) (*ReshardResult, error) 
 	var evMu sync.Mutex
 	var events []reshard.Result
 	m, err := reshard.New(ctx, reshard.Config{
-		Driver: d, Store: st, Enabled: true, MaxObjsPerShard: cfg.MaxObjsPerShard, Interval: cfg.CheckInterval,
+		Driver: d, Store: st, Enabled: true, MaxObjsPerShard: cfg.MaxObjsPerShard, Interval: cfg.CheckInterval, CopyRateLimit: cfg.CopyRateLimit, CopyWriters: cfg.CopyWriters,
 		OnDone: func(r reshard.Result) { evMu.Lock(); events = append(events, r); evMu.Unlock() },
 	})
 	if err != nil {

@@ -39,6 +39,15 @@ func TestReshardWorkload(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("CAIRN_BENCH_RESHARD_OBJECTS")); err == nil {
 		cfg.Objects = n
 	}
+	if n, err := strconv.Atoi(os.Getenv("CAIRN_BENCH_RESHARD_COPY_LIMIT")); err == nil {
+		cfg.CopyRateLimit = n
+	}
+	if n, err := strconv.Atoi(os.Getenv("CAIRN_BENCH_RESHARD_COPY_WRITERS")); err == nil {
+		cfg.CopyWriters = n
+	}
+	if os.Getenv("CAIRN_BENCH_RESHARD_NOLIST") != "" {
+		cfg.NoList = true
+	}
 	r, err := RunReshard(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -394,8 +394,20 @@ func (e *engine) copyAll(ctx context.Context, total uint64) error {
 			}
 		}()
 	}
+	start := time.Now()
 	err := parallel(ctx, e.m.cfg.Workers, e.sources(), func(ctx context.Context, i int) error {
 		return e.copyShard(ctx, i, tb, func() error {
+			if lim := e.m.cfg.CopyRateLimit; lim > 0 {
+				// Sleep until the copied count is within the rate.
+				due := time.Duration(float64(e.copied.Load()) / float64(lim) * float64(time.Second))
+				if d := due - time.Since(start); d > 0 {
+					select {
+					case <-ctx.Done():
+						return context.Cause(ctx)
+					case <-time.After(d):
+					}
+				}
+			}
 			if e.copied.Load()*2 >= total {
 				mid.Do(func() {
 					if err := e.failpoint("mid-copy"); err != nil {

@@ -45,6 +45,9 @@ type Config struct {
 	// Workers bounds concurrent shard operations. Default 2 × GOMAXPROCS,
 	// at least 4.
 	Workers int
+	// CopyRateLimit caps the copy at this many entries per second, to
+	// leave CPU and disk to client traffic. 0: unlimited.
+	CopyRateLimit int
 	// CopyWriters is how many copy ops may be in flight. Default 32.
 	CopyWriters int
 	// SwitchFanout bounds concurrent shard operations while writers wait
@@ -140,7 +143,7 @@ func (c *Config) Validate() error {
 	if c.CopyBatch < 1 || c.CopyBatch > 10000 {
 		errs = append(errs, fmt.Errorf("reshard: copy batch %d outside 1..10000", c.CopyBatch))
 	}
-	if c.Workers < 1 || c.CopyWriters < 1 || c.SwitchFanout < 1 || c.TailRecords < 0 || c.MaxReplayRounds < 1 {
+	if c.Workers < 1 || c.CopyRateLimit < 0 || c.CopyWriters < 1 || c.SwitchFanout < 1 || c.TailRecords < 0 || c.MaxReplayRounds < 1 {
 		errs = append(errs, fmt.Errorf("reshard: workers %d, tail %d, rounds %d", c.Workers, c.TailRecords, c.MaxReplayRounds))
 	}
 	return errors.Join(errs...)
