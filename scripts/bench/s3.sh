@@ -182,6 +182,15 @@ done
 stop_servers
 for t in $targets; do rm -rf "$work/data-$t"; done
 
+# A delete run can finish in well under a second (the null gateway drops
+# 20000 objects in about 0.3 s), too short for warp's 1 s analysis
+# segments: keep warp's raw DELETE records; the report computes their
+# whole-run rate and latencies.
+for f in "$res"/*/warp-delete-*.csv.zst; do
+	[[ -e $f ]] || continue
+	zstd -dcq "$f" | awk -F'\t' 'NR == 1 || $3 == "DELETE"' >"${f%.csv.zst}.delete.tsv" || true
+done
+
 # Machine facts for the report.
 dev=$(df --output=source "$work" | tail -1)
 blk=$(basename "$dev")
