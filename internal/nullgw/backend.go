@@ -598,14 +598,15 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, bucketName, key, 
 	if len(parts) == 0 {
 		return driver.ObjectInfo{}, fmt.Errorf("%w: no parts", driver.ErrInvalidPart)
 	}
+	for i := 1; i < len(parts); i++ {
+		if parts[i].PartNumber <= parts[i-1].PartNumber {
+			return driver.ObjectInfo{}, driver.ErrInvalidPartOrder
+		}
+	}
 	u.mu.Lock()
 	var size int64
 	sums := md5.New()
 	for i, cp := range parts {
-		if i > 0 && cp.PartNumber <= parts[i-1].PartNumber {
-			u.mu.Unlock()
-			return driver.ObjectInfo{}, driver.ErrInvalidPartOrder
-		}
 		p, ok := u.parts[cp.PartNumber]
 		if !ok || p.ETag != strings.Trim(cp.ETag, `"`) {
 			u.mu.Unlock()
