@@ -127,8 +127,9 @@ func benchS3(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("cairn bench s3", flag.ContinueOnError)
 	var cfg bench.S3Config
 	fs.StringVar(&cfg.Endpoint, "endpoint", "http://127.0.0.1:7480", "S3 endpoint URL")
-	fs.StringVar(&cfg.AccessKey, "access-key", os.Getenv("CAIRN_ACCESS_KEY"), "access key (default $CAIRN_ACCESS_KEY)")
-	fs.StringVar(&cfg.SecretKey, "secret-key", os.Getenv("CAIRN_SECRET_KEY"), "secret key (default $CAIRN_SECRET_KEY)")
+	// Env defaults are applied after parsing so -h never prints a secret.
+	fs.StringVar(&cfg.AccessKey, "access-key", "", "access key (default $CAIRN_ACCESS_KEY)")
+	fs.StringVar(&cfg.SecretKey, "secret-key", "", "secret key (default $CAIRN_SECRET_KEY)")
 	fs.StringVar(&cfg.Region, "region", "us-east-1", "SigV4 signing region")
 	fs.StringVar(&cfg.Bucket, "bucket", "cairn-bench", "bucket (created if missing)")
 	fs.StringVar(&cfg.Op, "op", "put", "put, get, delete, mixed (45% GET, 35% PUT, 15% STAT, 5% DELETE) or overwrite (PUT over prefilled keys)")
@@ -140,6 +141,12 @@ func benchS3(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&cfg.Checksum, "checksum", "", "add x-amz-checksum-<alg> to PUTs: crc32, crc32c or sha256")
 	if err := parseInterspersed(fs, args); err != nil {
 		return err
+	}
+	if cfg.AccessKey == "" {
+		cfg.AccessKey = os.Getenv("CAIRN_ACCESS_KEY")
+	}
+	if cfg.SecretKey == "" {
+		cfg.SecretKey = os.Getenv("CAIRN_SECRET_KEY")
 	}
 	n, err := config.ParseSize(*size)
 	if err != nil {
