@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
@@ -33,6 +34,20 @@ type Store struct {
 
 	locks  objLocks   // serialises this process's optimistic transactions per object
 	caches cacheTable // version-keyed class caches
+
+	txns, conflicts, txnReads atomic.Int64
+}
+
+// Stats are counters of the optimistic path since Open.
+type Stats struct {
+	Txns      int64 // optimistic transactions run (write and read ops)
+	Conflicts int64 // attempts retried because the object changed
+	Reads     int64 // round trips spent reading state for them (incl. the first)
+}
+
+// Stats returns the optimistic-path counters.
+func (s *Store) Stats() Stats {
+	return Stats{Txns: s.txns.Load(), Conflicts: s.conflicts.Load(), Reads: s.txnReads.Load()}
 }
 
 type ioKey struct{ pool, ns string }

@@ -73,6 +73,7 @@ func (m *model) load() error {
 	st := op.Stat()
 	xs := op.GetXattrs()
 	hd := op.GetOmapHeader()
+	m.c.s.txnReads.Add(1)
 	err := m.c.readSteps(m.io, m.oid, 0, op.Steps)
 	if objstore.Code(err) == objstore.ErrNotFound {
 		return nil
@@ -92,6 +93,7 @@ func (m *model) load() error {
 // guarded runs a follow-up read at the base version; a change since sets
 // conflict.
 func (m *model) guarded(steps ...objstore.Step) error {
+	m.c.s.txnReads.Add(1)
 	err := m.c.readSteps(m.io, m.oid, m.baseVersion, steps)
 	if err == errRestart {
 		m.conflict = true
@@ -632,7 +634,11 @@ func (c *ioContext) operateTxn(ctx context.Context, io C.rados_ioctx_t, oid stri
 	key := c.cacheKey(oid)
 	unlock := c.s.locks.lock(key)
 	defer unlock()
+	c.s.txns.Add(1)
 	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			c.s.conflicts.Add(1)
+		}
 		m := c.newModel(io, oid)
 		err := m.load()
 		if err == nil {
@@ -647,7 +653,16 @@ func (c *ioContext) operateTxn(ctx context.Context, io C.rados_ioctx_t, oid stri
 				return nil
 			}
 			pre := &prefix{assertVersion: m.baseVersion, createExcl: !m.baseExists}
-			steps := m.emitted
+			// The model validated every exclusive create against the base
+			// the prefix guards; replayed after that guard's own create
+			// they would fail, so they become plain creates.
+			steps := make([]objstore.Step, 0, len(m.emitted)+1)
+			for _, s := range m.emitted {
+				if c, ok := s.(*objstore.Create); ok && c.Exclusive {
+					s = &objstore.Create{}
+				}
+				steps = append(steps, s)
+			}
 			if m.mtime != nil {
 				steps = append(steps, &objstore.SetMtime{Time: *m.mtime})
 			}
@@ -675,7 +690,11 @@ func (c *ioContext) operateTxn(ctx context.Context, io C.rados_ioctx_t, oid stri
 // readTxn evaluates a read op in Go over a version-guarded snapshot.
 func (c *ioContext) readTxn(ctx context.Context, io C.rados_ioctx_t, oid string, op *objstore.ReadOp) error {
 	key := c.cacheKey(oid)
+	c.s.txns.Add(1)
 	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			c.s.conflicts.Add(1)
+		}
 		m := c.newModel(io, oid)
 		err := m.load()
 		if err == nil && !m.baseExists && !op.TolerantOfAbsence() {
