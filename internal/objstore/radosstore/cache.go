@@ -84,6 +84,7 @@ type cacheTable struct {
 type cacheEntry struct {
 	version uint64
 	slots   map[string]any // "class\x00slot"
+	meta    *metaState     // object state after this process's last transaction
 }
 
 func (t *cacheTable) init() { t.m = map[objKey]*cacheEntry{}; t.max = 65536 }
@@ -103,6 +104,42 @@ func (t *cacheTable) get(k objKey, version uint64, slot string) (any, bool) {
 	}
 	v, ok := e.slots[slot]
 	return v, ok
+}
+
+func (t *cacheTable) meta(k objKey) *metaState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.m[k]; e != nil {
+		return e.meta
+	}
+	return nil
+}
+
+// setMeta records the state a committed transaction left; class slots of
+// another version are dropped.
+func (t *cacheTable) setMeta(k objKey, ms *metaState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.m[k]
+	if e == nil || e.version != ms.version {
+		if e == nil && len(t.m) >= t.max {
+			for victim := range t.m {
+				delete(t.m, victim)
+				break
+			}
+		}
+		e = &cacheEntry{version: ms.version}
+		t.m[k] = e
+	}
+	e.meta = ms
+}
+
+func (t *cacheTable) dropMeta(k objKey) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.m[k]; e != nil {
+		e.meta = nil
+	}
 }
 
 func (t *cacheTable) drop(k objKey) {

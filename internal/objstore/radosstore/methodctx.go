@@ -57,6 +57,11 @@ func (c *methodCtx) Stat() (objstore.Stat, error) {
 	if err := c.m.needObject(); err != nil {
 		return objstore.Stat{}, err
 	}
+	if c.m.fromCache && c.m.baseExists {
+		if err := c.m.validate(); err != nil {
+			return objstore.Stat{}, err
+		}
+	}
 	st := objstore.Stat{Size: c.m.size, ModTime: c.m.baseMtime, Version: c.m.version()}
 	if c.m.dirty {
 		st.ModTime = c.m.now

@@ -33,6 +33,7 @@ type model struct {
 	baseExists  bool
 	baseVersion uint64
 	baseMtime   time.Time
+	fromCache   bool // base taken from metaCache, not read: validate before trusting a no-write result
 
 	exists bool
 	size   int64
@@ -87,6 +88,62 @@ func (m *model) load() error {
 		m.xattrs[kv.Key] = kv.Value
 	}
 	m.header = hd.Header
+	return nil
+}
+
+// metaState is what a committed transaction knows about the object it
+// left: existence, size, xattrs and header at version. The next
+// transaction of this process on the object starts from it instead of
+// reading (saving a round trip); every later read and the write are
+// guarded by assert_version(version), so a stale entry only costs a retry.
+type metaState struct {
+	version uint64
+	exists  bool
+	size    int64
+	xattrs  map[string][]byte
+	header  []byte
+}
+
+func (m *model) fromMeta(ms *metaState) {
+	m.fromCache = true
+	m.baseExists, m.exists, m.baseVersion, m.size = ms.exists, ms.exists, ms.version, ms.size
+	m.header = ms.header
+	for k, v := range ms.xattrs {
+		m.xattrs[k] = v
+	}
+}
+
+func (m *model) metaAfter(version uint64) *metaState {
+	ms := &metaState{version: version, exists: m.exists, size: m.size, header: m.header, xattrs: make(map[string][]byte, len(m.xattrs))}
+	for k, v := range m.xattrs {
+		ms.xattrs[k] = v
+	}
+	return ms
+}
+
+// validate checks a cache-started model against the object (one guarded
+// stat) and loads the modification time.
+func (m *model) validate() error {
+	if !m.fromCache {
+		return nil
+	}
+	m.fromCache = false
+	if !m.baseExists {
+		st := &objstore.StatStep{}
+		m.c.s.txnReads.Add(1)
+		err := m.c.readSteps(m.io, m.oid, 0, []objstore.Step{st})
+		if err == nil {
+			m.conflict = true // it exists now
+		} else if objstore.Code(err) != objstore.ErrNotFound {
+			return err
+		}
+		return nil
+	}
+	st := &objstore.StatStep{}
+	if err := m.guarded(st); err != nil {
+		return err
+	}
+	m.baseMtime = st.Stat.ModTime
 	return nil
 }
 
@@ -640,9 +697,23 @@ func (c *ioContext) operateTxn(ctx context.Context, io C.rados_ioctx_t, oid stri
 			c.s.conflicts.Add(1)
 		}
 		m := c.newModel(io, oid)
-		err := m.load()
+		var err error
+		if ms := c.s.caches.meta(key); ms != nil && attempt == 1 {
+			m.fromMeta(ms)
+		} else {
+			err = m.load()
+		}
 		if err == nil {
 			err = m.runWrite(op.Steps)
+		}
+		if err == nil && !m.dirty && !m.conflict {
+			err = m.validate() // nothing to write: the result must not rest on a stale cache
+		}
+		if err != nil && m.fromCache && !m.conflict {
+			// a failure computed from cached state may be stale: confirm
+			if verr := m.validate(); verr != nil || m.conflict {
+				m.conflict = true
+			}
 		}
 		if !m.conflict && err == nil {
 			if !m.dirty {
@@ -670,11 +741,14 @@ func (c *ioContext) operateTxn(ctx context.Context, io C.rados_ioctx_t, oid stri
 			if werr == nil {
 				op.Version = v
 				c.s.caches.publish(key, m.baseVersion, v, m.plain, m.writers, m.staged)
+				c.s.caches.setMeta(key, m.metaAfter(v))
 				return nil
 			}
 			if code := objstore.Code(werr); code != objstore.ErrCanceled && code != objstore.ErrExists {
+				c.s.caches.drop(key)
 				return werr
 			}
+			c.s.caches.dropMeta(key)
 		} else if !m.conflict {
 			return err
 		}
