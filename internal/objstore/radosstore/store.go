@@ -28,9 +28,10 @@ type Store struct {
 	opts    Options
 	cluster C.rados_t
 
-	mu     sync.Mutex
-	closed bool
-	ioctxs map[ioKey]C.rados_ioctx_t // one librados ioctx per (pool, namespace)
+	mu      sync.Mutex
+	closed  bool
+	ioctxs  map[ioKey]C.rados_ioctx_t // one librados ioctx per (pool, namespace)
+	retired []C.rados_ioctx_t         // of deleted pools: destroyed at Close, as ops may still hold them
 
 	locks  objLocks   // serialises this process's optimistic transactions per object
 	caches cacheTable // version-keyed class caches
@@ -130,7 +131,7 @@ func (s *Store) DeletePool(ctx context.Context, name string) error {
 	s.mu.Lock()
 	for k, io := range s.ioctxs {
 		if k.pool == name {
-			C.rados_ioctx_destroy(io)
+			s.retired = append(s.retired, io)
 			delete(s.ioctxs, k)
 		}
 	}
@@ -218,6 +219,10 @@ func (s *Store) Close() error {
 		C.rados_ioctx_destroy(io)
 		delete(s.ioctxs, k)
 	}
+	for _, io := range s.retired {
+		C.rados_ioctx_destroy(io)
+	}
+	s.retired = nil
 	C.rados_shutdown(s.cluster)
 	return nil
 }
