@@ -343,7 +343,8 @@ func RunReshard(ctx context.Context, cfg ReshardConfig) (*ReshardResult, error) 
 		}
 	}
 	for _, w := range wins {
-		inSpan += time.Duration(w.hi - w.lo)
+		// Only the part of a window inside the fill counts.
+		inSpan += time.Duration(max(0, min(w.hi, int64(fill))-w.lo))
 	}
 	outSpan = fill - inSpan
 	res.Inside, res.Outside = summarise(in, inSpan), summarise(out, outSpan)

@@ -207,9 +207,11 @@ func (e *engine) run(ctx context.Context) (Result, error) {
 		case StateReplay:
 			err = e.replayStep(ctx)
 		case StateClosing:
-			err = e.switchStep(ctx)
+			// Writers wait on this step: a caller going away (an admin
+			// request's connection) must not leave it half done.
+			err = e.switchStep(context.WithoutCancel(ctx))
 		case StateCleanup:
-			err = e.cleanupStep(ctx)
+			err = e.cleanupStep(context.WithoutCancel(ctx))
 			if err == nil {
 				e.res.Total = e.m.now().Sub(start)
 				return e.res, nil
@@ -258,6 +260,10 @@ func (e *engine) run(ctx context.Context) (Result, error) {
 		e.m.log.Warn("reshard: rolling back", "bucket", e.bucket, "state", e.rec.State, "err", err)
 		msg := err.Error()
 		if uerr := e.setState(ctx, StateRollback, func(r *Record) { r.Error = msg }); uerr != nil {
+			if errors.Is(uerr, driver.ErrNoSuchBucket) {
+				e.dropTargets(context.WithoutCancel(ctx))
+				_ = e.m.dequeue(context.WithoutCancel(ctx), e.bucket, e.rec.Source.Gen)
+			}
 			return e.res, errors.Join(err, uerr)
 		}
 	}

@@ -295,3 +295,26 @@ func TestCrashAtEachFailpoint(t *testing.T) {
 		})
 	}
 }
+
+// A queued reshard of a bucket deleted meanwhile is dropped by Process.
+func TestQueuedBucketDeleted(t *testing.T) {
+	e := newEnv(t)
+	e.bucket("gone", 3)
+	ctx := context.Background()
+	m := e.manager()
+	if err := m.Enqueue(ctx, "gone", 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.d.DeleteBucket(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Process(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := m.List(ctx); err != nil || len(l) != 0 {
+		t.Fatalf("queue after process: %v %v", l, err)
+	}
+	if oids, _, _ := e.d.IndexIO().ListObjects(ctx, "", 100); len(oids) != 0 {
+		t.Fatalf("index objects left: %v", oids)
+	}
+}
