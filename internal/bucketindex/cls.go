@@ -39,6 +39,7 @@ func Register(reg *objstore.Registry) {
 	reg.Register(ClassName, "set_state", objstore.MethodWrite, clsSetState)
 	reg.Register(ClassName, "apply", objstore.MethodWrite, clsApply)
 	reg.Register(ClassName, "copy", objstore.MethodWrite, clsCopy)
+	reg.Register(ClassName, "replay", objstore.MethodWrite, clsReplay)
 }
 
 type linkIn struct {
@@ -468,6 +469,135 @@ func clsCopy(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	}
 	if err := ctx.SetOmap(pairs...); err != nil {
 		return nil, err
+	}
+	return nil, ctx.SetOmapHeader(h.encode())
+}
+
+// replayIn (binary) is uvarint epoch, uvarint count, then count × (op byte
+// 'l' or 'u', uvarint len, key, and for 'l' uvarint len, raw entry JSON).
+func encodeReplayIn(epoch uint64, recs []RawLogRecord) []byte {
+	n := 20
+	for _, r := range recs {
+		n += len(r.Key) + len(r.Entry) + 12
+	}
+	b := make([]byte, 0, n)
+	b = binary.AppendUvarint(b, epoch)
+	b = binary.AppendUvarint(b, uint64(len(recs)))
+	for _, r := range recs {
+		b = append(b, r.Op)
+		b = binary.AppendUvarint(b, uint64(len(r.Key)))
+		b = append(b, r.Key...)
+		if r.Op == 'l' {
+			b = binary.AppendUvarint(b, uint64(len(r.Entry)))
+			b = append(b, r.Entry...)
+		}
+	}
+	return b
+}
+
+func decodeReplayIn(b []byte) (uint64, []RawLogRecord, error) {
+	bad := objstore.Errorf(objstore.ErrInvalid, "replay input truncated")
+	next := func() (uint64, bool) {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return 0, false
+		}
+		b = b[n:]
+		return v, true
+	}
+	bytesOf := func() ([]byte, bool) {
+		l, ok := next()
+		if !ok || l > uint64(len(b)) {
+			return nil, false
+		}
+		v := b[:l]
+		b = b[l:]
+		return v, true
+	}
+	epoch, ok1 := next()
+	cnt, ok2 := next()
+	if !ok1 || !ok2 || cnt > uint64(len(b)) {
+		return 0, nil, bad
+	}
+	recs := make([]RawLogRecord, cnt)
+	for i := range recs {
+		if len(b) == 0 {
+			return 0, nil, bad
+		}
+		recs[i].Op, b = b[0], b[1:]
+		k, ok := bytesOf()
+		if !ok {
+			return 0, nil, bad
+		}
+		recs[i].Key = string(k)
+		switch recs[i].Op {
+		case 'l':
+			if recs[i].Entry, ok = bytesOf(); !ok {
+				return 0, nil, bad
+			}
+		case 'u':
+		default:
+			return 0, nil, objstore.Errorf(objstore.ErrInvalid, "replay op %q", recs[i].Op)
+		}
+	}
+	return epoch, recs, nil
+}
+
+// clsReplay applies reshard log records, raw, to a target shard: a link
+// sets the entry, an unlink removes it (absent: nothing to do; the source
+// already checked any tag condition when it logged the record), and the
+// stats follow from the sizes of the entries replaced. No entry is decoded.
+func clsReplay(ctx objstore.MethodContext, in []byte) ([]byte, error) {
+	epoch, recs, err := decodeReplayIn(in)
+	if err != nil {
+		return nil, err
+	}
+	if !ctx.Exists() {
+		return nil, objstore.Errorf(objstore.ErrNotFound, "index shard")
+	}
+	if err := fence(ctx, epoch, false); err != nil {
+		return nil, err
+	}
+	h, err := readHeader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		if err := validKey(r.Key); err != nil {
+			return nil, err
+		}
+		old, err := ctx.GetOmapVal(r.Key)
+		switch {
+		case errors.Is(err, objstore.ErrNotFound):
+			old = nil
+		case err != nil:
+			return nil, err
+		}
+		if old != nil {
+			sz, err := EntrySize(old)
+			if err != nil {
+				return nil, err
+			}
+			h.NumObjects--
+			h.Size -= uint64(sz)
+		}
+		if r.Op == 'u' {
+			if old != nil {
+				if err := ctx.RmOmapKeys(r.Key); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		sz, err := EntrySize(r.Entry)
+		if err != nil {
+			return nil, err
+		}
+		if err := ctx.SetOmap(objstore.KV{Key: r.Key, Value: r.Entry}); err != nil {
+			return nil, err
+		}
+		h.NumObjects++
+		h.Size += uint64(sz)
 	}
 	return nil, ctx.SetOmapHeader(h.encode())
 }

@@ -131,6 +131,67 @@ func (x Index) ReadLog(ctx context.Context, i int, after uint64, max int) ([]Seq
 	return out, vs.More, nil
 }
 
+// RawLogRecord is a log record as stored: Op 'l' (link, Entry is the raw
+// entry JSON) or 'u' (unlink).
+type RawLogRecord struct {
+	Seq   uint64
+	Op    byte
+	Key   string
+	Entry []byte
+}
+
+// ReadLogRaw is ReadLog without decoding the entries.
+func (x Index) ReadLogRaw(ctx context.Context, i int, after uint64, max int) ([]RawLogRecord, bool, error) {
+	op := objstore.NewReadOp()
+	start := logPrefix
+	if after > 0 {
+		start = logKey(after)
+	}
+	vs := op.GetOmapValues(start, logPrefix, max)
+	if err := x.IO.OperateRead(ctx, x.shardOID(i), op); err != nil {
+		return nil, false, err
+	}
+	out := make([]RawLogRecord, len(vs.Pairs))
+	for j, kv := range vs.Pairs {
+		seq, err := strconv.ParseUint(kv.Key[len(logPrefix):], 10, 64)
+		if err != nil {
+			return nil, false, objstore.Errorf(objstore.ErrInvalid, "log key %q", kv.Key)
+		}
+		var rec struct {
+			Op string          `json:"op"`
+			E  json.RawMessage `json:"e"`
+		}
+		var key struct {
+			K string `json:"k"`
+		}
+		if err := json.Unmarshal(kv.Value, &rec); err != nil {
+			return nil, false, objstore.Errorf(objstore.ErrInvalid, "log record %d: %v", seq, err)
+		}
+		if err := json.Unmarshal(rec.E, &key); err != nil {
+			return nil, false, objstore.Errorf(objstore.ErrInvalid, "log record %d: %v", seq, err)
+		}
+		out[j] = RawLogRecord{Seq: seq, Key: key.K}
+		switch rec.Op {
+		case "link":
+			out[j].Op, out[j].Entry = 'l', rec.E
+		case "unlink":
+			out[j].Op = 'u'
+		default:
+			return nil, false, objstore.Errorf(objstore.ErrInvalid, "log record %d: op %q", seq, rec.Op)
+		}
+	}
+	return out, vs.More, nil
+}
+
+// Replay applies raw log records (in order) to target shard i: links set
+// entries, unlinks remove them, stats follow. Idempotent when a suffix of a
+// shard's log is replayed again in order. Fenced by epoch (0: not).
+func (x Index) Replay(ctx context.Context, i int, epoch uint64, recs []RawLogRecord) error {
+	op := objstore.NewWriteOp()
+	op.Exec(ClassName, "replay", encodeReplayIn(epoch, recs))
+	return x.IO.Operate(ctx, x.shardOID(i), op)
+}
+
 // Apply writes replayed records into target shard i: links set entries,
 // unlinks of absent keys are skipped, stats follow. Idempotent when a suffix
 // of a shard's log is replayed again in order. Fenced by epoch (0: not).
