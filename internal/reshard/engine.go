@@ -554,11 +554,11 @@ func (e *engine) copyShard(ctx context.Context, i int, tb *targetBuffers, afterP
 func (e *engine) replayRound(ctx context.Context, replayed []uint64, fanout int) (uint64, error) {
 	const maxRoundPages = 16
 	ns, nt := e.src.Layout.NumShards, e.dst.Layout.NumShards
-	logs := make([][]bucketindex.SeqRecord, ns)
+	logs := make([][]bucketindex.RawLogRecord, ns)
 	err := parallel(ctx, fanout, e.sources(), func(ctx context.Context, i int) error {
 		after := replayed[i]
 		for p := 0; p < maxRoundPages; p++ {
-			recs, more, err := e.src.ReadLog(ctx, i, after, e.m.cfg.CopyBatch)
+			recs, more, err := e.src.ReadLogRaw(ctx, i, after, e.m.cfg.CopyBatch)
 			if err != nil {
 				return fmt.Errorf("read log of shard %d: %w", i, err)
 			}
@@ -575,12 +575,12 @@ func (e *engine) replayRound(ctx context.Context, replayed []uint64, fanout int)
 	if err != nil {
 		return 0, err
 	}
-	groups := make([][]bucketindex.LogRecord, nt)
+	groups := make([][]bucketindex.RawLogRecord, nt)
 	var n uint64
 	for _, recs := range logs {
 		for _, r := range recs {
-			t := bucketindex.ShardOf(r.Entry.Key, nt)
-			groups[t] = append(groups[t], r.LogRecord)
+			t := bucketindex.ShardOf(r.Key, nt)
+			groups[t] = append(groups[t], r)
 		}
 		n += uint64(len(recs))
 	}
@@ -593,7 +593,7 @@ func (e *engine) replayRound(ctx context.Context, replayed []uint64, fanout int)
 	err = parallel(ctx, fanout, targets, func(ctx context.Context, t int) error {
 		for g := groups[t]; len(g) > 0; {
 			k := min(len(g), e.m.cfg.CopyBatch)
-			if err := e.dst.Apply(ctx, t, e.epoch, g[:k]); err != nil {
+			if err := e.dst.Replay(ctx, t, e.epoch, g[:k]); err != nil {
 				return fmt.Errorf("replay into shard %d: %w", t, err)
 			}
 			g = g[k:]
