@@ -98,7 +98,7 @@ func benchObjstore(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("cairn bench objstore", flag.ContinueOnError)
 	var cfg bench.ObjstoreConfig
 	clients := fs.String("clients", "1,4,16,64", "concurrency levels for omap and small writes (comma-separated)")
-	large := fs.String("large-clients", "1,4", "concurrency levels for 4 MiB WriteFull (comma-separated)")
+	large := fs.String("large-clients", "1,4,8", "concurrency levels for 4 MiB WriteFull (comma-separated)")
 	fs.DurationVar(&cfg.Duration, "duration", 3*time.Second, "duration of each point (4 MiB points and the raw write run twice as long)")
 	fs.IntVar(&cfg.ValueSize, "value-size", 128, "omap value bytes")
 	fs.IntVar(&cfg.SmallSize, "small-size", 4096, "small object bytes")

@@ -24,6 +24,19 @@ func (s *Store) blobPath(id uint64) string {
 func (s *Store) writeBlob(data []byte) (uint64, error) {
 	id := s.nextID()
 	fs := s.opts.FS
+	if s.directIO() {
+		ok, err := s.writeBlobDirect(s.blobPath(id), data)
+		if ok {
+			if err == nil {
+				err = s.syncBlobDir()
+			}
+			if err != nil {
+				fs.Remove(s.blobPath(id))
+				return 0, err
+			}
+			return id, nil
+		}
+	}
 	f, err := fs.Create(s.blobPath(id), vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return 0, fmt.Errorf("embedded: create blob: %w", err)

@@ -29,6 +29,9 @@ type Options struct {
 	// file outside the LSM instead of inline chunks. Default 1 MiB; a
 	// negative value disables blobs.
 	BlobThreshold int
+	// DisableDirectIO makes blob files go through the page cache even on a
+	// filesystem that accepts O_DIRECT (for comparison benchmarks).
+	DisableDirectIO bool
 	// CacheSize is pebble's block cache size in bytes. Default 64 MiB.
 	CacheSize int64
 	// MemTableSize is pebble's memtable size in bytes. Default 64 MiB.

@@ -42,6 +42,8 @@ type Store struct {
 	inflight   map[*ticket]struct{} // applied or applying, not yet synced
 
 	closed atomic.Bool
+	// noDirect is set once the filesystem refused an O_DIRECT blob write.
+	noDirect atomic.Bool
 }
 
 type pool struct {
