@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clsq "github.com/cairn-s3/cairn/internal/cls/queue"
@@ -87,6 +88,8 @@ type Queues struct {
 
 	pmu   sync.Mutex
 	pools map[string]*shardPool // by shard oid
+
+	groupOps, groupEvents atomic.Uint64 // successful group commits
 }
 
 // Open returns Queues on store, creating the log pool if needed.
