@@ -93,7 +93,9 @@ func (q *Queues) lead(ctx context.Context, oid string, p *shardPool, first *grou
 	g.waiting = g.waiting[n:]
 	g.mu.Unlock()
 
-	q.runGroup(ctx, oid, p, batch)
+	if q.runGroup(ctx, oid, p, batch) {
+		q.committed(oid)
+	}
 	for _, req := range batch[1:] {
 		req.wake <- struct{}{}
 	}
@@ -110,8 +112,9 @@ func (q *Queues) lead(ctx context.Context, oid string, p *shardPool, first *grou
 	g.mu.Unlock()
 }
 
-// runGroup commits batch in one op on oid and records each outcome.
-func (q *Queues) runGroup(ctx context.Context, oid string, p *shardPool, batch []*groupReq) {
+// runGroup commits batch in one op on oid and records each outcome; true
+// when the op committed.
+func (q *Queues) runGroup(ctx context.Context, oid string, p *shardPool, batch []*groupReq) bool {
 	refill := true
 	for {
 		now := q.opts.Now()
@@ -149,7 +152,7 @@ func (q *Queues) runGroup(ctx context.Context, oid string, p *shardPool, batch [
 					req.marker = ms[0]
 				}
 			}
-			return
+			return true
 		}
 		p.addStale(stale...)
 		if errors.Is(err, objstore.ErrNoSpace) && len(refills) > 0 {
@@ -167,7 +170,7 @@ func (q *Queues) runGroup(ctx context.Context, oid string, p *shardPool, batch [
 		if len(batch) > 1 || !definite {
 			q.log.Debug("queue: group commit failed; committing one by one", "oid", oid, "events", len(batch), "err", err)
 		}
-		return
+		return false
 	}
 }
 

@@ -313,6 +313,7 @@ func (r *Reservation) Commit(ctx context.Context, data []byte) (string, error) {
 		}
 		err := q.io.Operate(ctx, r.oid, op)
 		if err == nil {
+			q.committed(r.oid)
 			if rs != nil {
 				if id, err := rs.ID(); err == nil && !p.put(pooled{id, now}, q.opts.PoolMax) {
 					go q.abortIDs(r.oid, []uint64{id})
@@ -377,6 +378,7 @@ func (r *Reservation) recommit(ctx context.Context, data []byte) (string, error)
 		cs := clsq.AddCommit(op, id, data)
 		err := q.io.Operate(ctx, r.oid, op)
 		if err == nil {
+			q.committed(r.oid)
 			ms, _ := cs.Markers()
 			if len(ms) == 1 {
 				return ms[0], nil
