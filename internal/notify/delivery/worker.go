@@ -103,7 +103,7 @@ type worker struct {
 func newWorker(m *Manager, sh Shard, l *lease, st *topicState) *worker {
 	w := &worker{m: m, shard: sh, label: topicLabel(sh), lease: l, done: make(chan struct{}),
 		results: make(chan result, m.cfg.ShardWindow+1), keys: map[string]*keyQ{},
-		poke:    make(chan struct{}, 1),
+		poke:      make(chan struct{}, 1),
 		unflushed: map[string]bool{}}
 	w.state.Store(st)
 	w.stopCtx, w.stop = context.WithCancel(context.Background())
