@@ -269,8 +269,8 @@ func (w *worker) add(e queue.Entry) {
 		// Give it a key of its own so it blocks nothing; dispatch drops it.
 		it.decErr, it.key = err, "\x00undecodable/"+e.Marker
 	} else {
+		// Data stays: the pushed body wraps it (push.StoredMessage).
 		it.rec, it.key = rec, rec.S3.Bucket.Name+"/"+rec.ObjectKey()
-		it.e.Data = nil // the record is all we need; halves what a held entry costs
 	}
 	w.held++
 	w.m.met.held(1)
@@ -385,12 +385,7 @@ func (w *worker) dispatch() error {
 		if !w.endpoint(st, now) {
 			return nil
 		}
-		msg, err := push.NewMessage(st.t.Name, it.rec)
-		if err != nil {
-			w.unready()
-			w.drop(kq, reasonCorrupt, now, err)
-			continue
-		}
+		msg := push.StoredMessage(st.t.Name, it.rec, it.e.Data)
 		sem := w.m.endpointSem(st.epKey)
 		if !w.acquire(sem) {
 			return w.stopCtx.Err()
