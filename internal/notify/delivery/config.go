@@ -17,6 +17,7 @@ const (
 	DefaultLeaseDuration  = 90 * time.Second
 	DefaultScanInterval   = 30 * time.Second
 	DefaultPollInterval   = 200 * time.Millisecond
+	DefaultWakeGap        = 5 * time.Millisecond
 	DefaultMaxInFlight    = 1024
 	DefaultMaxPerEndpoint = 256
 	DefaultShardWindow    = 1024
@@ -65,6 +66,11 @@ type Config struct {
 	// PollInterval is how often an owned shard that was fully listed is
 	// listed again for new entries (default 200 ms).
 	PollInterval time.Duration
+	// WakeGap: a commit through this gateway wakes its shard's worker
+	// (when the Registry offers OnCommit), which lists the shard again at
+	// most once per WakeGap (default 5 ms) instead of after PollInterval.
+	// Negative disables waking.
+	WakeGap time.Duration
 
 	// MaxInFlightTotal bounds pushes in flight over all shards (default
 	// 1024); MaxInFlightPerEndpoint bounds them per endpoint URL (default
@@ -125,6 +131,9 @@ func (c *Config) EnsureDefaults() *Config {
 	}
 	if c.PollInterval == 0 {
 		c.PollInterval = DefaultPollInterval
+	}
+	if c.WakeGap == 0 {
+		c.WakeGap = DefaultWakeGap
 	}
 	if c.MaxInFlightTotal == 0 {
 		c.MaxInFlightTotal = DefaultMaxInFlight

@@ -68,10 +68,27 @@ func (m *Manager) Start() error {
 	m.started = true
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	if cn, ok := m.cfg.Registry.(CommitNotifier); ok && m.cfg.WakeGap > 0 {
+		cn.OnCommit(m.wake)
+	}
 	m.loops.Add(2)
 	go m.scanLoop(ctx)
 	go m.renewLoop(ctx)
 	return nil
+}
+
+// wake tells the worker of shard oid, if this gateway owns it, that
+// entries were committed. It never blocks (wakes coalesce).
+func (m *Manager) wake(oid string) {
+	m.mu.Lock()
+	w := m.workers[oid]
+	m.mu.Unlock()
+	if w != nil {
+		select {
+		case w.poke <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Rescan asks for a scan now rather than at the next ScanInterval (call it

@@ -18,6 +18,12 @@ type Registry interface {
 	List(ctx context.Context, marker string, max int) ([]nq.Info, bool, error)
 }
 
+// CommitNotifier is implemented by a Registry that reports local commits
+// (*queue.Queues): the manager then wakes a shard's worker on commit.
+type CommitNotifier interface {
+	OnCommit(fn func(oid string))
+}
+
 // Shard is one queue shard object of a persistent topic.
 type Shard struct {
 	// Queue is the queue name "<tenant>:<topic>" (the registry key).

@@ -75,6 +75,8 @@ type worker struct {
 	err        error // why run ended; read after done
 
 	results  chan result
+	poke     chan struct{} // local commits (Manager.wake); capacity 1
+	poked    bool          // a commit arrived since the last list
 	pushes   sync.WaitGroup
 	keys     map[string]*keyQ
 	ready    []*keyQ
@@ -101,6 +103,7 @@ type worker struct {
 func newWorker(m *Manager, sh Shard, l *lease, st *topicState) *worker {
 	w := &worker{m: m, shard: sh, label: topicLabel(sh), lease: l, done: make(chan struct{}),
 		results: make(chan result, m.cfg.ShardWindow+1), keys: map[string]*keyQ{},
+		poke:      make(chan struct{}, 1),
 		unflushed: map[string]bool{}}
 	w.state.Store(st)
 	w.stopCtx, w.stop = context.WithCancel(context.Background())
@@ -202,6 +205,8 @@ func (w *worker) loop() error {
 			for len(w.results) > 0 {
 				w.handle(<-w.results)
 			}
+		case <-w.poke:
+			w.poked = true
 		case <-timer.C:
 		}
 	}
@@ -222,6 +227,9 @@ func (w *worker) nextWake(cfg *Config) time.Duration {
 	if len(w.waiting) > 0 {
 		d = min(d, max(w.waiting[0].due.Sub(w.m.cfg.Now()), time.Millisecond))
 	}
+	if w.poked && w.drained && w.held < cfg.ShardWindow && time.Since(w.lastErr) >= cfg.PollInterval {
+		d = min(d, cfg.WakeGap-time.Since(w.lastList))
+	}
 	if !w.drained && w.held < cfg.ShardWindow && time.Since(w.lastErr) > cfg.PollInterval {
 		d = 0
 	}
@@ -235,9 +243,10 @@ func (w *worker) fill() error {
 	if room <= 0 || time.Since(w.lastErr) < cfg.PollInterval {
 		return nil
 	}
-	if w.drained && time.Since(w.lastList) < cfg.PollInterval {
+	if since := time.Since(w.lastList); w.drained && since < cfg.PollInterval && !(w.poked && since >= cfg.WakeGap) {
 		return nil
 	}
+	w.poked = false // commits from now on poke again
 	ctx, cancel := context.WithTimeout(w.stopCtx, cfg.PushTimeout)
 	defer cancel()
 	res, err := w.lease.list(ctx, w.marker, min(room, queue.MaxListMax))
@@ -260,8 +269,8 @@ func (w *worker) add(e queue.Entry) {
 		// Give it a key of its own so it blocks nothing; dispatch drops it.
 		it.decErr, it.key = err, "\x00undecodable/"+e.Marker
 	} else {
+		// Data stays: the pushed body wraps it (push.StoredMessage).
 		it.rec, it.key = rec, rec.S3.Bucket.Name+"/"+rec.ObjectKey()
-		it.e.Data = nil // the record is all we need; halves what a held entry costs
 	}
 	w.held++
 	w.m.met.held(1)
@@ -376,12 +385,7 @@ func (w *worker) dispatch() error {
 		if !w.endpoint(st, now) {
 			return nil
 		}
-		msg, err := push.NewMessage(st.t.Name, it.rec)
-		if err != nil {
-			w.unready()
-			w.drop(kq, reasonCorrupt, now, err)
-			continue
-		}
+		msg := push.StoredMessage(st.t.Name, it.rec, it.e.Data)
 		sem := w.m.endpointSem(st.epKey)
 		if !w.acquire(sem) {
 			return w.stopCtx.Err()

@@ -246,8 +246,9 @@ func EncodeKey(key string) string {
 // DecodeKey reverses EncodeKey.
 func DecodeKey(s string) (string, error) { return url.QueryUnescape(s) }
 
-// Marshal encodes one record as compact JSON, the form queues store.
-func Marshal(r *Record) ([]byte, error) { return json.Marshal(r) }
+// Marshal encodes one record as compact JSON, the form queues store (what
+// encoding/json gives; see AppendJSON). The error is always nil.
+func Marshal(r *Record) ([]byte, error) { return AppendJSON(make([]byte, 0, 1024), r), nil }
 
 // Unmarshal decodes what Marshal produced. Unknown fields are rejected so
 // a corrupt or foreign entry is noticed rather than half-read.
@@ -273,11 +274,9 @@ type Message struct {
 }
 
 // MarshalMessage wraps records (Cairn sends exactly one) for an endpoint.
+// The error is always nil.
 func MarshalMessage(recs ...*Record) ([]byte, error) {
-	if recs == nil {
-		recs = []*Record{}
-	}
-	return json.Marshal(Message{Records: recs})
+	return AppendMessage(make([]byte, 0, 1024), recs...), nil
 }
 
 // UnmarshalMessage decodes an endpoint payload (used by tests and tools).

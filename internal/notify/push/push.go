@@ -45,6 +45,17 @@ func NewMessage(topic string, rec *event.Record) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
+	return newMessage(topic, rec, body), nil
+}
+
+// StoredMessage builds the message for a record as a queue stored it
+// (stored is event.Marshal's output, rec its decoding): the body wraps
+// the stored bytes rather than encoding rec again (event.WrapRecord).
+func StoredMessage(topic string, rec *event.Record, stored []byte) Message {
+	return newMessage(topic, rec, event.WrapRecord(make([]byte, 0, len(stored)+16), stored))
+}
+
+func newMessage(topic string, rec *event.Record, body []byte) Message {
 	return Message{
 		Topic: topic,
 		Key:   rec.S3.Bucket.Name + "/" + rec.ObjectKey(),
@@ -56,7 +67,7 @@ func NewMessage(topic string, rec *event.Record) (Message, error) {
 			Subject: rec.S3.Object.Key,
 			Time:    rec.EventTime.Time,
 		},
-	}, nil
+	}
 }
 
 // Endpoint sends messages to one destination.

@@ -83,7 +83,13 @@ type shardPool struct {
 	free          []pooled // oldest first
 	stale         []uint64 // too old to hand out; abort when convenient
 	noRefillUntil time.Time
+
+	group group // commits waiting to share an op (group.go)
 }
+
+// noRefillPause is how long a shard that refused a pool refill gets no
+// further refill attempts.
+const noRefillPause = time.Second
 
 func (q *Queues) pool(oid string) *shardPool {
 	q.pmu.Lock()
@@ -142,6 +148,16 @@ func (p *shardPool) wantRefill(now time.Time, max int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return max > 0 && len(p.free) < max && !now.Before(p.noRefillUntil)
+}
+
+// deficit is how many reservations the pool lacks (0 while refills pause).
+func (p *shardPool) deficit(now time.Time, limit int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if limit <= 0 || now.Before(p.noRefillUntil) {
+		return 0
+	}
+	return max(limit-len(p.free), 0)
 }
 
 func (p *shardPool) full(until time.Time) {
@@ -225,7 +241,7 @@ func (q *Queues) Reserve(ctx context.Context, name string, shard int, bytes uint
 		}
 		err := q.io.Operate(ctx, oid, op)
 		if errors.Is(err, objstore.ErrNoSpace) && extra > 0 {
-			p.full(now.Add(time.Second))
+			p.full(now.Add(noRefillPause))
 			extra = 0
 			continue
 		}
@@ -274,6 +290,13 @@ func (r *Reservation) Commit(ctx context.Context, data []byte) (string, error) {
 		return r.recommit(ctx, data)
 	}
 	uncertain := false
+	if m, ok, unc := r.groupCommit(ctx, p, data); ok {
+		return m, nil
+	} else if unc {
+		// The shared op may have applied: retry as a retry.
+		uncertain = true
+		sleep(ctx, commitBackoff[0])
+	}
 	refill := true
 	for attempt := 0; ; attempt++ {
 		now := q.opts.Now()
@@ -290,6 +313,7 @@ func (r *Reservation) Commit(ctx context.Context, data []byte) (string, error) {
 		}
 		err := q.io.Operate(ctx, r.oid, op)
 		if err == nil {
+			q.committed(r.oid)
 			if rs != nil {
 				if id, err := rs.ID(); err == nil && !p.put(pooled{id, now}, q.opts.PoolMax) {
 					go q.abortIDs(r.oid, []uint64{id})
@@ -305,7 +329,7 @@ func (r *Reservation) Commit(ctx context.Context, data []byte) (string, error) {
 		p.addStale(stale...)
 		switch {
 		case errors.Is(err, objstore.ErrNoSpace) && rs != nil:
-			p.full(now.Add(time.Second))
+			p.full(now.Add(noRefillPause))
 			refill = false
 			attempt--
 			continue
@@ -354,6 +378,7 @@ func (r *Reservation) recommit(ctx context.Context, data []byte) (string, error)
 		cs := clsq.AddCommit(op, id, data)
 		err := q.io.Operate(ctx, r.oid, op)
 		if err == nil {
+			q.committed(r.oid)
 			ms, _ := cs.Markers()
 			if len(ms) == 1 {
 				return ms[0], nil

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clsq "github.com/cairn-s3/cairn/internal/cls/queue"
@@ -87,6 +88,37 @@ type Queues struct {
 
 	pmu   sync.Mutex
 	pools map[string]*shardPool // by shard oid
+
+	groupOps, groupEvents atomic.Uint64 // successful group commits
+
+	hooks atomic.Pointer[[]func(oid string)] // OnCommit subscribers
+}
+
+// OnCommit registers fn to be called, synchronously and without locks
+// held, after every commit through these Queues succeeded on a shard (at
+// least once per op; several events may share a call). fn must not block:
+// the delivery manager uses it to wake the shard's worker. Commits through
+// other gateways are not seen.
+func (q *Queues) OnCommit(fn func(oid string)) {
+	for {
+		old := q.hooks.Load()
+		var next []func(string)
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, fn)
+		if q.hooks.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+func (q *Queues) committed(oid string) {
+	if hs := q.hooks.Load(); hs != nil {
+		for _, fn := range *hs {
+			fn(oid)
+		}
+	}
 }
 
 // Open returns Queues on store, creating the log pool if needed.

@@ -62,6 +62,9 @@ func BenchmarkPut4K(b *testing.B) {
 				})
 				b.StopTimer()
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "puts/s")
+				if ops, evs := e.svc.Queues().GroupStats(); ops > 0 {
+					b.ReportMetric(float64(evs)/float64(ops), "events/commit-op")
+				}
 				if c.shards > 0 {
 					stt, _ := e.svc.TopicStats(context.Background(), "bench")
 					if int(stt.Entries) != b.N {

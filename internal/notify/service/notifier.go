@@ -149,13 +149,12 @@ func (r *reservation) Commit(ctx context.Context, obj driver.ObjectInfo) error {
 	commit := func(i int) {
 		tg := r.persist[i]
 		rec := forConfiguration(base, tg)
-		data, err := event.Marshal(rec)
-		if err != nil {
-			tg.res.Abort(ctx)
-			errs[i] = err
-			return
-		}
-		_, err = tg.res.Commit(ctx, data)
+		// The queue copies the record into its op: the buffer is free
+		// again once Commit returns.
+		buf := event.GetBuffer()
+		*buf = event.AppendJSON(*buf, rec)
+		_, err := tg.res.Commit(ctx, *buf)
+		event.PutBuffer(buf)
 		switch {
 		case err == nil:
 			s.Counters.Committed.Add(1)

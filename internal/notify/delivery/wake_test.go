@@ -1,0 +1,41 @@
+package delivery
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// A local commit wakes its shard's worker: with a poll interval of an
+// hour, events still arrive, one after another; with waking disabled they
+// wait for the poll.
+func TestCommitWakesWorker(t *testing.T) {
+	for _, wake := range []bool{true, false} {
+		t.Run(fmt.Sprintf("wake=%v", wake), func(t *testing.T) {
+			e := newEnv(t)
+			rcv := newReceiver(t)
+			tp := e.createTopic("wake", rcv.url(), 2, nil)
+			m := e.manager("gw1", e.endpoints(nil), func(c *Config) {
+				c.PollInterval = time.Hour
+				if !wake {
+					c.WakeGap = -1
+				}
+			})
+			eventually(t, 10*time.Second, "shards owned", func() bool { return len(m.Owned()) == 2 })
+			// Let the workers' first (empty) list happen.
+			time.Sleep(50 * time.Millisecond)
+			if !wake {
+				e.publish(tp, "b", "k")
+				time.Sleep(300 * time.Millisecond)
+				if d := rcv.delivered(); d != 0 {
+					t.Fatalf("%d delivered without waking or polling", d)
+				}
+				return
+			}
+			for i := range 20 {
+				e.publish(tp, "b", fmt.Sprintf("k%d", i%5))
+				eventually(t, 10*time.Second, "event delivered after its commit", func() bool { return rcv.delivered() == i+1 })
+			}
+		})
+	}
+}
