@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"testing"
@@ -79,5 +80,36 @@ func TestOpenData(t *testing.T) {
 	mustOp(t, mio, "big", objstore.NewWriteOp().WriteFull(big))
 	if f, ok, err := mio.OpenData(bg, "big", 0, 1); err != nil || ok || f != nil {
 		t.Errorf("MemFS: %v %v %v", f, ok, err)
+	}
+}
+
+// BenchmarkStatAbsent looks up objects that do not exist in a store whose
+// data sits in sstables: what every new stripe's write costs before it
+// writes (the meta lookup), and what bloom filters (tuneReads) serve.
+func BenchmarkStatAbsent(b *testing.B) {
+	s, err := Open(Options{Dir: b.TempDir(), MemTableSize: 4 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ioc := mustIO(b, s, "p")
+	val := make([]byte, 4<<10)
+	for i := range 20000 {
+		op := objstore.NewWriteOp().WriteFull(val)
+		if err := ioc.Operate(bg, fmt.Sprintf("obj-%08d", i*2), op); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		op := objstore.NewReadOp()
+		st := op.Stat()
+		if err := ioc.OperateRead(bg, fmt.Sprintf("obj-%08d", (i*2+1)%40000), op); err != nil || st.Exists {
+			b.Fatal(err, st.Exists)
+		}
 	}
 }
