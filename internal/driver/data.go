@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"errors"
 	"io"
+	"os"
 	"sync"
 
 	"github.com/cairn-s3/cairn/internal/bucketindex"
@@ -102,8 +103,9 @@ func (r *manifestReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (r *manifestReader) fill() error {
-	// Find the run and stripe holding r.off.
+// locate returns the stripe holding r.off, the offset in it and how many
+// bytes of the range it holds from there.
+func (r *manifestReader) locate() (oid string, within, want int64, err error) {
 	pos := r.off
 	for _, run := range r.runs {
 		if pos >= run.Size {
@@ -111,30 +113,89 @@ func (r *manifestReader) fill() error {
 			continue
 		}
 		stripe := pos / run.StripeSize
-		within := pos % run.StripeSize
-		want := run.StripeSize - within
-		if rest := run.Size - pos; rest < want {
-			want = rest
-		}
-		if rest := r.end - r.off; rest < want {
-			want = rest
-		}
-		if want > readChunk {
-			want = readChunk
-		}
-		op := objstore.NewReadOp()
-		rd := op.Read(within, want)
-		if err := r.io.OperateRead(r.ctx, run.StripeOID(stripe), op); err != nil {
-			return err
-		}
-		if int64(len(rd.Data)) != want {
-			return io.ErrUnexpectedEOF
-		}
-		r.buf = rd.Data
-		r.off += want
-		return nil
+		within = pos % run.StripeSize
+		want = min(run.StripeSize-within, run.Size-pos, r.end-r.off)
+		return run.StripeOID(stripe), within, want, nil
 	}
-	return io.ErrUnexpectedEOF
+	return "", 0, 0, io.ErrUnexpectedEOF
+}
+
+func (r *manifestReader) fill() error {
+	oid, within, want, err := r.locate()
+	if err != nil {
+		return err
+	}
+	want = min(want, readChunk)
+	op := objstore.NewReadOp()
+	rd := op.Read(within, want)
+	if err := r.io.OperateRead(r.ctx, oid, op); err != nil {
+		return err
+	}
+	if int64(len(rd.Data)) != want {
+		return io.ErrUnexpectedEOF
+	}
+	r.buf = rd.Data
+	r.off += want
+	return nil
+}
+
+// dataOpener is implemented by stores that keep large data objects in
+// files of their own (embedded.ioctx.OpenData): f is positioned at off and
+// holds n bytes from there; ok is false when the object's data is not in
+// such a file.
+type dataOpener interface {
+	OpenData(ctx context.Context, oid string, off, n int64) (f *os.File, ok bool, err error)
+}
+
+// WriteTo streams the rest of the range to w (io.Copy prefers it to Read).
+// Stripes held in files go to w as file sections, which an HTTP response
+// sends with sendfile: no read into memory, no copy through user space.
+func (r *manifestReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	write := func() error {
+		n, err := w.Write(r.buf)
+		total += int64(n)
+		r.buf = r.buf[n:]
+		return err
+	}
+	if len(r.buf) > 0 {
+		if err := write(); err != nil {
+			return total, err
+		}
+	}
+	opener, _ := r.io.(dataOpener)
+	for r.off < r.end {
+		if opener != nil {
+			oid, within, want, err := r.locate()
+			if err != nil {
+				return total, err
+			}
+			f, ok, err := opener.OpenData(r.ctx, oid, within, want)
+			if err != nil {
+				return total, err
+			}
+			if ok {
+				n, err := io.Copy(w, &io.LimitedReader{R: f, N: want})
+				f.Close()
+				total += n
+				r.off += n
+				if err == nil && n != want {
+					err = io.ErrUnexpectedEOF
+				}
+				if err != nil {
+					return total, err
+				}
+				continue
+			}
+		}
+		if err := r.fill(); err != nil {
+			return total, err
+		}
+		if err := write(); err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 func (r *manifestReader) Close() error { return nil }

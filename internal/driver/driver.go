@@ -76,6 +76,7 @@ type Driver struct {
 
 	bmu     sync.Mutex
 	buckets map[string]*bucketCacheEntry
+	akeys   keyCache
 
 	gc *collector
 }

@@ -102,6 +102,11 @@ func (d *Driver) LookupAccessKey(ctx context.Context, accessKey string) (User, s
 	if accessKey == "" {
 		return User{}, "", ErrInvalidAccessKey
 	}
+	u0, secret0, gen, ok := d.akeys.get(accessKey, d.opts.Now())
+	if ok {
+		return u0, secret0, nil
+	}
+	loaded := d.opts.Now()
 	uid, err := readAll(ctx, d.keys(), accessKey)
 	if errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrInvalid) {
 		return User{}, "", ErrInvalidAccessKey
@@ -118,6 +123,7 @@ func (d *Driver) LookupAccessKey(ctx context.Context, accessKey string) (User, s
 	}
 	for _, k := range u.Keys {
 		if k.AccessKey == accessKey {
+			d.akeys.put(accessKey, u, k.SecretKey, gen, loaded)
 			return u, k.SecretKey, nil
 		}
 	}
@@ -143,6 +149,10 @@ func (d *Driver) RemoveUser(ctx context.Context, uid string) error {
 	if len(bs) > 0 {
 		return ErrNotEmptyUserBuckets
 	}
+	// After the removal too: a lookup that read the key before it went
+	// must not cache it (forget bumps the generation such lookups hold).
+	d.akeys.forget(u.Keys)
+	defer d.akeys.forget(u.Keys)
 	for _, k := range u.Keys {
 		if err := d.keys().Operate(ctx, k.AccessKey, objstore.NewWriteOp().Remove()); err != nil && !errors.Is(err, objstore.ErrNotFound) {
 			return err

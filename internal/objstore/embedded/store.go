@@ -104,6 +104,7 @@ func (s *Store) open() error {
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{s.log},
 	}
+	tuneReads(po)
 	db, err := pebble.Open(fs.PathJoin(s.opts.Dir, "db"), po)
 	if err != nil {
 		return fmt.Errorf("embedded: open pebble: %w", err)

@@ -1,0 +1,82 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// OpenData opens [off, off+n) of an object's data for streaming, when the
+// data lives in a blob file on the real disk: f is an *os.File positioned
+// at off, of which the caller reads exactly n bytes and then closes it.
+// Handing such a file to an HTTP response lets net/http send it with
+// sendfile, with no copy through user space. ok is false (and f nil) when
+// the data is inline in the LSM or the store runs on another vfs.FS; read
+// it with OperateRead then.
+//
+// The open file keeps its bytes readable after a later overwrite or
+// removal of the object (the blob is unlinked, not truncated), so the
+// reader sees the version it opened, like an OperateRead. Errors:
+// ErrNotFound for a missing object, ErrInvalid for a range outside it.
+func (c *ioctx) OpenData(ctx context.Context, oid string, off, n int64) (f *os.File, ok bool, err error) {
+	if err := c.check(ctx, oid); err != nil {
+		return nil, false, err
+	}
+	if off < 0 || n < 0 {
+		return nil, false, objstore.Errorf(objstore.ErrInvalid, "negative offset or length")
+	}
+	s := c.s
+	if s.opts.FS != vfs.Default {
+		return nil, false, nil
+	}
+	if err := c.rlockPool(); err != nil {
+		return nil, false, err
+	}
+	e := s.locks.acquire(c.lockKey(oid))
+	defer s.locks.release(e)
+	e.rw.RLock()
+	t := &txn{
+		s: s, r: s.db, entry: e,
+		prefix: objPrefix(c.pool.id, c.ns, oid),
+		mkey:   metaKey(c.pool.id, c.ns, oid),
+	}
+	err = t.load()
+	switch {
+	case err != nil:
+	case !t.exists:
+		err = objstore.Errorf(objstore.ErrNotFound, "object %q", oid)
+	case off+n > t.cur.size:
+		err = objstore.Errorf(objstore.ErrInvalid, "range [%d, %d) outside object of %d bytes", off, off+n, t.cur.size)
+	case t.cur.blob != 0:
+		// Opened under the object's lock: the blob cannot be removed
+		// before we hold it.
+		f, err = os.Open(s.blobPath(t.cur.blob))
+		if err == nil {
+			if _, err = f.Seek(off, io.SeekStart); err != nil {
+				f.Close()
+				f = nil
+			}
+		}
+		if err != nil {
+			err = fmt.Errorf("embedded: open blob %016x: %w", t.cur.blob, err)
+		}
+	}
+	pending := e.pending.Load()
+	e.rw.RUnlock()
+	c.pool.mu.RUnlock()
+	// As OperateRead: do not hand out data whose write is not yet durable.
+	if werr := pending.wait(); err == nil && werr != nil {
+		err = werr
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return nil, false, err
+	}
+	return f, f != nil, nil
+}
