@@ -417,6 +417,18 @@ func (e *engine) copyBody(ctx context.Context) error {
 	}
 	e.res.Copied = e.copied.Load()
 	e.res.CopyTime = time.Since(t0)
+	if !e.m.cfg.NoEarlyReplay {
+		// Everything is copied: one round over every source, so the
+		// replay step starts from a short backlog.
+		n, err := e.replayRound(ctx, e.replayed, e.sources(), e.m.cfg.Workers, true)
+		e.res.EarlyReplayed += n
+		if err != nil {
+			return err
+		}
+		if err := e.failpoint("mid-copy-replay"); err != nil {
+			return err
+		}
+	}
 	if err := e.failpoint("after-copy"); err != nil {
 		return err
 	}
@@ -484,16 +496,6 @@ func (e *engine) copyAll(ctx context.Context, total uint64) error {
 	}
 	if err == nil {
 		err = eerr
-	}
-	if err == nil && !e.m.cfg.NoEarlyReplay {
-		// Everything is copied: one round over every source, so the
-		// replay step starts from a short backlog.
-		n, rerr := e.replayRound(ctx, e.replayed, e.sources(), e.m.cfg.Workers, true)
-		e.res.EarlyReplayed += n
-		err = rerr
-		if err == nil {
-			err = e.failpoint("mid-copy-replay")
-		}
 	}
 	return err
 }
