@@ -383,3 +383,42 @@ func TestEarlyReplayUnderWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestDynamicOff: with dynamic resharding off, a bucket far over the limit
+// is not queued by the background loop, but an admin-queued reshard still
+// runs.
+func TestDynamicOff(t *testing.T) {
+	e := newEnv(t)
+	e.bucket("bkt", 1)
+	md := fill(e, "bkt", 450)
+	ctx := context.Background()
+	done := make(chan reshard.Result, 10)
+	m, err := reshard.New(ctx, reshard.Config{
+		Driver: e.d, Store: e.st, Enabled: false, MaxObjsPerShard: 100, Interval: 10 * time.Millisecond,
+		OnDone: func(r reshard.Result) { done <- r },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Start()
+	defer m.Close()
+	time.Sleep(300 * time.Millisecond) // ≈30 background passes
+	if l, err := m.List(ctx); err != nil || len(l) != 0 {
+		t.Fatalf("queue with dynamic resharding off: %+v %v", l, err)
+	}
+	if st, _ := e.d.BucketStats(ctx, "bkt"); st.NumShards != 1 {
+		t.Fatalf("resharded with dynamic resharding off: %d shards", st.NumShards)
+	}
+	if err := m.Enqueue(ctx, "bkt", 5); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.To.NumShards != 5 {
+			t.Fatalf("queued reshard %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("queued reshard did not run")
+	}
+	e.verify("bkt", md)
+}
