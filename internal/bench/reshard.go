@@ -41,6 +41,14 @@ type ReshardConfig struct {
 	MaxObjsPerShard int
 	// CopyRateLimit caps each reshard's copy (entries/s; 0 = unlimited).
 	CopyRateLimit int
+	// CopyRateAdaptive lets the governor move the rate between
+	// CopyRateMin and CopyRateLimit; ForegroundSignal feeds it the fill's
+	// mean PUT latency (else it uses the copy's own batch latency).
+	CopyRateAdaptive bool
+	CopyRateMin      int
+	ForegroundSignal bool
+	// NoEarlyReplay: replay logs only after the copy (comparison runs).
+	NoEarlyReplay bool
 	// CopyWriters: copy ops in flight per reshard (0: the manager's default).
 	CopyWriters int
 	// CheckInterval of the reshard manager. Default 100 ms.
@@ -114,6 +122,7 @@ type ReshardEvent struct {
 	Copied          uint64  `json:"copied"`
 	CopySec         float64 `json:"copy_sec"`
 	CopyPerSec      float64 `json:"copy_entries_per_sec"`
+	EarlyReplayed   uint64  `json:"replayed_during_copy"`
 	Replayed        uint64  `json:"replayed"`
 	ReplayRounds    int     `json:"replay_rounds"`
 	Tail            uint64  `json:"tail_records"`
@@ -121,6 +130,8 @@ type ReshardEvent struct {
 	SteadyPerSec    float64 `json:"steady_puts_per_sec"`
 	MinWindowPerSec float64 `json:"min_window_puts_per_sec"`
 	MinRatio        float64 `json:"min_window_ratio"`
+	RateCuts        int     `json:"rate_cuts,omitempty"`
+	MinRate         float64 `json:"min_rate,omitempty"`
 }
 
 // ListPoint is the listing rate at one shard count.
@@ -157,8 +168,8 @@ func (r *ReshardResult) String() string {
 	fmt.Fprintf(&b, "filled %d objects in %.1f s (%.0f PUT/s), %d reshards, final %d shards\n",
 		r.Objects, r.FillSec, float64(r.Objects)/r.FillSec, len(r.Reshards), r.FinalShards)
 	for _, ev := range r.Reshards {
-		fmt.Fprintf(&b, "  %4d → %4d at %6.1f s: copied %8d in %6.3f s (%8.0f/s), replayed %6d in %d rounds, tail %4d, block %6.2f ms, min 1s window %5.0f/%5.0f = %.2f\n",
-			ev.FromShards, ev.ToShards, ev.StartSec, ev.Copied, ev.CopySec, ev.CopyPerSec, ev.Replayed, ev.ReplayRounds, ev.Tail, ev.BlockMs, ev.MinWindowPerSec, ev.SteadyPerSec, ev.MinRatio)
+		fmt.Fprintf(&b, "  %4d → %4d at %6.1f s: copied %8d in %6.3f s (%8.0f/s), replayed %6d during copy + %6d in %d rounds, tail %4d, block %6.2f ms, min 1s window %5.0f/%5.0f = %.2f (rate cuts %d, min rate %.0f)\n",
+			ev.FromShards, ev.ToShards, ev.StartSec, ev.Copied, ev.CopySec, ev.CopyPerSec, ev.EarlyReplayed, ev.Replayed, ev.ReplayRounds, ev.Tail, ev.BlockMs, ev.MinWindowPerSec, ev.SteadyPerSec, ev.MinRatio, ev.RateCuts, ev.MinRate)
 	}
 	fmt.Fprintf(&b, "PUT inside reshards:  %v\nPUT outside reshards: %v\n", r.Inside, r.Outside)
 	fmt.Fprintf(&b, "max block %.2f ms; copy %.0f..%.0f entries/s; min window ratio %.2f\n", r.MaxBlockMs, r.MinCopyPerSec, r.MaxCopyPerSec, r.MinWindowRatio)
@@ -206,8 +217,22 @@ func RunReshard(ctx context.Context, cfg ReshardConfig) (*ReshardResult, error) 
 	start := time.Now()
 	var evMu sync.Mutex
 	var events []reshard.Result
+	// Foreground signal: mean PUT latency since the previous call.
+	var fgSum, fgN atomic.Int64
+	var fg func() time.Duration
+	if cfg.ForegroundSignal {
+		fg = func() time.Duration {
+			n := fgN.Swap(0)
+			s := fgSum.Swap(0)
+			if n == 0 {
+				return 0
+			}
+			return time.Duration(s / n)
+		}
+	}
 	m, err := reshard.New(ctx, reshard.Config{
 		Driver: d, Store: st, Enabled: true, MaxObjsPerShard: cfg.MaxObjsPerShard, Interval: cfg.CheckInterval, CopyRateLimit: cfg.CopyRateLimit, CopyWriters: cfg.CopyWriters,
+		CopyRateAdaptive: cfg.CopyRateAdaptive, CopyRateMin: cfg.CopyRateMin, Foreground: fg, NoEarlyReplay: cfg.NoEarlyReplay,
 		OnDone: func(r reshard.Result) { evMu.Lock(); events = append(events, r); evMu.Unlock() },
 	})
 	if err != nil {
@@ -253,6 +278,10 @@ func RunReshard(ctx context.Context, cfg ReshardConfig) (*ReshardResult, error) 
 				}
 				t1 := time.Now()
 				ss = append(ss, putSample{done: int64(t1.Sub(start)), lat: int64(t1.Sub(t0))})
+				if fg != nil {
+					fgSum.Add(int64(t1.Sub(t0)))
+					fgN.Add(1)
+				}
 			}
 			samples[c] = ss
 		}(c)
@@ -297,7 +326,7 @@ func RunReshard(ctx context.Context, cfg ReshardConfig) (*ReshardResult, error) 
 		wins = append(wins, window{lo, hi})
 		ev := ReshardEvent{
 			FromShards: r.From.NumShards, ToShards: r.To.NumShards, StartSec: float64(lo) / 1e9, EndSec: float64(hi) / 1e9,
-			Copied: r.Copied, CopySec: r.CopyTime.Seconds(), Replayed: r.Replayed, ReplayRounds: r.ReplayRounds, Tail: r.Tail,
+			Copied: r.Copied, CopySec: r.CopyTime.Seconds(), EarlyReplayed: r.EarlyReplayed, Replayed: r.Replayed, RateCuts: r.RateCuts, MinRate: r.MinRate, ReplayRounds: r.ReplayRounds, Tail: r.Tail,
 			BlockMs: float64(r.Block.Microseconds()) / 1000,
 		}
 		if r.CopyTime > 0 {

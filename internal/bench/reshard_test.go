@@ -45,6 +45,12 @@ func TestReshardWorkload(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("CAIRN_BENCH_RESHARD_COPY_WRITERS")); err == nil {
 		cfg.CopyWriters = n
 	}
+	if n, err := strconv.Atoi(os.Getenv("CAIRN_BENCH_RESHARD_COPY_MIN")); err == nil {
+		cfg.CopyRateMin = n
+	}
+	cfg.CopyRateAdaptive = os.Getenv("CAIRN_BENCH_RESHARD_ADAPTIVE") != ""
+	cfg.ForegroundSignal = os.Getenv("CAIRN_BENCH_RESHARD_FG") != ""
+	cfg.NoEarlyReplay = os.Getenv("CAIRN_BENCH_RESHARD_NO_EARLY") != ""
 	if os.Getenv("CAIRN_BENCH_RESHARD_NOLIST") != "" {
 		cfg.NoList = true
 	}

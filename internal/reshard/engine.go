@@ -34,6 +34,13 @@ type Result struct {
 	// RolledBack is set when the reshard was undone (cancel or failure).
 	RolledBack bool
 	Resumed    bool // a reshard started elsewhere was taken over
+	// EarlyReplayed records were replayed during the copy step (sources
+	// whose copy was done), included in neither Replayed nor Tail.
+	EarlyReplayed uint64
+	// RateCuts is how often the adaptive governor cut the rate, MinRate
+	// the lowest rate it set (entries/s), over the copy and replay steps.
+	RateCuts int
+	MinRate  float64
 }
 
 var (
@@ -63,13 +70,20 @@ type engine struct {
 	d        *driver.Driver
 	bucket   string
 	id       string
-	rec      Record // as last written by us
+	recMu    sync.Mutex // rec is also written by the keepalive goroutine
+	rec      Record     // as last written by us
 	epoch    uint64
 	src, dst bucketindex.Index
 
 	copied  atomic.Uint64
 	renewed atomic.Int64 // unix nanos of the last successful record write
 	res     Result
+
+	// replayed[i] is the last seq of source i's log applied in this run
+	// (early replay during the copy, then the replay step).
+	replayed []uint64
+	pace     *pacer
+	gov      *governor // nil unless CopyRateAdaptive
 }
 
 func (m *Manager) newEngine(inst driver.Instance, rec Record) *engine {
@@ -80,6 +94,16 @@ func (m *Manager) newEngine(inst driver.Instance, rec Record) *engine {
 	}
 	e.renewed.Store(m.now().UnixNano())
 	e.res = Result{Bucket: inst.Name, From: rec.Source, To: rec.Target}
+	e.pace = newPacer(float64(m.cfg.CopyRateLimit))
+	if m.cfg.CopyRateAdaptive {
+		hi := float64(m.cfg.CopyRateLimit)
+		if hi <= 0 {
+			hi = 1e6
+		}
+		lo := min(hi, float64(m.cfg.CopyRateMin))
+		e.pace.setRate((lo + hi) / 2)
+		e.gov = newGovernor(e.pace, lo, hi, m.cfg.Foreground)
+	}
 	return e
 }
 
@@ -130,7 +154,9 @@ func (e *engine) update(ctx context.Context, fn func(inst *driver.Instance, rec 
 		}
 		e.renewed.Store(e.m.now().UnixNano())
 		if nr != nil {
+			e.recMu.Lock()
 			e.rec = *nr
+			e.recMu.Unlock()
 		}
 		return nil
 	}
@@ -174,7 +200,10 @@ func (e *engine) keepalive(ctx context.Context, allowCancel bool) (context.Conte
 				cancel(err)
 				return
 			}
-			if allowCancel && e.rec.Cancel {
+			e.recMu.Lock()
+			canceled := e.rec.Cancel
+			e.recMu.Unlock()
+			if allowCancel && canceled {
 				cancel(ErrCanceled)
 				return
 			}
@@ -269,6 +298,22 @@ func (e *engine) run(ctx context.Context) (Result, error) {
 	}
 }
 
+// govern runs the adaptive rate governor (if any) until the returned
+// function is called.
+func (e *engine) govern(ctx context.Context) func() {
+	if e.gov == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); e.gov.run(ctx) }()
+	return func() {
+		cancel()
+		<-done
+		e.res.RateCuts, e.res.MinRate = e.gov.stats()
+	}
+}
+
 func (e *engine) sources() []int { return seq(e.src.Layout.NumShards) }
 
 func seq(n int) []int {
@@ -321,6 +366,7 @@ feed:
 func (e *engine) copyStep(ctx context.Context) error {
 	ctx, stop := e.keepalive(ctx, true)
 	defer stop()
+	defer e.govern(ctx)()
 	err := e.copyBody(ctx)
 	return stepErr(ctx, err)
 }
@@ -358,6 +404,7 @@ func (e *engine) copyBody(ctx context.Context) error {
 		return err
 	}
 	e.copied.Store(0)
+	e.replayed = make([]uint64, e.src.Layout.NumShards)
 	if err := e.update(ctx, func(_ *driver.Instance, rec *Record) (*Record, error) {
 		rec.Total, rec.Copied = total.Load(), 0
 		return rec, nil
@@ -370,6 +417,18 @@ func (e *engine) copyBody(ctx context.Context) error {
 	}
 	e.res.Copied = e.copied.Load()
 	e.res.CopyTime = time.Since(t0)
+	if !e.m.cfg.NoEarlyReplay {
+		// Everything is copied: one round over every source, so the
+		// replay step starts from a short backlog.
+		n, err := e.replayRound(ctx, e.replayed, e.sources(), e.m.cfg.Workers, true)
+		e.res.EarlyReplayed += n
+		if err != nil {
+			return err
+		}
+		if err := e.failpoint("mid-copy-replay"); err != nil {
+			return err
+		}
+	}
 	if err := e.failpoint("after-copy"); err != nil {
 		return err
 	}
@@ -393,26 +452,21 @@ func (e *engine) copyAll(ctx context.Context, total uint64) error {
 				if werr.Load() != nil {
 					continue // drain
 				}
-				if err := tb.write(ctx, b.t, b.kvs); err != nil {
+				if err := tb.write(ctx, b); err != nil {
 					werr.Store(&err)
 					cancel(err)
 				}
 			}
 		}()
 	}
-	start := time.Now()
+	// Early replay: a source whose entries are all in the targets has its
+	// log replayed while the rest is still copying, so no backlog is left
+	// for after the copy.
+	early := e.startEarlyReplay(ctx, tb, cancel)
 	err := parallel(ctx, e.m.cfg.Workers, e.sources(), func(ctx context.Context, i int) error {
-		return e.copyShard(ctx, i, tb, func() error {
-			if lim := e.m.cfg.CopyRateLimit; lim > 0 {
-				// Sleep until the copied count is within the rate.
-				due := time.Duration(float64(e.copied.Load()) / float64(lim) * float64(time.Second))
-				if d := due - time.Since(start); d > 0 {
-					select {
-					case <-ctx.Done():
-						return context.Cause(ctx)
-					case <-time.After(d):
-					}
-				}
+		err := e.copyShard(ctx, i, tb, func(n int) error {
+			if err := e.pace.wait(ctx, n); err != nil {
+				return err
 			}
 			if e.copied.Load()*2 >= total {
 				mid.Do(func() {
@@ -426,91 +480,219 @@ func (e *engine) copyAll(ctx context.Context, total uint64) error {
 			}
 			return nil
 		})
+		if err == nil {
+			tb.sourceDone(i)
+		}
+		return err
 	})
 	if err == nil {
 		tb.flushRest(ctx)
 	}
 	close(tb.out)
 	wg.Wait()
+	eerr := early.stop()
 	if p := werr.Load(); p != nil && (err == nil || errors.Is(err, context.Canceled)) {
 		return *p
+	}
+	if err == nil {
+		err = eerr
 	}
 	return err
 }
 
+// earlyReplay replays sources' logs during the copy, paced with it.
+type earlyReplay struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+func (e *engine) startEarlyReplay(ctx context.Context, tb *targetBuffers, fail context.CancelCauseFunc) *earlyReplay {
+	er := &earlyReplay{done: make(chan struct{})}
+	if e.m.cfg.NoEarlyReplay {
+		close(er.done)
+		er.cancel = func() {}
+		return er
+	}
+	ctx, er.cancel = context.WithCancel(ctx)
+	go func() {
+		defer close(er.done)
+		t := time.NewTicker(earlyReplayTick)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tb.ready:
+			case <-t.C:
+			}
+			srcs := tb.readySources()
+			if len(srcs) == 0 {
+				continue
+			}
+			n, err := e.replayRound(ctx, e.replayed, srcs, e.m.cfg.Workers, true)
+			e.res.EarlyReplayed += n
+			if err != nil {
+				if ctx.Err() == nil {
+					er.err = err
+					fail(err)
+				}
+				return
+			}
+		}
+	}()
+	return er
+}
+
+func (er *earlyReplay) stop() error {
+	er.cancel()
+	<-er.done
+	return er.err
+}
+
+// earlyReplayTick is how often ready sources' logs are replayed during the
+// copy (besides when a source becomes ready).
+const earlyReplayTick = 250 * time.Millisecond
+
 // targetBuffers gather copied entries per target shard across all source
 // workers, so each copy op carries a full batch however many targets
 // there are: the number of (synced) ops, not the entries, bounds the copy.
+// They also track, per source shard, entries not yet written, so that a
+// source's log is replayed only once all its entries are in the targets
+// (a replayed change must never be overwritten by an older copied value).
 type targetBuffers struct {
-	e     *engine
-	limit int // entries per target before a flush
-	mu    []sync.Mutex
-	bufs  [][]objstore.KV
-	out   chan copyBatch
+	e      *engine
+	limit  int // entries per target before a flush
+	mu     []sync.Mutex
+	bufs   [][]objstore.KV
+	owners [][]srcCount // per target: sources of the buffered entries
+	out    chan copyBatch
+
+	pending []atomic.Int64 // per source: entries buffered or being written
+	done    []atomic.Bool  // per source: fully read
+	taken   []bool         // per source: handed to the early replay
+	ready   chan struct{}  // a source may have become ready
 }
 
+type srcCount struct{ src, n int }
+
 type copyBatch struct {
-	t   int
-	kvs []objstore.KV
+	t      int
+	kvs    []objstore.KV
+	owners []srcCount
 }
 
 // maxBuffered bounds entries held in memory across all targets.
 const maxBuffered = 1 << 18
 
 func newTargetBuffers(e *engine) *targetBuffers {
-	nt := e.dst.Layout.NumShards
+	nt, ns := e.dst.Layout.NumShards, e.src.Layout.NumShards
 	limit := min(e.m.cfg.CopyBatch, max(64, maxBuffered/nt))
 	return &targetBuffers{e: e, limit: limit, mu: make([]sync.Mutex, nt), bufs: make([][]objstore.KV, nt),
-		out: make(chan copyBatch, e.m.cfg.CopyWriters)}
+		owners: make([][]srcCount, nt), out: make(chan copyBatch, e.m.cfg.CopyWriters),
+		pending: make([]atomic.Int64, ns), done: make([]atomic.Bool, ns), taken: make([]bool, ns),
+		ready: make(chan struct{}, 1)}
 }
 
-// add appends kvs (all for target t) and hands a full buffer to the
-// writers (waiting when they are all busy: that bounds memory).
-func (tb *targetBuffers) add(ctx context.Context, t int, kvs []objstore.KV) error {
+// add appends kvs (all from source src, for target t) and hands a full
+// buffer to the writers (waiting when they are all busy: that bounds
+// memory).
+func (tb *targetBuffers) add(ctx context.Context, src, t int, kvs []objstore.KV) error {
+	tb.pending[src].Add(int64(len(kvs)))
 	tb.mu[t].Lock()
 	tb.bufs[t] = append(tb.bufs[t], kvs...)
-	var full []objstore.KV
+	if o := tb.owners[t]; len(o) > 0 && o[len(o)-1].src == src {
+		o[len(o)-1].n += len(kvs)
+	} else {
+		tb.owners[t] = append(o, srcCount{src, len(kvs)})
+	}
+	var full copyBatch
 	if len(tb.bufs[t]) >= tb.limit {
-		full, tb.bufs[t] = tb.bufs[t], make([]objstore.KV, 0, tb.limit)
+		full = copyBatch{t, tb.bufs[t], tb.owners[t]}
+		tb.bufs[t], tb.owners[t] = make([]objstore.KV, 0, tb.limit), nil
 	}
 	tb.mu[t].Unlock()
-	if full == nil {
+	if full.kvs == nil {
 		return nil
 	}
 	select {
-	case tb.out <- copyBatch{t, full}:
+	case tb.out <- full:
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
 }
 
-func (tb *targetBuffers) write(ctx context.Context, t int, kvs []objstore.KV) error {
-	for len(kvs) > 0 {
+func (tb *targetBuffers) write(ctx context.Context, b copyBatch) error {
+	t0 := time.Now()
+	full := len(b.kvs) >= tb.limit
+	for kvs := b.kvs; len(kvs) > 0; {
 		n := min(len(kvs), tb.e.m.cfg.CopyBatch)
-		if err := tb.e.dst.CopyIn(ctx, t, tb.e.epoch, kvs[:n]); err != nil {
-			return fmt.Errorf("copy into shard %d: %w", t, err)
+		if err := tb.e.dst.CopyIn(ctx, b.t, tb.e.epoch, kvs[:n]); err != nil {
+			return fmt.Errorf("copy into shard %d: %w", b.t, err)
 		}
 		kvs = kvs[n:]
 	}
+	if full {
+		tb.e.gov.observe(time.Since(t0))
+	}
+	woke := false
+	for _, o := range b.owners {
+		if tb.pending[o.src].Add(-int64(o.n)) == 0 && tb.done[o.src].Load() {
+			woke = true
+		}
+	}
+	if woke {
+		tb.wake()
+	}
 	return nil
+}
+
+func (tb *targetBuffers) wake() {
+	select {
+	case tb.ready <- struct{}{}:
+	default:
+	}
+}
+
+// sourceDone marks source i fully read.
+func (tb *targetBuffers) sourceDone(i int) {
+	tb.done[i].Store(true)
+	if tb.pending[i].Load() == 0 {
+		tb.wake()
+	}
+}
+
+// readySources returns the sources fully read and written (only the early
+// replay goroutine calls it). Once ready, a source stays ready.
+func (tb *targetBuffers) readySources() []int {
+	var r []int
+	for i := range tb.done {
+		if !tb.taken[i] && tb.done[i].Load() && tb.pending[i].Load() == 0 {
+			tb.taken[i] = true
+		}
+		if tb.taken[i] {
+			r = append(r, i)
+		}
+	}
+	return r
 }
 
 func (tb *targetBuffers) flushRest(ctx context.Context) {
 	for t := range tb.bufs {
 		if len(tb.bufs[t]) > 0 {
 			select {
-			case tb.out <- copyBatch{t, tb.bufs[t]}:
+			case tb.out <- copyBatch{t, tb.bufs[t], tb.owners[t]}:
 			case <-ctx.Done():
 				return
 			}
-			tb.bufs[t] = nil
+			tb.bufs[t], tb.owners[t] = nil, nil
 		}
 	}
 }
 
 // copyShard pages through source shard i into the target buffers.
-func (e *engine) copyShard(ctx context.Context, i int, tb *targetBuffers, afterPage func() error) error {
+func (e *engine) copyShard(ctx context.Context, i int, tb *targetBuffers, afterPage func(n int) error) error {
 	nt := e.dst.Layout.NumShards
 	split := make([][]objstore.KV, nt)
 	after := ""
@@ -525,7 +707,7 @@ func (e *engine) copyShard(ctx context.Context, i int, tb *targetBuffers, afterP
 		}
 		for t, part := range split {
 			if len(part) > 0 {
-				if err := tb.add(ctx, t, part); err != nil {
+				if err := tb.add(ctx, i, t, part); err != nil {
 					return err
 				}
 				split[t] = part[:0]
@@ -535,7 +717,7 @@ func (e *engine) copyShard(ctx context.Context, i int, tb *targetBuffers, afterP
 			after = kvs[len(kvs)-1].Key
 		}
 		e.copied.Add(uint64(len(kvs)))
-		if err := afterPage(); err != nil {
+		if err := afterPage(len(kvs)); err != nil {
 			return err
 		}
 		if !more {
@@ -551,11 +733,14 @@ func (e *engine) copyShard(ctx context.Context, i int, tb *targetBuffers, afterP
 // counts: this keeps the tail replay, which writers wait for, short. A key's
 // records all come from one source shard, in log order, and go to one
 // target, so per-key order is kept.
-func (e *engine) replayRound(ctx context.Context, replayed []uint64, fanout int) (uint64, error) {
+//
+// srcs are the source shards to replay; paced rounds (not the tail, which
+// writers wait for) charge the pacer for every batch they apply.
+func (e *engine) replayRound(ctx context.Context, replayed []uint64, srcs []int, fanout int, paced bool) (uint64, error) {
 	const maxRoundPages = 16
 	ns, nt := e.src.Layout.NumShards, e.dst.Layout.NumShards
 	logs := make([][]bucketindex.RawLogRecord, ns)
-	err := parallel(ctx, fanout, e.sources(), func(ctx context.Context, i int) error {
+	err := parallel(ctx, fanout, srcs, func(ctx context.Context, i int) error {
 		after := replayed[i]
 		for p := 0; p < maxRoundPages; p++ {
 			recs, more, err := e.src.ReadLogRaw(ctx, i, after, e.m.cfg.CopyBatch)
@@ -597,6 +782,11 @@ func (e *engine) replayRound(ctx context.Context, replayed []uint64, fanout int)
 				return fmt.Errorf("replay into shard %d: %w", t, err)
 			}
 			g = g[k:]
+			if paced {
+				if err := e.pace.wait(ctx, k); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})
@@ -616,17 +806,31 @@ func (e *engine) replayRound(ctx context.Context, replayed []uint64, fanout int)
 func (e *engine) replayStep(ctx context.Context) error {
 	ctx, stop := e.keepalive(ctx, true)
 	defer stop()
+	defer e.govern(ctx)()
 	return stepErr(ctx, e.replayBody(ctx))
 }
 
 func (e *engine) replayBody(ctx context.Context) error {
-	replayed := make([]uint64, e.src.Layout.NumShards)
+	// Progress of this run's early replay carries over; a resumed
+	// reshard replays from the start (replay is idempotent).
+	if len(e.replayed) != e.src.Layout.NumShards {
+		e.replayed = make([]uint64, e.src.Layout.NumShards)
+	}
+	replayed := e.replayed
 	small := uint64(e.m.cfg.TailRecords)
+	// Rounds are paced while they shrink; a round that did not shrink (the
+	// write rate outruns the pace) makes the rest unpaced, so the tail
+	// that writers wait for stays short.
+	paced, last := true, ^uint64(0)
 	for round := 0; ; round++ {
-		n, err := e.replayRound(ctx, replayed, e.m.cfg.Workers)
+		n, err := e.replayRound(ctx, replayed, e.sources(), e.m.cfg.Workers, paced)
 		if err != nil {
 			return err
 		}
+		if n >= last {
+			paced = false
+		}
+		last = n
 		e.res.Replayed += n
 		e.res.ReplayRounds++
 		if round == 0 {
@@ -670,7 +874,7 @@ func (e *engine) switchStep(ctx context.Context) error {
 	if err := e.failpoint("after-close"); err != nil {
 		return err
 	}
-	n, err := e.replayRound(ctx, replayed, e.m.cfg.SwitchFanout)
+	n, err := e.replayRound(ctx, replayed, e.sources(), e.m.cfg.SwitchFanout, false)
 	if err != nil {
 		return err
 	}

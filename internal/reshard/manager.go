@@ -48,6 +48,19 @@ type Config struct {
 	// CopyRateLimit caps the copy at this many entries per second, to
 	// leave CPU and disk to client traffic. 0: unlimited.
 	CopyRateLimit int
+	// CopyRateAdaptive lets the rate float between CopyRateMin and
+	// CopyRateLimit (or 1M/s when that is 0), cut when foreground latency
+	// rises (see Foreground) and raised while it stays low.
+	CopyRateAdaptive bool
+	// CopyRateMin is the adaptive rate's floor. Default 5000.
+	CopyRateMin int
+	// Foreground, if set, returns recent foreground index-write latency
+	// (e.g. p90 over the last fraction of a second, 0 if none): the
+	// adaptive rate's signal. Unset, the copy's own batch latency is used.
+	Foreground func() time.Duration
+	// NoEarlyReplay turns off replaying each source's log during the copy
+	// once its entries are in the targets (for comparison runs).
+	NoEarlyReplay bool
 	// CopyWriters is how many copy ops may be in flight. Default 32.
 	CopyWriters int
 	// SwitchFanout bounds concurrent shard operations while writers wait
@@ -104,6 +117,9 @@ func (c *Config) EnsureDefaults() *Config {
 	if c.CopyWriters == 0 {
 		c.CopyWriters = 32
 	}
+	if c.CopyRateMin == 0 {
+		c.CopyRateMin = 5000
+	}
 	if c.SwitchFanout == 0 {
 		c.SwitchFanout = 256
 	}
@@ -143,7 +159,7 @@ func (c *Config) Validate() error {
 	if c.CopyBatch < 1 || c.CopyBatch > 10000 {
 		errs = append(errs, fmt.Errorf("reshard: copy batch %d outside 1..10000", c.CopyBatch))
 	}
-	if c.Workers < 1 || c.CopyRateLimit < 0 || c.CopyWriters < 1 || c.SwitchFanout < 1 || c.TailRecords < 0 || c.MaxReplayRounds < 1 {
+	if c.Workers < 1 || c.CopyRateLimit < 0 || c.CopyRateMin < 0 || c.CopyWriters < 1 || c.SwitchFanout < 1 || c.TailRecords < 0 || c.MaxReplayRounds < 1 {
 		errs = append(errs, fmt.Errorf("reshard: workers %d, tail %d, rounds %d", c.Workers, c.TailRecords, c.MaxReplayRounds))
 	}
 	return errors.Join(errs...)
@@ -151,7 +167,8 @@ func (c *Config) Validate() error {
 
 // Failpoints stop a reshard at a named step, as if the process died there.
 // Hit is called with the bucket and point name; returning true fires it.
-// Points, in order: after-init-target, after-logging, mid-copy, after-copy,
+// Points, in order: after-init-target, after-logging, mid-copy,
+// mid-copy-replay, after-copy,
 // mid-replay, before-closing, after-close, before-switch, after-switch,
 // mid-cleanup, after-cleanup, mid-rollback.
 type Failpoints struct {
@@ -160,7 +177,7 @@ type Failpoints struct {
 
 // Points lists every failpoint name in step order.
 var Points = []string{
-	"after-init-target", "after-logging", "mid-copy", "after-copy", "mid-replay",
+	"after-init-target", "after-logging", "mid-copy", "mid-copy-replay", "after-copy", "mid-replay",
 	"before-closing", "after-close", "before-switch", "after-switch", "mid-cleanup",
 	"after-cleanup", "mid-rollback",
 }

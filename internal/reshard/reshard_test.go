@@ -318,3 +318,107 @@ func TestQueuedBucketDeleted(t *testing.T) {
 		t.Fatalf("index objects left: %v", oids)
 	}
 }
+
+// TestEarlyReplayUnderWrites reshards while writers change the bucket, with
+// a slow paced copy so that sources finish at different times: their logs
+// are replayed during the copy (EarlyReplayed > 0), and the result is exact.
+// It runs with a fixed cap and with the adaptive governor.
+func TestEarlyReplayUnderWrites(t *testing.T) {
+	for _, adaptive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("adaptive=%v", adaptive), func(t *testing.T) {
+			e := newEnv(t)
+			e.bucket("bkt", 5)
+			md := fill(e, "bkt", 1200)
+			ctx := context.Background()
+			m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 16, Workers: 2,
+				CopyRateLimit: 3000, CopyRateAdaptive: adaptive, CopyRateMin: 1000, LeaseDuration: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for w := 0; w < 2; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					rng := rand.New(rand.NewSource(int64(w)))
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						// Each writer owns its keys, so the model's order
+						// is the writer's order.
+						k := fmt.Sprintf("obj/%05d", rng.Intn(700)*2+w)
+						mu.Lock()
+						if rng.Intn(4) == 0 {
+							if err := e.d.DeleteObject(ctx, "bkt", k); err != nil {
+								t.Errorf("delete %s: %v", k, err)
+							}
+							delete(md, k)
+						} else {
+							size := rng.Intn(30)
+							if err := e.put("bkt", k, size); err != nil {
+								t.Errorf("put %s: %v", k, err)
+							}
+							md[k] = size
+						}
+						mu.Unlock()
+						time.Sleep(time.Millisecond)
+					}
+				}(w)
+			}
+			res, err := m.Reshard(ctx, "bkt", 13)
+			close(stop)
+			wg.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.EarlyReplayed == 0 {
+				t.Fatalf("nothing replayed during the copy: %+v", res)
+			}
+			e.verify("bkt", md)
+		})
+	}
+}
+
+// TestDynamicOff: with dynamic resharding off, a bucket far over the limit
+// is not queued by the background loop, but an admin-queued reshard still
+// runs.
+func TestDynamicOff(t *testing.T) {
+	e := newEnv(t)
+	e.bucket("bkt", 1)
+	md := fill(e, "bkt", 450)
+	ctx := context.Background()
+	done := make(chan reshard.Result, 10)
+	m, err := reshard.New(ctx, reshard.Config{
+		Driver: e.d, Store: e.st, Enabled: false, MaxObjsPerShard: 100, Interval: 10 * time.Millisecond,
+		OnDone: func(r reshard.Result) { done <- r },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Start()
+	defer m.Close()
+	time.Sleep(300 * time.Millisecond) // ≈30 background passes
+	if l, err := m.List(ctx); err != nil || len(l) != 0 {
+		t.Fatalf("queue with dynamic resharding off: %+v %v", l, err)
+	}
+	if st, _ := e.d.BucketStats(ctx, "bkt"); st.NumShards != 1 {
+		t.Fatalf("resharded with dynamic resharding off: %d shards", st.NumShards)
+	}
+	if err := m.Enqueue(ctx, "bkt", 5); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.To.NumShards != 5 {
+			t.Fatalf("queued reshard %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("queued reshard did not run")
+	}
+	e.verify("bkt", md)
+}
