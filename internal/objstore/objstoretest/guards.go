@@ -161,7 +161,7 @@ func testAtomicity(t *testing.T, st objstore.Store) {
 		func(op *objstore.WriteOp) { op.Create(false).SetXattr("after-remove", nil) },
 	}
 	failures := map[string]func(*objstore.WriteOp){
-		"cmpxattr":       func(op *objstore.WriteOp) { op.CmpXattr("never", objstore.CmpEQ, []byte("x")) },
+		"cmpxattr": func(op *objstore.WriteOp) { op.CmpXattr("never", objstore.CmpEQ, []byte("x")) },
 		// A version no object reaches: RADOS user versions are per-PG
 		// counters, so a real object may well be at version 1.
 		"assert_version": func(op *objstore.WriteOp) { op.AssertVersion(1 << 62) },
