@@ -18,16 +18,16 @@ import (
 
 // Config is everything `cairn serve` reads.
 type Config struct {
-	DataDir  string
-	Listen   string
-	Backend  string // embedded (default), null, or rados (needs a build with -tags rados)
+	DataDir string
+	Listen  string
+	Backend string // embedded (default), null, or rados (needs a build with -tags rados)
 	// Ceph cluster of the rados backend.
 	CephConf       string
 	CephUser       string
 	CephPoolPrefix string
-	Region   string // zonegroup name used in ARNs and event records
-	Domain   string // enables virtual-host-style requests under this domain
-	LogLevel string
+	Region         string // zonegroup name used in ARNs and event records
+	Domain         string // enables virtual-host-style requests under this domain
+	LogLevel       string
 
 	BucketIndexShards int
 	MaxObjsPerShard   int
