@@ -6,6 +6,8 @@
 #   scripts/ceph/cluster.sh start DIR   # writes DIR/ceph.conf, waits until usable
 #   scripts/ceph/cluster.sh stop DIR    # stops the daemons started in DIR (by pid)
 #   scripts/ceph/cluster.sh status DIR
+#   scripts/ceph/cluster.sh stop-osd DIR N   # stop osd.N (SIGTERM: it marks itself down)
+#   scripts/ceph/cluster.sh start-osd DIR N  # start osd.N again on its data
 #
 # Environment:
 #   CEPH_MON_PORT   msgr2 port of the monitor (default 13300; v1 = port+1).
@@ -20,7 +22,7 @@
 set -euo pipefail
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
-[ $# -eq 2 ] || die "usage: $0 start|stop|status DIR"
+[ $# -ge 2 ] || die "usage: $0 start|stop|status DIR, or stop-osd|start-osd DIR N"
 cmd=$1
 dir=$(realpath -m "$2")
 conf=$dir/ceph.conf
@@ -52,6 +54,24 @@ stop)
 	;;
 status)
 	exec ceph -c "$conf" -s
+	;;
+stop-osd)
+	[ $# -eq 3 ] || die "usage: $0 stop-osd DIR N"
+	f=$dir/run/osd.$3.pid
+	[ -e "$f" ] || die "osd.$3 is not running in $dir"
+	pid=$(cat "$f")
+	kill "$pid" 2>/dev/null || true
+	for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+	rm -f "$f"
+	log "osd.$3 stopped"
+	exit 0
+	;;
+start-osd)
+	[ $# -eq 3 ] || die "usage: $0 start-osd DIR N"
+	ceph-osd -c "$conf" -i "$3" || die "ceph-osd -i $3 failed (see $dir/log/osd.$3.log)"
+	log "osd.$3 started"
+	exit 0
 	;;
 start) ;;
 *) die "unknown command $cmd" ;;
