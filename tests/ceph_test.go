@@ -59,8 +59,9 @@ func cephCluster(t *testing.T) (conf, dir string) {
 		script, _ := filepath.Abs("../scripts/ceph/cluster.sh")
 		cmd := exec.Command(script, "start", dir)
 		// Ports apart from the radosstore package's cluster; a mgr reports
-		// PG states (the OSD test waits for active+clean).
-		cmd.Env = append(os.Environ(), "CEPH_MON_PORT=13310", "CEPH_OSD_PORTS=17000-17199", "CEPH_MGR=1")
+		// PG states (the OSD test waits for active+clean); no recovery sleep
+		// (Ceph's 0.1 s per op for "hdd" OSDs makes recovery take minutes).
+		cmd.Env = append(os.Environ(), "CEPH_MON_PORT=13310", "CEPH_OSD_PORTS=17000-17199", "CEPH_MGR=1", "CEPH_RECOVERY_SLEEP=0")
 		out, err := cmd.CombinedOutput()
 		afterAll = append(afterAll, func() {
 			_ = exec.Command(script, "stop", dir).Run()
@@ -287,10 +288,15 @@ func pgStates(conf string) (map[string]int, int, error) {
 func waitClean(t *testing.T, conf string, timeout time.Duration) time.Duration {
 	t.Helper()
 	t0 := time.Now()
+	lastLog := t0
 	for {
 		m, n, err := pgStates(conf)
 		if err == nil && n > 0 && m["active+clean"] == n {
 			return time.Since(t0)
+		}
+		if time.Since(lastLog) > 10*time.Second {
+			t.Logf("%.0fs: PG states %v", time.Since(t0).Seconds(), m)
+			lastLog = time.Now()
 		}
 		if time.Since(t0) > timeout {
 			t.Fatalf("cluster not clean after %v: %v (%d PGs) %v", timeout, m, n, err)
@@ -438,4 +444,138 @@ func TestCephOSDFailure(t *testing.T) {
 		}
 	}
 	t.Logf("%d acknowledged keys read back after recovery", len(acked))
+}
+
+// TestCephGatewaysReshard: three gateways on one cluster, writers on two of
+// them; two gateways are asked to reshard the same bucket at once. One
+// reshard runs at a time (the other is refused as in progress, or runs
+// after it, from its result), writers keep being served, and every
+// acknowledged key is listed afterwards through the third gateway.
+func TestCephGatewaysReshard(t *testing.T) {
+	conf, _ := cephCluster(t)
+	gws := startRadosGateways(t, conf, 3, "--bucket-index-shards", "3", "--dynamic-resharding", "false")
+	clients := make([]*s3.Client, len(gws))
+	for i, g := range gws {
+		clients[i] = sdkClient(g, g.AccessKey, g.SecretKey)
+	}
+	ctx := context.Background()
+	if _, err := clients[0].CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("reshard-multi")}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	var failed atomic.Int64
+	var firstErr atomic.Value
+	put := func(c *s3.Client, key string) {
+		pctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		if _, err := c.PutObject(pctx, &s3.PutObjectInput{Bucket: aws.String("reshard-multi"), Key: aws.String(key), Body: strings.NewReader(key)}); err != nil {
+			failed.Add(1)
+			firstErr.CompareAndSwap(nil, err.Error())
+			return
+		}
+		mu.Lock()
+		acked[key] = true
+		mu.Unlock()
+	}
+	// Prefill, so the copy has something to do.
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				put(clients[w%3], fmt.Sprintf("pre/%d-%d", w, i))
+			}
+		}(w)
+	}
+	wg.Wait()
+	stop := make(chan struct{})
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				put(clients[1+w%2], fmt.Sprintf("live/%d-%d", w, i))
+			}
+		}(w)
+	}
+	time.Sleep(time.Second)
+	type outcome struct {
+		out string
+		err error
+	}
+	res := make([]outcome, 2)
+	var rw sync.WaitGroup
+	for i, n := range []string{"7", "5"} {
+		rw.Add(1)
+		go func(i int, n string) {
+			defer rw.Done()
+			time.Sleep(time.Duration(i) * 100 * time.Millisecond)
+			out, err := gws[i].Admin("bucket", "reshard", "--bucket", "reshard-multi", "--num-shards", n)
+			res[i] = outcome{out, err}
+		}(i, n)
+	}
+	rw.Wait()
+	time.Sleep(time.Second) // writers continue after the switch
+	close(stop)
+	wg.Wait()
+	for i, r := range res {
+		t.Logf("gateway %d reshard: %s %v", i, strings.TrimSpace(r.out), r.err)
+	}
+	switch {
+	case res[0].err == nil && res[1].err == nil:
+		// Both ran: one after the other, the second from the first's result.
+		from := [2]float64{}
+		for i, r := range res {
+			var v struct {
+				From float64 `json:"from_shards"`
+			}
+			if err := json.Unmarshal([]byte(r.out), &v); err != nil {
+				t.Fatalf("reshard result: %v %s", err, r.out)
+			}
+			from[i] = v.From
+		}
+		if !(from[0] == 3 && from[1] == 7) && !(from[1] == 3 && from[0] == 5) {
+			t.Fatalf("both reshards ran but not one after the other: from %v", from)
+		}
+	case res[0].err != nil && res[1].err != nil:
+		t.Fatalf("both reshards failed: %v / %v", res[0].err, res[1].err)
+	default:
+		for _, r := range res {
+			if r.err != nil && !strings.Contains(r.err.Error(), "ServiceUnavailable") && !strings.Contains(r.err.Error(), "progress") {
+				t.Fatalf("the refused reshard failed for another reason: %v", r.err)
+			}
+		}
+	}
+	if n := failed.Load(); n > 0 {
+		t.Errorf("%d PUTs failed during the reshard, first: %v", n, firstErr.Load())
+	}
+	// Every acknowledged key is listed, through the third gateway.
+	listed := map[string]bool{}
+	p := s3.NewListObjectsV2Paginator(clients[2], &s3.ListObjectsV2Input{Bucket: aws.String("reshard-multi")})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			listed[*o.Key] = true
+		}
+	}
+	for k := range acked {
+		if !listed[k] {
+			t.Fatalf("acknowledged key %s not listed after the reshard (%d listed, %d acknowledged)", k, len(listed), len(acked))
+		}
+	}
+	stats, err := gws[2].Admin("bucket", "stats", "--bucket", "reshard-multi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d acknowledged keys all listed after the reshard; bucket stats %s", len(acked), strings.TrimSpace(stats))
 }

@@ -17,6 +17,9 @@
 #   CEPH_POOL_SIZE  default pool size (default 3, min_size 2; 1 = min_size 1)
 #   CEPH_MGR=1      also start a ceph-mgr (health reports HEALTH_OK, +~150 MiB)
 #   CEPH_LUA=1      load the lua object class (osd class load list += lua)
+#   CEPH_RECOVERY_SLEEP  osd_recovery_sleep_hdd in seconds (default Ceph's
+#                   0.1: the OSDs here are "hdd", so recovery runs at about
+#                   7 objects/s; tests set 0 to keep recovery short)
 #
 # Needs Debian's ceph-mon ceph-osd ceph-common (ceph-mgr for CEPH_MGR=1).
 set -euo pipefail
@@ -152,6 +155,7 @@ osd_memory_target = 1073741824
 memstore_device_bytes = 4294967296
 osd_op_num_shards = 2
 osd_op_num_threads_per_shard = 2
+osd_recovery_sleep_hdd = ${CEPH_RECOVERY_SLEEP:-0.1}
 
 [mgr]
 admin_socket = $dir/run/\$name.asok
