@@ -19,19 +19,34 @@ import (
 
 var cairnBin string
 
+// buildTags are passed to the build of the binary under test (files built
+// with -tags rados add "rados"); afterAll runs once after every test (they
+// stop shared fixtures such as a Ceph cluster).
+var (
+	buildTags []string
+	afterAll  []func()
+)
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "cairn-tests-")
 	if err != nil {
 		panic(err)
 	}
 	cairnBin = filepath.Join(dir, "cairn")
-	build := exec.Command("go", "build", "-o", cairnBin, "../cmd/cairn")
+	args := []string{"build", "-o", cairnBin}
+	if len(buildTags) > 0 {
+		args = append(args, "-tags", strings.Join(buildTags, ","))
+	}
+	build := exec.Command("go", append(args, "../cmd/cairn")...)
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build cairn:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
+	for _, f := range afterAll {
+		f()
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

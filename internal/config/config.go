@@ -18,12 +18,16 @@ import (
 
 // Config is everything `cairn serve` reads.
 type Config struct {
-	DataDir  string
-	Listen   string
-	Backend  string // embedded (default) or null; rados needs a build with -tags rados
-	Region   string // zonegroup name used in ARNs and event records
-	Domain   string // enables virtual-host-style requests under this domain
-	LogLevel string
+	DataDir string
+	Listen  string
+	Backend string // embedded (default), null, or rados (needs a build with -tags rados)
+	// Ceph cluster of the rados backend.
+	CephConf       string
+	CephUser       string
+	CephPoolPrefix string
+	Region         string // zonegroup name used in ARNs and event records
+	Domain         string // enables virtual-host-style requests under this domain
+	LogLevel       string
 
 	BucketIndexShards int
 	MaxObjsPerShard   int
@@ -105,7 +109,10 @@ func boolOpt(p func(*Config) *bool) func(*Config, string) error {
 var options = []option{
 	{"data-dir", "data directory of the embedded backend", "./data", strOpt(func(c *Config) *string { return &c.DataDir })},
 	{"listen", "address to serve S3, SNS and admin on", "127.0.0.1:7480", strOpt(func(c *Config) *string { return &c.Listen })},
-	{"backend", "object layer backend: embedded, or null (data discarded, for benchmarks)", "embedded", strOpt(func(c *Config) *string { return &c.Backend })},
+	{"backend", "object layer backend: embedded, rados (a Ceph cluster; binary built with -tags rados), or null (data discarded, for benchmarks)", "embedded", strOpt(func(c *Config) *string { return &c.Backend })},
+	{"ceph-conf", "ceph.conf of the cluster (backend rados)", "", strOpt(func(c *Config) *string { return &c.CephConf })},
+	{"ceph-user", "Ceph client name without \"client.\" (backend rados)", "admin", strOpt(func(c *Config) *string { return &c.CephUser })},
+	{"ceph-pool-prefix", "prefix of every pool name, so several independent gateways share a cluster (backend rados)", "", strOpt(func(c *Config) *string { return &c.CephPoolPrefix })},
 	{"region", "zonegroup/region name in ARNs and event records", "default", strOpt(func(c *Config) *string { return &c.Region })},
 	{"domain", "domain for virtual-host-style bucket addressing (empty: path-style only)", "", strOpt(func(c *Config) *string { return &c.Domain })},
 	{"log-level", "debug, info, warn or error", "info", strOpt(func(c *Config) *string { return &c.LogLevel })},
@@ -212,7 +219,8 @@ func (c *Config) Validate() error {
 	}
 	check(c.DataDir != "", "data-dir must not be empty")
 	check(c.Listen != "", "listen must not be empty")
-	check(c.Backend == "embedded" || c.Backend == "null", "backend %q: this build supports only embedded and null", c.Backend)
+	check(c.Backend == "embedded" || c.Backend == "null" || c.Backend == "rados", "backend %q: want embedded, rados or null", c.Backend)
+	check(c.Backend != "rados" || c.CephConf != "", "backend rados needs ceph-conf")
 	check(c.BucketIndexShards >= 1 && c.BucketIndexShards <= 65521, "bucket-index-shards %d outside 1..65521", c.BucketIndexShards)
 	check(c.MaxObjsPerShard >= 1, "max-objs-per-shard must be positive")
 	check(c.MaxDynamicShards >= 1 && c.MaxDynamicShards <= 65521, "max-dynamic-shards %d outside 1..65521", c.MaxDynamicShards)

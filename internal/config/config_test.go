@@ -65,3 +65,19 @@ func TestParseSize(t *testing.T) {
 		t.Error("want error")
 	}
 }
+
+func TestRadosBackend(t *testing.T) {
+	if _, err := Load([]string{"--backend", "rados"}, env(nil)); err == nil || !strings.Contains(err.Error(), "ceph-conf") {
+		t.Fatalf("rados without ceph-conf: %v", err)
+	}
+	c, err := Load([]string{"--backend", "rados", "--ceph-conf", "/etc/ceph/ceph.conf"}, env(map[string]string{"CAIRN_CEPH_USER": "gw"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.CephConf != "/etc/ceph/ceph.conf" || c.CephUser != "gw" || c.CephPoolPrefix != "" {
+		t.Fatalf("rados options: %+v", c)
+	}
+	if _, err := Load([]string{"--backend", "ramdisk"}, env(nil)); err == nil {
+		t.Fatal("unknown backend accepted")
+	}
+}

@@ -30,6 +30,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/nullgw"
 	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cairn-s3/cairn/internal/objstore/embedded"
+	"github.com/cairn-s3/cairn/internal/objstore/radosstore"
 	"github.com/cairn-s3/cairn/internal/s3api"
 )
 
@@ -72,9 +73,9 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 	var be s3api.Backend = nullgw.New()
 	var svc *service.Service
 	if cfg.Backend != "null" {
-		st, err := embedded.Open(embedded.Options{Dir: StoreDir(cfg.DataDir), Classes: Classes(), Logger: log.With("component", "embedded")})
+		st, err := openStore(cfg, log)
 		if err != nil {
-			return nil, fmt.Errorf("open data directory %s: %w", cfg.DataDir, err)
+			return nil, err
 		}
 		g.Store = st
 		g.closers = append(g.closers, func() { _ = st.Close() })
@@ -127,6 +128,10 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 			g.Close()
 			return nil, err
 		}
+		if err := g.openReshard(ctx, cfg, g.Driver, api); err != nil {
+			g.Close()
+			return nil, err
+		}
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -151,6 +156,28 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		}
 	})
 	return g, nil
+}
+
+// openStore opens the object layer cfg.Backend names.
+func openStore(cfg *config.Config, log *slog.Logger) (objstore.Store, error) {
+	if cfg.Backend == "rados" {
+		// Pools are created on first use; gateways sharing a cluster share
+		// them (same prefix), each keeping only its admin credentials file in
+		// its data directory.
+		st, err := radosstore.Open(radosstore.Options{
+			ConfFile: cfg.CephConf, User: cfg.CephUser, PoolPrefix: cfg.CephPoolPrefix,
+			Classes: Classes(), Logger: log.With("component", "radosstore"), CreatePools: true,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open Ceph cluster %s: %w", cfg.CephConf, err)
+		}
+		return st, nil
+	}
+	st, err := embedded.Open(embedded.Options{Dir: StoreDir(cfg.DataDir), Classes: Classes(), Logger: log.With("component", "embedded")})
+	if err != nil {
+		return nil, fmt.Errorf("open data directory %s: %w", cfg.DataDir, err)
+	}
+	return st, nil
 }
 
 // Close stops background services and closes the store, in reverse order.

@@ -6,6 +6,8 @@
 #   scripts/ceph/cluster.sh start DIR   # writes DIR/ceph.conf, waits until usable
 #   scripts/ceph/cluster.sh stop DIR    # stops the daemons started in DIR (by pid)
 #   scripts/ceph/cluster.sh status DIR
+#   scripts/ceph/cluster.sh stop-osd DIR N   # stop osd.N (SIGTERM: it marks itself down)
+#   scripts/ceph/cluster.sh start-osd DIR N  # start osd.N again on its data
 #
 # Environment:
 #   CEPH_MON_PORT   msgr2 port of the monitor (default 13300; v1 = port+1).
@@ -15,12 +17,15 @@
 #   CEPH_POOL_SIZE  default pool size (default 3, min_size 2; 1 = min_size 1)
 #   CEPH_MGR=1      also start a ceph-mgr (health reports HEALTH_OK, +~150 MiB)
 #   CEPH_LUA=1      load the lua object class (osd class load list += lua)
+#   CEPH_RECOVERY_SLEEP  osd_recovery_sleep_hdd in seconds (default Ceph's
+#                   0.1: the OSDs here are "hdd", so recovery runs at about
+#                   7 objects/s; tests set 0 to keep recovery short)
 #
 # Needs Debian's ceph-mon ceph-osd ceph-common (ceph-mgr for CEPH_MGR=1).
 set -euo pipefail
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
-[ $# -eq 2 ] || die "usage: $0 start|stop|status DIR"
+[ $# -ge 2 ] || die "usage: $0 start|stop|status DIR, or stop-osd|start-osd DIR N"
 cmd=$1
 dir=$(realpath -m "$2")
 conf=$dir/ceph.conf
@@ -52,6 +57,24 @@ stop)
 	;;
 status)
 	exec ceph -c "$conf" -s
+	;;
+stop-osd)
+	[ $# -eq 3 ] || die "usage: $0 stop-osd DIR N"
+	f=$dir/run/osd.$3.pid
+	[ -e "$f" ] || die "osd.$3 is not running in $dir"
+	pid=$(cat "$f")
+	kill "$pid" 2>/dev/null || true
+	for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+	rm -f "$f"
+	log "osd.$3 stopped"
+	exit 0
+	;;
+start-osd)
+	[ $# -eq 3 ] || die "usage: $0 start-osd DIR N"
+	ceph-osd -c "$conf" -i "$3" || die "ceph-osd -i $3 failed (see $dir/log/osd.$3.log)"
+	log "osd.$3 started"
+	exit 0
 	;;
 start) ;;
 *) die "unknown command $cmd" ;;
@@ -132,6 +155,7 @@ osd_memory_target = 1073741824
 memstore_device_bytes = 4294967296
 osd_op_num_shards = 2
 osd_op_num_threads_per_shard = 2
+osd_recovery_sleep_hdd = ${CEPH_RECOVERY_SLEEP:-0.1}
 
 [mgr]
 admin_socket = $dir/run/\$name.asok

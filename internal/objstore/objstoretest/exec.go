@@ -164,7 +164,7 @@ func testExecCache(t *testing.T, st objstore.Store) {
 	if g := cacheGet("s"); g != "<miss>" {
 		t.Fatalf("cache staged by an op with a plain write = %q, want a miss", g)
 	}
-	if err := io.Operate(bg, "c", setOp("3").AssertVersion(1)); err == nil {
+	if err := io.Operate(bg, "c", setOp("3").AssertVersion(1<<62)); err == nil {
 		t.Fatal("guard passed")
 	}
 	if g := cacheGet("s"); g != "<miss>" {
