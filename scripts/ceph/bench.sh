@@ -39,6 +39,10 @@ cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	[ -n "$cluster_dir" ] && scripts/ceph/cluster.sh stop "$cluster_dir" >/dev/null
+	# Raw warp output and logs of the last run stay for inspection.
+	rm -rf /tmp/cairn-cephbench-last
+	mv "$res" /tmp/cairn-cephbench-last 2>/dev/null || true
+	cp "$work"/*.log /tmp/cairn-cephbench-last/ 2>/dev/null || true
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -59,7 +63,7 @@ pids+=($!)
 # radosgw: one instance, its default zone's pools (created on first start).
 mkdir -p "$work/rgw"
 radosgw -f -c "$conf" -n client.rgw.bench --rgw-data "$work/rgw" --log-file "$work/rgw.log" \
-	--rgw-frontends "beast endpoint=127.0.0.1:$rgw_port" --rgw-dns-name 127.0.0.1 >"$work/rgw.out" 2>&1 &
+	--rgw-frontends "beast endpoint=127.0.0.1:$rgw_port" >"$work/rgw.out" 2>&1 &
 pids+=($!)
 # Cairn: one gateway, its pools under the prefix "cairn." (no clash with RGW's).
 mkdir -p "$work/cairn-data"
