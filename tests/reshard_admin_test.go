@@ -50,6 +50,7 @@ func TestAdminReshard(t *testing.T) {
 	if err != nil || !strings.Contains(stats, `"num_shards": 5`) || !strings.Contains(stats, `"num_objects": 50`) {
 		t.Fatalf("stats after reshard: %v %s", err, stats)
 	}
+	t.Logf("bucket stats after the reshard: %s", strings.Join(strings.Fields(stats), " "))
 	if out, err := g.Admin("reshard", "list"); err != nil {
 		t.Fatalf("reshard list: %v %s", err, out)
 	}
