@@ -25,7 +25,7 @@ test-ceph:
 		$(GO) test -tags rados -timeout $(TEST_TIMEOUT) -count=1 ./internal/objstore/radosstore/; \
 		$(GO) test -tags rados -timeout $(TEST_TIMEOUT) -count=1 -run '^TestCeph' ./tests/; \
 	elif [ "$${CAIRN_REQUIRE_CEPH:-0}" = 1 ]; then \
-		echo "CAIRN_REQUIRE_CEPH=1 but Ceph is missing: apt-get install ceph-mon ceph-osd ceph-common librados-dev" >&2; exit 1; \
+		echo "CAIRN_REQUIRE_CEPH=1 but Ceph is missing: apt-get install ceph-mon ceph-osd ceph-mgr ceph-common librados-dev" >&2; exit 1; \
 	else \
 		echo "skipping the Ceph suites: install ceph-mon ceph-osd ceph-common librados-dev"; \
 	fi

@@ -61,7 +61,10 @@ func cephCluster(t *testing.T) (conf, dir string) {
 		// Ports apart from the radosstore package's cluster; a mgr reports
 		// PG states (the OSD test waits for active+clean); no recovery sleep
 		// (Ceph's 0.1 s per op for "hdd" OSDs makes recovery take minutes).
-		cmd.Env = append(os.Environ(), "CEPH_MON_PORT=13310", "CEPH_OSD_PORTS=17000-17199", "CEPH_MGR=1", "CEPH_RECOVERY_SLEEP=0")
+		cmd.Env = append(os.Environ(), "CEPH_MON_PORT=13310", "CEPH_OSD_PORTS=17000-17199", "CEPH_RECOVERY_SLEEP=0")
+		if _, err := exec.LookPath("ceph-mgr"); err == nil {
+			cmd.Env = append(cmd.Env, "CEPH_MGR=1")
+		}
 		out, err := cmd.CombinedOutput()
 		afterAll = append(afterAll, func() {
 			_ = exec.Command(script, "stop", dir).Run()
@@ -311,6 +314,13 @@ func waitClean(t *testing.T, conf string, timeout time.Duration) time.Duration {
 // active+clean after the OSD returns is reported.
 func TestCephOSDFailure(t *testing.T) {
 	conf, dir := cephCluster(t)
+	if _, err := os.Stat(filepath.Join(dir, "run", "mgr.x.pid")); err != nil {
+		// Without a mgr no PG states are reported.
+		if os.Getenv("CAIRN_REQUIRE_CEPH") == "1" {
+			t.Fatalf("no ceph-mgr in the cluster (apt-get install ceph-mgr): %v", err)
+		}
+		t.Skipf("no ceph-mgr in the cluster: %v", err)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "run", "osd.2.pid")); err != nil {
 		t.Skipf("cluster in %s was not started by scripts/ceph/cluster.sh: %v", dir, err)
 	}

@@ -39,17 +39,46 @@ cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	[ -n "$cluster_dir" ] && scripts/ceph/cluster.sh stop "$cluster_dir" >/dev/null
+	# Raw warp output and logs of the last run stay for inspection.
+	rm -rf /tmp/cairn-cephbench-last
+	mv "$res" /tmp/cairn-cephbench-last 2>/dev/null || true
+	cp "$work"/*.log /tmp/cairn-cephbench-last/ 2>/dev/null || true
 	rm -rf "$work"
 }
 trap cleanup EXIT
 
 if [ -n "${CAIRN_CEPH_CONF:-}" ]; then
 	conf=$CAIRN_CEPH_CONF
+	run_dir=$(dirname "$conf")/run
 else
 	cluster_dir=$work/ceph
 	CEPH_MON_PORT=13330 CEPH_OSD_PORTS=17400-17599 scripts/ceph/cluster.sh start "$cluster_dir" | grep '^\['
 	conf=$cluster_dir/ceph.conf
+	run_dir=$cluster_dir/run
 fi
+
+# osdops: cumulative client ops the OSDs served (as primaries), summed over
+# the OSDs' admin sockets: "op_w op_r op_rw". Cells run one at a time, so a
+# cell's difference is what its gateway (requests and background work)
+# cost the cluster.
+osdops() {
+	local a
+	for a in "$run_dir"/osd.*.asok; do
+		timeout 10 ceph --admin-daemon "$a" perf dump 2>/dev/null || echo '{"osd": {}}'
+	done | python3 -c '
+import json, sys
+dec, s, tot = json.JSONDecoder(), sys.stdin.read(), [0, 0, 0]
+i = 0
+while i < len(s):
+    if s[i].isspace():
+        i += 1
+        continue
+    d, i = dec.raw_decode(s, i)
+    o = d.get("osd", {})
+    for j, k in enumerate(("op_w", "op_r", "op_rw")):
+        tot[j] += o.get(k, 0)
+print(*tot)'
+}
 
 go build -tags rados -o "$work/cairn" ./cmd/cairn
 go build -o "$work/receiver" ./scripts/ceph/receiver
@@ -59,7 +88,7 @@ pids+=($!)
 # radosgw: one instance, its default zone's pools (created on first start).
 mkdir -p "$work/rgw"
 radosgw -f -c "$conf" -n client.rgw.bench --rgw-data "$work/rgw" --log-file "$work/rgw.log" \
-	--rgw-frontends "beast endpoint=127.0.0.1:$rgw_port" --rgw-dns-name 127.0.0.1 >"$work/rgw.out" 2>&1 &
+	--rgw-frontends "beast endpoint=127.0.0.1:$rgw_port" >"$work/rgw.out" 2>&1 &
 pids+=($!)
 # Cairn: one gateway, its pools under the prefix "cairn." (no clash with RGW's).
 mkdir -p "$work/cairn-data"
@@ -105,23 +134,30 @@ cell() {
 	local before
 	before=$(counts | python3 -c "import json,sys; print(json.load(sys.stdin).get('$b', 0))")
 	echo "== round $round $c $t (load $(loadavg))" >&2
-	echo "{\"target\": \"$t\", \"case\": \"$c\", \"round\": $round, \"load_before\": \"$(loadavg)\", \"started\": \"$(date -u +%FT%TZ)\"}" >"$f.meta"
+	echo "{\"target\": \"$t\", \"case\": \"$c\", \"round\": $round, \"duration\": \"$dur\", \"load_before\": \"$(loadavg)\", \"started\": \"$(date -u +%FT%TZ)\"}" >"$f.meta"
+	local o0 o1
+	o0=$(osdops)
 	timeout 600 "$bin/warp" "$sub" --host "127.0.0.1:${port[$t]}" --access-key "$ak" --secret-key "$sk" \
 		--concurrent "$conc" --noclear --json --bucket "$b" --benchdata "$f" --obj.size 4KiB \
 		--duration "$dur" "$@" >"$f.out" 2>"$f.err" || echo "bench.sh: warp $c $t failed, see $f.err" >&2
 	echo "{\"load_after\": \"$(loadavg)\"}" >>"$f.meta"
+	o1=$(osdops)
+	read -r w0 r0 rw0 <<<"$o0"
+	read -r w1 r1 rw1 <<<"$o1"
+	echo "{\"osd_op_w\": $((w1 - w0)), \"osd_op_r\": $((r1 - r0)), \"osd_op_rw\": $((rw1 - rw0))}" >>"$f.meta"
 	if [ "$c" = put-topic ]; then
 		# Delivery after the PUTs stop: wait until the receiver's count for
 		# the bucket stops growing (drain), record count and drain time.
-		local t0=$SECONDS prev=-1 n
+		# (RGW delivers in bursts: "stopped" = no change for 15 s.)
+		local t0=$SECONDS prev=-1 n last=$SECONDS
 		while :; do
 			n=$(counts | python3 -c "import json,sys; print(json.load(sys.stdin).get('$b', 0))")
-			[ "$n" = "$prev" ] && break
-			prev=$n
+			if [ "$n" != "$prev" ]; then prev=$n last=$SECONDS; fi
+			[ $((SECONDS - last)) -ge 15 ] && break
 			[ $((SECONDS - t0)) -gt 300 ] && break
-			sleep 3
+			sleep 1
 		done
-		echo "{\"events_received\": $((n - before)), \"drain_seconds\": $((SECONDS - t0 - 3))}" >>"$f.meta"
+		echo "{\"events_received\": $((n - before)), \"drain_seconds\": $((last - t0))}" >>"$f.meta"
 	fi
 }
 
