@@ -17,7 +17,7 @@ const (
 	DefaultLeaseDuration  = 90 * time.Second
 	DefaultScanInterval   = 30 * time.Second
 	DefaultPollInterval   = 200 * time.Millisecond
-	DefaultWakeGap        = 5 * time.Millisecond
+	DefaultWakeGap        = 20 * time.Millisecond
 	DefaultMaxInFlight    = 1024
 	DefaultMaxPerEndpoint = 256
 	DefaultShardWindow    = 1024
@@ -67,9 +67,10 @@ type Config struct {
 	// listed again for new entries (default 200 ms).
 	PollInterval time.Duration
 	// WakeGap: a commit through this gateway wakes its shard's worker
-	// (when the Registry offers OnCommit), which lists the shard again at
-	// most once per WakeGap (default 5 ms) instead of after PollInterval.
-	// Negative disables waking.
+	// (when the Registry offers OnCommit), which then lists the shard
+	// again at most once per WakeGap (default 20 ms) instead of after
+	// PollInterval. Each list is a read op on the shard: a shorter gap
+	// buys latency with CPU. Negative disables waking.
 	WakeGap time.Duration
 
 	// MaxInFlightTotal bounds pushes in flight over all shards (default

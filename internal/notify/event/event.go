@@ -253,6 +253,12 @@ func Marshal(r *Record) ([]byte, error) { return AppendJSON(make([]byte, 0, 1024
 // Unmarshal decodes what Marshal produced. Unknown fields are rejected so
 // a corrupt or foreign entry is noticed rather than half-read.
 func Unmarshal(b []byte) (*Record, error) {
+	if r, err := decodeCanonical(b); err == nil {
+		if r.EventVersion == "" || r.EventName == "" {
+			return nil, errors.New("event: record without eventVersion or eventName")
+		}
+		return r, nil
+	}
 	var r Record
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

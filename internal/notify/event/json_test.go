@@ -3,9 +3,11 @@ package event
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +151,78 @@ func BenchmarkMarshalRecord(b *testing.B) {
 		defer PutBuffer(buf)
 		for b.Loop() {
 			*buf = AppendJSON((*buf)[:0], r)
+		}
+	})
+}
+
+// Unmarshal's fast path decodes exactly what encoding/json decodes, and
+// declines (falling back to encoding/json) on anything else.
+func TestDecodeCanonicalMatchesEncodingJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	fast := 0
+	check := func(i int, b []byte) {
+		t.Helper()
+		var want Record
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		werr := dec.Decode(&want)
+		got, err := decodeCanonical(b)
+		if err != nil {
+			return // declined: Unmarshal uses encoding/json
+		}
+		fast++
+		if werr != nil {
+			t.Fatalf("record %d: fast path accepted what encoding/json refuses (%v):\n%s", i, werr, b)
+		}
+		if !reflect.DeepEqual(*got, want) {
+			t.Fatalf("record %d:\nfast %+v\njson %+v\n%s", i, *got, want, b)
+		}
+	}
+	for i := range 3000 {
+		var r *Record
+		if i%2 == 0 {
+			r = oddRecord(rng)
+		} else {
+			p := sampleParams()
+			p.Key = fmt.Sprintf("dir/obj-%d ü.txt", i)
+			p.Metadata = map[string]string{"x-amz-meta-n": strconv.Itoa(i)}
+			if i%3 == 0 {
+				p.Metadata, p.Tags = nil, nil
+			}
+			r = New(p)
+			if i%5 == 0 {
+				r = r.ForConfiguration("c", "")
+			}
+		}
+		b, _ := Marshal(r)
+		check(i, b)
+		// Damaged copies: truncated, a byte changed, trailing bytes.
+		check(i, b[:rng.IntN(len(b))])
+		c := bytes.Clone(b)
+		c[rng.IntN(len(c))] = "x0\":,{}[]-"[rng.IntN(10)]
+		check(i, c)
+		check(i, append(bytes.Clone(b), ' '))
+	}
+	if fast < 1500 {
+		t.Fatalf("fast path taken only %d times", fast)
+	}
+}
+
+func BenchmarkUnmarshalRecord(b *testing.B) {
+	data, _ := Marshal(New(sampleParams()).ForConfiguration("notif1", ""))
+	b.Run("encoding/json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var r Record
+			dec := json.NewDecoder(bytes.NewReader(data))
+			dec.DisallowUnknownFields()
+			_ = dec.Decode(&r)
+		}
+	})
+	b.Run("Unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = Unmarshal(data)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	nethttp "net/http"
+	"net/url"
 	"os"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,7 @@ type Options struct {
 // Endpoint is an HTTP push endpoint. Connections are kept alive and reused.
 type Endpoint struct {
 	opts   Options
+	url    *url.URL // parsed once; requests share it (read-only)
 	client *nethttp.Client
 	closed atomic.Bool
 }
@@ -56,10 +58,17 @@ func New(o Options) (*Endpoint, error) {
 		}
 		tlsConf.RootCAs = pool
 	}
+	u, err := url.Parse(o.URL)
+	if err != nil {
+		return nil, fmt.Errorf("http endpoint: %w", err)
+	}
 	tr := nethttp.DefaultTransport.(*nethttp.Transport).Clone()
 	tr.TLSClientConfig = tlsConf
-	tr.MaxIdleConnsPerHost = 64
-	return &Endpoint{opts: o, client: &nethttp.Client{
+	// Keep as many idle connections as delivery keeps pushes in flight
+	// per endpoint (delivery.DefaultMaxPerEndpoint): fewer closes each
+	// connection beyond the limit after one request and dials anew.
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 256, 256
+	return &Endpoint{opts: o, url: u, client: &nethttp.Client{
 		Transport: tr,
 		Timeout:   o.Timeout,
 		// Redirects are not followed: a receiver that moved is a
@@ -68,17 +77,23 @@ func New(o Options) (*Endpoint, error) {
 	}}, nil
 }
 
+var jsonType = []string{"application/json"} // shared; never modified
+
 // Push POSTs msg.Body. 2xx acknowledges; 408, 425, 429 and 5xx and
 // transport errors are retryable; other statuses are permanent.
 func (e *Endpoint) Push(ctx context.Context, msg push.Message) error {
 	if e.closed.Load() {
 		return push.ErrClosed
 	}
-	req, err := nethttp.NewRequestWithContext(ctx, nethttp.MethodPost, e.opts.URL, bytes.NewReader(msg.Body))
-	if err != nil {
-		return push.Permanent(fmt.Errorf("http endpoint: %w", err))
-	}
-	req.Header.Set("Content-Type", "application/json")
+	body := msg.Body
+	req := (&nethttp.Request{
+		Method: nethttp.MethodPost, URL: e.url, Host: e.url.Host,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:        nethttp.Header{"Content-Type": jsonType},
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		GetBody:       func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil },
+		ContentLength: int64(len(body)),
+	}).WithContext(ctx)
 	if e.opts.CloudEvents {
 		ce := msg.CloudEvent
 		req.Header.Set("ce-specversion", "1.0")
