@@ -103,9 +103,15 @@ func (r *manifestReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// locate returns the stripe holding r.off, the offset in it and how many
-// bytes of the range it holds from there.
-func (r *manifestReader) locate() (oid string, within, want int64, err error) {
+// fileMin is the least stripe length and read length for which WriteTo
+// asks the store for a file: smaller stripes are below the embedded
+// backend's blob threshold (inline, so asking would cost a second lookup),
+// and small reads gain nothing from sendfile.
+const fileMin = 1 << 20
+
+// locate returns the stripe holding r.off, the offset in it, how many
+// bytes of the range it holds from there and the stripe's length.
+func (r *manifestReader) locate() (oid string, within, want, stripeLen int64, err error) {
 	pos := r.off
 	for _, run := range r.runs {
 		if pos >= run.Size {
@@ -115,13 +121,14 @@ func (r *manifestReader) locate() (oid string, within, want int64, err error) {
 		stripe := pos / run.StripeSize
 		within = pos % run.StripeSize
 		want = min(run.StripeSize-within, run.Size-pos, r.end-r.off)
-		return run.StripeOID(stripe), within, want, nil
+		stripeLen = min(run.StripeSize, run.Size-stripe*run.StripeSize)
+		return run.StripeOID(stripe), within, want, stripeLen, nil
 	}
-	return "", 0, 0, io.ErrUnexpectedEOF
+	return "", 0, 0, 0, io.ErrUnexpectedEOF
 }
 
 func (r *manifestReader) fill() error {
-	oid, within, want, err := r.locate()
+	oid, within, want, _, err := r.locate()
 	if err != nil {
 		return err
 	}
@@ -165,11 +172,11 @@ func (r *manifestReader) WriteTo(w io.Writer) (int64, error) {
 	}
 	opener, _ := r.io.(dataOpener)
 	for r.off < r.end {
-		if opener != nil {
-			oid, within, want, err := r.locate()
-			if err != nil {
-				return total, err
-			}
+		oid, within, want, stripeLen, err := r.locate()
+		if err != nil {
+			return total, err
+		}
+		if opener != nil && stripeLen >= fileMin && want >= fileMin/8 {
 			f, ok, err := opener.OpenData(r.ctx, oid, within, want)
 			if err != nil {
 				return total, err
