@@ -484,6 +484,8 @@ type CopyRateConfig struct {
 	Dir      string
 	Entries  int // default 1,000,000
 	From, To int // default 11 → 23
+	// NoEarlyReplay: the engine's switch of that name (A/B runs).
+	NoEarlyReplay bool
 }
 
 // CopyRateResult is the copy measured by CopyRate.
@@ -559,7 +561,7 @@ func CopyRate(ctx context.Context, cfg CopyRateConfig) (*CopyRateResult, error) 
 			}
 		}
 	}
-	m, err := reshard.New(ctx, reshard.Config{Driver: d, Store: st})
+	m, err := reshard.New(ctx, reshard.Config{Driver: d, Store: st, NoEarlyReplay: cfg.NoEarlyReplay})
 	if err != nil {
 		return nil, err
 	}
