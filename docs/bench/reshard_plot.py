@@ -17,7 +17,7 @@ for i, ev in enumerate(r["reshards"]):
     ax.axvspan(ev["start_sec"], ev["end_sec"], color="#ff7f0e", alpha=0.25,
                label="reshard window" if i == 0 else None)
     ax.annotate(f'{ev["from_shards"]}→{ev["to_shards"]}\nblock {ev["block_ms"]:.0f} ms',
-                (ev["start_sec"], max(puts) * 0.98), fontsize=8, va="top")
+                (ev["start_sec"], max(puts) * (0.98 - 0.1 * (i % 2))), fontsize=8, va="top")
 ax.set_xlabel("seconds since fill start")
 ax.set_ylabel("completed PUTs per second")
 ax.set_ylim(0, max(puts) * 1.05)

@@ -145,21 +145,42 @@ type ListPoint struct {
 
 // ReshardResult is the workload's outcome.
 type ReshardResult struct {
-	Config          ReshardConfig  `json:"config"`
-	Objects         int64          `json:"objects"`
-	FillSec         float64        `json:"fill_sec"`
-	PutsPerSec      []int          `json:"puts_per_sec"` // completed PUTs in each second of the fill
-	Reshards        []ReshardEvent `json:"reshards"`
-	Inside          Latency        `json:"put_latency_inside_reshard"`
-	Outside         Latency        `json:"put_latency_outside_reshard"`
-	MaxBlockMs      float64        `json:"max_block_ms"`
-	MinCopyPerSec   float64        `json:"min_copy_entries_per_sec"`
-	MaxCopyPerSec   float64        `json:"max_copy_entries_per_sec"`
-	MinWindowRatio  float64        `json:"min_window_ratio"`
-	FinalShards     int            `json:"final_shards"`
-	FinalNumObjects uint64         `json:"final_num_objects"`
-	Listing         []ListPoint    `json:"listing"`
-	GOMAXPROCS      int            `json:"gomaxprocs"`
+	Config         ReshardConfig  `json:"config"`
+	Objects        int64          `json:"objects"`
+	FillSec        float64        `json:"fill_sec"`
+	PutsPerSec     []int          `json:"puts_per_sec"` // completed PUTs in each second of the fill
+	Reshards       []ReshardEvent `json:"reshards"`
+	Inside         Latency        `json:"put_latency_inside_reshard"`
+	Outside        Latency        `json:"put_latency_outside_reshard"`
+	MaxBlockMs     float64        `json:"max_block_ms"`
+	MinCopyPerSec  float64        `json:"min_copy_entries_per_sec"`
+	MaxCopyPerSec  float64        `json:"max_copy_entries_per_sec"`
+	MinWindowRatio float64        `json:"min_window_ratio"`
+	// The same ratio (1 s window / mean of the 5 s before it), sampled
+	// every 100 ms, for windows inside reshards and for windows wholly
+	// outside them: the outside figures are the machine's own noise floor.
+	RatioInside     RatioDist   `json:"window_ratio_inside"`
+	RatioOutside    RatioDist   `json:"window_ratio_outside"`
+	FinalShards     int         `json:"final_shards"`
+	FinalNumObjects uint64      `json:"final_num_objects"`
+	Listing         []ListPoint `json:"listing"`
+	GOMAXPROCS      int         `json:"gomaxprocs"`
+}
+
+// RatioDist summarises 1 s window ratios.
+type RatioDist struct {
+	N   int     `json:"n"`
+	Min float64 `json:"min"`
+	P5  float64 `json:"p5"`
+	P50 float64 `json:"p50"`
+}
+
+func ratioDist(v []float64) RatioDist {
+	if len(v) == 0 {
+		return RatioDist{}
+	}
+	sort.Float64s(v)
+	return RatioDist{N: len(v), Min: v[0], P5: v[len(v)*5/100], P50: v[len(v)/2]}
 }
 
 // String is a short human summary.
@@ -173,6 +194,7 @@ func (r *ReshardResult) String() string {
 	}
 	fmt.Fprintf(&b, "PUT inside reshards:  %v\nPUT outside reshards: %v\n", r.Inside, r.Outside)
 	fmt.Fprintf(&b, "max block %.2f ms; copy %.0f..%.0f entries/s; min window ratio %.2f\n", r.MaxBlockMs, r.MinCopyPerSec, r.MaxCopyPerSec, r.MinWindowRatio)
+	fmt.Fprintf(&b, "1 s window / prior 5 s: inside reshards %+v, outside %+v\n", r.RatioInside, r.RatioOutside)
 	for _, p := range r.Listing {
 		fmt.Fprintf(&b, "  list %4d shards: %8.0f keys/s, %6.2f ms/page of 1000\n", p.Shards, p.KeysPerSec, p.MsPerPage)
 	}
@@ -355,6 +377,29 @@ func RunReshard(ctx context.Context, cfg ReshardConfig) (*ReshardResult, error) 
 		}
 		res.Reshards = append(res.Reshards, ev)
 	}
+	// Window ratios inside vs outside reshards (a window touching a
+	// reshard counts inside; the 5 s reference must lie in the fill).
+	var rin, rout []float64
+	for w := int64(5 * time.Second); w+int64(time.Second) <= int64(fill); w += int64(100 * time.Millisecond) {
+		ref := rate(all, w-5*int64(time.Second), w) / 5
+		if ref <= 0 {
+			continue
+		}
+		ratio := rate(all, w, w+int64(time.Second)) / ref
+		inside := false
+		for _, win := range wins {
+			if w < win.hi && w+int64(time.Second) > win.lo {
+				inside = true
+				break
+			}
+		}
+		if inside {
+			rin = append(rin, ratio)
+		} else {
+			rout = append(rout, ratio)
+		}
+	}
+	res.RatioInside, res.RatioOutside = ratioDist(rin), ratioDist(rout)
 	var in, out []time.Duration
 	var inSpan, outSpan time.Duration
 	for _, s := range all {
@@ -439,6 +484,8 @@ type CopyRateConfig struct {
 	Dir      string
 	Entries  int // default 1,000,000
 	From, To int // default 11 → 23
+	// NoEarlyReplay: the engine's switch of that name (A/B runs).
+	NoEarlyReplay bool
 }
 
 // CopyRateResult is the copy measured by CopyRate.
@@ -514,7 +561,7 @@ func CopyRate(ctx context.Context, cfg CopyRateConfig) (*CopyRateResult, error) 
 			}
 		}
 	}
-	m, err := reshard.New(ctx, reshard.Config{Driver: d, Store: st})
+	m, err := reshard.New(ctx, reshard.Config{Driver: d, Store: st, NoEarlyReplay: cfg.NoEarlyReplay})
 	if err != nil {
 		return nil, err
 	}

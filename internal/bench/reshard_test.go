@@ -74,7 +74,8 @@ func TestCopyRate(t *testing.T) {
 			t.Skip("fills an index")
 		}
 	}
-	r, err := CopyRate(context.Background(), CopyRateConfig{Dir: os.Getenv("CAIRN_BENCH_DIR"), Entries: n})
+	r, err := CopyRate(context.Background(), CopyRateConfig{Dir: os.Getenv("CAIRN_BENCH_DIR"), Entries: n,
+		NoEarlyReplay: os.Getenv("CAIRN_BENCH_COPY_NO_EARLY") != ""})
 	if err != nil {
 		t.Fatal(err)
 	}
