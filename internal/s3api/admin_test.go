@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -146,4 +147,13 @@ func TestHandleAdminExtension(t *testing.T) {
 		t.Fatal(res.body)
 	}
 	h.mustDo(req{method: "GET", path: "/admin/reshard?bucket=x", key: aliceKey}, 403)
+}
+
+// A reshard already running reaches clients as a retryable 503 whose code
+// names the reason.
+func TestReshardInProgressMapping(t *testing.T) {
+	e := MapError(fmt.Errorf("%w: bucket b is resharding to 7 shards", driver.ErrReshardInProgress))
+	if e.Code != "ReshardInProgress" || e.HTTPStatus != http.StatusServiceUnavailable {
+		t.Fatalf("got %s %d", e.Code, e.HTTPStatus)
+	}
 }

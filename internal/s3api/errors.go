@@ -10,10 +10,13 @@ import (
 
 // RGW admin-API error codes that the S3 registry has no entry for.
 var (
-	errNoSuchUser     = s3err.APIError{Code: "NoSuchUser", HTTPStatus: http.StatusNotFound, Description: "The specified user does not exist."}
-	errUserExists     = s3err.APIError{Code: "UserAlreadyExists", HTTPStatus: http.StatusConflict, Description: "The specified user already exists."}
-	errKeyExists      = s3err.APIError{Code: "KeyExists", HTTPStatus: http.StatusConflict, Description: "The specified access key is in use."}
-	errNoSuchReshard  = s3err.APIError{Code: "NoSuchReshard", HTTPStatus: http.StatusNotFound, Description: "The bucket is not being resharded."}
+	errNoSuchUser    = s3err.APIError{Code: "NoSuchUser", HTTPStatus: http.StatusNotFound, Description: "The specified user does not exist."}
+	errUserExists    = s3err.APIError{Code: "UserAlreadyExists", HTTPStatus: http.StatusConflict, Description: "The specified user already exists."}
+	errKeyExists     = s3err.APIError{Code: "KeyExists", HTTPStatus: http.StatusConflict, Description: "The specified access key is in use."}
+	errNoSuchReshard = s3err.APIError{Code: "NoSuchReshard", HTTPStatus: http.StatusNotFound, Description: "The bucket is not being resharded."}
+	// 503 so SDKs retry a write that raced a reshard's switch; the code
+	// tells an operator (cairn admin) why.
+	errReshardBusy    = s3err.APIError{Code: "ReshardInProgress", HTTPStatus: http.StatusServiceUnavailable, Description: "The bucket index is being resharded; retry shortly."}
 	errUserHasBuckets = s3err.APIError{Code: "BucketNotEmpty", HTTPStatus: http.StatusConflict, Description: "The user still owns buckets; remove them first."}
 )
 
@@ -41,7 +44,7 @@ var errorTable = []struct {
 	{driver.ErrIncompleteBody, s3err.ErrIncompleteBody},
 	{driver.ErrInvalidArgument, s3err.ErrInvalidArgument},
 	// A write that races a reshard's brief switch: 503 makes clients retry.
-	{driver.ErrReshardInProgress, s3err.ErrServiceUnavailable},
+	{driver.ErrReshardInProgress, errReshardBusy},
 	{driver.ErrTooManyParts, s3err.ErrInvalidArgument},
 	{driver.ErrNoSuchUser, errNoSuchUser},
 	{driver.ErrUserExists, errUserExists},
