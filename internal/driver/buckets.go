@@ -328,6 +328,9 @@ func (d *Driver) DeleteBucket(ctx context.Context, name string) error {
 // BucketStats sums the index shards.
 func (d *Driver) BucketStats(ctx context.Context, name string) (BucketStats, error) {
 	var out BucketStats
+	// Read the instance afresh: another gateway may have finished (or
+	// started) a reshard since this one cached it, and stats are rare.
+	d.Invalidate(name)
 	err := d.withIndex(ctx, name, func(inst Instance, ix bucketindex.Index) error {
 		st, err := ix.Stats(ctx)
 		if err != nil {
