@@ -19,7 +19,8 @@ const ownerXattr = "cairn.owner"
 var stripePool = sync.Pool{New: func() any { b := make([]byte, StripeSize); return &b }}
 
 // writeRun streams body into stripes prefix, prefix.1, ... and returns the
-// run and the MD5 of the bytes. On any error every stripe written so far is
+// run and the MD5 of the bytes. The stripes are written with DeferSync: the
+// caller must commit the run with a synced op before acknowledging it. On any error every stripe written so far is
 // removed: a failed write leaves nothing behind.
 func (d *Driver) writeRun(ctx context.Context, prefix, owner string, body io.Reader, limit int64) (bucketindex.Run, []byte, error) {
 	run := bucketindex.Run{Prefix: prefix, StripeSize: StripeSize}
@@ -48,6 +49,9 @@ func (d *Driver) writeRun(ctx context.Context, prefix, owner string, body io.Rea
 		h.Write(buf[:n])
 		oid := run.StripeOID(i)
 		op := objstore.NewWriteOp().WriteFull(buf[:n])
+		// Every caller commits the run with a synced op (index link, part
+		// record) before acknowledging: that sync makes the stripes durable.
+		op.DeferSync = true
 		if i == 0 {
 			op.SetXattr(ownerXattr, []byte(owner))
 		}

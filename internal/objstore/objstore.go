@@ -54,7 +54,8 @@ type IOContext interface {
 	// returns an error matching ErrCanceled; a failed step returns its own
 	// error; in both cases nothing changed. On success the object's version
 	// has increased and op.Version reports it. When Operate returns nil the
-	// change is durable (synced); concurrent operations share syncs.
+	// change is durable (synced); concurrent operations share syncs, unless
+	// op.DeferSync asks otherwise (see WriteOp).
 	// Operations on one object are serialised; on different objects they
 	// run in parallel.
 	//

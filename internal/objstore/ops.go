@@ -215,6 +215,14 @@ func (*ExecStep) step()           {}
 // the methods below, then pass it to IOContext.Operate once.
 type WriteOp struct {
 	Steps []Step
+	// DeferSync lets Operate return once the change is applied and visible,
+	// before it is durable: it becomes durable no later than the next
+	// synced Operate on the same store returns. For writes whose commit
+	// point is a later op (an S3 stripe before its index link), so one
+	// request waits for one sync, not two. Reads may see such a change
+	// before it is durable. Backends whose every write is durable when
+	// acknowledged (RADOS) ignore it.
+	DeferSync bool
 	// Version is set by Operate on success: the object's new version.
 	Version uint64
 }

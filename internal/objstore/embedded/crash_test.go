@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"math/rand"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cockroachdb/pebble/v2"
 )
 
@@ -41,6 +43,12 @@ func TestCrashChild(t *testing.T) {
 		go func() {
 			r := rand.New(rand.NewSource(base + int64(w)))
 			for seq := base + 1; ; seq++ {
+				// A deferred-sync write first: durable once the synced op
+				// after it is acknowledged (WriteOp.DeferSync).
+				if err := io.Operate(bg, deferredOID(w, seq), deferredOp(seq)); err != nil {
+					fmt.Println("OP-FAILED", err)
+					os.Exit(2)
+				}
 				if err := io.Operate(bg, fmt.Sprint("o", w), crashOp(seq, r)); err != nil {
 					fmt.Println("OP-FAILED", err)
 					os.Exit(2)
@@ -136,6 +144,19 @@ func TestCrashKill(t *testing.T) {
 				t.Fatalf("round %d writer %d: recovered seq %d, last acknowledged %d", round, w, seq, acked[w])
 			}
 		}
+		// Every deferred write before an acknowledged synced one survived.
+		for w := 0; w < crashWriters; w++ {
+			for seq := base + 1; seq <= acked[w]; seq++ {
+				op := objstore.NewReadOp()
+				d := op.Read(0, 0)
+				if err := io.OperateRead(bg, deferredOID(w, seq), op); err != nil {
+					t.Fatalf("round %d: deferred write %s before acknowledged seq %d: %v", round, deferredOID(w, seq), acked[w], err)
+				}
+				if want := deferredOp(seq).Steps[0].(*objstore.WriteFull).Data; !bytes.Equal(d.Data, want) {
+					t.Fatalf("round %d: deferred write %s: %d bytes, want %d", round, deferredOID(w, seq), len(d.Data), len(want))
+				}
+			}
+		}
 		// Open collected blobs orphaned by the kill: one file per reference.
 		refs := 0
 		it, _ := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kBlobRf}, UpperBound: []byte{kBlobRf + 1}})
@@ -149,4 +170,18 @@ func TestCrashKill(t *testing.T) {
 		t.Logf("round %d: acknowledged %v (%d ops), recovered consistently", round, acked, total)
 		s.Close()
 	}
+}
+
+func deferredOID(w int, seq int64) string { return fmt.Sprintf("d%d.%d", w, seq) }
+
+// deferredOp writes seq's tag with DeferSync, every fifth one large enough
+// for a blob file (the child's threshold is 32 KiB).
+func deferredOp(seq int64) *objstore.WriteOp {
+	n := 3
+	if seq%5 == 0 {
+		n = 4000
+	}
+	op := objstore.NewWriteOp().WriteFull(bytes.Repeat([]byte(fmt.Sprintf("%010d", seq)), n))
+	op.DeferSync = true
+	return op
 }

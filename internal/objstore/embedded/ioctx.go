@@ -128,6 +128,13 @@ func (c *ioctx) Operate(ctx context.Context, oid string, op *objstore.WriteOp) e
 		return err
 	}
 
+	// A deferred op's batch goes to the WAL unsynced: the WAL is one
+	// ordered log, so the next synced write makes it durable too. Not when
+	// it replaces a blob: that file is deleted below, and a crash must not
+	// bring back a pointer to it.
+	if op.DeferSync && (t.orig.blob == 0 || t.orig.blob == t.cur.blob) {
+		return c.applyDeferred(t, op, e, b)
+	}
 	v := s.nextID()
 	if err := t.commit(v); err != nil {
 		e.dropCache()
@@ -164,6 +171,35 @@ func (c *ioctx) Operate(ctx context.Context, oid string, op *objstore.WriteOp) e
 	}
 	if t.orig.blob != 0 && t.orig.blob != t.cur.blob {
 		s.removeBlob(t.orig.blob)
+	}
+	t.dropBlobs(t.cur.blob)
+	op.Version = v
+	return nil
+}
+
+// applyDeferred commits t's batch without waiting for a WAL sync (see
+// WriteOp.DeferSync). It runs with the object and pool locks held and
+// releases them.
+func (c *ioctx) applyDeferred(t *txn, op *objstore.WriteOp, e *objEntry, b *pebble.Batch) error {
+	s := c.s
+	v := s.nextID()
+	err := t.commit(v)
+	if err == nil {
+		if err = s.db.Apply(b, pebble.NoSync); err != nil {
+			err = fmt.Errorf("embedded: apply: %w", err)
+		}
+	}
+	if err != nil {
+		e.dropCache()
+	} else {
+		t.publishCache()
+	}
+	e.rw.Unlock()
+	c.pool.mu.RUnlock()
+	b.Close()
+	if err != nil {
+		t.dropBlobs(0)
+		return err
 	}
 	t.dropBlobs(t.cur.blob)
 	op.Version = v
