@@ -34,6 +34,7 @@ type Config struct {
 	DynamicResharding bool
 	MaxDynamicShards  int
 	ReshardInterval   time.Duration
+	ReshardCopyRate   int
 
 	NotifShards       int
 	NotifQueueSize    int64
@@ -121,6 +122,7 @@ var options = []option{
 	{"dynamic-resharding", "reshard buckets automatically (rgw_dynamic_resharding)", "true", boolOpt(func(c *Config) *bool { return &c.DynamicResharding })},
 	{"max-dynamic-shards", "upper bound for dynamic resharding (rgw_max_dynamic_shards)", "1999", intOpt(func(c *Config) *int { return &c.MaxDynamicShards })},
 	{"reshard-interval", "how often the dynamic reshard check runs", "10s", durOpt(func(c *Config) *time.Duration { return &c.ReshardInterval })},
+	{"reshard-copy-rate", "index entries per second a reshard copies (0 = unlimited); an uncapped copy starves foreground writes", "25000", intOpt(func(c *Config) *int { return &c.ReshardCopyRate })},
 	{"notif-shards", "queue shards of new persistent topics (rgw_bucket_persistent_notif_num_shards)", "11", intOpt(func(c *Config) *int { return &c.NotifShards })},
 	{"notif-queue-size", "capacity of one notification queue shard", "128MB", sizeOpt(func(c *Config) *int64 { return &c.NotifQueueSize })},
 	{"topic-persistency-max-retries", "delivery attempts before an event expires, 0 = unlimited", "0", intOpt(func(c *Config) *int { return &c.PersistMaxRetries })},
@@ -224,6 +226,7 @@ func (c *Config) Validate() error {
 	check(c.BucketIndexShards >= 1 && c.BucketIndexShards <= 65521, "bucket-index-shards %d outside 1..65521", c.BucketIndexShards)
 	check(c.MaxObjsPerShard >= 1, "max-objs-per-shard must be positive")
 	check(c.MaxDynamicShards >= 1 && c.MaxDynamicShards <= 65521, "max-dynamic-shards %d outside 1..65521", c.MaxDynamicShards)
+	check(c.ReshardCopyRate >= 0, "reshard-copy-rate %d is negative", c.ReshardCopyRate)
 	check(c.NotifShards >= 1 && c.NotifShards <= 1024, "notif-shards %d outside 1..1024", c.NotifShards)
 	check(c.NotifQueueSize >= 64<<10, "notif-queue-size must be at least 64KB")
 	check(c.PersistMaxRetries >= 0, "topic-persistency-max-retries must not be negative")
