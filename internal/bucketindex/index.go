@@ -83,24 +83,29 @@ func (x Index) Link(ctx context.Context, e Entry, c LinkCond) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return x.mutate(ctx, e.Key, "link", in)
+	return x.mutate(ctx, e.Key, "link", in, c.DeferSync)
 }
 
 // LinkCond makes Link conditional (ErrCanceled when it does not hold).
 type LinkCond struct {
 	IfAbsent bool   // If-None-Match: *
 	IfETag   string // If-Match: etag
+	// DeferSync applies the link without waiting for its sync
+	// (objstore.WriteOp.DeferSync): for callers whose commit point is a
+	// later synced op, or who call objstore.Sync before acknowledging.
+	DeferSync bool
 }
 
 // Unlink removes key (only if its tag is still tag, when tag != "") and
 // returns the removed entry. ErrNotFound if absent.
 func (x Index) Unlink(ctx context.Context, key, tag string) (*Entry, error) {
 	in, _ := json.Marshal(unlinkIn{Key: key, Tag: tag})
-	return x.mutate(ctx, key, "unlink", in)
+	return x.mutate(ctx, key, "unlink", in, false)
 }
 
-func (x Index) mutate(ctx context.Context, key, method string, in []byte) (*Entry, error) {
+func (x Index) mutate(ctx context.Context, key, method string, in []byte, deferSync bool) (*Entry, error) {
 	op := objstore.NewWriteOp()
+	op.DeferSync = deferSync
 	ex := op.Exec(ClassName, method, in)
 	if err := x.IO.Operate(ctx, x.ShardFor(key), op); err != nil {
 		return nil, err

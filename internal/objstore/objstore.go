@@ -93,3 +93,20 @@ type KV struct {
 	Key   string
 	Value []byte
 }
+
+// Syncer is implemented by backends where WriteOp.DeferSync can leave
+// changes not yet durable: Sync returns once every change applied to the
+// store before it is durable. Backends whose writes are durable when
+// acknowledged (RADOS) need not implement it.
+type Syncer interface {
+	Sync(ctx context.Context) error
+}
+
+// Sync makes every change applied through io's store durable (see
+// WriteOp.DeferSync); a no-op where io's backend has nothing deferred.
+func Sync(ctx context.Context, io IOContext) error {
+	if s, ok := io.(Syncer); ok {
+		return s.Sync(ctx)
+	}
+	return nil
+}

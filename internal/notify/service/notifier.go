@@ -33,7 +33,16 @@ type reservation struct {
 	persist []target
 	push    []target
 	done    atomic.Bool
+	synced  atomic.Bool // a queue commit succeeded (a synced store write)
 }
+
+// Persistent implements driver.SyncingReservation: Commit writes to queue
+// shards with a sync.
+func (r *reservation) Persistent() bool { return len(r.persist) > 0 }
+
+// Synced implements driver.SyncingReservation: after Commit, whether a
+// queue commit succeeded (and so synced the store).
+func (r *reservation) Synced() bool { return r.synced.Load() }
 
 // Reserve implements driver.Notifier. It returns nil when no configuration
 // of the bucket matches. A full shard gives an error wrapping
@@ -157,6 +166,7 @@ func (r *reservation) Commit(ctx context.Context, obj driver.ObjectInfo) error {
 		event.PutBuffer(buf)
 		switch {
 		case err == nil:
+			r.synced.Store(true)
 			s.Counters.Committed.Add(1)
 		case errors.Is(err, queue.ErrQueueGone):
 			s.Counters.Dropped.Add(1)

@@ -49,9 +49,20 @@ func TestCrashChild(t *testing.T) {
 					fmt.Println("OP-FAILED", err)
 					os.Exit(2)
 				}
-				if err := io.Operate(bg, fmt.Sprint("o", w), crashOp(seq, r)); err != nil {
+				op := crashOp(seq, r)
+				// The last writer defers its own op too and then syncs
+				// explicitly (objstore.Sync), as the driver does when no
+				// synced op follows a deferred link.
+				op.DeferSync = w == crashWriters-1
+				if err := io.Operate(bg, fmt.Sprint("o", w), op); err != nil {
 					fmt.Println("OP-FAILED", err)
 					os.Exit(2)
+				}
+				if op.DeferSync {
+					if err := objstore.Sync(bg, io); err != nil {
+						fmt.Println("OP-FAILED", err)
+						os.Exit(2)
+					}
 				}
 				mu.Lock()
 				fmt.Fprintf(out, "ACK %d %d\n", w, seq)

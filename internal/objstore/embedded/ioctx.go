@@ -177,6 +177,18 @@ func (c *ioctx) Operate(ctx context.Context, oid string, op *objstore.WriteOp) e
 	return nil
 }
 
+// Sync implements objstore.Syncer: a synced empty WAL record, which makes
+// every earlier (deferred) record durable with it.
+func (c *ioctx) Sync(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := c.s.db.LogData(nil, syncOpts); err != nil {
+		return fmt.Errorf("embedded: sync: %w", err)
+	}
+	return nil
+}
+
 // applyDeferred commits t's batch without waiting for a WAL sync (see
 // WriteOp.DeferSync). It runs with the object and pool locks held and
 // releases them.
