@@ -188,6 +188,7 @@ func (x Index) ReadLogRaw(ctx context.Context, i int, after uint64, max int) ([]
 // shard's log is replayed again in order. Fenced by epoch (0: not).
 func (x Index) Replay(ctx context.Context, i int, epoch uint64, recs []RawLogRecord) error {
 	op := objstore.NewWriteOp()
+	op.DeferSync = true // see CopyIn
 	op.Exec(ClassName, "replay", encodeReplayIn(epoch, recs))
 	return x.IO.Operate(ctx, x.shardOID(i), op)
 }
@@ -201,14 +202,22 @@ func (x Index) Apply(ctx context.Context, i int, epoch uint64, recs []LogRecord)
 		return err
 	}
 	op := objstore.NewWriteOp()
+	op.DeferSync = true // see CopyIn
 	op.Exec(ClassName, "apply", in)
 	return x.IO.Operate(ctx, x.shardOID(i), op)
 }
 
 // CopyIn adds raw entries (as returned by RawEntries) to target shard i,
 // which must not hold any of their keys yet. Fenced by epoch (0: not).
+//
+// Copy, Replay and Apply write target shards with DeferSync: a target is
+// read only after the switch, whose synced ops (the reshard record's
+// progress, the bucket instance) make every earlier target write durable;
+// a crash before that redoes the work from the sources. This saves a WAL
+// sync per copy op, which competes with foreground PUTs.
 func (x Index) CopyIn(ctx context.Context, i int, epoch uint64, pairs []objstore.KV) error {
 	op := objstore.NewWriteOp()
+	op.DeferSync = true
 	op.Exec(ClassName, "copy", encodeCopyIn(epoch, pairs))
 	return x.IO.Operate(ctx, x.shardOID(i), op)
 }
