@@ -168,36 +168,23 @@ func TestCephGatewaysNotifications(t *testing.T) {
 	var mu sync.Mutex
 	acked := map[string]bool{}
 	var failed atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := 0; w < 6; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				gi := (w + i) % 3
-				if gi == 2 && killed.Load() {
-					gi = w % 2
-				}
-				key := fmt.Sprintf("w%d-%d", w, i)
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				_, err := clients[gi].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("multi"), Key: aws.String(key), Body: strings.NewReader(key)})
-				cancel()
-				if err != nil {
-					failed.Add(1)
-					continue
-				}
-				mu.Lock()
-				acked[key] = true
-				mu.Unlock()
-			}
-		}(w)
-	}
+	stop := loadWorkers(6, func(w, i int) {
+		gi := (w + i) % 3
+		if gi == 2 && killed.Load() {
+			gi = w % 2
+		}
+		key := fmt.Sprintf("w%d-%d", w, i)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		_, err := clients[gi].PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("multi"), Key: aws.String(key), Body: strings.NewReader(key)})
+		cancel()
+		if err != nil {
+			failed.Add(1)
+			return
+		}
+		mu.Lock()
+		acked[key] = true
+		mu.Unlock()
+	})
 	time.Sleep(2 * time.Second)
 	gws[2].Kill()
 	tKill := time.Now()
@@ -217,8 +204,7 @@ func TestCephGatewaysNotifications(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second) // load continues on the survivors
-	close(stop)
-	wg.Wait()
+	stop()
 	// Owning a lease that expired needs lease + one scan (+ the scan the
 	// kill fell into); more would mean the lease is not what moves shards.
 	if limit := lease + 2*scan + 2*time.Second; takeover > limit {
@@ -359,59 +345,46 @@ func TestCephOSDFailure(t *testing.T) {
 		failures.Add(1)
 		firstErr.CompareAndSwap(nil, err.Error())
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			c := clients[w%2]
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				key := fmt.Sprintf("w%d-%d", w, i%50)
-				body := fmt.Sprintf("%s@%d", key, i)
-				switch i % 4 {
-				case 0, 1: // PUT
-					if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("osdfail"), Key: aws.String(key), Body: strings.NewReader(body)}); err != nil {
-						fail(err)
-					} else {
-						mu.Lock()
-						acked[key] = body
-						mu.Unlock()
-					}
-				case 2: // GET an acknowledged key of this worker (no concurrent writer)
-					k := fmt.Sprintf("w%d-%d", w, (i/4)%50)
-					mu.Lock()
-					want, ok := acked[k]
-					mu.Unlock()
-					if !ok {
-						break
-					}
-					r, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("osdfail"), Key: aws.String(k)})
-					if err != nil {
-						fail(err)
-						break
-					}
-					b, _ := io.ReadAll(r.Body)
-					r.Body.Close()
-					if string(b) != want {
-						fail(fmt.Errorf("GET %s = %q, want %q", k, b, want))
-					}
-				case 3: // LIST
-					if _, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("osdfail"), MaxKeys: aws.Int32(100)}); err != nil {
-						fail(err)
-					}
-				}
-				cancel()
-				ops.Add(1)
+	stop := loadWorkers(4, func(w, i int) {
+		c := clients[w%2]
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		key := fmt.Sprintf("w%d-%d", w, i%50)
+		body := fmt.Sprintf("%s@%d", key, i)
+		switch i % 4 {
+		case 0, 1: // PUT
+			if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("osdfail"), Key: aws.String(key), Body: strings.NewReader(body)}); err != nil {
+				fail(err)
+			} else {
+				mu.Lock()
+				acked[key] = body
+				mu.Unlock()
 			}
-		}(w)
-	}
+		case 2: // GET an acknowledged key of this worker (no concurrent writer)
+			k := fmt.Sprintf("w%d-%d", w, (i/4)%50)
+			mu.Lock()
+			want, ok := acked[k]
+			mu.Unlock()
+			if !ok {
+				break
+			}
+			r, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("osdfail"), Key: aws.String(k)})
+			if err != nil {
+				fail(err)
+				break
+			}
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			if string(b) != want {
+				fail(fmt.Errorf("GET %s = %q, want %q", k, b, want))
+			}
+		case 3: // LIST
+			if _, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("osdfail"), MaxKeys: aws.Int32(100)}); err != nil {
+				fail(err)
+			}
+		}
+		cancel()
+		ops.Add(1)
+	})
 	rate := func(d time.Duration) float64 {
 		n0 := ops.Load()
 		time.Sleep(d)
@@ -430,8 +403,7 @@ func TestCephOSDFailure(t *testing.T) {
 	down := time.Since(tStop)
 	clean := waitClean(t, conf, 5*time.Minute)
 	after := rate(2 * time.Second)
-	close(stop)
-	wg.Wait()
+	stop()
 	t.Logf("ops/s: %.0f before, %.0f with osd.2 down (%.1fs), %.0f after; cluster active+clean %.1fs after osd.2 restarted; %d ops, %d failed",
 		before, degraded, down.Seconds(), after, clean.Seconds(), ops.Load(), failures.Load())
 	if n := failures.Load(); n > 0 {
@@ -500,21 +472,9 @@ func TestCephGatewaysReshard(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
-	stop := make(chan struct{})
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				put(clients[1+w%2], fmt.Sprintf("live/%d-%d", w, i))
-			}
-		}(w)
-	}
+	stop := loadWorkers(4, func(w, i int) {
+		put(clients[1+w%2], fmt.Sprintf("live/%d-%d", w, i))
+	})
 	time.Sleep(time.Second)
 	type outcome struct {
 		out string
@@ -533,8 +493,7 @@ func TestCephGatewaysReshard(t *testing.T) {
 	}
 	rw.Wait()
 	time.Sleep(time.Second) // writers continue after the switch
-	close(stop)
-	wg.Wait()
+	stop()
 	for i, r := range res {
 		t.Logf("gateway %d reshard: %s %v", i, strings.TrimSpace(r.out), r.err)
 	}

@@ -31,46 +31,32 @@ func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
 	}
 	var mu sync.Mutex
 	acked := map[string]string{} // key → content last acknowledged ("" = deleted)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				key := fmt.Sprintf("w%d/k%04d", w, i%50)
-				body := fmt.Sprintf("%s#%d", key, i)
-				if i%7 == 6 {
-					if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: bucket, Key: aws.String(key)}); err == nil {
-						mu.Lock()
-						acked[key] = ""
-						mu.Unlock()
-					}
-					continue
-				}
-				size := 100
-				if i%10 == 0 {
-					size = 5 << 20 // multi-stripe objects too
-				}
-				data := []byte(body + strings.Repeat("x", size))
-				_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String(key), Body: bytes.NewReader(data)})
-				if err == nil {
-					mu.Lock()
-					acked[key] = string(data)
-					mu.Unlock()
-				}
+	stop := loadWorkers(8, func(w, i int) {
+		key := fmt.Sprintf("w%d/k%04d", w, i%50)
+		body := fmt.Sprintf("%s#%d", key, i)
+		if i%7 == 6 {
+			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: bucket, Key: aws.String(key)}); err == nil {
+				mu.Lock()
+				acked[key] = ""
+				mu.Unlock()
 			}
-		}(w)
-	}
+			return
+		}
+		size := 100
+		if i%10 == 0 {
+			size = 5 << 20 // multi-stripe objects too
+		}
+		data := []byte(body + strings.Repeat("x", size))
+		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String(key), Body: bytes.NewReader(data)})
+		if err == nil {
+			mu.Lock()
+			acked[key] = string(data)
+			mu.Unlock()
+		}
+	})
 	time.Sleep(1500 * time.Millisecond)
 	g.Kill()
-	close(stop)
-	wg.Wait()
+	stop()
 	g.Start()
 
 	listed := map[string]bool{}

@@ -116,40 +116,26 @@ func TestPersistentNotificationsEndToEnd(t *testing.T) {
 	type op struct{ key, name string }
 	var mu sync.Mutex
 	var acked []op
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				key := fmt.Sprintf("k%d-%d", w, i%5)
-				if i%4 == 3 {
-					if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("bk1"), Key: aws.String(key)}); err == nil {
-						mu.Lock()
-						acked = append(acked, op{key, "ObjectRemoved:Delete"})
-						mu.Unlock()
-					}
-					continue
-				}
-				_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bk1"), Key: aws.String(key), Body: strings.NewReader(key)})
-				if err == nil {
-					mu.Lock()
-					acked = append(acked, op{key, "ObjectCreated:Put"})
-					mu.Unlock()
-				}
+	stop := loadWorkers(4, func(w, i int) {
+		key := fmt.Sprintf("k%d-%d", w, i%5)
+		if i%4 == 3 {
+			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("bk1"), Key: aws.String(key)}); err == nil {
+				mu.Lock()
+				acked = append(acked, op{key, "ObjectRemoved:Delete"})
+				mu.Unlock()
 			}
-		}(w)
-	}
+			return
+		}
+		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bk1"), Key: aws.String(key), Body: strings.NewReader(key)})
+		if err == nil {
+			mu.Lock()
+			acked = append(acked, op{key, "ObjectCreated:Put"})
+			mu.Unlock()
+		}
+	})
 	time.Sleep(1500 * time.Millisecond)
 	g.Kill()
-	close(stop)
-	wg.Wait()
+	stop()
 	g.Start()
 	rv.setDown(false)
 

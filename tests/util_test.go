@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"sync"
 	"testing"
 )
 
@@ -38,4 +39,27 @@ func jsonField(t *testing.T, doc, name string) string {
 		t.Fatalf("no %q in %s", name, doc)
 	}
 	return s
+}
+
+// loadWorkers runs body(w, i) for i = 0, 1, ... in n goroutines until the
+// returned stop is called; stop waits for every worker to return.
+func loadWorkers(n int, body func(w, i int)) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < n; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				body(w, i)
+			}
+		}()
+	}
+	var once sync.Once
+	return func() { once.Do(func() { close(done); wg.Wait() }) }
 }
