@@ -328,9 +328,10 @@ func (d *Driver) DeleteBucket(ctx context.Context, name string) error {
 // BucketStats sums the index shards.
 func (d *Driver) BucketStats(ctx context.Context, name string) (BucketStats, error) {
 	var out BucketStats
-	// Read the instance afresh: another gateway may have finished (or
-	// started) a reshard since this one cached it, and stats are rare.
-	d.Invalidate(name)
+	// The instance comes from the cache (5 s TTL): a reshard another
+	// gateway finished or started shows here up to that much later. Not
+	// refreshed on purpose: the dynamic reshard check calls this for every
+	// bucket, and dropping the cache would cost the PUT path a meta read.
 	err := d.withIndex(ctx, name, func(inst Instance, ix bucketindex.Index) error {
 		st, err := ix.Stats(ctx)
 		if err != nil {
