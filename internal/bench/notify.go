@@ -883,7 +883,9 @@ func startReceiver() (*receiver, error) {
 	}
 	rv := &receiver{url: "http://" + ln.Addr().String() + "/", per: map[string]*recvStats{}}
 	rv.srv = &http.Server{Handler: http.HandlerFunc(rv.serve), ReadHeaderTimeout: 30 * time.Second}
-	go func() { _ = rv.srv.Serve(ln) }()
+	// Labelled so an --in-process CPU profile separates the roles
+	// (go tool pprof -tagfocus role=gateway).
+	go pprof.Do(context.Background(), pprof.Labels("role", "receiver"), func(context.Context) { _ = rv.srv.Serve(ln) })
 	return rv, nil
 }
 
@@ -1008,7 +1010,9 @@ func startGateway(ctx context.Context, gc gwConfig, shards int, out io.Writer) (
 		gctx, cancel := context.WithCancel(context.Background())
 		g.cancel = cancel
 		log := slog.New(slog.NewTextHandler(lf, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		go func() { g.done <- server.Run(gctx, cfg, log, func(k string) string { return env[k] }) }()
+		go pprof.Do(gctx, pprof.Labels("role", "gateway"), func(gctx context.Context) {
+			g.done <- server.Run(gctx, cfg, log, func(k string) string { return env[k] })
+		})
 	} else {
 		lf, err := os.OpenFile(gc.dir+"/gateway.log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err != nil {

@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -497,7 +498,7 @@ func (c *s3Client) load(ctx context.Context, pool *keyPool) ([][]s3Sample, error
 	end := start
 	for w := 0; w < c.cfg.Concurrency; w++ {
 		wg.Add(1)
-		go func(w int) {
+		go pprof.Do(lctx, pprof.Labels("role", "client"), func(context.Context) {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(w), uint64(start.UnixNano())))
 			buf := make([]byte, 64<<10)
@@ -530,7 +531,7 @@ func (c *s3Client) load(ctx context.Context, pool *keyPool) ([][]s3Sample, error
 				end = t
 			}
 			mu.Unlock()
-		}(w)
+		})
 	}
 	wg.Wait()
 	var fe error

@@ -44,6 +44,8 @@ type Config struct {
 	NotifLease        time.Duration
 	NotifScan         time.Duration
 
+	CacheSize int64 // embedded block cache; 0 = automatic
+
 	GCMinWait       time.Duration
 	ShutdownTimeout time.Duration
 	MaxHeaderBytes  int
@@ -130,6 +132,7 @@ var options = []option{
 	{"topic-persistency-sleep-duration", "minimum wait between delivery attempts of one event, 0 = none", "0", durOpt(func(c *Config) *time.Duration { return &c.PersistSleep })},
 	{"notif-lease", "how long a gateway owns a queue shard without renewing (a dead gateway's shards move after this)", "90s", durOpt(func(c *Config) *time.Duration { return &c.NotifLease })},
 	{"notif-scan-interval", "how often delivery reads the queue registry, heartbeats and rebalances shards", "30s", durOpt(func(c *Config) *time.Duration { return &c.NotifScan })},
+	{"cache-size", "block cache of the embedded backend (0 = an eighth of RAM, 64 MiB to 2 GiB); index lookups miss to disk when it is smaller than the hot index and filter blocks", "0", sizeOpt(func(c *Config) *int64 { return &c.CacheSize })},
 	{"gc-min-wait", "delay before replaced object data is collected (rgw_gc_obj_min_wait)", "30s", durOpt(func(c *Config) *time.Duration { return &c.GCMinWait })},
 	{"shutdown-timeout", "how long SIGTERM waits for in-flight requests", "30s", durOpt(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 	{"max-header-bytes", "request header limit (larger: 431 RequestHeaderSectionTooLarge)", "65536", intOpt(func(c *Config) *int { return &c.MaxHeaderBytes })},
@@ -229,6 +232,7 @@ func (c *Config) Validate() error {
 	check(c.ReshardCopyRate >= 0, "reshard-copy-rate %d is negative", c.ReshardCopyRate)
 	check(c.NotifShards >= 1 && c.NotifShards <= 1024, "notif-shards %d outside 1..1024", c.NotifShards)
 	check(c.NotifQueueSize >= 64<<10, "notif-queue-size must be at least 64KB")
+	check(c.CacheSize == 0 || c.CacheSize >= 1<<20, "cache-size must be 0 (automatic) or at least 1MB")
 	check(c.PersistMaxRetries >= 0, "topic-persistency-max-retries must not be negative")
 	check(c.PersistTTL >= 0 && c.PersistSleep >= 0, "topic persistency durations must not be negative")
 	check(c.MaxHeaderBytes >= 8<<10, "max-header-bytes must be at least 8KB")

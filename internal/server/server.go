@@ -173,7 +173,7 @@ func openStore(cfg *config.Config, log *slog.Logger) (objstore.Store, error) {
 		}
 		return st, nil
 	}
-	st, err := embedded.Open(embedded.Options{Dir: StoreDir(cfg.DataDir), Classes: Classes(), Logger: log.With("component", "embedded")})
+	st, err := embedded.Open(embedded.Options{Dir: StoreDir(cfg.DataDir), Classes: Classes(), CacheSize: cfg.CacheSize, Logger: log.With("component", "embedded")})
 	if err != nil {
 		return nil, fmt.Errorf("open data directory %s: %w", cfg.DataDir, err)
 	}

@@ -32,7 +32,11 @@ type Options struct {
 	// DisableDirectIO makes blob files go through the page cache even on a
 	// filesystem that accepts O_DIRECT (for comparison benchmarks).
 	DisableDirectIO bool
-	// CacheSize is pebble's block cache size in bytes. Default 64 MiB.
+	// CacheSize is pebble's block cache size in bytes. Default (0): an
+	// eighth of physical memory, at least 64 MiB and at most 2 GiB. The
+	// cache fills lazily, so a large one costs memory only as it is used.
+	// Too small a cache makes every index lookup of a new key read bloom
+	// filter and index blocks from the files again (docs/bench/README.md).
 	CacheSize int64
 	// MemTableSize is pebble's memtable size in bytes. Default 64 MiB.
 	MemTableSize uint64
@@ -44,7 +48,8 @@ type Options struct {
 // Defaults.
 const (
 	DefaultBlobThreshold    = 1 << 20
-	DefaultCacheSize        = 64 << 20
+	MinCacheSize            = 64 << 20
+	MaxDefaultCacheSize     = 2 << 30
 	DefaultMemTableSize     = 64 << 20
 	DefaultMaxCachedObjects = 1 << 16
 )
@@ -64,7 +69,7 @@ func (o *Options) EnsureDefaults() *Options {
 		o.BlobThreshold = DefaultBlobThreshold
 	}
 	if o.CacheSize == 0 {
-		o.CacheSize = DefaultCacheSize
+		o.CacheSize = DefaultCacheSize()
 	}
 	if o.MemTableSize == 0 {
 		o.MemTableSize = DefaultMemTableSize
@@ -91,4 +96,11 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("embedded: MaxCachedObjects %d is negative", o.MaxCachedObjects))
 	}
 	return errors.Join(errs...)
+}
+
+// DefaultCacheSize is the block cache size used when Options.CacheSize is 0:
+// an eighth of physical memory, clamped to [64 MiB, 2 GiB] (64 MiB when the
+// memory size is unknown).
+func DefaultCacheSize() int64 {
+	return min(max(physicalMemory()/8, MinCacheSize), MaxDefaultCacheSize)
 }

@@ -425,3 +425,18 @@ func readConsistent(t testing.TB, io objstore.IOContext, oid string) (int64, boo
 	}
 	return seq, true
 }
+
+func TestDefaultCacheSizeIsClamped(t *testing.T) {
+	got := DefaultCacheSize()
+	if got < MinCacheSize || got > MaxDefaultCacheSize {
+		t.Fatalf("DefaultCacheSize() = %d, want within [%d, %d]", got, MinCacheSize, MaxDefaultCacheSize)
+	}
+	if m := physicalMemory(); m > 0 && m/8 >= MinCacheSize && m/8 <= MaxDefaultCacheSize && got != m/8 {
+		t.Fatalf("DefaultCacheSize() = %d with %d bytes of RAM, want %d", got, m, m/8)
+	}
+	var o Options
+	o.Dir = "x"
+	if o.EnsureDefaults().CacheSize != got {
+		t.Fatalf("EnsureDefaults left CacheSize %d, want %d", o.CacheSize, got)
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package embedded
+
+// physicalMemory is unknown off Linux: the default cache is the minimum.
+func physicalMemory() int64 { return 0 }
