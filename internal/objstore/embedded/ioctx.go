@@ -157,6 +157,7 @@ func (c *ioctx) Operate(ctx context.Context, oid string, op *objstore.WriteOp) e
 		t.dropBlobs(0)
 		return fmt.Errorf("embedded: apply: %w", err)
 	}
+	t.remember()
 	t.publishCache()
 	e.rw.Unlock()
 	c.pool.mu.RUnlock()
@@ -204,6 +205,7 @@ func (c *ioctx) applyDeferred(t *txn, op *objstore.WriteOp, e *objEntry, b *pebb
 	if err != nil {
 		e.dropCache()
 	} else {
+		t.remember()
 		t.publishCache()
 	}
 	e.rw.Unlock()

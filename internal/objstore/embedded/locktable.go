@@ -33,9 +33,21 @@ type objEntry struct {
 
 	cacheMu sync.Mutex
 	cache   map[string]any // "class\x00slot" → value
+
+	// meta is the object's committed meta after the last op that ran a
+	// class method on it (index and queue shards, locks: the hot objects),
+	// so the next op skips the meta read. Every write to an object goes
+	// through Operate under rw, which replaces or clears it.
+	meta atomic.Pointer[cachedMeta]
+}
+
+type cachedMeta struct {
+	m      meta
+	exists bool
 }
 
 func (e *objEntry) dropCache() {
+	e.meta.Store(nil)
 	e.cacheMu.Lock()
 	e.cache = nil
 	e.cacheMu.Unlock()
@@ -93,7 +105,7 @@ func (lt *lockTable) release(e *objEntry) {
 		return
 	}
 	e.cacheMu.Lock()
-	keep := len(e.cache) > 0
+	keep := len(e.cache) > 0 || e.meta.Load() != nil
 	e.cacheMu.Unlock()
 	if !keep {
 		delete(sh.m, e.key)

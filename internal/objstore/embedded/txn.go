@@ -36,9 +36,14 @@ type txn struct {
 	blobData map[uint64][]byte              // their contents, for copy-on-write
 	cache    map[string]any                 // staged SetCached entries
 	writers  map[string]bool                // classes whose methods wrote
+	execd    bool                           // a class method ran
 }
 
 func (t *txn) load() error {
+	if c := t.entry.meta.Load(); c != nil {
+		t.orig, t.cur, t.origExists, t.exists = c.m, c.m, c.exists, c.exists
+		return nil
+	}
 	v, ok, err := t.get(t.mkey)
 	if err != nil || !ok {
 		return err
@@ -577,6 +582,7 @@ func (t *txn) runWrite(steps []objstore.Step) error {
 			tm := s.Time
 			t.mtime = &tm
 		case *objstore.ExecStep:
+			t.execd = true
 			err = t.exec(s, false)
 		default:
 			err = objstore.Errorf(objstore.ErrInvalid, "step %T not allowed in a write op", st)
@@ -655,6 +661,17 @@ func (t *txn) omapByKeys(keys []string) ([]objstore.KV, error) {
 		}
 	}
 	return out, nil
+}
+
+// remember caches the object's meta as this op left it (applied), for
+// the next op on it; only after class methods, which mark hot objects.
+// Called with the object's write lock held.
+func (t *txn) remember() {
+	if t.execd {
+		t.entry.meta.Store(&cachedMeta{m: t.cur, exists: t.exists})
+	} else {
+		t.entry.meta.Store(nil)
+	}
 }
 
 // commit adds the object's meta (or its deletion) and blob references to
