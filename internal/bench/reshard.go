@@ -149,6 +149,9 @@ type ReshardResult struct {
 	Objects        int64          `json:"objects"`
 	FillSec        float64        `json:"fill_sec"`
 	PutsPerSec     []int          `json:"puts_per_sec"` // completed PUTs in each second of the fill
+	// StallMsPerSec: milliseconds of each second of the fill in which the
+	// store's LSM stopped writes (flushes/compactions behind), sampled.
+	StallMsPerSec []int `json:"stall_ms_per_sec"`
 	Reshards       []ReshardEvent `json:"reshards"`
 	Inside         Latency        `json:"put_latency_inside_reshard"`
 	Outside        Latency        `json:"put_latency_outside_reshard"`
@@ -195,6 +198,14 @@ func (r *ReshardResult) String() string {
 	fmt.Fprintf(&b, "PUT inside reshards:  %v\nPUT outside reshards: %v\n", r.Inside, r.Outside)
 	fmt.Fprintf(&b, "max block %.2f ms; copy %.0f..%.0f entries/s; min window ratio %.2f\n", r.MaxBlockMs, r.MinCopyPerSec, r.MaxCopyPerSec, r.MinWindowRatio)
 	fmt.Fprintf(&b, "1 s window / prior 5 s: inside reshards %+v, outside %+v\n", r.RatioInside, r.RatioOutside)
+	stalled, secs := 0, 0
+	for _, ms := range r.StallMsPerSec {
+		stalled += ms
+		if ms > 0 {
+			secs++
+		}
+	}
+	fmt.Fprintf(&b, "LSM write stalls: %d ms in all, in %d of %d seconds\n", stalled, secs, len(r.StallMsPerSec))
 	for _, p := range r.Listing {
 		fmt.Fprintf(&b, "  list %4d shards: %8.0f keys/s, %6.2f ms/page of 1000\n", p.Shards, p.KeysPerSec, p.MsPerPage)
 	}
@@ -278,6 +289,24 @@ func RunReshard(ctx context.Context, cfg ReshardConfig) (*ReshardResult, error) 
 	fillCtx, cancel := context.WithTimeout(ctx, cfg.MaxDuration)
 	defer cancel()
 	var wg sync.WaitGroup
+	stallDone := make(chan struct{})
+	stallStopped := make(chan struct{})
+	go func() {
+		defer close(stallStopped)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		_, last := st.WriteStalls()
+		for {
+			select {
+			case <-stallDone:
+				return
+			case <-t.C:
+				_, tot := st.WriteStalls()
+				res.StallMsPerSec = append(res.StallMsPerSec, int((tot-last)/time.Millisecond))
+				last = tot
+			}
+		}
+	}()
 	for c := 0; c < cfg.Clients; c++ {
 		wg.Add(1)
 		go func(c int) {
@@ -310,6 +339,8 @@ func RunReshard(ctx context.Context, cfg ReshardConfig) (*ReshardResult, error) 
 	}
 	wg.Wait()
 	fill := time.Since(start)
+	close(stallDone)
+	<-stallStopped
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

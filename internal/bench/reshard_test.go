@@ -39,6 +39,9 @@ func TestReshardWorkload(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("CAIRN_BENCH_RESHARD_OBJECTS")); err == nil {
 		cfg.Objects = n
 	}
+	if n, err := strconv.Atoi(os.Getenv("CAIRN_BENCH_RESHARD_MAX_OBJS")); err == nil {
+		cfg.MaxObjsPerShard = n // a huge value: the same fill without reshards, for the noise floor
+	}
 	if n, err := strconv.Atoi(os.Getenv("CAIRN_BENCH_RESHARD_COPY_LIMIT")); err == nil {
 		cfg.CopyRateLimit = n
 	}

@@ -11,7 +11,8 @@
 # env:   CEPHBENCH_DURATION (per cell, default 20s), CEPHBENCH_CONCURRENCY
 #        (default 32), CEPHBENCH_ROUNDS (default 1), CEPHBENCH_OUT (default
 #        docs/bench), CAIRN_CEPH_CONF (use this cluster instead of starting
-#        one with scripts/ceph/cluster.sh).
+#        one with scripts/ceph/cluster.sh), CEPHBENCH_NOTIF_SHARDS (Cairn's
+#        notif-shards for the topic, default 11).
 # Needs: ceph-mon ceph-osd ceph-common radosgw librados-dev, the aws CLI,
 #        warp (scripts/bench/install.sh puts it in .cache/bin).
 set -euo pipefail
@@ -21,6 +22,7 @@ out=${CEPHBENCH_OUT:-docs/bench}
 dur=${CEPHBENCH_DURATION:-20s}
 conc=${CEPHBENCH_CONCURRENCY:-32}
 rounds=${CEPHBENCH_ROUNDS:-1}
+nshards=${CEPHBENCH_NOTIF_SHARDS:-11}
 bin=${CAIRN_BENCH_BIN:-$root/.cache/bin}
 [ -x "$bin/warp" ] || { echo "bench.sh: no warp in $bin: run scripts/bench/install.sh" >&2; exit 1; }
 command -v radosgw >/dev/null || { echo "bench.sh: apt-get install radosgw" >&2; exit 1; }
@@ -93,7 +95,7 @@ pids+=($!)
 # Cairn: one gateway, its pools under the prefix "cairn." (no clash with RGW's).
 mkdir -p "$work/cairn-data"
 CAIRN_ACCESS_KEY=$ak CAIRN_SECRET_KEY=$sk "$work/cairn" serve --backend rados --ceph-conf "$conf" \
-	--ceph-pool-prefix cairn. --data-dir "$work/cairn-data" --listen 127.0.0.1:$cairn_port 2>"$work/cairn.log" &
+	--ceph-pool-prefix cairn. --data-dir "$work/cairn-data" --listen 127.0.0.1:$cairn_port --notif-shards "$nshards" 2>"$work/cairn.log" &
 pids+=($!)
 
 for _ in $(seq 300); do
@@ -173,5 +175,5 @@ done
 mkdir -p "$out"
 ceph -c "$conf" osd pool ls detail >"$res/pools.txt" 2>&1 || true
 python3 scripts/ceph/benchreport.py "$res" "$out" \
-	--command "flock /tmp/cairn-bench.lock scripts/ceph/bench.sh (CEPHBENCH_DURATION=$dur CEPHBENCH_CONCURRENCY=$conc CEPHBENCH_ROUNDS=$rounds)" \
+	--command "flock /tmp/cairn-bench.lock scripts/ceph/bench.sh (CEPHBENCH_DURATION=$dur CEPHBENCH_CONCURRENCY=$conc CEPHBENCH_ROUNDS=$rounds CEPHBENCH_NOTIF_SHARDS=$nshards)" \
 	--started "$started" --commit "$(git rev-parse --short HEAD)"

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cockroachdb/pebble/v2"
@@ -44,6 +45,16 @@ type Store struct {
 	closed atomic.Bool
 	// noDirect is set once the filesystem refused an O_DIRECT blob write.
 	noDirect atomic.Bool
+
+	// Write stalls (pebble stopped writes: memtables or L0 full).
+	stalls, stallNanos atomic.Int64
+	stallSince         atomic.Int64
+}
+
+// WriteStalls reports how often and for how long pebble stopped writes
+// since Open because flushes or compactions fell behind.
+func (s *Store) WriteStalls() (count int64, total time.Duration) {
+	return s.stalls.Load(), time.Duration(s.stallNanos.Load())
 }
 
 type pool struct {
@@ -103,6 +114,17 @@ func (s *Store) open() error {
 		MemTableSize:       s.opts.MemTableSize,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{s.log},
+		EventListener: &pebble.EventListener{
+			WriteStallBegin: func(pebble.WriteStallBeginInfo) {
+				s.stalls.Add(1)
+				s.stallSince.Store(time.Now().UnixNano())
+			},
+			WriteStallEnd: func() {
+				if t := s.stallSince.Swap(0); t != 0 {
+					s.stallNanos.Add(time.Now().UnixNano() - t)
+				}
+			},
+		},
 	}
 	tuneReads(po)
 	db, err := pebble.Open(fs.PathJoin(s.opts.Dir, "db"), po)
