@@ -319,3 +319,55 @@ func testQueueConcurrent(t *testing.T, e *env) {
 		t.Fatalf("bytes %d, stats say %d", bytes, st.Bytes)
 	}
 }
+
+// testQueueReservationCache: commit and abort trust a per-object cache of
+// the reservations this client made; an aborted or committed reservation
+// must never be found there again, and removals read dense markers in one
+// range without miscounting gaps, repeats or missing entries.
+func testQueueReservationCache(t *testing.T, e *env) {
+	is(t, queue.Init(e.ctx, e.io, "q", 1000), nil)
+	a := ok[uint64](t)(queue.Reserve(e.ctx, e.io, "q", 100, 1))
+	b := ok[uint64](t)(queue.Reserve(e.ctx, e.io, "q", 100, 1))
+	is(t, queue.Abort(e.ctx, e.io, "q", a), nil)
+	_, err := queue.Commit(e.ctx, e.io, "q", a, []byte("x"))
+	is(t, err, objstore.ErrNotFound)
+	is(t, queue.Abort(e.ctx, e.io, "q", a), nil) // idempotent
+	// Several commits and a new reservation in one op.
+	op := objstore.NewWriteOp()
+	c1 := queue.AddCommit(op, b, []byte("0123456789"))
+	r := queue.AddReserve(op, 100, 1)
+	is(t, e.io.Operate(e.ctx, "q", op), nil)
+	m1 := ok[[]string](t)(c1.Markers())
+	c := ok[uint64](t)(r.ID())
+	_, err = queue.Commit(e.ctx, e.io, "q", b, []byte("again"))
+	is(t, err, objstore.ErrNotFound)
+	markers := append([]string(nil), m1...)
+	for i := range 9 {
+		id := c
+		if i > 0 {
+			id = ok[uint64](t)(queue.Reserve(e.ctx, e.io, "q", 10, 1))
+		}
+		markers = append(markers, ok[[]string](t)(queue.Commit(e.ctx, e.io, "q", id, []byte{byte('a' + i)}))...)
+	}
+	st := ok[queue.Stats](t)(queue.GetStats(e.ctx, e.io, "q"))
+	if st.Entries != 10 || st.Bytes != 19 || st.Reservations != 0 || st.ReservedBytes != 0 {
+		t.Fatalf("after commits: %+v", st)
+	}
+	// Remove entries 1 and 3 alone, then a dense set with gaps (0, 2, 4, 5,
+	// 7), a repeat (4) and two already gone (1, 3).
+	if n := ok[int](t)(queue.RemoveMarkers(e.ctx, e.io, "q", markers[1], markers[3])); n != 2 {
+		t.Fatalf("removed %d, want 2", n)
+	}
+	n := ok[int](t)(queue.RemoveMarkers(e.ctx, e.io, "q", markers[7], markers[0], markers[2], markers[4], markers[4], markers[5], markers[1], markers[3]))
+	if n != 5 {
+		t.Fatalf("removed %d, want 5", n)
+	}
+	st = ok[queue.Stats](t)(queue.GetStats(e.ctx, e.io, "q"))
+	if st.Entries != 3 || st.Bytes != 3 {
+		t.Fatalf("after removals: %+v (want entries 6, 8, 9 of one byte each)", st)
+	}
+	left := ok[queue.ListResult](t)(queue.List(e.ctx, e.io, "q", "", 100))
+	if len(left.Entries) != 3 || left.Entries[0].Marker != markers[6] || left.Entries[2].Marker != markers[9] {
+		t.Fatalf("left %+v", left.Entries)
+	}
+}

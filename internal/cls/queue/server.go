@@ -107,10 +107,61 @@ func reserveMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if err := storeHead(ctx, h); err != nil {
 		return nil, err
 	}
+	cacheReservation(ctx, id, r)
 	return encodeU64s(id), nil
 }
 
+// The reservation cache (class cache slot resCacheSlot) maps ids this
+// gateway reserved to their records, so commit and abort skip the omap
+// read (on RADOS a round trip on the PUT's path). It is partial: a hit is
+// authoritative, a miss reads the omap. Every path that deletes a
+// reservation key removes its id (commit, abort) or drops the whole map
+// (expire); the backend drops it on any other change to the object.
+// The map is copied on change: cached values are immutable.
+const (
+	resCacheSlot = "2pc_queue.res"
+	resCacheMax  = 512 // ids beyond this are simply not cached
+)
+
+func cachedReservations(ctx objstore.MethodContext) map[uint64]reservation {
+	if v, ok := ctx.Cached(resCacheSlot); ok {
+		m, _ := v.(map[uint64]reservation)
+		return m
+	}
+	return nil
+}
+
+func cacheReservation(ctx objstore.MethodContext, id uint64, r reservation) {
+	old := cachedReservations(ctx)
+	if len(old) >= resCacheMax {
+		return
+	}
+	m := make(map[uint64]reservation, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[id] = r
+	ctx.SetCached(resCacheSlot, m)
+}
+
+func uncacheReservation(ctx objstore.MethodContext, id uint64) {
+	old := cachedReservations(ctx)
+	if _, ok := old[id]; !ok {
+		return
+	}
+	m := make(map[uint64]reservation, len(old))
+	for k, v := range old {
+		if k != id {
+			m[k] = v
+		}
+	}
+	ctx.SetCached(resCacheSlot, m)
+}
+
 func loadReservation(ctx objstore.MethodContext, id uint64) (reservation, bool, error) {
+	if r, ok := cachedReservations(ctx)[id]; ok {
+		return r, true, nil
+	}
 	b, err := ctx.GetOmapVal(resKey(id))
 	if errors.Is(err, objstore.ErrNotFound) {
 		return reservation{}, false, nil
@@ -163,6 +214,7 @@ func commitMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if err := ctx.RmOmapKeys(resKey(id)); err != nil {
 		return nil, err
 	}
+	uncacheReservation(ctx, id)
 	h.nextSeq += uint64(len(entries))
 	h.entries += uint64(len(entries))
 	h.bytes += size
@@ -192,6 +244,7 @@ func abortMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if err := ctx.RmOmapKeys(resKey(id)); err != nil {
 		return nil, err
 	}
+	uncacheReservation(ctx, id)
 	h.reservations--
 	h.reservedBytes -= r.bytes
 	return nil, storeHead(ctx, h)
@@ -304,6 +357,43 @@ func removeMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	return encodeU64s(n), nil
 }
 
+// denseEntries reads the entries seqs name with one range read when they
+// are dense (acknowledgements mostly are: one delivery batch), instead of
+// one read per entry (each a round trip on RADOS). nil: read one by one.
+// Missing entries are absent from the map.
+func denseEntries(ctx objstore.MethodContext, seqs []uint64) (map[uint64][]byte, error) {
+	if len(seqs) < 2 {
+		return nil, nil
+	}
+	lo, hi := seqs[0], seqs[0]
+	for _, s := range seqs {
+		lo, hi = min(lo, s), max(hi, s)
+	}
+	span := hi - lo + 1
+	if span > 2*uint64(len(seqs))+8 || span > MaxListMax {
+		return nil, nil
+	}
+	after := entryPrefix
+	if lo > 0 {
+		after = entryKey(lo - 1)
+	}
+	kvs, _, err := ctx.GetOmapVals(after, entryPrefix, int(span))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uint64][]byte, len(kvs))
+	for _, kv := range kvs {
+		s, err := ParseMarker(kv.Key[len(entryPrefix):])
+		if err != nil {
+			return nil, err
+		}
+		if s <= hi {
+			out[s] = kv.Value
+		}
+	}
+	return out, nil
+}
+
 // removeMarkersMethod removes the named entries; missing ones are skipped
 // (an ack may be repeated). Output: the count removed.
 func removeMarkersMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
@@ -318,13 +408,21 @@ func removeMarkersMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) 
 	var n, size uint64
 	keys := make([]string, 0, len(seqs))
 	seen := make(map[uint64]bool, len(seqs))
+	vals, err := denseEntries(ctx, seqs)
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range seqs {
 		if seen[s] {
 			continue
 		}
 		seen[s] = true
-		b, err := ctx.GetOmapVal(entryKey(s))
-		if errors.Is(err, objstore.ErrNotFound) {
+		var b []byte
+		if vals != nil {
+			if b = vals[s]; b == nil {
+				continue
+			}
+		} else if b, err = ctx.GetOmapVal(entryKey(s)); errors.Is(err, objstore.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -419,6 +517,7 @@ func expireMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if err := ctx.RmOmapKeys(keys...); err != nil {
 		return nil, err
 	}
+	ctx.SetCached(resCacheSlot, map[uint64]reservation(nil)) // drop it all: rare
 	h.reservations -= uint64(len(keys))
 	h.reservedBytes -= size
 	if err := storeHead(ctx, h); err != nil {

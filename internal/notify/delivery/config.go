@@ -18,6 +18,8 @@ const (
 	DefaultScanInterval   = 30 * time.Second
 	DefaultPollInterval   = 200 * time.Millisecond
 	DefaultWakeGap        = 20 * time.Millisecond
+	DefaultMaxWakeGap     = 200 * time.Millisecond
+	DefaultWakeBatch      = 32
 	DefaultMaxInFlight    = 1024
 	DefaultMaxPerEndpoint = 256
 	DefaultShardWindow    = 1024
@@ -72,6 +74,17 @@ type Config struct {
 	// PollInterval. Each list is a read op on the shard: a shorter gap
 	// buys latency with CPU. Negative disables waking.
 	WakeGap time.Duration
+	// MaxWakeGap and WakeBatch adapt the gap to the commit rate: while
+	// commits keep arriving, a woken list that returns fewer than
+	// WakeBatch entries grows the shard's gap (x1.5, up to MaxWakeGap) and
+	// one that returns WakeBatch or more halves it (down to WakeGap); a
+	// wake after a quiet spell starts again from WakeGap. Under a steady
+	// stream each list and each removal op then carries about WakeBatch
+	// events, not a few per WakeGap (the difference between 1 and 11
+	// busy shards); delivery lag grows by at most MaxWakeGap. Defaults
+	// 200 ms and 32; removals of a shard are flushed at most once per gap.
+	MaxWakeGap time.Duration
+	WakeBatch  int
 
 	// MaxInFlightTotal bounds pushes in flight over all shards (default
 	// 1024); MaxInFlightPerEndpoint bounds them per endpoint URL (default
@@ -135,6 +148,13 @@ func (c *Config) EnsureDefaults() *Config {
 	}
 	if c.WakeGap == 0 {
 		c.WakeGap = DefaultWakeGap
+	}
+	if c.MaxWakeGap == 0 {
+		c.MaxWakeGap = DefaultMaxWakeGap
+	}
+	c.MaxWakeGap = max(c.MaxWakeGap, c.WakeGap)
+	if c.WakeBatch == 0 {
+		c.WakeBatch = DefaultWakeBatch
 	}
 	if c.MaxInFlightTotal == 0 {
 		c.MaxInFlightTotal = DefaultMaxInFlight

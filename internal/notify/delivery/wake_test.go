@@ -39,3 +39,32 @@ func TestCommitWakesWorker(t *testing.T) {
 		})
 	}
 }
+
+// The wake gap follows the commit rate: a steady trickle grows it towards
+// MaxWakeGap (fewer lists and removal ops, more events each), full lists
+// shrink it, and a wake after a quiet spell starts from WakeGap again.
+func TestWakeGapAdapts(t *testing.T) {
+	cfg := Config{WakeGap: 20 * time.Millisecond, MaxWakeGap: 200 * time.Millisecond, WakeBatch: 32}
+	w := &worker{m: &Manager{cfg: cfg}, gap: cfg.WakeGap}
+	for range 10 { // a few events per list, lists back to back
+		w.adaptGap(w.gap, 3)
+	}
+	if w.gap != cfg.MaxWakeGap {
+		t.Fatalf("steady trickle: gap %v, want %v", w.gap, cfg.MaxWakeGap)
+	}
+	w.adaptGap(w.gap, 100)
+	if w.gap != cfg.MaxWakeGap/2 {
+		t.Fatalf("full list: gap %v, want %v", w.gap, cfg.MaxWakeGap/2)
+	}
+	for range 10 {
+		w.adaptGap(w.gap, 100)
+	}
+	if w.gap != cfg.WakeGap {
+		t.Fatalf("busy: gap %v, want the floor %v", w.gap, cfg.WakeGap)
+	}
+	w.gap = cfg.MaxWakeGap
+	w.adaptGap(5*time.Second, 1)
+	if w.gap != cfg.WakeGap {
+		t.Fatalf("after a quiet spell: gap %v, want %v", w.gap, cfg.WakeGap)
+	}
+}

@@ -86,6 +86,7 @@ type worker struct {
 	marker   queue.Marker
 	drained  bool
 	lastList time.Time
+	gap      time.Duration // current wake gap (Config.MaxWakeGap)
 	lastErr  time.Time
 	removes  []*item
 	// unflushed holds keys whose finished head's removal is not durable
@@ -106,6 +107,7 @@ func newWorker(m *Manager, sh Shard, l *lease, st *topicState) *worker {
 		poke:      make(chan struct{}, 1),
 		unflushed: map[string]bool{}}
 	w.state.Store(st)
+	w.gap = m.cfg.WakeGap
 	w.stopCtx, w.stop = context.WithCancel(context.Background())
 	w.pushCtx, w.cancelPush = context.WithCancel(context.Background())
 	w.watchdog = time.AfterFunc(m.leaseHorizon(), func() {
@@ -222,13 +224,13 @@ func (w *worker) transient(what string, err error) {
 func (w *worker) nextWake(cfg *Config) time.Duration {
 	d := cfg.PollInterval
 	if len(w.removes)+len(w.updates) > 0 {
-		d = min(d, cfg.RemoveInterval-time.Since(w.pendSince))
+		d = min(d, max(cfg.RemoveInterval, w.gap)-time.Since(w.pendSince))
 	}
 	if len(w.waiting) > 0 {
 		d = min(d, max(w.waiting[0].due.Sub(w.m.cfg.Now()), time.Millisecond))
 	}
 	if w.poked && w.drained && w.held < cfg.ShardWindow && time.Since(w.lastErr) >= cfg.PollInterval {
-		d = min(d, cfg.WakeGap-time.Since(w.lastList))
+		d = min(d, w.gap-time.Since(w.lastList))
 	}
 	if !w.drained && w.held < cfg.ShardWindow && time.Since(w.lastErr) > cfg.PollInterval {
 		d = 0
@@ -243,9 +245,11 @@ func (w *worker) fill() error {
 	if room <= 0 || time.Since(w.lastErr) < cfg.PollInterval {
 		return nil
 	}
-	if since := time.Since(w.lastList); w.drained && since < cfg.PollInterval && !(w.poked && since >= cfg.WakeGap) {
+	since := time.Since(w.lastList)
+	if w.drained && since < cfg.PollInterval && !(w.poked && since >= w.gap) {
 		return nil
 	}
+	woken := w.poked && w.drained
 	w.poked = false // commits from now on poke again
 	ctx, cancel := context.WithTimeout(w.stopCtx, cfg.PushTimeout)
 	defer cancel()
@@ -254,12 +258,29 @@ func (w *worker) fill() error {
 	if err != nil {
 		return err
 	}
+	if woken {
+		w.adaptGap(since, len(res.Entries))
+	}
 	for _, e := range res.Entries {
 		w.add(e)
 	}
 	w.marker = res.Next
 	w.drained = !res.Truncated
 	return nil
+}
+
+// adaptGap moves the wake gap after a woken list that came since after the
+// previous one and returned n entries (Config.MaxWakeGap).
+func (w *worker) adaptGap(since time.Duration, n int) {
+	cfg := &w.m.cfg
+	switch {
+	case since > 2*w.gap+cfg.WakeGap:
+		w.gap = cfg.WakeGap // a quiet spell: the next lone event goes out fast
+	case n >= cfg.WakeBatch:
+		w.gap = max(w.gap/2, cfg.WakeGap)
+	default:
+		w.gap = min(w.gap*3/2, cfg.MaxWakeGap)
+	}
 }
 
 func (w *worker) add(e queue.Entry) {
@@ -511,7 +532,7 @@ func (w *worker) handle(r result) {
 
 func (w *worker) flushDue() bool {
 	n := len(w.removes) + len(w.updates)
-	return n > 0 && (len(w.removes) >= w.m.cfg.RemoveBatch || time.Since(w.pendSince) >= w.m.cfg.RemoveInterval)
+	return n > 0 && (len(w.removes) >= w.m.cfg.RemoveBatch || time.Since(w.pendSince) >= max(w.m.cfg.RemoveInterval, w.gap))
 }
 
 // flush persists queued removals and retry states in fenced ops.
