@@ -145,13 +145,13 @@ type ListPoint struct {
 
 // ReshardResult is the workload's outcome.
 type ReshardResult struct {
-	Config         ReshardConfig  `json:"config"`
-	Objects        int64          `json:"objects"`
-	FillSec        float64        `json:"fill_sec"`
-	PutsPerSec     []int          `json:"puts_per_sec"` // completed PUTs in each second of the fill
+	Config     ReshardConfig `json:"config"`
+	Objects    int64         `json:"objects"`
+	FillSec    float64       `json:"fill_sec"`
+	PutsPerSec []int         `json:"puts_per_sec"` // completed PUTs in each second of the fill
 	// StallMsPerSec: milliseconds of each second of the fill in which the
 	// store's LSM stopped writes (flushes/compactions behind), sampled.
-	StallMsPerSec []int `json:"stall_ms_per_sec"`
+	StallMsPerSec  []int          `json:"stall_ms_per_sec"`
 	Reshards       []ReshardEvent `json:"reshards"`
 	Inside         Latency        `json:"put_latency_inside_reshard"`
 	Outside        Latency        `json:"put_latency_outside_reshard"`
