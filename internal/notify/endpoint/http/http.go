@@ -1,18 +1,29 @@
 // Package http pushes notifications to HTTP(S) endpoints: one POST per
 // message with the JSON body; a 2xx answer acknowledges it.
+//
+// Delivery calls Push from one goroutine per in-flight event, so the client
+// here is synchronous: a Push takes an idle persistent connection from the
+// endpoint's pool (or dials one), writes the whole request in one Write,
+// reads the answer with net/http's response parser and puts the connection
+// back. There are no per-connection goroutines, channels or header maps, as
+// there are in net/http's Transport.
 package http
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	nethttp "net/http"
 	"net/url"
 	"os"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +32,24 @@ import (
 
 // DefaultTimeout bounds one push when Options.Timeout is zero.
 const DefaultTimeout = 10 * time.Second
+
+const (
+	// maxIdle bounds the idle connections kept per endpoint: as many as
+	// delivery keeps pushes in flight per endpoint
+	// (delivery.DefaultMaxPerEndpoint); fewer would close each connection
+	// beyond the limit after one request and dial anew.
+	maxIdle = 256
+	// idleTimeout drops connections idle longer than this (as net/http's
+	// DefaultTransport does) rather than hold sockets the receiver has
+	// most likely closed.
+	idleTimeout = 90 * time.Second
+	// maxDrain is how much of a response body is read so that the
+	// connection can be reused; a longer body closes the connection.
+	maxDrain = 64 << 10
+	// maxKeptWriteBuf: a connection's write buffer grown past this (an
+	// unusually large body) is dropped after the request.
+	maxKeptWriteBuf = 64 << 10
+)
 
 // Options configure an HTTP endpoint.
 type Options struct {
@@ -33,10 +62,24 @@ type Options struct {
 
 // Endpoint is an HTTP push endpoint. Connections are kept alive and reused.
 type Endpoint struct {
-	opts   Options
-	url    *url.URL // parsed once; requests share it (read-only)
-	client *nethttp.Client
-	closed atomic.Bool
+	opts    Options
+	addr    string      // host:port to dial
+	tlsConf *tls.Config // nil for http://
+	// prefix is the request up to the Content-Length value:
+	// "POST <uri> HTTP/1.1\r\nHost: h\r\n[Authorization: ...\r\n]Content-Type: application/json\r\nContent-Length: ".
+	prefix []byte
+
+	closed atomic.Bool // fast path for Push; mu guards the transition
+	mu     sync.Mutex
+	idle   []*conn // LIFO; idle[0] is the oldest
+}
+
+// conn is one persistent connection.
+type conn struct {
+	nc     net.Conn
+	br     *bufio.Reader
+	wbuf   []byte
+	idleAt time.Time
 }
 
 var _ push.Endpoint = (*Endpoint)(nil)
@@ -46,38 +89,61 @@ func New(o Options) (*Endpoint, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	tlsConf := &tls.Config{InsecureSkipVerify: !o.VerifySSL} //nolint:gosec // the topic asked for it
-	if o.CALocation != "" {
-		pem, err := os.ReadFile(o.CALocation)
-		if err != nil {
-			return nil, fmt.Errorf("http endpoint: ca-location: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("http endpoint: ca-location %s holds no PEM certificate", o.CALocation)
-		}
-		tlsConf.RootCAs = pool
-	}
 	u, err := url.Parse(o.URL)
 	if err != nil {
 		return nil, fmt.Errorf("http endpoint: %w", err)
 	}
-	tr := nethttp.DefaultTransport.(*nethttp.Transport).Clone()
-	tr.TLSClientConfig = tlsConf
-	// Keep as many idle connections as delivery keeps pushes in flight
-	// per endpoint (delivery.DefaultMaxPerEndpoint): fewer closes each
-	// connection beyond the limit after one request and dials anew.
-	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 256, 256
-	return &Endpoint{opts: o, url: u, client: &nethttp.Client{
-		Transport: tr,
-		Timeout:   o.Timeout,
-		// Redirects are not followed: a receiver that moved is a
-		// configuration problem to surface, not to chase.
-		CheckRedirect: func(*nethttp.Request, []*nethttp.Request) error { return nethttp.ErrUseLastResponse },
-	}}, nil
-}
+	if u.Host == "" {
+		return nil, fmt.Errorf("http endpoint: %q has no host", o.URL)
+	}
+	e := &Endpoint{opts: o}
+	port := u.Port()
+	switch u.Scheme {
+	case "http":
+		if port == "" {
+			port = "80"
+		}
+	case "https":
+		if port == "" {
+			port = "443"
+		}
+		tlsConf := &tls.Config{InsecureSkipVerify: !o.VerifySSL, ServerName: u.Hostname()} //nolint:gosec // the topic asked for it
+		if o.CALocation != "" {
+			pem, err := os.ReadFile(o.CALocation)
+			if err != nil {
+				return nil, fmt.Errorf("http endpoint: ca-location: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("http endpoint: ca-location %s holds no PEM certificate", o.CALocation)
+			}
+			tlsConf.RootCAs = pool
+		}
+		e.tlsConf = tlsConf
+	default:
+		return nil, fmt.Errorf("http endpoint: unsupported scheme %q", u.Scheme)
+	}
+	e.addr = net.JoinHostPort(u.Hostname(), port)
 
-var jsonType = []string{"application/json"} // shared; never modified
+	p := make([]byte, 0, 128)
+	p = append(p, "POST "...)
+	p = append(p, u.RequestURI()...)
+	p = append(p, " HTTP/1.1\r\nHost: "...)
+	p = append(p, u.Host...)
+	p = append(p, "\r\n"...)
+	if u.User != nil {
+		// As net/http's Client does for a URL with user info.
+		pw, _ := u.User.Password()
+		p = append(p, "Authorization: Basic "...)
+		p = append(p, base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pw))...)
+		p = append(p, "\r\n"...)
+	}
+	// url.Parse rejects control characters, so no field can split the
+	// request.
+	p = append(p, "Content-Type: application/json\r\nContent-Length: "...)
+	e.prefix = p
+	return e, nil
+}
 
 // Push POSTs msg.Body. 2xx acknowledges; 408, 425, 429 and 5xx and
 // transport errors are retryable; other statuses are permanent.
@@ -85,45 +151,249 @@ func (e *Endpoint) Push(ctx context.Context, msg push.Message) error {
 	if e.closed.Load() {
 		return push.ErrClosed
 	}
-	body := msg.Body
-	req := (&nethttp.Request{
-		Method: nethttp.MethodPost, URL: e.url, Host: e.url.Host,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:        nethttp.Header{"Content-Type": jsonType},
-		Body:          io.NopCloser(bytes.NewReader(body)),
-		GetBody:       func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil },
-		ContentLength: int64(len(body)),
-	}).WithContext(ctx)
-	if e.opts.CloudEvents {
-		ce := msg.CloudEvent
-		req.Header.Set("ce-specversion", "1.0")
-		req.Header.Set("ce-type", ce.Type)
-		req.Header.Set("ce-source", ce.Source)
-		req.Header.Set("ce-id", ce.ID)
-		req.Header.Set("ce-time", ce.Time.UTC().Format(time.RFC3339Nano))
-		req.Header.Set("ce-subject", ce.Subject)
-	}
-	resp, err := e.client.Do(req)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return push.Retryable(fmt.Errorf("http endpoint: %w", err))
 	}
-	// Drain a little so the connection can be reused.
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	switch c := resp.StatusCode; {
-	case c >= 200 && c < 300:
+	deadline, ctxDeadline := time.Now().Add(e.opts.Timeout), false
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline, ctxDeadline = d, true
+	}
+	code, err := e.do(ctx, deadline, &msg)
+	if err != nil {
+		cerr := ctx.Err()
+		if cerr == nil && ctxDeadline && isTimeout(err) {
+			// The connection's deadline was ctx's, and fired before ctx's
+			// own timer.
+			cerr = context.DeadlineExceeded
+		}
+		if cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w (%w)", cerr, err)
+		}
+		return push.Retryable(fmt.Errorf("http endpoint: %w", err))
+	}
+	switch {
+	case code >= 200 && code < 300:
 		return nil
-	case c == 408 || c == 425 || c == 429 || c >= 500:
-		return push.Retryable(&StatusError{Code: c})
+	case code == 408 || code == 425 || code == 429 || code >= 500:
+		return push.Retryable(&StatusError{Code: code})
 	default:
-		return push.Permanent(&StatusError{Code: c})
+		return push.Permanent(&StatusError{Code: code})
 	}
 }
 
-// Close drops idle connections; later pushes fail with push.ErrClosed.
+// do sends one request and returns the response status. A pooled
+// connection that fails before any byte of the response arrived (the
+// receiver closed it while idle) is replaced by a fresh one, once.
+func (e *Endpoint) do(ctx context.Context, deadline time.Time, msg *push.Message) (int, error) {
+	c := e.get()
+	reused := c != nil
+	for {
+		if c == nil {
+			var err error
+			if c, err = e.dial(ctx, deadline); err != nil {
+				return 0, err
+			}
+		}
+		code, responded, err := e.roundTrip(ctx, c, deadline, msg)
+		if err == nil {
+			return code, nil
+		}
+		if !reused || responded || ctx.Err() != nil || isTimeout(err) || !time.Now().Before(deadline) {
+			return 0, err
+		}
+		reused, c = false, nil
+	}
+}
+
+// roundTrip writes the request on c and reads the answer. On success c
+// is back in the pool or closed; on error it is closed. responded tells
+// whether any byte of the response arrived.
+func (e *Endpoint) roundTrip(ctx context.Context, c *conn, deadline time.Time, msg *push.Message) (code int, responded bool, err error) {
+	keep := false
+	if err := c.nc.SetDeadline(deadline); err != nil {
+		c.nc.Close()
+		return 0, false, err
+	}
+	var stop func() bool
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(aLongTimeAgo) })
+	}
+	defer func() {
+		// A cancellation that fired may set its past deadline at any
+		// time from now on: such a connection is not reused.
+		if stop != nil && !stop() {
+			keep = false
+		}
+		if keep {
+			e.put(c)
+		} else {
+			c.nc.Close()
+		}
+	}()
+
+	w, err := e.appendRequest(c.wbuf[:0], msg)
+	if err != nil {
+		return 0, false, err
+	}
+	if cap(w) <= maxKeptWriteBuf {
+		c.wbuf = w
+	} else {
+		c.wbuf = nil
+	}
+	if _, err := c.nc.Write(w); err != nil {
+		return 0, false, err
+	}
+	// Wait for the first byte apart: a connection the receiver closed
+	// while idle fails here, and the request can go again on a new one.
+	if _, err := c.br.Peek(1); err != nil {
+		return 0, false, err
+	}
+	resp, err := nethttp.ReadResponse(c.br, postRequest)
+	// 1xx answers are interim (no body); the final one follows. 101
+	// Switching Protocols is final, and not a 2xx.
+	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != 101 {
+		resp, err = nethttp.ReadResponse(c.br, postRequest)
+	}
+	if err != nil {
+		return 0, true, err
+	}
+	// Drain a little so the connection can be reused: io.Copy ends
+	// without error at the body's EOF.
+	n, err := io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain+1))
+	keep = err == nil && n <= maxDrain && !resp.Close && resp.StatusCode != 101
+	if keep {
+		keep = c.nc.SetDeadline(time.Time{}) == nil
+	}
+	return resp.StatusCode, true, nil
+}
+
+// appendRequest appends the request for msg to b.
+func (e *Endpoint) appendRequest(b []byte, msg *push.Message) ([]byte, error) {
+	b = append(b, e.prefix...)
+	b = strconv.AppendInt(b, int64(len(msg.Body)), 10)
+	b = append(b, "\r\n"...)
+	if e.opts.CloudEvents {
+		ce := &msg.CloudEvent
+		b = append(b, "ce-specversion: 1.0\r\n"...)
+		for _, h := range [...]struct{ name, value string }{
+			{"ce-type: ", ce.Type}, {"ce-source: ", ce.Source}, {"ce-id: ", ce.ID},
+		} {
+			if !validHeaderValue(h.value) {
+				return b, fmt.Errorf("invalid header field value for %q", h.name[:len(h.name)-2])
+			}
+			b = append(b, h.name...)
+			b = append(b, h.value...)
+			b = append(b, "\r\n"...)
+		}
+		b = append(b, "ce-time: "...)
+		b = ce.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, "\r\nce-subject: "...)
+		if !validHeaderValue(ce.Subject) {
+			return b, errors.New(`invalid header field value for "ce-subject"`)
+		}
+		b = append(b, ce.Subject...)
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, "\r\n"...)
+	return append(b, msg.Body...), nil
+}
+
+// validHeaderValue rejects control characters other than tab, as
+// net/http does for header values (a CR or LF would split the request).
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// postRequest tells ReadResponse what the response answers (a POST, so
+// a body is read as its headers say). Read-only.
+var postRequest = &nethttp.Request{Method: nethttp.MethodPost}
+
+var aLongTimeAgo = time.Unix(1, 0)
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// dial opens a new connection, with the TLS handshake for https://.
+func (e *Endpoint) dial(ctx context.Context, deadline time.Time) (*conn, error) {
+	d := net.Dialer{Deadline: deadline, KeepAlive: 30 * time.Second}
+	nc, err := d.DialContext(ctx, "tcp", e.addr)
+	if err != nil {
+		return nil, err
+	}
+	if e.tlsConf != nil {
+		tc := tls.Client(nc, e.tlsConf)
+		_ = nc.SetDeadline(deadline)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		nc = tc
+	}
+	return &conn{nc: nc, br: bufio.NewReader(nc)}, nil
+}
+
+// get pops the most recently used idle connection, dropping those idle
+// too long.
+func (e *Endpoint) get() *conn {
+	now := time.Now()
+	e.mu.Lock()
+	for n := len(e.idle); n > 0; n = len(e.idle) {
+		c := e.idle[n-1]
+		e.idle[n-1] = nil
+		e.idle = e.idle[:n-1]
+		if now.Sub(c.idleAt) < idleTimeout {
+			e.mu.Unlock()
+			return c
+		}
+		c.nc.Close()
+	}
+	e.mu.Unlock()
+	return nil
+}
+
+// put returns c to the pool, or closes it when the endpoint is closed or
+// the pool full. Connections idle too long at the bottom of the pool are
+// closed on the way.
+func (e *Endpoint) put(c *conn) {
+	now := time.Now()
+	c.idleAt = now
+	e.mu.Lock()
+	if e.closed.Load() || len(e.idle) >= maxIdle {
+		e.mu.Unlock()
+		c.nc.Close()
+		return
+	}
+	var stale []*conn
+	for len(e.idle) > 0 && now.Sub(e.idle[0].idleAt) >= idleTimeout {
+		stale = append(stale, e.idle[0])
+		e.idle[0] = nil
+		e.idle = e.idle[1:]
+	}
+	e.idle = append(e.idle, c)
+	e.mu.Unlock()
+	for _, s := range stale {
+		s.nc.Close()
+	}
+}
+
+// Close drops idle connections; later pushes fail with push.ErrClosed,
+// and connections of pushes in flight are closed when they end.
 func (e *Endpoint) Close() error {
+	e.mu.Lock()
 	e.closed.Store(true)
-	e.client.CloseIdleConnections()
+	idle := e.idle
+	e.idle = nil
+	e.mu.Unlock()
+	for _, c := range idle {
+		c.nc.Close()
+	}
 	return nil
 }
 
