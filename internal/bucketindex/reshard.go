@@ -157,6 +157,13 @@ func (x Index) ReadLogRaw(ctx context.Context, i int, after uint64, max int) ([]
 		if err != nil {
 			return nil, false, objstore.Errorf(objstore.ErrInvalid, "log key %q", kv.Key)
 		}
+		if op, e, key, ok := parseRawLog(kv.Value); ok {
+			out[j] = RawLogRecord{Seq: seq, Op: op, Key: key}
+			if op == 'l' {
+				out[j].Entry = e
+			}
+			continue
+		}
 		var rec struct {
 			Op string          `json:"op"`
 			E  json.RawMessage `json:"e"`
@@ -181,6 +188,33 @@ func (x Index) ReadLogRaw(ctx context.Context, i int, after uint64, max int) ([]
 		}
 	}
 	return out, vs.More, nil
+}
+
+// parseRawLog reads a log record as mutate writes it (encoding/json of
+// LogRecord: `{"op":"link","e":{"k":"<key>",...}}`) without decoding it;
+// ok=false (escapes in the key, any other shape) means: decode it fully.
+// encoding/json was most of the replay's reading cost.
+func parseRawLog(v []byte) (op byte, entry []byte, key string, ok bool) {
+	const link, unlink, keyField = `{"op":"link","e":`, `{"op":"unlink","e":`, `{"k":"`
+	switch {
+	case bytes.HasPrefix(v, []byte(link)):
+		op, entry = 'l', v[len(link):]
+	case bytes.HasPrefix(v, []byte(unlink)):
+		op, entry = 'u', v[len(unlink):]
+	default:
+		return 0, nil, "", false
+	}
+	if len(entry) < len(keyField)+2 || entry[len(entry)-1] != '}' || entry[len(entry)-2] != '}' ||
+		!bytes.HasPrefix(entry, []byte(keyField)) {
+		return 0, nil, "", false
+	}
+	entry = entry[:len(entry)-1]
+	rest := entry[len(keyField):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return 0, nil, "", false
+	}
+	return op, entry, string(rest[:end]), true
 }
 
 // Replay applies raw log records (in order) to target shard i: links set

@@ -55,6 +55,10 @@ type MethodContext interface {
 	RmXattr(name string) error
 	// GetOmapVal: cls_cxx_map_get_val; ErrNotFound when missing.
 	GetOmapVal(key string) ([]byte, error)
+	// GetOmapValsByKeys: cls_cxx_map_get_vals_by_keys: the pairs of the
+	// keys that exist, sorted by key, as the op sees them. One read for
+	// many keys (on RADOS one round trip instead of one per key).
+	GetOmapValsByKeys(keys ...string) ([]KV, error)
 	// GetOmapVals: cls_cxx_map_get_vals (start_after, prefix, max; 0 = all).
 	GetOmapVals(startAfter, prefix string, max int) (pairs []KV, more bool, err error)
 	// SetOmap: cls_cxx_map_set_vals.

@@ -357,43 +357,6 @@ func removeMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	return encodeU64s(n), nil
 }
 
-// denseEntries reads the entries seqs name with one range read when they
-// are dense (acknowledgements mostly are: one delivery batch), instead of
-// one read per entry (each a round trip on RADOS). nil: read one by one.
-// Missing entries are absent from the map.
-func denseEntries(ctx objstore.MethodContext, seqs []uint64) (map[uint64][]byte, error) {
-	if len(seqs) < 2 {
-		return nil, nil
-	}
-	lo, hi := seqs[0], seqs[0]
-	for _, s := range seqs {
-		lo, hi = min(lo, s), max(hi, s)
-	}
-	span := hi - lo + 1
-	if span > 2*uint64(len(seqs))+8 || span > MaxListMax {
-		return nil, nil
-	}
-	after := entryPrefix
-	if lo > 0 {
-		after = entryKey(lo - 1)
-	}
-	kvs, _, err := ctx.GetOmapVals(after, entryPrefix, int(span))
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[uint64][]byte, len(kvs))
-	for _, kv := range kvs {
-		s, err := ParseMarker(kv.Key[len(entryPrefix):])
-		if err != nil {
-			return nil, err
-		}
-		if s <= hi {
-			out[s] = kv.Value
-		}
-	}
-	return out, nil
-}
-
 // removeMarkersMethod removes the named entries; missing ones are skipped
 // (an ack may be repeated). Output: the count removed.
 func removeMarkersMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
@@ -408,25 +371,28 @@ func removeMarkersMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) 
 	var n, size uint64
 	keys := make([]string, 0, len(seqs))
 	seen := make(map[uint64]bool, len(seqs))
-	vals, err := denseEntries(ctx, seqs)
+	// Sizes for the header: one read for every marker (on RADOS one round
+	// trip, not one per entry).
+	want := make([]string, len(seqs))
+	for i, s := range seqs {
+		want[i] = entryKey(s)
+	}
+	kvs, err := ctx.GetOmapValsByKeys(want...)
 	if err != nil {
 		return nil, err
+	}
+	vals := make(map[string][]byte, len(kvs))
+	for _, kv := range kvs {
+		vals[kv.Key] = kv.Value
 	}
 	for _, s := range seqs {
 		if seen[s] {
 			continue
 		}
 		seen[s] = true
-		var b []byte
-		if vals != nil {
-			if b = vals[s]; b == nil {
-				continue
-			}
-		} else if b, err = ctx.GetOmapVal(entryKey(s)); errors.Is(err, objstore.ErrNotFound) {
+		b, ok := vals[entryKey(s)]
+		if !ok {
 			continue
-		}
-		if err != nil {
-			return nil, err
 		}
 		e, err := decodeEntryValue(b)
 		if err != nil {

@@ -174,6 +174,18 @@ func (m *methodCtx) GetOmapVal(key string) ([]byte, error) {
 	return v, err
 }
 
+func (m *methodCtx) GetOmapValsByKeys(keys ...string) ([]objstore.KV, error) {
+	for _, k := range keys {
+		if err := objstore.ValidateOmapKey(k); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.t.needObject(); err != nil {
+		return nil, err
+	}
+	return m.t.omapByKeys(keys)
+}
+
 func (m *methodCtx) GetOmapVals(startAfter, prefix string, max int) ([]objstore.KV, bool, error) {
 	if max < 0 {
 		return nil, false, objstore.Errorf(objstore.ErrInvalid, "negative max")

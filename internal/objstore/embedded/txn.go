@@ -644,23 +644,41 @@ func (t *txn) runRead(steps []objstore.Step) error {
 	return nil
 }
 
+// omapByKeys reads many omap keys with one iterator seeking through them
+// in order (a Get per key builds a full iterator stack each time).
 func (t *txn) omapByKeys(keys []string) ([]objstore.KV, error) {
+	if !t.exists || len(keys) == 0 {
+		return nil, nil
+	}
 	sorted := append([]string(nil), keys...)
 	sort.Strings(sorted)
+	if len(sorted) == 1 {
+		v, ok, err := t.omapGet(sorted[0])
+		if err != nil || !ok {
+			return nil, err
+		}
+		return []objstore.KV{{Key: sorted[0], Value: v}}, nil
+	}
+	lo := t.partStr(partOmap, sorted[0])
+	it, err := t.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: succ(t.partStr(partOmap, sorted[len(sorted)-1]))})
+	if err != nil {
+		return nil, err
+	}
 	var out []objstore.KV
+	base := len(lo) - len(sorted[0])
 	for i, k := range sorted {
 		if i > 0 && sorted[i-1] == k {
 			continue
 		}
-		v, ok, err := t.omapGet(k)
-		if err != nil {
-			return nil, err
+		want := t.partStr(partOmap, k)
+		if !it.SeekGE(want) {
+			break
 		}
-		if ok {
-			out = append(out, objstore.KV{Key: k, Value: v})
+		if bytes.Equal(it.Key(), want) {
+			out = append(out, objstore.KV{Key: string(it.Key()[base:]), Value: append(make([]byte, 0, len(it.Value())), it.Value()...)})
 		}
 	}
-	return out, nil
+	return out, errors.Join(it.Error(), it.Close())
 }
 
 // remember caches the object's meta as this op left it (applied), for

@@ -3,6 +3,7 @@ package objstoretest
 import (
 	"bytes"
 	"strconv"
+	"strings"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
 )
@@ -37,6 +38,19 @@ func RegisterTestClasses(reg *objstore.Registry) {
 	// get_omap returns the value of omap key in.
 	reg.Register(TestClass, "get_omap", rd, func(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 		return ctx.GetOmapVal(string(in))
+	})
+	// get_omap_keys returns "k=v;" for each existing key of the
+	// space-separated keys in, as GetOmapValsByKeys orders them.
+	reg.Register(TestClass, "get_omap_keys", rd, func(ctx objstore.MethodContext, in []byte) ([]byte, error) {
+		kvs, err := ctx.GetOmapValsByKeys(strings.Fields(string(in))...)
+		if err != nil {
+			return nil, err
+		}
+		var out []byte
+		for _, kv := range kvs {
+			out = append(append(append(append(out, kv.Key...), '='), kv.Value...), ';')
+		}
+		return out, nil
 	})
 	// read returns the whole data.
 	reg.Register(TestClass, "read", rd, func(ctx objstore.MethodContext, _ []byte) ([]byte, error) {

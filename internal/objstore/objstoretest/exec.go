@@ -22,6 +22,24 @@ func testExec(t *testing.T, st objstore.Store) {
 		t.Fatalf("method outputs: stat=%q omap=%q append=%q", statOut.Out, omapOut.Out, appOut.Out)
 	}
 	wantData(t, "data after exec", readAll(t, io, "o"), []byte("abcde"))
+
+	// Many keys at once: the stored ones, the op's own staged writes and
+	// removals, missing and repeated keys; sorted by key.
+	operate(t, io, "o", objstore.NewWriteOp().SetOmap(kv("a", "1"), kv("c", "3"), kv("e", "5")))
+	op = objstore.NewWriteOp().SetOmap(kv("b", "new")).RmOmapKeys("c")
+	keysOut := op.Exec(TestClass, "get_omap_keys", []byte("e c b zz a e k"))
+	operate(t, io, "o", op)
+	if got, want := string(keysOut.Out), "a=1;b=new;e=5;k=staged;"; got != want {
+		t.Fatalf("GetOmapValsByKeys in a write op: %q, want %q", got, want)
+	}
+	rop0 := objstore.NewReadOp()
+	keysOut = rop0.Exec(TestClass, "get_omap_keys", []byte("c b a"))
+	if err := io.OperateRead(bg, "o", rop0); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(keysOut.Out), "a=1;b=new;"; got != want {
+		t.Fatalf("GetOmapValsByKeys in a read op: %q, want %q", got, want)
+	}
 	// On a missing object the method sees no object.
 	op = objstore.NewWriteOp()
 	statOut = op.Exec(TestClass, "stat", nil)

@@ -178,6 +178,18 @@ func (c *methodCtx) GetOmapVal(key string) ([]byte, error) {
 	return v, err
 }
 
+func (c *methodCtx) GetOmapValsByKeys(keys ...string) ([]objstore.KV, error) {
+	for _, k := range keys {
+		if err := objstore.ValidateOmapKey(k); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.m.needObject(); err != nil {
+		return nil, err
+	}
+	return c.m.omapGetMany(keys)
+}
+
 func (c *methodCtx) GetOmapVals(startAfter, prefix string, max int) ([]objstore.KV, bool, error) {
 	if max < 0 {
 		return nil, false, objstore.Errorf(objstore.ErrInvalid, "negative max")

@@ -409,6 +409,54 @@ func (m *model) omapGet(k string) ([]byte, bool, error) {
 	return nil, false, nil
 }
 
+// omapGetMany answers what the overlay and the base cache know and reads
+// the rest in one guarded by-keys read. Result sorted by key.
+func (m *model) omapGetMany(keys []string) ([]objstore.KV, error) {
+	if !m.exists {
+		return nil, nil
+	}
+	sorted := append([]string(nil), keys...)
+	sort.Strings(sorted)
+	var missing []string
+	for i, k := range sorted {
+		if i > 0 && sorted[i-1] == k {
+			continue
+		}
+		if _, ok := m.overlay[k]; ok || m.baseHidden(k) {
+			continue
+		}
+		if _, ok := m.baseOmap[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		st := &objstore.OmapValsByKeysStep{Keys: missing}
+		if err := m.guarded(st); err != nil {
+			return nil, err
+		}
+		for _, k := range missing {
+			m.baseOmap[k] = ovVal{del: true}
+		}
+		for _, kv := range st.Pairs {
+			m.baseOmap[kv.Key] = ovVal{v: kv.Value}
+		}
+	}
+	var out []objstore.KV
+	for i, k := range sorted {
+		if i > 0 && sorted[i-1] == k {
+			continue
+		}
+		v, ok, err := m.omapGet(k) // answered locally now
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, objstore.KV{Key: k, Value: v})
+		}
+	}
+	return out, nil
+}
+
 // omapVals merges the base (paged, guarded) with the overlay.
 func (m *model) omapVals(startAfter, prefix string, maxN int) ([]objstore.KV, bool, error) {
 	if !m.exists {

@@ -266,6 +266,21 @@ func (c *mctx) GetOmapVal(key string) ([]byte, error) {
 	}
 	return bytes.Clone(v), nil
 }
+func (c *mctx) GetOmapValsByKeys(keys ...string) ([]objstore.KV, error) {
+	if err := c.need(); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []objstore.KV
+	for _, k := range keys {
+		if v, ok := c.obj.Omap[k]; ok && !seen[k] {
+			seen[k] = true
+			out = append(out, objstore.KV{Key: k, Value: bytes.Clone(v)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
 func (c *mctx) GetOmapVals(after, prefix string, max int) ([]objstore.KV, bool, error) {
 	if err := c.need(); err != nil {
 		return nil, false, err
