@@ -58,6 +58,12 @@ type ReshardConfig struct {
 	ListShards []int
 	// NoList skips the listing measurement.
 	NoList bool
+	// Rate, if > 0, makes the fill open-loop: PUTs are issued on a fixed
+	// schedule of Rate per second (Clients bound how many are in flight)
+	// instead of as fast as the clients can go. At a rate the store
+	// sustains, a reshard shows as a drop only if it blocks or starves
+	// writes; the closed-loop default shows its CPU cost at saturation.
+	Rate int
 	// ListKeys is how many keys each listing measurement reads (pages of
 	// 1000). Default 200,000.
 	ListKeys int
@@ -316,6 +322,12 @@ func RunReshard(ctx context.Context, cfg ReshardConfig) (*ReshardResult, error) 
 				i := next.Add(1) - 1
 				if i >= int64(cfg.Objects) {
 					break
+				}
+				if cfg.Rate > 0 {
+					due := start.Add(time.Duration(i) * time.Second / time.Duration(cfg.Rate))
+					if d := time.Until(due); d > 0 {
+						time.Sleep(d)
+					}
 				}
 				t0 := time.Now()
 				_, err := d.PutObject(fillCtx, driver.PutObjectInput{

@@ -39,6 +39,12 @@ func TestReshardWorkload(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("CAIRN_BENCH_RESHARD_OBJECTS")); err == nil {
 		cfg.Objects = n
 	}
+	if n, err := strconv.Atoi(os.Getenv("CAIRN_BENCH_RESHARD_RATE")); err == nil {
+		cfg.Rate = n // open-loop fill at n PUT/s
+	}
+	if n, err := strconv.Atoi(os.Getenv("CAIRN_BENCH_RESHARD_CLIENTS")); err == nil {
+		cfg.Clients = n
+	}
 	if n, err := strconv.Atoi(os.Getenv("CAIRN_BENCH_RESHARD_MAX_OBJS")); err == nil {
 		cfg.MaxObjsPerShard = n // a huge value: the same fill without reshards, for the noise floor
 	}
