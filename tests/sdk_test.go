@@ -221,6 +221,31 @@ func TestSDKMultipart(t *testing.T) {
 	if string(b) != "bbcc" {
 		t.Fatalf("cross-part range %q", b)
 	}
+	// GET and HEAD by part number (what part-wise downloaders use): each
+	// part's bytes, its range and the part count.
+	for i := 1; i <= 3; i++ {
+		start, n := int64(i-1)*int64(partSize), int64(partSize)
+		if i == 3 {
+			n = 1234
+		}
+		pg, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: bucket, Key: aws.String("big"), PartNumber: aws.Int32(int32(i))})
+		if err != nil {
+			t.Fatalf("get part %d: %v", i, err)
+		}
+		b, _ = io.ReadAll(pg.Body)
+		pg.Body.Close()
+		if !bytes.Equal(b, full.Bytes()[start:start+n]) || aws.ToInt32(pg.PartsCount) != 3 ||
+			aws.ToString(pg.ContentRange) != fmt.Sprintf("bytes %d-%d/%d", start, start+n-1, full.Len()) {
+			t.Fatalf("part %d: %d bytes, parts count %d, range %q", i, len(b), aws.ToInt32(pg.PartsCount), aws.ToString(pg.ContentRange))
+		}
+		hd, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: bucket, Key: aws.String("big"), PartNumber: aws.Int32(int32(i))})
+		if err != nil || aws.ToInt64(hd.ContentLength) != n || aws.ToInt32(hd.PartsCount) != 3 {
+			t.Fatalf("head part %d: %v, length %d", i, err, aws.ToInt64(hd.ContentLength))
+		}
+	}
+	if _, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: bucket, Key: aws.String("big"), PartNumber: aws.Int32(4)}); apiCode(err) != "InvalidPartNumber" {
+		t.Fatalf("part 4 of 3: %v", err)
+	}
 	// Too-small middle part.
 	cu2, _ := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: bucket, Key: aws.String("small")})
 	var p2 []types.CompletedPart

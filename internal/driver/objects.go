@@ -63,6 +63,12 @@ func (d *Driver) reserve(ctx context.Context, inst Instance, key, event string, 
 
 func entryInfo(bucket string, e bucketindex.Entry) ObjectInfo {
 	oi := ObjectInfo{Bucket: bucket, Key: e.Key, Size: e.Size, ETag: e.ETag, ModTime: e.ModTime, Parts: e.Parts, Owner: e.Owner}
+	if e.Parts > 0 && len(e.Manifest.Runs) == e.Parts { // complete writes one run per part
+		oi.PartSizes = make([]int64, e.Parts)
+		for i, r := range e.Manifest.Runs {
+			oi.PartSizes[i] = r.Size
+		}
+	}
 	if len(e.Meta) > 0 {
 		_ = json.Unmarshal(e.Meta, &oi.Meta)
 	}

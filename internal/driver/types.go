@@ -105,7 +105,10 @@ type ObjectInfo struct {
 	ModTime time.Time
 	Meta    ObjectMeta
 	Parts   int // number of multipart parts, 0 for a plain PUT
-	Owner   string
+	// PartSizes are the sizes of a multipart object's parts in order (GET
+	// and HEAD with partNumber); nil for a plain PUT.
+	PartSizes []int64
+	Owner     string
 	Version uint64 // head object version, for sequencers
 }
 
