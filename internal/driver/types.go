@@ -109,7 +109,7 @@ type ObjectInfo struct {
 	// and HEAD with partNumber); nil for a plain PUT.
 	PartSizes []int64
 	Owner     string
-	Version uint64 // head object version, for sequencers
+	Version   uint64 // head object version, for sequencers
 }
 
 // Range is a resolved byte range [Start, Start+Length).
