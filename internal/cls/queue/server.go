@@ -2,6 +2,7 @@ package queue
 
 import (
 	"errors"
+	"maps"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/cls/internal/wire"
@@ -136,9 +137,9 @@ func cacheReservation(ctx objstore.MethodContext, id uint64, r reservation) {
 	if len(old) >= resCacheMax {
 		return
 	}
-	m := make(map[uint64]reservation, len(old)+1)
-	for k, v := range old {
-		m[k] = v
+	m := maps.Clone(old)
+	if m == nil {
+		m = map[uint64]reservation{}
 	}
 	m[id] = r
 	ctx.SetCached(resCacheSlot, m)
@@ -149,12 +150,8 @@ func uncacheReservation(ctx objstore.MethodContext, id uint64) {
 	if _, ok := old[id]; !ok {
 		return
 	}
-	m := make(map[uint64]reservation, len(old))
-	for k, v := range old {
-		if k != id {
-			m[k] = v
-		}
-	}
+	m := maps.Clone(old)
+	delete(m, id)
 	ctx.SetCached(resCacheSlot, m)
 }
 
@@ -385,12 +382,12 @@ func removeMarkersMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) 
 	for _, kv := range kvs {
 		vals[kv.Key] = kv.Value
 	}
-	for _, s := range seqs {
+	for i, s := range seqs {
 		if seen[s] {
 			continue
 		}
 		seen[s] = true
-		b, ok := vals[entryKey(s)]
+		b, ok := vals[want[i]]
 		if !ok {
 			continue
 		}
@@ -400,7 +397,7 @@ func removeMarkersMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) 
 		}
 		n++
 		size += uint64(len(e.Data))
-		keys = append(keys, entryKey(s))
+		keys = append(keys, want[i])
 	}
 	if n == 0 {
 		return encodeU64s(0), nil

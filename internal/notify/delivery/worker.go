@@ -224,7 +224,7 @@ func (w *worker) transient(what string, err error) {
 func (w *worker) nextWake(cfg *Config) time.Duration {
 	d := cfg.PollInterval
 	if len(w.removes)+len(w.updates) > 0 {
-		d = min(d, max(cfg.RemoveInterval, w.gap)-time.Since(w.pendSince))
+		d = min(d, w.removeDelay()-time.Since(w.pendSince))
 	}
 	if len(w.waiting) > 0 {
 		d = min(d, max(w.waiting[0].due.Sub(w.m.cfg.Now()), time.Millisecond))
@@ -530,9 +530,13 @@ func (w *worker) handle(r result) {
 	w.schedule(kq, now)
 }
 
+// removeDelay is how long acknowledged removals wait to share an op: at
+// least RemoveInterval, and one wake gap, so each list cycle flushes once.
+func (w *worker) removeDelay() time.Duration { return max(w.m.cfg.RemoveInterval, w.gap) }
+
 func (w *worker) flushDue() bool {
 	n := len(w.removes) + len(w.updates)
-	return n > 0 && (len(w.removes) >= w.m.cfg.RemoveBatch || time.Since(w.pendSince) >= max(w.m.cfg.RemoveInterval, w.gap))
+	return n > 0 && (len(w.removes) >= w.m.cfg.RemoveBatch || time.Since(w.pendSince) >= w.removeDelay())
 }
 
 // flush persists queued removals and retry states in fenced ops.

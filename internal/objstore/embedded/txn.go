@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 
@@ -650,8 +650,7 @@ func (t *txn) omapByKeys(keys []string) ([]objstore.KV, error) {
 	if !t.exists || len(keys) == 0 {
 		return nil, nil
 	}
-	sorted := append([]string(nil), keys...)
-	sort.Strings(sorted)
+	sorted := slices.Compact(slices.Sorted(slices.Values(keys)))
 	if len(sorted) == 1 {
 		v, ok, err := t.omapGet(sorted[0])
 		if err != nil || !ok {
@@ -666,10 +665,7 @@ func (t *txn) omapByKeys(keys []string) ([]objstore.KV, error) {
 	}
 	var out []objstore.KV
 	base := len(lo) - len(sorted[0])
-	for i, k := range sorted {
-		if i > 0 && sorted[i-1] == k {
-			continue
-		}
+	for _, k := range sorted {
 		want := t.partStr(partOmap, k)
 		if !it.SeekGE(want) {
 			break

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -415,13 +416,9 @@ func (m *model) omapGetMany(keys []string) ([]objstore.KV, error) {
 	if !m.exists {
 		return nil, nil
 	}
-	sorted := append([]string(nil), keys...)
-	sort.Strings(sorted)
+	sorted := slices.Compact(slices.Sorted(slices.Values(keys)))
 	var missing []string
-	for i, k := range sorted {
-		if i > 0 && sorted[i-1] == k {
-			continue
-		}
+	for _, k := range sorted {
 		if _, ok := m.overlay[k]; ok || m.baseHidden(k) {
 			continue
 		}
@@ -442,10 +439,7 @@ func (m *model) omapGetMany(keys []string) ([]objstore.KV, error) {
 		}
 	}
 	var out []objstore.KV
-	for i, k := range sorted {
-		if i > 0 && sorted[i-1] == k {
-			continue
-		}
+	for _, k := range sorted {
 		v, ok, err := m.omapGet(k) // answered locally now
 		if err != nil {
 			return nil, err
