@@ -38,6 +38,7 @@ type fakeBucket struct {
 	info    driver.BucketInfo
 	shards  int
 	objects map[string]*fakeObject
+	cors    []driver.CORSRule
 }
 
 type fakeObject struct {
@@ -205,6 +206,31 @@ func (f *fakeBackend) DeleteBucket(ctx context.Context, name string) error {
 		return driver.ErrBucketNotEmpty
 	}
 	delete(f.buckets, name)
+	return nil
+}
+
+func (f *fakeBackend) GetBucketCORS(ctx context.Context, name string) ([]driver.CORSRule, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.bucket(name)
+	if err != nil {
+		return nil, err
+	}
+	if len(b.cors) == 0 {
+		return nil, driver.ErrNoSuchCORSConfiguration
+	}
+	return b.cors, nil
+}
+
+func (f *fakeBackend) PutBucketCORS(ctx context.Context, name string, rules []driver.CORSRule) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.call("PutBucketCORS")
+	b, err := f.bucket(name)
+	if err != nil {
+		return err
+	}
+	b.cors = rules
 	return nil
 }
 
