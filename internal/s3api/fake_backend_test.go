@@ -32,6 +32,8 @@ type fakeBackend struct {
 	// calls counts backend calls by method, for tests that assert a
 	// rejected request changed nothing.
 	calls map[string]int
+	// lastEvent is the EventName of the last PutObject.
+	lastEvent string
 }
 
 type fakeBucket struct {
@@ -293,6 +295,7 @@ func (f *fakeBackend) PutObject(ctx context.Context, in driver.PutObjectInput) (
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("PutObject")
+	f.lastEvent = in.EventName
 	b, err := f.bucket(in.Bucket)
 	if err != nil {
 		return driver.ObjectInfo{}, err
