@@ -188,3 +188,38 @@ func TestBucketCorsSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func FuzzParseCORS(f *testing.F) {
+	f.Add([]byte(corsDoc))
+	f.Add([]byte("<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rules, err := parseCORS(data)
+		if err != nil {
+			return
+		}
+		if len(rules) == 0 || len(rules) > maxCORSRules {
+			t.Fatalf("accepted %d rules", len(rules))
+		}
+		for _, r := range rules {
+			if len(r.AllowedOrigins) == 0 || len(r.AllowedMethods) == 0 {
+				t.Fatalf("accepted rule %+v", r)
+			}
+			matchCORS(rules, "http://a.test", "GET", []string{"x-a"})
+		}
+	})
+}
+
+func TestWildcardMatch(t *testing.T) {
+	for _, tc := range []struct {
+		p, s string
+		ok   bool
+	}{
+		{"*", "anything", true}, {"http://*.a.com", "http://x.a.com", true}, {"http://*.a.com", "http://a.com", false},
+		{"http://*.a.com", "https://x.a.com", false}, {"x-amz-*", "x-amz-date", true}, {"ab*ba", "aba", false},
+		{"exact", "exact", true}, {"exact", "Exact", false},
+	} {
+		if got := wildcardMatch(tc.p, tc.s); got != tc.ok {
+			t.Errorf("%q ~ %q = %v", tc.p, tc.s, got)
+		}
+	}
+}

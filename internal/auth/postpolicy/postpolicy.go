@@ -205,9 +205,8 @@ func (p Policy) Check(fields map[string]string, formFields []string) error {
 			ok = v == c.Value
 		case OpStartsWith:
 			ok = strings.HasPrefix(v, c.Value)
-			if c.Field == "content-type" && !ok {
+			if c.Field == "content-type" && ok {
 				// S3 matches each value of a comma-separated Content-Type.
-				ok = v != ""
 				for _, part := range strings.Split(v, ",") {
 					ok = ok && strings.HasPrefix(strings.TrimSpace(part), c.Value)
 				}
