@@ -93,8 +93,9 @@ func readPostForm(r *http.Request) (*postForm, error) {
 	}
 }
 
-// postIdentity verifies the form's signature and returns its signer; ok is
-// false for an anonymous form (no policy, no signature).
+// postIdentity verifies the form's signature and returns its signer and
+// the (unexpired) policy; both are zero for an anonymous form (no policy,
+// no signature fields).
 func (s *Server) postIdentity(ctx context.Context, f *postForm, now time.Time) (id Identity, pol *postpolicy.Policy, err error) {
 	fv := f.fields
 	policyB64, hasPolicy := fv["policy"]
@@ -118,7 +119,7 @@ func (s *Server) postIdentity(ctx context.Context, f *postForm, now time.Time) (
 			}
 		}
 		parts := strings.Split(fv["x-amz-credential"], "/")
-		if len(parts) != 5 || parts[4] != "aws4_request" || parts[0] == "" {
+		if len(parts) != 5 || parts[4] != "aws4_request" || parts[3] != "s3" || parts[0] == "" {
 			return Identity{}, nil, s3err.New(s3err.ErrInvalidArgument, "Invalid credential: %s", fv["x-amz-credential"])
 		}
 		if !strings.HasPrefix(fv["x-amz-date"], parts[1]) {
