@@ -147,8 +147,9 @@ func runBrowser(t *testing.T, chromium, url string, reports <-chan browserReport
 	return browserReport{}
 }
 
-// postPolicyFields signs a SigV4 POST policy for bucket with key prefix.
-func postPolicyFields(ak, sk, bucket, key string) [][2]string {
+// postPolicyFields signs a SigV4 POST policy for bucket: keys under
+// "forms/", files of 1..maxSize bytes, success_action_status 201.
+func postPolicyFields(ak, sk, bucket, key string, maxSize int64) [][2]string {
 	now := time.Now().UTC()
 	date := now.Format("20060102")
 	cred := ak + "/" + date + "/us-east-1/s3/aws4_request"
@@ -157,7 +158,7 @@ func postPolicyFields(ak, sk, bucket, key string) [][2]string {
 		"expiration": now.Add(10 * time.Minute).Format("2006-01-02T15:04:05.000Z"),
 		"conditions": []any{
 			map[string]string{"bucket": bucket}, []any{"starts-with", "$key", "forms/"},
-			[]any{"content-length-range", 1, 1024}, map[string]string{"success_action_status": "201"},
+			[]any{"content-length-range", 1, maxSize}, map[string]string{"success_action_status": "201"},
 			map[string]string{"x-amz-algorithm": "AWS4-HMAC-SHA256"}, map[string]string{"x-amz-credential": cred},
 			map[string]string{"x-amz-date": amzDate},
 		},
@@ -202,7 +203,7 @@ func TestBrowserCORS(t *testing.T) {
 			t.Fatal(err)
 		}
 		return map[string]any{"putURL": put.URL, "getURL": get.URL, "postURL": g.Endpoint + "/" + bucket,
-			"postFields": postPolicyFields(g.AccessKey, g.SecretKey, bucket, "forms/${filename}")}
+			"postFields": postPolicyFields(g.AccessKey, g.SecretKey, bucket, "forms/${filename}", 1024)}
 	}
 	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("greeting"),
 		Body: strings.NewReader("hello, page"), Metadata: map[string]string{"color": "teal"}}); err != nil {
