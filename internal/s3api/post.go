@@ -108,6 +108,7 @@ func (s *Server) postIdentity(ctx context.Context, f *postForm, now time.Time) (
 		return Identity{}, nil, nil
 	}
 	var accessKey, want, got string
+	var user driver.User
 	switch {
 	case fv["x-amz-algorithm"] != "" || fv["x-amz-credential"] != "":
 		if fv["x-amz-algorithm"] != "AWS4-HMAC-SHA256" {
@@ -126,10 +127,11 @@ func (s *Server) postIdentity(ctx context.Context, f *postForm, now time.Time) (
 			return Identity{}, nil, s3err.New(s3err.ErrInvalidArgument, "x-amz-date does not match the credential's date.")
 		}
 		accessKey, got = parts[0], strings.ToLower(fv["x-amz-signature"])
-		secret, err := s.postSecret(ctx, accessKey)
+		u, secret, err := s.be.LookupAccessKey(ctx, accessKey)
 		if err != nil {
-			return Identity{}, nil, err
+			return Identity{}, nil, lookupError(err)
 		}
+		user = u
 		m := hmac.New(sha256.New, sigv4.SigningKey(secret, sigv4.Scope{Date: parts[1], Region: parts[2], Service: parts[3]}))
 		m.Write([]byte(policyB64))
 		want = hex.EncodeToString(m.Sum(nil))
@@ -142,18 +144,15 @@ func (s *Server) postIdentity(ctx context.Context, f *postForm, now time.Time) (
 			return Identity{}, nil, missingField("signature")
 		}
 		got = fv["signature"]
-		secret, err := s.postSecret(ctx, accessKey)
+		u, secret, err := s.be.LookupAccessKey(ctx, accessKey)
 		if err != nil {
-			return Identity{}, nil, err
+			return Identity{}, nil, lookupError(err)
 		}
+		user = u
 		want = sigv2.Sign(secret, policyB64)
 	}
 	if subtle.ConstantTimeCompare([]byte(want), []byte(got)) != 1 {
 		return Identity{}, nil, s3err.New(s3err.ErrSignatureDoesNotMatch, "")
-	}
-	u, _, err := s.be.LookupAccessKey(ctx, accessKey)
-	if err != nil {
-		return Identity{}, nil, lookupError(err)
 	}
 	p, err := postpolicy.Decode(policyB64)
 	if err != nil {
@@ -162,15 +161,7 @@ func (s *Server) postIdentity(ctx context.Context, f *postForm, now time.Time) (
 	if p.Expired(now) {
 		return Identity{}, nil, s3err.New(s3err.ErrAccessDenied, "Invalid according to Policy: Policy expired.")
 	}
-	return Identity{User: u, AccessKey: accessKey}, &p, nil
-}
-
-func (s *Server) postSecret(ctx context.Context, accessKey string) (string, error) {
-	_, secret, err := s.be.LookupAccessKey(ctx, accessKey)
-	if err != nil {
-		return "", lookupError(err)
-	}
-	return secret, nil
+	return Identity{User: user, AccessKey: accessKey}, &p, nil
 }
 
 // authorizePostObject decides whether id may POST an object into the

@@ -72,6 +72,10 @@ def test_presigned_post(sigv):
     with pytest.raises(botocore.exceptions.ClientError):
         s3.head_object(Bucket=b, Key="uploads/big.txt")
 
+    body, ctype = multipart(post["fields"], "empty.txt", b"")
+    status, _, data = send("POST", post["url"], body, {"Content-Type": ctype})
+    assert status == 400 and b"<Code>EntityTooSmall</Code>" in data
+
     fields = dict(post["fields"], **{"x-amz-meta-color": "blue"})
     body, ctype = multipart(fields, "n.txt", b"x")
     status, _, data = send("POST", post["url"], body, {"Content-Type": ctype})
