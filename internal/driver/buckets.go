@@ -27,6 +27,8 @@ type Instance struct {
 	Layout   bucketindex.Layout `json:"layout"`
 	// Reshard is the in-progress reshard, owned by the reshard package.
 	Reshard json.RawMessage `json:"reshard,omitempty"`
+	// CORS is the bucket's CORS configuration (PutBucketCors), nil if none.
+	CORS []CORSRule `json:"cors,omitempty"`
 }
 
 // entryPoint is the bucket name's record (namespace "root", object <name>).

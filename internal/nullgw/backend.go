@@ -36,6 +36,7 @@ type bucket struct {
 	mu      sync.RWMutex
 	objects map[string]driver.ObjectInfo
 	sorted  []string // nil when stale
+	cors    []driver.CORSRule
 }
 
 type upload struct {
@@ -185,6 +186,32 @@ func (b *Backend) GetBucket(ctx context.Context, name string) (driver.BucketInfo
 		return driver.BucketInfo{}, err
 	}
 	return bk.info, nil
+}
+
+// GetBucketCORS returns the bucket's CORS rules.
+func (b *Backend) GetBucketCORS(ctx context.Context, name string) ([]driver.CORSRule, error) {
+	bk, err := b.bucket(name)
+	if err != nil {
+		return nil, err
+	}
+	bk.mu.RLock()
+	defer bk.mu.RUnlock()
+	if len(bk.cors) == 0 {
+		return nil, driver.ErrNoSuchCORSConfiguration
+	}
+	return bk.cors, nil
+}
+
+// PutBucketCORS replaces (or, with no rules, removes) the bucket's CORS rules.
+func (b *Backend) PutBucketCORS(ctx context.Context, name string, rules []driver.CORSRule) error {
+	bk, err := b.bucket(name)
+	if err != nil {
+		return err
+	}
+	bk.mu.Lock()
+	bk.cors = rules
+	bk.mu.Unlock()
+	return nil
 }
 
 // DeleteBucket removes an empty bucket.

@@ -25,6 +25,10 @@ type Backend interface {
 	DeleteBucket(ctx context.Context, name string) error
 	ListBuckets(ctx context.Context, owner string) ([]driver.BucketInfo, error) // owner "" = all
 	BucketStats(ctx context.Context, name string) (driver.BucketStats, error)
+	// Bucket CORS rules. Get returns driver.ErrNoSuchCORSConfiguration when
+	// the bucket has none; Put with no rules removes them.
+	GetBucketCORS(ctx context.Context, bucket string) ([]driver.CORSRule, error)
+	PutBucketCORS(ctx context.Context, bucket string, rules []driver.CORSRule) error
 
 	// Objects.
 	PutObject(ctx context.Context, in driver.PutObjectInput) (driver.ObjectInfo, error)

@@ -32,6 +32,7 @@ var errorTable = []struct {
 	{driver.ErrBucketNotEmpty, s3err.ErrBucketNotEmpty},
 	{driver.ErrInvalidBucketName, s3err.ErrInvalidBucketName},
 	{driver.ErrNoSuchKey, s3err.ErrNoSuchKey},
+	{driver.ErrNoSuchCORSConfiguration, s3err.ErrNoSuchCORSConfiguration},
 	{driver.ErrInvalidKey, s3err.ErrInvalidArgument},
 	{driver.ErrNoSuchUpload, s3err.ErrNoSuchUpload},
 	{driver.ErrInvalidPart, s3err.ErrInvalidPart},

@@ -32,12 +32,15 @@ type fakeBackend struct {
 	// calls counts backend calls by method, for tests that assert a
 	// rejected request changed nothing.
 	calls map[string]int
+	// lastEvent is the EventName of the last PutObject.
+	lastEvent string
 }
 
 type fakeBucket struct {
 	info    driver.BucketInfo
 	shards  int
 	objects map[string]*fakeObject
+	cors    []driver.CORSRule
 }
 
 type fakeObject struct {
@@ -208,6 +211,31 @@ func (f *fakeBackend) DeleteBucket(ctx context.Context, name string) error {
 	return nil
 }
 
+func (f *fakeBackend) GetBucketCORS(ctx context.Context, name string) ([]driver.CORSRule, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.bucket(name)
+	if err != nil {
+		return nil, err
+	}
+	if len(b.cors) == 0 {
+		return nil, driver.ErrNoSuchCORSConfiguration
+	}
+	return b.cors, nil
+}
+
+func (f *fakeBackend) PutBucketCORS(ctx context.Context, name string, rules []driver.CORSRule) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.call("PutBucketCORS")
+	b, err := f.bucket(name)
+	if err != nil {
+		return err
+	}
+	b.cors = rules
+	return nil
+}
+
 func (f *fakeBackend) ListBuckets(ctx context.Context, owner string) ([]driver.BucketInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -267,6 +295,7 @@ func (f *fakeBackend) PutObject(ctx context.Context, in driver.PutObjectInput) (
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("PutObject")
+	f.lastEvent = in.EventName
 	b, err := f.bucket(in.Bucket)
 	if err != nil {
 		return driver.ObjectInfo{}, err

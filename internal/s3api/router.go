@@ -25,15 +25,19 @@ type route struct {
 	kind         routeKind
 	op           string // operation name for logs and metrics
 	h            handlerFunc
-	bucketScoped bool  // load the bucket and check ownership first
-	err          error // set when the request cannot be served
+	bucketScoped bool // load the bucket and check ownership first
+	// selfAuth: the handler authenticates the request itself (browser POST
+	// forms carry their signature in the body) or needs none (CORS
+	// preflights carry no credentials). The Server skips its own checks.
+	selfAuth bool
+	err      error // set when the request cannot be served
 }
 
 // unsupported lists subresources S3 defines that Cairn does not implement;
 // requests naming them get NotImplemented rather than being mistaken for a
 // plain GET/PUT of the bucket or object.
 var unsupported = map[string]bool{
-	"accelerate": true, "acl": true, "analytics": true, "attributes": true, "cors": true,
+	"accelerate": true, "acl": true, "analytics": true, "attributes": true,
 	"encryption": true, "intelligent-tiering": true, "inventory": true, "legal-hold": true,
 	"lifecycle": true, "logging": true, "metrics": true, "notification": true,
 	"object-lock": true, "ownershipControls": true, "policy": true, "policyStatus": true,
@@ -82,6 +86,9 @@ func (s *Server) route(r *http.Request, rc *reqCtx) route {
 		}
 		return route{op: "Service", err: s3err.New(s3err.ErrMethodNotAllowed, "")}
 	}
+	if r.Method == http.MethodOptions {
+		return route{op: "PreflightCors", h: s.preflight, selfAuth: true}
+	}
 	if key == "" {
 		return s.bucketRoute(r, q)
 	}
@@ -126,6 +133,8 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 			return scoped("GetBucketAcl", s.getACL)
 		case q.Has("uploads"):
 			return scoped("ListMultipartUploads", s.listMultipartUploads)
+		case q.Has("cors"):
+			return scoped("GetBucketCors", s.getBucketCors)
 		case subresource(q) != "":
 			return notImplemented("Bucket", "GET ?"+subresource(q))
 		case q.Get("list-type") == "2":
@@ -136,6 +145,9 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 	case http.MethodHead:
 		return scoped("HeadBucket", s.headBucket)
 	case http.MethodPut:
+		if q.Has("cors") {
+			return scoped("PutBucketCors", s.putBucketCors)
+		}
 		if sr := subresource(q); sr != "" {
 			return notImplemented("Bucket", "PUT ?"+sr)
 		}
@@ -143,6 +155,9 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 		// between BucketAlreadyExists and BucketAlreadyOwnedByYou.
 		return route{op: "CreateBucket", h: s.createBucket}
 	case http.MethodDelete:
+		if q.Has("cors") {
+			return scoped("DeleteBucketCors", s.deleteBucketCors)
+		}
 		if sr := subresource(q); sr != "" {
 			return notImplemented("Bucket", "DELETE ?"+sr)
 		}
@@ -150,6 +165,9 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 	case http.MethodPost:
 		if q.Has("delete") {
 			return scoped("DeleteObjects", s.deleteObjects)
+		}
+		if isPostForm(r) {
+			return route{op: "PostObject", h: s.postObject, selfAuth: true}
 		}
 		return notImplemented("Bucket", "this POST request")
 	}

@@ -223,6 +223,13 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 	}
 	rt := s.route(r, rc)
 	rc.op = rt.op
+	if rt.kind == kindS3 && r.Method != http.MethodOptions {
+		s.applyCORS(w, r, rc.bucket)
+	}
+	if rt.selfAuth && rt.err == nil {
+		s.serveSelfAuth(w, r, rc, rt)
+		return
+	}
 
 	// Authenticate every request: there is no anonymous access.
 	ident, err := s.authenticate(r, rc)
@@ -273,6 +280,20 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 		}
 	}
 	if err := rt.h(w, r, rc); err != nil {
+		s.writeError(w, r, rc, err)
+	}
+}
+
+// serveSelfAuth runs a route that authenticates itself (POST forms) or
+// needs no credentials (CORS preflights): no signature check, no ownership
+// check here; the handler does what its operation requires.
+func (s *Server) serveSelfAuth(w *statusWriter, r *http.Request, rc *reqCtx, rt route) {
+	ctx := driver.WithRequest(r.Context(), driver.RequestMeta{
+		RequestID: rc.id,
+		HostID:    s.cfg.HostID,
+		SourceIP:  sourceIP(r),
+	})
+	if err := rt.h(w, r.WithContext(ctx), rc); err != nil {
 		s.writeError(w, r, rc, err)
 	}
 }
