@@ -445,7 +445,11 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
-	p, err := verifyBody(r, rc, -1)
+	sum, err := declaredObjectChecksum(r.Header)
+	if err != nil {
+		return err
+	}
+	p, err := verifyXMLBody(r, rc)
 	if err != nil {
 		return err
 	}
@@ -457,7 +461,7 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
-	info, err := s.be.CompleteMultipartUpload(r.Context(), rc.bucket, rc.key, id, parts)
+	info, err := s.be.CompleteMultipartUpload(r.Context(), rc.bucket, rc.key, id, parts, sum)
 	if err != nil {
 		return err
 	}
