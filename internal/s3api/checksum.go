@@ -11,6 +11,7 @@ import (
 	"hash/crc64"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -92,7 +93,13 @@ func newPayload(r *http.Request, rc *reqCtx, maxSize int64) (*payload, error) {
 		return nil, err
 	}
 	if size < 0 {
-		return nil, s3err.New(s3err.ErrMissingContentLength, "")
+		// RGW accepts a plain (not aws-chunked) Transfer-Encoding: chunked
+		// body without Content-Length: the size is what arrives, bounded
+		// by maxSize in the backend.
+		if !slices.Contains(r.TransferEncoding, "chunked") {
+			return nil, s3err.New(s3err.ErrMissingContentLength, "")
+		}
+		return verifyBody(r, rc, -1)
 	}
 	if size > maxSize {
 		return nil, s3err.New(s3err.ErrEntityTooLarge, "")
