@@ -109,7 +109,7 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 	for k := range q {
 		if h, ok := s.bucketSubres[r.Method+" "+k]; ok {
 			s.mu.RUnlock()
-			return route{op: opName(r.Method, k), h: s.extBucketHandler(h), bucketScoped: true}
+			return route{op: subresourceOp("bucket", r.Method, k), h: s.extBucketHandler(h), bucketScoped: true}
 		}
 	}
 	s.mu.RUnlock()
@@ -127,7 +127,7 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 		case q.Has("uploads"):
 			return scoped("ListMultipartUploads", s.listMultipartUploads)
 		case subresource(q) != "":
-			return notImplemented("Bucket", "GET ?"+subresource(q))
+			return notImplementedSub("bucket", "GET", subresource(q))
 		case q.Get("list-type") == "2":
 			return scoped("ListObjectsV2", s.listObjectsV2)
 		default:
@@ -137,19 +137,22 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 		return scoped("HeadBucket", s.headBucket)
 	case http.MethodPut:
 		if sr := subresource(q); sr != "" {
-			return notImplemented("Bucket", "PUT ?"+sr)
+			return notImplementedSub("bucket", "PUT", sr)
 		}
 		// Not scoped: the bucket need not exist, and the backend decides
 		// between BucketAlreadyExists and BucketAlreadyOwnedByYou.
 		return route{op: "CreateBucket", h: s.createBucket}
 	case http.MethodDelete:
 		if sr := subresource(q); sr != "" {
-			return notImplemented("Bucket", "DELETE ?"+sr)
+			return notImplementedSub("bucket", "DELETE", sr)
 		}
 		return scoped("DeleteBucket", s.deleteBucket)
 	case http.MethodPost:
 		if q.Has("delete") {
 			return scoped("DeleteObjects", s.deleteObjects)
+		}
+		if sr := subresource(q); sr != "" {
+			return notImplementedSub("bucket", "POST", sr)
 		}
 		return notImplemented("Bucket", "this POST request")
 	}
@@ -165,7 +168,7 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 		case q.Has("acl"):
 			return scoped("GetObjectAcl", s.getACL)
 		case sr != "":
-			return notImplemented("Object", "GET ?"+sr)
+			return notImplementedSub("object", "GET", sr)
 		case q.Has("uploadId"):
 			return scoped("ListParts", s.listParts)
 		}
@@ -175,7 +178,7 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 	case http.MethodPut:
 		switch {
 		case sr != "":
-			return notImplemented("Object", "PUT ?"+sr)
+			return notImplementedSub("object", "PUT", sr)
 		case q.Has("uploadId") || q.Has("partNumber"):
 			if r.Header.Get("x-amz-copy-source") != "" {
 				return scoped("UploadPartCopy", s.uploadPartCopy)
@@ -191,22 +194,18 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 			return scoped("CreateMultipartUpload", s.createMultipartUpload)
 		case q.Has("uploadId"):
 			return scoped("CompleteMultipartUpload", s.completeMultipartUpload)
+		case sr != "":
+			return notImplementedSub("object", "POST", sr)
 		}
 		return notImplemented("Object", "this POST request")
 	case http.MethodDelete:
 		switch {
 		case sr != "":
-			return notImplemented("Object", "DELETE ?"+sr)
+			return notImplementedSub("object", "DELETE", sr)
 		case q.Has("uploadId"):
 			return scoped("AbortMultipartUpload", s.abortMultipartUpload)
 		}
 		return scoped("DeleteObject", s.deleteObject)
 	}
 	return route{op: "Object", err: s3err.New(s3err.ErrMethodNotAllowed, "")}
-}
-
-// opName names an extension operation for logs and metrics, e.g.
-// "PUT_notification".
-func opName(method, subres string) string {
-	return method + "_" + subres
 }
