@@ -365,7 +365,7 @@ func (s *Server) listMultipartUploads(w http.ResponseWriter, r *http.Request, rc
 		NextKeyMarker:      enc.enc(res.NextKeyMarker),
 		NextUploadIDMarker: res.NextUploadIDMarker,
 		Prefix:             enc.enc(in.Prefix),
-		Delimiter:          enc.enc(in.Delimiter),
+		Delimiter:          in.Delimiter, // as sent, like RGW
 		MaxUploads:         max,
 		EncodingType:       enc.typ(),
 		IsTruncated:        res.IsTruncated,
