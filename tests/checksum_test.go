@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"hash/crc32"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -215,5 +216,78 @@ func TestSDKMultipartChecksumsWithoutPartChecksums(t *testing.T) {
 	}
 	if aws.ToString(co.ChecksumCRC32C) != want || co.ChecksumType != types.ChecksumTypeComposite {
 		t.Fatalf("Complete: crc32c %q type %q, want %q COMPOSITE", aws.ToString(co.ChecksumCRC32C), co.ChecksumType, want)
+	}
+}
+
+// GetObjectAttributes with aws-sdk-go-v2: checksum, parts with their
+// checksums, pagination, size; on a single-part object no ObjectParts.
+func TestSDKGetObjectAttributes(t *testing.T) {
+	g := StartGateway(t)
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	bucket := aws.String("attrs")
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: bucket}); err != nil {
+		t.Fatal(err)
+	}
+	data := randomData(t, 12*mib+333)
+	tm := transfermanager.New(c, func(o *transfermanager.Options) { o.PartSizeBytes = 5 * mib; o.MultipartUploadThreshold = 5 * mib })
+	if _, err := tm.UploadObject(ctx, &transfermanager.UploadObjectInput{Bucket: bucket, Key: aws.String("mp"), Body: bytes.NewReader(data),
+		ChecksumAlgorithm: tmtypes.ChecksumAlgorithmCrc32c}); err != nil {
+		t.Fatal(err)
+	}
+	castagnoli := crc32.MakeTable(crc32.Castagnoli)
+	all := []types.ObjectAttributes{types.ObjectAttributesEtag, types.ObjectAttributesChecksum, types.ObjectAttributesObjectParts,
+		types.ObjectAttributesStorageClass, types.ObjectAttributesObjectSize}
+	a, err := c.GetObjectAttributes(ctx, &s3.GetObjectAttributesInput{Bucket: bucket, Key: aws.String("mp"), ObjectAttributes: all, MaxParts: aws.Int32(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aws.ToInt64(a.ObjectSize) != int64(len(data)) || a.StorageClass != types.StorageClassStandard || !strings.HasSuffix(aws.ToString(a.ETag), "-3") {
+		t.Fatalf("size %d class %q etag %q", aws.ToInt64(a.ObjectSize), a.StorageClass, aws.ToString(a.ETag))
+	}
+	if a.Checksum == nil || aws.ToString(a.Checksum.ChecksumCRC32C) != compositeCRC(castagnoli, data, 5*mib) || a.Checksum.ChecksumType != types.ChecksumTypeComposite {
+		t.Fatalf("checksum %+v", a.Checksum)
+	}
+	op := a.ObjectParts
+	if op == nil || aws.ToInt32(op.TotalPartsCount) != 3 || !aws.ToBool(op.IsTruncated) || len(op.Parts) != 2 || aws.ToString(op.NextPartNumberMarker) != "2" {
+		t.Fatalf("parts page 1: %+v", op)
+	}
+	if aws.ToString(op.Parts[1].ChecksumCRC32C) != b64(crcSum(castagnoli, data[5*mib:10*mib])) || aws.ToInt64(op.Parts[1].Size) != 5*mib {
+		t.Fatalf("part 2: %+v", op.Parts[1])
+	}
+	a, err = c.GetObjectAttributes(ctx, &s3.GetObjectAttributesInput{Bucket: bucket, Key: aws.String("mp"), ObjectAttributes: all,
+		MaxParts: aws.Int32(2), PartNumberMarker: op.NextPartNumberMarker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op := a.ObjectParts; op == nil || aws.ToBool(op.IsTruncated) || len(op.Parts) != 1 || aws.ToInt32(op.Parts[0].PartNumber) != 3 || aws.ToInt64(op.Parts[0].Size) != int64(len(data)-10*mib) {
+		t.Fatalf("parts page 2: %+v", a.ObjectParts)
+	}
+	// A single-part object has no ObjectParts.
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String("one"), Body: bytes.NewReader(data[:1000]),
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32}); err != nil {
+		t.Fatal(err)
+	}
+	a, err = c.GetObjectAttributes(ctx, &s3.GetObjectAttributesInput{Bucket: bucket, Key: aws.String("one"), ObjectAttributes: all})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ObjectParts != nil || aws.ToInt64(a.ObjectSize) != 1000 || a.Checksum == nil || aws.ToString(a.Checksum.ChecksumCRC32) != b64(crcSum(crc32.IEEETable, data[:1000])) {
+		t.Fatalf("single part: parts %+v size %d checksum %+v", a.ObjectParts, aws.ToInt64(a.ObjectSize), a.Checksum)
+	}
+	if _, err := c.GetObjectAttributes(ctx, &s3.GetObjectAttributesInput{Bucket: bucket, Key: aws.String("missing"), ObjectAttributes: all}); apiCode(err) != "NoSuchKey" {
+		t.Fatalf("missing key: %v", err)
+	}
+	// Copying the multipart object gives a single-part object whose
+	// checksum is the whole data's.
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: bucket, Key: aws.String("copy"), CopySource: aws.String("attrs/mp")}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: bucket, Key: aws.String("copy"), ChecksumMode: types.ChecksumModeEnabled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aws.ToString(h.ChecksumCRC32C) != b64(crcSum(castagnoli, data)) {
+		t.Fatalf("copy checksum %q type %q", aws.ToString(h.ChecksumCRC32C), h.ChecksumType)
 	}
 }

@@ -208,3 +208,31 @@ func (d *Driver) partSum(ctx context.Context, a checksum.Algorithm, p partRecord
 	}
 	return h.Sum(nil), nil
 }
+
+// wholeChecksum recomputes a multipart object's checksum algorithm over
+// its data as it is copied into a single-part object: the returned map is
+// filled when body reaches EOF (PutObject serialises Meta after that).
+func wholeChecksum(m ObjectMeta, r io.Reader) (map[string]string, string, io.Reader) {
+	alg, _ := uploadChecksum(m)
+	a := checksum.Algorithm(alg)
+	if a.Size() == 0 {
+		return nil, "", r
+	}
+	out := map[string]string{}
+	h := a.New()
+	return out, "FULL_OBJECT", &eofHook{r: io.TeeReader(r, h), done: func() { out[alg] = checksum.Encode(h.Sum(nil)) }}
+}
+
+type eofHook struct {
+	r    io.Reader
+	done func()
+}
+
+func (e *eofHook) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err == io.EOF && e.done != nil {
+		e.done()
+		e.done = nil
+	}
+	return n, err
+}

@@ -307,6 +307,9 @@ func (d *Driver) CompleteMultipartUpload(ctx context.Context, bucket, key, uploa
 	ui.Meta.Checksums, ui.Meta.ChecksumType = nil, ""
 	if alg != "" {
 		ui.Meta.Checksums, ui.Meta.ChecksumType = map[string]string{alg: value}, typ
+		for _, p := range listed {
+			ui.Meta.PartChecksums = append(ui.Meta.PartChecksums, p.Checksums[alg])
+		}
 	}
 	res, err := d.reserve(ctx, inst, key, "ObjectCreated:CompleteMultipartUpload", ui.Meta, size)
 	if err != nil {

@@ -99,6 +99,9 @@ type ObjectMeta struct {
 	// its base64 value as sent/returned in x-amz-checksum-*.
 	Checksums    map[string]string `json:"ck,omitempty"`
 	ChecksumType string            `json:"ckt,omitempty"` // FULL_OBJECT or COMPOSITE
+	// PartChecksums are a completed multipart object's part checksums (its
+	// Checksums algorithm, base64) in part order (GetObjectAttributes).
+	PartChecksums []string `json:"pck,omitempty"`
 }
 
 // ObjectInfo describes a stored object.

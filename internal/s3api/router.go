@@ -167,6 +167,8 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 		switch {
 		case q.Has("acl"):
 			return scoped("GetObjectAcl", s.getACL)
+		case q.Has("attributes"):
+			return scoped("GetObjectAttributes", s.getObjectAttributes)
 		case sr != "":
 			return notImplementedSub("object", "GET", sr)
 		case q.Has("uploadId"):
