@@ -67,7 +67,9 @@ func TestMultipartChecksums(t *testing.T) {
 
 	t.Run("full-object-from-client-part-sums", func(t *testing.T) {
 		id, parts := upload(t, driver.ObjectMeta{Checksums: map[string]string{"CRC64NVME": ""}, ChecksumType: "FULL_OBJECT"},
-			func(_ int, p []byte) map[string]string { return map[string]string{"CRC64NVME": checksum.CRC64NVME.Sum(p)} })
+			func(_ int, p []byte) map[string]string {
+				return map[string]string{"CRC64NVME": checksum.CRC64NVME.Sum(p)}
+			})
 		oi, err := d.CompleteMultipartUpload(ctx, "ckbkt", "obj", id, parts, driver.ObjectChecksum{Algorithm: "CRC64NVME", Value: checksum.CRC64NVME.Sum(whole), Type: "FULL_OBJECT"})
 		if err != nil {
 			t.Fatal(err)
