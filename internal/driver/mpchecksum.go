@@ -37,19 +37,24 @@ func defaultChecksumType(alg string) string {
 	return "COMPOSITE"
 }
 
-// partHasher tees a part's bytes into the upload's algorithm when the
-// client did not send that checksum itself; sum fills checksums after EOF.
+// partHasher tees a part's bytes into the upload's algorithm unless the
+// caller's checksums map already names it (a value, or "" for one that
+// arrives verified at EOF, e.g. in a trailer): CRC64NVME and SHA run at a
+// few hundred MB/s, too slow to compute twice.
 type partHasher struct {
 	alg  checksum.Algorithm
-	h    interface{ Sum([]byte) []byte }
+	h    interface{ Sum([]byte) []byte } // nil: the caller supplies alg
 	body io.Reader
 }
 
-func newPartHasher(ui UploadInfo, body io.Reader) *partHasher {
+func newPartHasher(ui UploadInfo, body io.Reader, client map[string]string) *partHasher {
 	alg, _ := uploadChecksum(ui.Meta)
 	a := checksum.Algorithm(alg)
 	if a.Size() == 0 {
 		return &partHasher{body: body}
+	}
+	if _, promised := client[alg]; promised {
+		return &partHasher{alg: a, body: body}
 	}
 	h := a.New()
 	return &partHasher{alg: a, h: h, body: io.TeeReader(body, h)}
@@ -67,6 +72,11 @@ func (p *partHasher) partChecksums(client map[string]string) (map[string]string,
 		}
 	}
 	if p.alg == "" {
+		return out, nil
+	}
+	if p.h == nil {
+		// Supplied by the caller. Should it be missing after all, Complete
+		// reads the part back to compute it (partSum).
 		return out, nil
 	}
 	got := checksum.Encode(p.h.Sum(nil))

@@ -103,6 +103,20 @@ func TestMultipartChecksums(t *testing.T) {
 		}
 	})
 
+	t.Run("announced-but-missing", func(t *testing.T) {
+		// A checksum announced ("") but never delivered: the part is kept
+		// without it and Complete computes it from the data.
+		id, parts := upload(t, driver.ObjectMeta{Checksums: map[string]string{"CRC32": ""}, ChecksumType: "FULL_OBJECT"},
+			func(int, []byte) map[string]string { return map[string]string{"CRC32": ""} })
+		oi, err := d.CompleteMultipartUpload(ctx, "ckbkt", "obj", id, parts, driver.ObjectChecksum{Algorithm: "CRC32", Value: checksum.CRC32.Sum(whole)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if oi.Meta.Checksums["CRC32"] != checksum.CRC32.Sum(whole) {
+			t.Fatalf("stored %+v", oi.Meta)
+		}
+	})
+
 	t.Run("no-checksum-at-all", func(t *testing.T) {
 		id, parts := upload(t, driver.ObjectMeta{}, none)
 		oi, err := d.CompleteMultipartUpload(ctx, "ckbkt", "obj", id, parts, driver.ObjectChecksum{})

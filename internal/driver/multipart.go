@@ -80,6 +80,9 @@ func (d *Driver) CreateMultipartUpload(ctx context.Context, bucket, key string, 
 }
 
 // UploadPart stores one part; re-uploading a part number replaces it.
+// checksums are the client's verified values, complete at EOF of body ("" =
+// announced, arriving by EOF); for an upload created with an algorithm the
+// part gets that algorithm's checksum, computed here unless announced.
 func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, part int, body io.Reader, size int64, checksums map[string]string) (PartInfo, error) {
 	if part < 1 || part > MaxPartNumber {
 		return PartInfo{}, fmt.Errorf("%w: part number %d", ErrInvalidArgument, part)
@@ -91,7 +94,7 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 	if err != nil {
 		return PartInfo{}, err
 	}
-	ph := newPartHasher(ui, body)
+	ph := newPartHasher(ui, body, checksums)
 	tag := d.newTag()
 	run, sum, err := d.writeRun(ctx, tag, inst.ID+"/"+key, ph.body, MaxPutSize)
 	if err == nil && size >= 0 && run.Size != size {

@@ -109,6 +109,11 @@ func (s *Server) uploadPart(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	if err != nil {
 		return err
 	}
+	if p.alg != "" {
+		// Tells the backend this checksum arrives with the body, so it
+		// need not compute the upload's algorithm a second time.
+		p.checksums[p.alg] = ""
+	}
 	info, err := s.be.UploadPart(r.Context(), rc.bucket, rc.key, id, part, p.body, p.size, p.checksums)
 	if err != nil {
 		return err
