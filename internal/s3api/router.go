@@ -88,7 +88,13 @@ func (s *Server) route(r *http.Request, rc *reqCtx) route {
 	return s.objectRoute(r, q)
 }
 
+// notImplemented answers 501 NotImplemented; a subresource request
+// ("GET ?policy" on a "Bucket") is named by its S3 operation
+// (GetBucketPolicy, see operations.go) in the message, logs and metrics.
 func notImplemented(op, what string) route {
+	if method, sub, ok := strings.Cut(what, " ?"); ok {
+		return notImplementedSub(strings.ToLower(op), method, sub)
+	}
 	return route{op: op, err: s3err.New(s3err.ErrNotImplemented, "%s is not implemented.", what)}
 }
 
@@ -127,7 +133,7 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 		case q.Has("uploads"):
 			return scoped("ListMultipartUploads", s.listMultipartUploads)
 		case subresource(q) != "":
-			return notImplementedSub("bucket", "GET", subresource(q))
+			return notImplemented("Bucket", "GET ?"+subresource(q))
 		case q.Get("list-type") == "2":
 			return scoped("ListObjectsV2", s.listObjectsV2)
 		default:
@@ -137,22 +143,19 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 		return scoped("HeadBucket", s.headBucket)
 	case http.MethodPut:
 		if sr := subresource(q); sr != "" {
-			return notImplementedSub("bucket", "PUT", sr)
+			return notImplemented("Bucket", "PUT ?"+sr)
 		}
 		// Not scoped: the bucket need not exist, and the backend decides
 		// between BucketAlreadyExists and BucketAlreadyOwnedByYou.
 		return route{op: "CreateBucket", h: s.createBucket}
 	case http.MethodDelete:
 		if sr := subresource(q); sr != "" {
-			return notImplementedSub("bucket", "DELETE", sr)
+			return notImplemented("Bucket", "DELETE ?"+sr)
 		}
 		return scoped("DeleteBucket", s.deleteBucket)
 	case http.MethodPost:
 		if q.Has("delete") {
 			return scoped("DeleteObjects", s.deleteObjects)
-		}
-		if sr := subresource(q); sr != "" {
-			return notImplementedSub("bucket", "POST", sr)
 		}
 		return notImplemented("Bucket", "this POST request")
 	}
@@ -170,7 +173,7 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 		case q.Has("attributes"):
 			return scoped("GetObjectAttributes", s.getObjectAttributes)
 		case sr != "":
-			return notImplementedSub("object", "GET", sr)
+			return notImplemented("Object", "GET ?"+sr)
 		case q.Has("uploadId"):
 			return scoped("ListParts", s.listParts)
 		}
@@ -180,7 +183,7 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 	case http.MethodPut:
 		switch {
 		case sr != "":
-			return notImplementedSub("object", "PUT", sr)
+			return notImplemented("Object", "PUT ?"+sr)
 		case q.Has("uploadId") || q.Has("partNumber"):
 			if r.Header.Get("x-amz-copy-source") != "" {
 				return scoped("UploadPartCopy", s.uploadPartCopy)
@@ -197,13 +200,13 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 		case q.Has("uploadId"):
 			return scoped("CompleteMultipartUpload", s.completeMultipartUpload)
 		case sr != "":
-			return notImplementedSub("object", "POST", sr)
+			return notImplemented("Object", "POST ?"+sr)
 		}
 		return notImplemented("Object", "this POST request")
 	case http.MethodDelete:
 		switch {
 		case sr != "":
-			return notImplementedSub("object", "DELETE", sr)
+			return notImplemented("Object", "DELETE ?"+sr)
 		case q.Has("uploadId"):
 			return scoped("AbortMultipartUpload", s.abortMultipartUpload)
 		}
