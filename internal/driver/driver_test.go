@@ -321,18 +321,18 @@ func TestMultipart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.CompleteMultipartUpload(ctx, "mpbkt", "obj", id, parts); !errors.Is(err, driver.ErrInvalidPart) {
+	if _, err := d.CompleteMultipartUpload(ctx, "mpbkt", "obj", id, parts, driver.ObjectChecksum{}); !errors.Is(err, driver.ErrInvalidPart) {
 		t.Fatalf("stale part etag: %v", err)
 	}
 	parts[1].ETag = pi.ETag
-	if _, err := d.CompleteMultipartUpload(ctx, "mpbkt", "obj", id, []driver.CompletePart{parts[1], parts[0]}); !errors.Is(err, driver.ErrInvalidPartOrder) {
+	if _, err := d.CompleteMultipartUpload(ctx, "mpbkt", "obj", id, []driver.CompletePart{parts[1], parts[0]}, driver.ObjectChecksum{}); !errors.Is(err, driver.ErrInvalidPartOrder) {
 		t.Fatalf("order: %v", err)
 	}
 	ups, _ := d.ListMultipartUploads(ctx, driver.ListUploadsInput{Bucket: "mpbkt"})
 	if len(ups.Uploads) != 1 || ups.Uploads[0].UploadID != id {
 		t.Fatalf("uploads %+v", ups)
 	}
-	oi, err := d.CompleteMultipartUpload(ctx, "mpbkt", "obj", id, parts)
+	oi, err := d.CompleteMultipartUpload(ctx, "mpbkt", "obj", id, parts, driver.ObjectChecksum{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,6 +80,9 @@ func (d *Driver) CreateMultipartUpload(ctx context.Context, bucket, key string, 
 }
 
 // UploadPart stores one part; re-uploading a part number replaces it.
+// checksums are the client's verified values, complete at EOF of body ("" =
+// announced, arriving by EOF); for an upload created with an algorithm the
+// part gets that algorithm's checksum, computed here unless announced.
 func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, part int, body io.Reader, size int64, checksums map[string]string) (PartInfo, error) {
 	if part < 1 || part > MaxPartNumber {
 		return PartInfo{}, fmt.Errorf("%w: part number %d", ErrInvalidArgument, part)
@@ -87,12 +90,13 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 	if size > MaxPutSize {
 		return PartInfo{}, ErrEntityTooLarge
 	}
-	inst, _, err := d.upload(ctx, bucket, key, uploadID)
+	inst, ui, err := d.upload(ctx, bucket, key, uploadID)
 	if err != nil {
 		return PartInfo{}, err
 	}
+	ph := newPartHasher(ui, body, checksums)
 	tag := d.newTag()
-	run, sum, err := d.writeRun(ctx, tag, inst.ID+"/"+key, body, MaxPutSize)
+	run, sum, err := d.writeRun(ctx, tag, inst.ID+"/"+key, ph.body, MaxPutSize)
 	if err == nil && size >= 0 && run.Size != size {
 		d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
 		err = ErrIncompleteBody
@@ -100,7 +104,13 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 	if err != nil {
 		return PartInfo{}, err
 	}
-	pi := PartInfo{PartNumber: part, ETag: hex.EncodeToString(sum), Size: run.Size, ModTime: d.opts.Now().UTC(), Checksums: checksums}
+	// checksums is complete only now: trailer values arrive at EOF.
+	sums, err := ph.partChecksums(checksums)
+	if err != nil {
+		d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
+		return PartInfo{}, err
+	}
+	pi := PartInfo{PartNumber: part, ETag: hex.EncodeToString(sum), Size: run.Size, ModTime: d.opts.Now().UTC(), Checksums: sums}
 	rec, _ := json.Marshal(partRecord{PartInfo: pi, Run: run})
 	uo := uploadOID(inst.ID, uploadID)
 	// Read the part being replaced and swap it, guarded so a concurrent
@@ -246,8 +256,10 @@ func (d *Driver) ListMultipartUploads(ctx context.Context, in ListUploadsInput) 
 }
 
 // CompleteMultipartUpload assembles the listed parts into one object
-// without copying: the object's manifest names the parts' runs.
-func (d *Driver) CompleteMultipartUpload(ctx context.Context, bucket, key, uploadID string, parts []CompletePart) (ObjectInfo, error) {
+// without copying: the object's manifest names the parts' runs. The
+// object's checksum is derived from the parts' (see mpchecksum.go) and
+// must match sum when the client declared one (ErrBadDigest).
+func (d *Driver) CompleteMultipartUpload(ctx context.Context, bucket, key, uploadID string, parts []CompletePart, sum ObjectChecksum) (ObjectInfo, error) {
 	inst, ui, err := d.upload(ctx, bucket, key, uploadID)
 	if err != nil {
 		return ObjectInfo{}, err
@@ -267,6 +279,7 @@ func (d *Driver) CompleteMultipartUpload(ctx context.Context, bucket, key, uploa
 	md := md5.New()
 	var size int64
 	used := map[int]bool{}
+	var listed []partRecord
 	for i := 1; i < len(parts); i++ {
 		if parts[i].PartNumber <= parts[i-1].PartNumber {
 			return ObjectInfo{}, ErrInvalidPartOrder
@@ -280,11 +293,26 @@ func (d *Driver) CompleteMultipartUpload(ctx context.Context, bucket, key, uploa
 		if i < len(parts)-1 && p.Size < MinPartSize {
 			return ObjectInfo{}, fmt.Errorf("%w: part %d is %d bytes", ErrEntityTooSmall, cp.PartNumber, p.Size)
 		}
+		if err := checkListedPartChecksums(cp, p); err != nil {
+			return ObjectInfo{}, err
+		}
+		listed = append(listed, p)
 		raw, _ := hex.DecodeString(p.ETag)
 		md.Write(raw)
 		size += p.Size
 		m.Runs = append(m.Runs, p.Run)
 		used[p.PartNumber] = true
+	}
+	alg, typ, value, err := d.completeChecksum(ctx, ui, listed, sum)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	ui.Meta.Checksums, ui.Meta.ChecksumType = nil, ""
+	if alg != "" {
+		ui.Meta.Checksums, ui.Meta.ChecksumType = map[string]string{alg: value}, typ
+		for _, p := range listed {
+			ui.Meta.PartChecksums = append(ui.Meta.PartChecksums, p.Checksums[alg])
+		}
 	}
 	res, err := d.reserve(ctx, inst, key, "ObjectCreated:CompleteMultipartUpload", ui.Meta, size)
 	if err != nil {

@@ -271,8 +271,14 @@ func (d *Driver) CopyObject(ctx context.Context, in CopyObjectInput) (ObjectInfo
 		meta.Checksums = src.Meta.Checksums
 		meta.ChecksumType = src.Meta.ChecksumType
 	}
+	var body io.Reader = rd
+	if src.Parts > 0 {
+		// The copy is one part: its checksum is the whole data's.
+		meta.PartChecksums = nil
+		meta.Checksums, meta.ChecksumType, body = wholeChecksum(src.Meta, rd)
+	}
 	return d.PutObject(ctx, PutObjectInput{
-		Bucket: in.DstBucket, Key: in.DstKey, Body: rd, Size: src.Size, Meta: meta,
+		Bucket: in.DstBucket, Key: in.DstKey, Body: body, Size: src.Size, Meta: meta,
 		EventName: "ObjectCreated:Copy",
 	})
 }

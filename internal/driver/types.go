@@ -33,6 +33,11 @@ var (
 	ErrNoSuchReshard       = errors.New("no reshard for bucket")
 	ErrNotEmptyUserBuckets = errors.New("user still owns buckets")
 	ErrTooManyParts        = errors.New("too many parts")
+	// ErrInvalidRequest and ErrBadDigest wrap a reason worth sending (a
+	// checksum mode that does not match the upload's; a declared object
+	// checksum that does not match the parts').
+	ErrInvalidRequest = errors.New("invalid request")
+	ErrBadDigest      = errors.New("bad digest")
 )
 
 // Limits.
@@ -94,6 +99,9 @@ type ObjectMeta struct {
 	// its base64 value as sent/returned in x-amz-checksum-*.
 	Checksums    map[string]string `json:"ck,omitempty"`
 	ChecksumType string            `json:"ckt,omitempty"` // FULL_OBJECT or COMPOSITE
+	// PartChecksums are a completed multipart object's part checksums (its
+	// Checksums algorithm, base64) in part order (GetObjectAttributes).
+	PartChecksums []string `json:"pck,omitempty"`
 }
 
 // ObjectInfo describes a stored object.
@@ -189,6 +197,15 @@ type CompletePart struct {
 	PartNumber int
 	ETag       string
 	Checksums  map[string]string
+}
+
+// ObjectChecksum is the checksum a client declares for a whole multipart
+// object on CompleteMultipartUpload (x-amz-checksum-<alg>,
+// x-amz-checksum-type). Every field may be empty.
+type ObjectChecksum struct {
+	Algorithm string // CRC32, CRC32C, CRC64NVME, SHA1, SHA256
+	Value     string // base64; COMPOSITE values may carry their "-N" suffix
+	Type      string // FULL_OBJECT or COMPOSITE
 }
 
 // UploadInfo describes an in-progress multipart upload.

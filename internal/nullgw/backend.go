@@ -613,7 +613,9 @@ func (b *Backend) ListMultipartUploads(ctx context.Context, in driver.ListUpload
 }
 
 // CompleteMultipartUpload records the object with the md5-of-md5s ETag.
-func (b *Backend) CompleteMultipartUpload(ctx context.Context, bucketName, key, id string, parts []driver.CompletePart) (driver.ObjectInfo, error) {
+// It keeps no data, so it derives no object checksum and ignores the
+// declared one.
+func (b *Backend) CompleteMultipartUpload(ctx context.Context, bucketName, key, id string, parts []driver.CompletePart, _ driver.ObjectChecksum) (driver.ObjectInfo, error) {
 	u, err := b.upload(bucketName, key, id)
 	if err != nil {
 		return driver.ObjectInfo{}, err

@@ -126,10 +126,10 @@ func TestMultipart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.CompleteMultipartUpload(ctx, "bkt", "big", id, []driver.CompletePart{{PartNumber: 2, ETag: i2.ETag}, {PartNumber: 1, ETag: i1.ETag}}); !errors.Is(err, driver.ErrInvalidPartOrder) {
+	if _, err := b.CompleteMultipartUpload(ctx, "bkt", "big", id, []driver.CompletePart{{PartNumber: 2, ETag: i2.ETag}, {PartNumber: 1, ETag: i1.ETag}}, driver.ObjectChecksum{}); !errors.Is(err, driver.ErrInvalidPartOrder) {
 		t.Fatal(err)
 	}
-	info, err := b.CompleteMultipartUpload(ctx, "bkt", "big", id, []driver.CompletePart{{PartNumber: 1, ETag: i1.ETag}, {PartNumber: 2, ETag: `"` + i2.ETag + `"`}})
+	info, err := b.CompleteMultipartUpload(ctx, "bkt", "big", id, []driver.CompletePart{{PartNumber: 1, ETag: i1.ETag}, {PartNumber: 2, ETag: `"` + i2.ETag + `"`}}, driver.ObjectChecksum{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,9 +44,15 @@ type Backend interface {
 
 	// Multipart.
 	CreateMultipartUpload(ctx context.Context, bucket, key string, meta driver.ObjectMeta) (uploadID string, err error)
+	// UploadPart: checksums (algorithm → base64) are the client's verified
+	// values, complete when body reaches EOF; a key with "" announces one
+	// that arrives by then (the backend need not compute it itself).
 	UploadPart(ctx context.Context, bucket, key, uploadID string, part int, body io.Reader, size int64, checksums map[string]string) (driver.PartInfo, error)
 	ListParts(ctx context.Context, bucket, key, uploadID string, marker, max int) (driver.ListPartsResult, error)
 	ListMultipartUploads(ctx context.Context, in driver.ListUploadsInput) (driver.ListUploadsResult, error)
-	CompleteMultipartUpload(ctx context.Context, bucket, key, uploadID string, parts []driver.CompletePart) (driver.ObjectInfo, error)
+	// CompleteMultipartUpload checks sum, the object checksum the client
+	// declared (x-amz-checksum-*, never verified against the XML body),
+	// against the one derived from the parts.
+	CompleteMultipartUpload(ctx context.Context, bucket, key, uploadID string, parts []driver.CompletePart, sum driver.ObjectChecksum) (driver.ObjectInfo, error)
 	AbortMultipartUpload(ctx context.Context, bucket, key, uploadID string) error
 }

@@ -167,7 +167,14 @@ func readLocation(r *http.Request) (string, error) {
 }
 
 func (s *Server) headBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	// RGW's usage headers: the index shard headers' totals.
+	st, err := s.be.BucketStats(r.Context(), rc.bucket)
+	if err != nil {
+		return err
+	}
 	w.Header().Set("x-amz-bucket-region", s.bucketRegion(rc.binfo))
+	w.Header().Set("X-RGW-Object-Count", strconv.FormatUint(st.NumObjects, 10))
+	w.Header().Set("X-RGW-Bytes-Used", strconv.FormatUint(st.Size, 10))
 	w.WriteHeader(http.StatusOK)
 	return nil
 }

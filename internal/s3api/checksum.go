@@ -11,6 +11,7 @@ import (
 	"hash/crc64"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -63,6 +64,9 @@ type payload struct {
 	// EOF. It is the same map the caller passes to the backend in the
 	// object metadata, so trailer checksums (known only at EOF) get stored.
 	checksums map[string]string
+	// alg is the algorithm the request declares (its checksum will be in
+	// checksums at EOF), "" when none.
+	alg string
 }
 
 // payloadSize is the decoded payload length: x-amz-decoded-content-length
@@ -92,7 +96,13 @@ func newPayload(r *http.Request, rc *reqCtx, maxSize int64) (*payload, error) {
 		return nil, err
 	}
 	if size < 0 {
-		return nil, s3err.New(s3err.ErrMissingContentLength, "")
+		// RGW accepts a plain (not aws-chunked) Transfer-Encoding: chunked
+		// body without Content-Length: the size is what arrives, bounded
+		// by maxSize in the backend.
+		if !slices.Contains(r.TransferEncoding, "chunked") {
+			return nil, s3err.New(s3err.ErrMissingContentLength, "")
+		}
+		return verifyBody(r, rc, -1)
 	}
 	if size > maxSize {
 		return nil, s3err.New(s3err.ErrEntityTooLarge, "")
@@ -111,6 +121,7 @@ func verifyBody(r *http.Request, rc *reqCtx, size int64) (*payload, error) {
 		// The authenticator's body verifies digests; only collect them.
 		p := &payload{body: v, size: size, checksums: map[string]string{}}
 		v.verified, v.out = rc.verifiedSums, p.checksums
+		p.alg, _, _, _ = declaredChecksum(r.Header)
 		return p, nil
 	}
 	if h := r.Header.Get("Content-MD5"); h != "" {
@@ -125,7 +136,7 @@ func verifyBody(r *http.Request, rc *reqCtx, size int64) (*payload, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &payload{body: v, size: size, checksums: map[string]string{}}
+	p := &payload{body: v, size: size, checksums: map[string]string{}, alg: alg}
 	if alg != "" {
 		v.alg, v.want, v.fromTrailer = alg, value, fromTrailer
 		v.sum = newChecksumHash(alg)

@@ -3,6 +3,7 @@ package s3api
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/s3api/s3err"
@@ -44,6 +45,8 @@ var errorTable = []struct {
 	{driver.ErrSlowDown, s3err.ErrSlowDown},
 	{driver.ErrIncompleteBody, s3err.ErrIncompleteBody},
 	{driver.ErrInvalidArgument, s3err.ErrInvalidArgument},
+	{driver.ErrInvalidRequest, s3err.ErrInvalidRequest},
+	{driver.ErrBadDigest, s3err.ErrBadDigest},
 	// A write that races a reshard's brief switch: 503 makes clients retry.
 	{driver.ErrReshardInProgress, errReshardBusy},
 	{driver.ErrTooManyParts, s3err.ErrInvalidArgument},
@@ -86,6 +89,11 @@ func detail(sentinel, err error) string {
 	switch sentinel {
 	case driver.ErrInvalidArgument, driver.ErrInvalidKey, driver.ErrTooManyParts:
 		return err.Error()
+	case driver.ErrInvalidRequest, driver.ErrBadDigest:
+		// "<sentinel>: <reason>": send the reason when there is one.
+		if _, reason, ok := strings.Cut(err.Error(), ": "); ok && strings.HasPrefix(err.Error(), sentinel.Error()+": ") {
+			return reason
+		}
 	}
 	return ""
 }

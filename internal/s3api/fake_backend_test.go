@@ -544,7 +544,7 @@ func (f *fakeBackend) ListMultipartUploads(ctx context.Context, in driver.ListUp
 	return res, nil
 }
 
-func (f *fakeBackend) CompleteMultipartUpload(ctx context.Context, bucket, key, id string, parts []driver.CompletePart) (driver.ObjectInfo, error) {
+func (f *fakeBackend) CompleteMultipartUpload(ctx context.Context, bucket, key, id string, parts []driver.CompletePart, sum driver.ObjectChecksum) (driver.ObjectInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("CompleteMultipartUpload")

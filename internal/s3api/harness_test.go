@@ -134,6 +134,7 @@ type req struct {
 	key          string // access key; "" = alice, "-" = anonymous
 	hdr          map[string]string
 	host         string
+	chunked      bool // send the body with Transfer-Encoding: chunked, no Content-Length
 }
 
 type resp struct {
@@ -154,6 +155,9 @@ func (h *harness) do(rq req) resp {
 	var body io.Reader
 	if rq.body != "" {
 		body = strings.NewReader(rq.body)
+		if rq.chunked {
+			body = io.MultiReader(body) // length unknown: Transfer-Encoding: chunked
+		}
 	}
 	r, err := http.NewRequest(rq.method, h.ts.URL+rq.path, body)
 	if err != nil {

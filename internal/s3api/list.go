@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/s3api/s3err"
@@ -67,6 +68,11 @@ type listParams struct {
 
 func parseListParams(q url.Values) (listParams, error) {
 	p := listParams{prefix: q.Get("prefix"), delimiter: q.Get("delimiter"), maxKeys: maxListKeys}
+	// RGW's allow-unordered=true lists shard by shard; a delimiter would
+	// need the global order, so RGW refuses the combination.
+	if strings.EqualFold(q.Get("allow-unordered"), "true") && p.delimiter != "" {
+		return p, s3err.New(s3err.ErrInvalidArgument, "Unordered list requests may not specify a delimiter.")
+	}
 	var err error
 	if p.enc, err = newEncoder(q); err != nil {
 		return p, err
@@ -157,7 +163,7 @@ func (s *Server) listObjectsV1(w http.ResponseWriter, r *http.Request, rc *reqCt
 		Prefix:       p.enc.enc(p.prefix),
 		Marker:       p.enc.enc(marker),
 		MaxKeys:      p.maxKeys,
-		Delimiter:    p.enc.enc(p.delimiter),
+		Delimiter:    p.delimiter, // as sent, like RGW
 		EncodingType: p.enc.typ(),
 		IsTruncated:  res.IsTruncated,
 	}
@@ -206,7 +212,7 @@ func (s *Server) listObjectsV2(w http.ResponseWriter, r *http.Request, rc *reqCt
 		StartAfter:        p.enc.enc(startAfter),
 		ContinuationToken: token,
 		MaxKeys:           p.maxKeys,
-		Delimiter:         p.enc.enc(p.delimiter),
+		Delimiter:         p.delimiter, // as sent, like RGW
 		EncodingType:      p.enc.typ(),
 		IsTruncated:       res.IsTruncated,
 		KeyCount:          len(res.Objects) + len(res.CommonPrefixes),

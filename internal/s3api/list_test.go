@@ -116,16 +116,29 @@ func TestListObjectsV2(t *testing.T) {
 	if !reflect.DeepEqual(l3.entries(), []string{"e", "sp ace/1"}) || l3.StartAfter != "d/1" || l3.Contents[0].Owner == nil {
 		t.Fatalf("start-after: %+v", l3)
 	}
-	// encoding-type=url encodes keys, prefixes and the delimiter.
-	l4 := h.list("list-type=2&encoding-type=url&prefix=sp%20")
-	if l4.EncodingType != "url" || len(l4.Contents) != 1 || l4.Contents[0].Key != "sp+ace%2F1" || l4.Prefix != "sp+" {
+	// encoding-type=url encodes keys and prefixes as AWS does ("/" stays,
+	// space and "+" escaped); the delimiter is returned as sent (RGW).
+	l4 := h.list("list-type=2&encoding-type=url&prefix=sp%20&delimiter=%2B")
+	if l4.EncodingType != "url" || len(l4.Contents) != 1 || l4.Contents[0].Key != "sp%20ace/1" || l4.Prefix != "sp%20" || l4.Delimiter != "+" {
 		t.Fatalf("encoding: %+v", l4)
 	}
+	if got := encodeURLKey("a b+c/d%e\x01ü~"); got != "a%20b%2Bc/d%25e%01%C3%BC~" {
+		t.Fatalf("encodeURLKey: %s", got)
+	}
+	// allow-unordered without a delimiter lists (in order here); empty
+	// markers and start-after are no error.
+	if l := h.list("allow-unordered=true&marker=&prefix=d/"); len(l.Contents) == 0 {
+		t.Fatalf("allow-unordered: %+v", l)
+	}
+	h.list("list-type=2&start-after=")
 	for _, tc := range []struct{ query, code string }{
 		{"list-type=2&encoding-type=xml", "InvalidArgument"},
 		{"list-type=2&max-keys=-1", "InvalidArgument"},
 		{"list-type=2&max-keys=ten", "InvalidArgument"},
 		{"list-type=2&continuation-token=%21%21", "InvalidArgument"},
+		{"list-type=2&continuation-token=", "InvalidArgument"}, // AWS: an empty token is incorrect
+		{"allow-unordered=true&delimiter=/", "InvalidArgument"},
+		{"list-type=2&allow-unordered=true&delimiter=/", "InvalidArgument"},
 		{"encoding-type=base64", "InvalidArgument"},
 	} {
 		if res := h.mustDo(req{method: "GET", path: "/b?" + tc.query}, 400); res.code() != tc.code {

@@ -109,6 +109,11 @@ func (s *Server) uploadPart(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	if err != nil {
 		return err
 	}
+	if p.alg != "" {
+		// Tells the backend this checksum arrives with the body, so it
+		// need not compute the upload's algorithm a second time.
+		p.checksums[p.alg] = ""
+	}
 	info, err := s.be.UploadPart(r.Context(), rc.bucket, rc.key, id, part, p.body, p.size, p.checksums)
 	if err != nil {
 		return err
@@ -365,7 +370,7 @@ func (s *Server) listMultipartUploads(w http.ResponseWriter, r *http.Request, rc
 		NextKeyMarker:      enc.enc(res.NextKeyMarker),
 		NextUploadIDMarker: res.NextUploadIDMarker,
 		Prefix:             enc.enc(in.Prefix),
-		Delimiter:          enc.enc(in.Delimiter),
+		Delimiter:          in.Delimiter, // as sent, like RGW
 		MaxUploads:         max,
 		EncodingType:       enc.typ(),
 		IsTruncated:        res.IsTruncated,
@@ -445,7 +450,11 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
-	p, err := verifyBody(r, rc, -1)
+	sum, err := declaredObjectChecksum(r.Header)
+	if err != nil {
+		return err
+	}
+	p, err := verifyXMLBody(r, rc)
 	if err != nil {
 		return err
 	}
@@ -457,7 +466,7 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
-	info, err := s.be.CompleteMultipartUpload(r.Context(), rc.bucket, rc.key, id, parts)
+	info, err := s.be.CompleteMultipartUpload(r.Context(), rc.bucket, rc.key, id, parts, sum)
 	if err != nil {
 		return err
 	}

@@ -409,6 +409,10 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 					return nil
 				}
 				rng = &driver.Range{Start: start, Length: l}
+			case info.Size > 0:
+				// Part 1 of a single-part object is all of it, answered
+				// as S3 does: 206 with a Content-Range of the whole.
+				rng = &driver.Range{Start: 0, Length: info.Size}
 			}
 		}
 		if rangeHdr != "" {

@@ -95,7 +95,13 @@ func (s *Server) route(r *http.Request, rc *reqCtx) route {
 	return s.objectRoute(r, q)
 }
 
+// notImplemented answers 501 NotImplemented; a subresource request
+// ("GET ?policy" on a "Bucket") is named by its S3 operation
+// (GetBucketPolicy, see operations.go) in the message, logs and metrics.
 func notImplemented(op, what string) route {
+	if method, sub, ok := strings.Cut(what, " ?"); ok {
+		return notImplementedSub(strings.ToLower(op), method, sub)
+	}
 	return route{op: op, err: s3err.New(s3err.ErrNotImplemented, "%s is not implemented.", what)}
 }
 
@@ -116,7 +122,7 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 	for k := range q {
 		if h, ok := s.bucketSubres[r.Method+" "+k]; ok {
 			s.mu.RUnlock()
-			return route{op: opName(r.Method, k), h: s.extBucketHandler(h), bucketScoped: true}
+			return route{op: subresourceOp("bucket", r.Method, k), h: s.extBucketHandler(h), bucketScoped: true}
 		}
 	}
 	s.mu.RUnlock()
@@ -182,6 +188,8 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 		switch {
 		case q.Has("acl"):
 			return scoped("GetObjectAcl", s.getACL)
+		case q.Has("attributes"):
+			return scoped("GetObjectAttributes", s.getObjectAttributes)
 		case sr != "":
 			return notImplemented("Object", "GET ?"+sr)
 		case q.Has("uploadId"):
@@ -209,6 +217,8 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 			return scoped("CreateMultipartUpload", s.createMultipartUpload)
 		case q.Has("uploadId"):
 			return scoped("CompleteMultipartUpload", s.completeMultipartUpload)
+		case sr != "":
+			return notImplemented("Object", "POST ?"+sr)
 		}
 		return notImplemented("Object", "this POST request")
 	case http.MethodDelete:
@@ -221,10 +231,4 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 		return scoped("DeleteObject", s.deleteObject)
 	}
 	return route{op: "Object", err: s3err.New(s3err.ErrMethodNotAllowed, "")}
-}
-
-// opName names an extension operation for logs and metrics, e.g.
-// "PUT_notification".
-func opName(method, subres string) string {
-	return method + "_" + subres
 }

@@ -184,7 +184,12 @@ func TestRoutingErrors(t *testing.T) {
 	if res := h.mustDo(req{method: "GET", path: "/b/k?acl"}, 200); !strings.Contains(res.body, "FULL_CONTROL") {
 		t.Fatal(res.body)
 	}
-	h.mustDo(req{method: "GET", path: "/b/k?partNumber=1"}, 200)
+	// Part 1 of a single-part object: all of it as a 206, like S3.
+	res := h.mustDo(req{method: "GET", path: "/b/k?partNumber=1"}, 206)
+	if cr := res.header.Get("Content-Range"); !strings.HasPrefix(cr, "bytes 0-") || res.header.Get("x-amz-mp-parts-count") != "" {
+		t.Fatalf("partNumber=1: Content-Range %q, parts count %q", cr, res.header.Get("x-amz-mp-parts-count"))
+	}
+	h.mustDo(req{method: "HEAD", path: "/b/k?partNumber=1"}, 206)
 }
 
 func TestExtensionHooks(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/s3api/s3err"
@@ -101,7 +102,26 @@ func (e encoder) enc(s string) string {
 	if !e || s == "" {
 		return s
 	}
-	return url.QueryEscape(s)
+	return encodeURLKey(s)
+}
+
+// encodeURLKey is S3's encoding-type=url: every byte but the unreserved
+// ones and "/" percent-encoded, so space is %20 and "+" is %2B (decoders
+// that treat "+" as space, like botocore's, and those that do not agree).
+func encodeURLKey(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_.~/", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
 }
 
 func (e encoder) typ() string {

@@ -120,3 +120,54 @@ def test_aws_cli(tmp_path):
     aws("s3", "rb", f"s3://{b}", "--force")
     r = aws("s3api", "head-bucket", "--bucket", b, check=False)
     assert r.returncode != 0
+
+
+def _crc32_b64(data):
+    import base64
+    import zlib
+    return base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+
+
+def test_multipart_checksums():
+    """Multipart checksums as boto3 sends them: the transfer manager's
+    default (CRC32 parts, composite object), and an explicit FULL_OBJECT
+    CRC32 declared on Complete, validated against the parts."""
+    import base64
+    import zlib
+    s3 = client()
+    b = bucket_name()
+    s3.create_bucket(Bucket=b)
+    part = 5 * 1024 * 1024
+    data = os.urandom(2 * part + 1000)
+    chunks = [data[i:i + part] for i in range(0, len(data), part)]
+
+    # upload_fileobj with boto3's defaults
+    import io
+    cfg = boto3.s3.transfer.TransferConfig(multipart_threshold=part, multipart_chunksize=part)
+    s3.upload_fileobj(io.BytesIO(data), b, "default", Config=cfg)
+    head = s3.head_object(Bucket=b, Key="default", ChecksumMode="ENABLED")
+    raw = b"".join(zlib.crc32(c).to_bytes(4, "big") for c in chunks)
+    composite = base64.b64encode(zlib.crc32(raw).to_bytes(4, "big")).decode() + "-3"
+    assert head.get("ChecksumCRC32") == composite, head
+    assert head.get("ChecksumType") == "COMPOSITE"
+
+    # explicit full-object CRC32
+    up = s3.create_multipart_upload(Bucket=b, Key="full", ChecksumAlgorithm="CRC32", ChecksumType="FULL_OBJECT")
+    parts = []
+    for i, c in enumerate(chunks, 1):
+        r = s3.upload_part(Bucket=b, Key="full", UploadId=up["UploadId"], PartNumber=i, Body=c, ChecksumAlgorithm="CRC32")
+        assert r["ChecksumCRC32"] == _crc32_b64(c)
+        parts.append({"PartNumber": i, "ETag": r["ETag"], "ChecksumCRC32": r["ChecksumCRC32"]})
+    lp = s3.list_parts(Bucket=b, Key="full", UploadId=up["UploadId"])
+    assert [p["ChecksumCRC32"] for p in lp["Parts"]] == [p["ChecksumCRC32"] for p in parts]
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        s3.complete_multipart_upload(Bucket=b, Key="full", UploadId=up["UploadId"], ChecksumCRC32=_crc32_b64(data[1:]),
+                                     ChecksumType="FULL_OBJECT", MultipartUpload={"Parts": parts})
+    assert code(e.value) == "BadDigest"
+    done = s3.complete_multipart_upload(Bucket=b, Key="full", UploadId=up["UploadId"], ChecksumCRC32=_crc32_b64(data),
+                                        ChecksumType="FULL_OBJECT", MultipartUpload={"Parts": parts})
+    assert done["ChecksumCRC32"] == _crc32_b64(data)
+    assert done["ChecksumType"] == "FULL_OBJECT"
+    got = s3.get_object(Bucket=b, Key="full", ChecksumMode="ENABLED")
+    assert got["Body"].read() == data  # botocore validates the full-object CRC32
+    assert got["ChecksumCRC32"] == _crc32_b64(data)

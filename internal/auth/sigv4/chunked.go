@@ -156,6 +156,35 @@ func (c *chunkReader) readLine() (string, error) {
 	return string(line[:len(line)-2]), nil
 }
 
+// readTrailerLine is readLine for trailer lines, which minio-go (mc)
+// terminates with "\n" followed by "\r\n" (it signs "name:value\n" and
+// then frames it): a bare-LF line is accepted, and a CRLF right after it is
+// taken as part of its terminator, not as the blank line ending the
+// trailers.
+func (c *chunkReader) readTrailerLine() (string, error) {
+	line, err := c.br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		return "", chunkErr("line too long")
+	}
+	if err != nil {
+		if err == io.EOF && len(line) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		return "", err
+	}
+	if len(line) >= 2 && line[len(line)-2] == '\r' {
+		return string(line[:len(line)-2]), nil
+	}
+	s := string(line[:len(line)-1])
+	if s == "" {
+		return "", chunkErr("line not terminated by CRLF")
+	}
+	if next, _ := c.br.Peek(2); len(next) == 2 && next[0] == '\r' && next[1] == '\n' {
+		c.br.Discard(2)
+	}
+	return s, nil
+}
+
 func (c *chunkReader) expectCRLF() error {
 	var b [2]byte
 	if _, err := io.ReadFull(c.br, b[:]); err != nil {
@@ -241,7 +270,7 @@ func (c *chunkReader) readTrailers() error {
 	c.trailers = map[string]string{}
 	var trailerSig string
 	for i := 0; ; i++ {
-		line, err := c.readLine()
+		line, err := c.readTrailerLine()
 		if err == io.EOF {
 			break
 		}

@@ -124,6 +124,39 @@ func encodeSigned(sc *streamCtx, payload []byte, chunkSize int, trailers string)
 	return b.Bytes()
 }
 
+// minioTrailer is the trailer framing minio-go (mc) sends after the final
+// chunk: each "name:value" line ends in "\n", the block is followed by
+// "\r\n"; signed, the signature covers "name:value\n" and comes next.
+func minioTrailer(cs *chunkSigner, kv string) string {
+	if cs == nil {
+		return kv + "\n\r\n\r\n"
+	}
+	sts := "AWS4-HMAC-SHA256-TRAILER\n" + cs.at.Format("20060102T150405Z") + "\n" + cs.scope + "\n" + cs.prevSig + "\n" + sha256Hex([]byte(kv+"\n"))
+	return kv + "\n\r\nx-amz-trailer-signature:" + cs.sign(sts) + "\r\n\r\n"
+}
+
+// encodeMinio encodes payload the way minio-go's streaming signers do,
+// with one checksum trailer; sc nil gives the unsigned variant.
+func encodeMinio(sc *streamCtx, payload []byte, chunkSize int) []byte {
+	var b bytes.Buffer
+	kv := "x-amz-checksum-crc32:AAAAAA=="
+	if sc == nil {
+		for off := 0; off < len(payload); off += chunkSize {
+			end := min(off+chunkSize, len(payload))
+			fmt.Fprintf(&b, "%x\r\n%s\r\n", end-off, payload[off:end])
+		}
+		b.WriteString("0\r\n" + minioTrailer(nil, kv))
+		return b.Bytes()
+	}
+	cs := &chunkSigner{key: sc.key, at: sc.time, scope: sc.scope.String(), prevSig: sc.seed}
+	for off := 0; off < len(payload); off += chunkSize {
+		b.WriteString(cs.chunk(payload[off:min(off+chunkSize, len(payload))]))
+	}
+	b.WriteString(cs.chunk(nil))
+	b.WriteString(minioTrailer(cs, kv))
+	return b.Bytes()
+}
+
 // FuzzChunkReader feeds bodies, valid or mangled, through the decoder in
 // random pieces. It must never panic and must either return exactly the
 // encoded payload or an *s3err.Error.
@@ -134,6 +167,9 @@ func FuzzChunkReader(f *testing.F) {
 	f.Add(bytes.Repeat([]byte("ab"), 9000), uint16(8192), int64(4), uint8(0), uint16(100), byte('x'))
 	f.Add([]byte{}, uint16(1), int64(5), uint8(1), uint16(3), byte(';'))
 	f.Add([]byte("z"), uint16(1), int64(6), uint8(2), uint16(1), byte('\n'))
+	f.Add(bytes.Repeat([]byte("mc"), 9000), uint16(8192), int64(7), uint8(3), uint16(0), byte(0))
+	f.Add([]byte("mc pipe"), uint16(3), int64(8), uint8(4), uint16(0), byte(0))
+	f.Add(bytes.Repeat([]byte("mc"), 9000), uint16(8192), int64(9), uint8(3), uint16(18090), byte('\r'))
 	f.Fuzz(func(t *testing.T, payload []byte, chunk uint16, seed int64, variant uint8, flipAt uint16, flipTo byte) {
 		if chunk == 0 {
 			chunk = 1
@@ -145,7 +181,7 @@ func FuzzChunkReader(f *testing.F) {
 		var body []byte
 		var trailer bool
 		var ctx *streamCtx
-		switch variant % 3 {
+		switch variant % 5 {
 		case 0: // signed; small chunks are legal only if one data chunk
 			if len(payload) > int(chunk) && chunk < minChunkSize {
 				chunk = minChunkSize
@@ -164,6 +200,13 @@ func FuzzChunkReader(f *testing.F) {
 			}
 			b.WriteString("0\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n")
 			body, trailer = b.Bytes(), true
+		case 3: // signed with trailer, minio-go framing
+			if len(payload) > int(chunk) && chunk < minChunkSize {
+				chunk = minChunkSize
+			}
+			body, ctx, trailer = encodeMinio(sc, payload, int(chunk)), sc, true
+		case 4: // unsigned with trailer, minio-go framing
+			body, trailer = encodeMinio(nil, payload, int(chunk)), true
 		}
 		mangled := flipAt != 0 && int(flipAt) <= len(body) && body[flipAt-1] != flipTo
 		if mangled {
@@ -218,4 +261,48 @@ func FuzzChunkReaderRaw(f *testing.F) {
 			t.Fatalf("decoded more than the input")
 		}
 	})
+}
+
+// TestChunkReaderMinioFraming decodes minio-go's trailer framing, checks
+// the trailer value and signature, and rejects every truncation that
+// loses data or (signed) the trailer signature.
+func TestChunkReaderMinioFraming(t *testing.T) {
+	payload := bytes.Repeat([]byte("0123456789abcdef"), 1200) // 19200 bytes: 3 chunks
+	for _, signed := range []bool{true, false} {
+		var sc *streamCtx
+		if signed {
+			sc = fuzzStream()
+		}
+		body := encodeMinio(sc, payload, minChunkSize)
+		read := func(b []byte) ([]byte, *chunkReader, error) {
+			cr := newChunkReader(bytes.NewReader(b), sc, true, int64(len(payload)))
+			got, err := io.ReadAll(cr)
+			return got, cr, err
+		}
+		got, cr, err := read(body)
+		if err != nil || !bytes.Equal(got, payload) {
+			t.Fatalf("signed=%v: %v (%d bytes)", signed, err, len(got))
+		}
+		if v := cr.trailers["x-amz-checksum-crc32"]; v != "AAAAAA==" || len(cr.trailers) != 1 {
+			t.Fatalf("signed=%v: trailers %q", signed, cr.trailers)
+		}
+		// Truncations: anything that loses data fails; signed bodies also
+		// fail when the trailer signature is cut.
+		mustFailBefore := bytes.LastIndex(body, []byte("0\r\n"))
+		if signed {
+			mustFailBefore = bytes.LastIndex(body, []byte("x-amz-trailer-signature:")) + len("x-amz-trailer-signature:") + 64
+		}
+		for n := 0; n < mustFailBefore; n++ {
+			if _, _, err := read(body[:n]); err == nil {
+				t.Fatalf("signed=%v: truncated body of %d/%d bytes accepted", signed, n, len(body))
+			}
+		}
+		if signed {
+			// A trailer value changed after signing fails.
+			bad := bytes.Replace(body, []byte("AAAAAA=="), []byte("AAAAAB=="), 1)
+			if _, _, err := read(bad); !errors.Is(err, s3err.ErrSignatureDoesNotMatch) {
+				t.Fatalf("tampered trailer: %v", err)
+			}
+		}
+	}
 }

@@ -1,0 +1,76 @@
+package s3api
+
+import (
+	"net/http"
+
+	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+)
+
+// subresourceOps names the S3 operation of each subresource request, by
+// level ("bucket", "object") and method, so that requests Cairn does not
+// serve answer NotImplemented naming the operation (and log and count
+// under its name). docs/s3-compatibility.md has a row for each.
+var subresourceOps = map[string]map[string]map[string]string{
+	"bucket": {
+		"accelerate":          {"GET": "GetBucketAccelerateConfiguration", "PUT": "PutBucketAccelerateConfiguration"},
+		"acl":                 {"GET": "GetBucketAcl", "PUT": "PutBucketAcl"},
+		"analytics":           {"GET": "GetBucketAnalyticsConfiguration", "PUT": "PutBucketAnalyticsConfiguration", "DELETE": "DeleteBucketAnalyticsConfiguration"},
+		"cors":                {"GET": "GetBucketCors", "PUT": "PutBucketCors", "DELETE": "DeleteBucketCors"},
+		"encryption":          {"GET": "GetBucketEncryption", "PUT": "PutBucketEncryption", "DELETE": "DeleteBucketEncryption"},
+		"intelligent-tiering": {"GET": "GetBucketIntelligentTieringConfiguration", "PUT": "PutBucketIntelligentTieringConfiguration", "DELETE": "DeleteBucketIntelligentTieringConfiguration"},
+		"inventory":           {"GET": "GetBucketInventoryConfiguration", "PUT": "PutBucketInventoryConfiguration", "DELETE": "DeleteBucketInventoryConfiguration"},
+		"lifecycle":           {"GET": "GetBucketLifecycleConfiguration", "PUT": "PutBucketLifecycleConfiguration", "DELETE": "DeleteBucketLifecycle"},
+		"logging":             {"GET": "GetBucketLogging", "PUT": "PutBucketLogging"},
+		"metadataTable":       {"GET": "GetBucketMetadataTableConfiguration", "POST": "CreateBucketMetadataTableConfiguration", "DELETE": "DeleteBucketMetadataTableConfiguration"},
+		"metrics":             {"GET": "GetBucketMetricsConfiguration", "PUT": "PutBucketMetricsConfiguration", "DELETE": "DeleteBucketMetricsConfiguration"},
+		"notification":        {"GET": "GetBucketNotificationConfiguration", "PUT": "PutBucketNotificationConfiguration", "DELETE": "DeleteBucketNotificationConfiguration"},
+		"object-lock":         {"GET": "GetObjectLockConfiguration", "PUT": "PutObjectLockConfiguration"},
+		"ownershipControls":   {"GET": "GetBucketOwnershipControls", "PUT": "PutBucketOwnershipControls", "DELETE": "DeleteBucketOwnershipControls"},
+		"policy":              {"GET": "GetBucketPolicy", "PUT": "PutBucketPolicy", "DELETE": "DeleteBucketPolicy"},
+		"policyStatus":        {"GET": "GetBucketPolicyStatus"},
+		"publicAccessBlock":   {"GET": "GetPublicAccessBlock", "PUT": "PutPublicAccessBlock", "DELETE": "DeletePublicAccessBlock"},
+		"replication":         {"GET": "GetBucketReplication", "PUT": "PutBucketReplication", "DELETE": "DeleteBucketReplication"},
+		"requestPayment":      {"GET": "GetBucketRequestPayment", "PUT": "PutBucketRequestPayment"},
+		"session":             {"GET": "CreateSession"},
+		"tagging":             {"GET": "GetBucketTagging", "PUT": "PutBucketTagging", "DELETE": "DeleteBucketTagging"},
+		"versioning":          {"GET": "GetBucketVersioning", "PUT": "PutBucketVersioning"},
+		"versions":            {"GET": "ListObjectVersions"},
+		"website":             {"GET": "GetBucketWebsite", "PUT": "PutBucketWebsite", "DELETE": "DeleteBucketWebsite"},
+	},
+	"object": {
+		"acl":          {"GET": "GetObjectAcl", "PUT": "PutObjectAcl"},
+		"attributes":   {"GET": "GetObjectAttributes"},
+		"legal-hold":   {"GET": "GetObjectLegalHold", "PUT": "PutObjectLegalHold"},
+		"renameObject": {"PUT": "RenameObject"},
+		"restore":      {"POST": "RestoreObject"},
+		"retention":    {"GET": "GetObjectRetention", "PUT": "PutObjectRetention"},
+		"select":       {"POST": "SelectObjectContent"},
+		"tagging":      {"GET": "GetObjectTagging", "PUT": "PutObjectTagging", "DELETE": "DeleteObjectTagging"},
+		"torrent":      {"GET": "GetObjectTorrent"},
+	},
+}
+
+// subresourceOp names method on subresource sub at level, falling back to
+// "<METHOD> ?<sub>" for combinations S3 does not define.
+func subresourceOp(level, method, sub string) string {
+	if op := subresourceOps[level][sub][method]; op != "" {
+		return op
+	}
+	return method + " ?" + sub
+}
+
+// notImplementedSub is the route of a subresource request Cairn does not
+// serve: 501 NotImplemented naming the operation.
+func notImplementedSub(level, method, sub string) route {
+	op := subresourceOp(level, method, sub)
+	return route{op: op, err: s3err.New(s3err.ErrNotImplemented, "%s is not implemented.", op)}
+}
+
+// Operation reports the S3 operation r maps to and, when the router itself
+// answers it (NotImplemented, MethodNotAllowed), that error. It does not
+// authenticate or touch the backend: tools and the compatibility-table
+// test (docs/s3-compatibility.md) use it.
+func (s *Server) Operation(r *http.Request) (op string, err error) {
+	rt := s.route(r, &reqCtx{decodedLength: -1})
+	return rt.op, rt.err
+}
