@@ -46,6 +46,9 @@ type Options struct {
 	Logger    *slog.Logger
 	Notifier  Notifier // nil: no notifications
 	Now       func() time.Time
+	// MaxBuckets is how many buckets a user may own when its record sets
+	// no max_buckets (RGW's rgw_user_max_buckets); 0 means unlimited.
+	MaxBuckets int
 }
 
 func (o *Options) ensureDefaults() {

@@ -33,6 +33,7 @@ var (
 	ErrNoSuchReshard       = errors.New("no reshard for bucket")
 	ErrNotEmptyUserBuckets = errors.New("user still owns buckets")
 	ErrTooManyParts        = errors.New("too many parts")
+	ErrTooManyBuckets      = errors.New("too many buckets") // the owner's max_buckets is reached
 )
 
 // Limits.
@@ -52,6 +53,10 @@ type User struct {
 	Keys        []Key     `json:"keys"`
 	Admin       bool      `json:"admin,omitempty"`
 	Created     time.Time `json:"created"`
+	// MaxBuckets overrides the gateway's max-buckets for this user: 0 is
+	// unlimited, negative forbids creating buckets (RGW's max_buckets).
+	// Nil uses the gateway default.
+	MaxBuckets *int `json:"max_buckets,omitempty"`
 }
 
 // Key is one S3 access key pair.

@@ -51,6 +51,7 @@ var errorTable = []struct {
 	{driver.ErrKeyExists, errKeyExists},
 	{driver.ErrNoSuchReshard, errNoSuchReshard},
 	{driver.ErrNotEmptyUserBuckets, errUserHasBuckets},
+	{driver.ErrTooManyBuckets, s3err.ErrTooManyBuckets},
 }
 
 // mapError turns any error into the *s3err.Error to send. An *s3err.Error
@@ -83,7 +84,7 @@ func MapError(err error) *s3err.Error {
 // human-readable reason).
 func detail(sentinel, err error) string {
 	switch sentinel {
-	case driver.ErrInvalidArgument, driver.ErrInvalidKey, driver.ErrTooManyParts:
+	case driver.ErrInvalidArgument, driver.ErrInvalidKey, driver.ErrTooManyParts, driver.ErrTooManyBuckets:
 		return err.Error()
 	}
 	return ""
