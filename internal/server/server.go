@@ -31,6 +31,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cairn-s3/cairn/internal/objstore/embedded"
 	"github.com/cairn-s3/cairn/internal/objstore/radosstore"
+	"github.com/cairn-s3/cairn/internal/redact"
 	"github.com/cairn-s3/cairn/internal/s3api"
 )
 
@@ -63,6 +64,9 @@ type Gateway struct {
 
 // Open builds a gateway on cfg without listening.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(string) string) (*Gateway, error) {
+	// Every component logs through the redacting handler: no credential
+	// reaches the log stream even if a log call passes one.
+	log = redact.Logger(log)
 	g := &Gateway{Config: cfg, Log: log, Registry: prometheus.NewRegistry()}
 	g.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
