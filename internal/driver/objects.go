@@ -311,8 +311,19 @@ func CheckConditions(info ObjectInfo, c Conditions) error {
 // ErrNotModified is a failed If-None-Match / If-Modified-Since on GET/HEAD.
 var ErrNotModified = errors.New("not modified")
 
+// MaxListKeys caps ListObjectsInput.MaxKeys (S3's max-keys limit).
+const MaxListKeys = 1000
+
+// ListShardReadBudget bounds the index shard reads of one ListObjects call
+// (in merge rounds of one read per shard; a round's per-shard pages are
+// bounded by bucketindex.Index.List). A bucket with up to this many shards
+// always gets at least two rounds.
+const ListShardReadBudget = 16384
+
 // ListObjects returns one page of an ordered listing with S3's
-// prefix/delimiter semantics.
+// prefix/delimiter semantics. The page may hold fewer than MaxKeys entries
+// and still be truncated (see ListShardReadBudget); NextMarker then says
+// where to continue.
 func (d *Driver) ListObjects(ctx context.Context, in ListObjectsInput) (ListObjectsResult, error) {
 	var res ListObjectsResult
 	if in.MaxKeys <= 0 {
@@ -321,12 +332,25 @@ func (d *Driver) ListObjects(ctx context.Context, in ListObjectsInput) (ListObje
 		}
 		return res, nil
 	}
+	in.MaxKeys = min(in.MaxKeys, MaxListKeys)
 	after := in.StartAfter
 	err := d.withIndex(ctx, in.Bucket, func(_ Instance, ix bucketindex.Index) error {
 		res = ListObjectsResult{}
 		after := after
 		count := 0
-		for count < in.MaxKeys {
+		// Each round is a merge over every shard; skipping a common
+		// prefix starts a new one. Rounds are bounded so one request
+		// costs at most about ListShardReadBudget shard reads whatever
+		// the delimiter does: past it the page ends early, truncated, as
+		// S3 allows (RGW bounds its attempts the same way).
+		// Two rounds always make progress: the first may only skip the
+		// common prefix the marker names.
+		maxRounds := max(2, ListShardReadBudget/ix.Layout.NumShards)
+		for round := 0; count < in.MaxKeys; round++ {
+			if round == maxRounds {
+				res.IsTruncated, res.NextMarker = true, after
+				return nil
+			}
 			want := in.MaxKeys - count
 			if in.Delimiter != "" && want < 100 {
 				want = 100 // common prefixes may swallow many keys
