@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -69,6 +70,16 @@ func (c *conn) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return c.Conn.Write(p)
+}
+
+// ReadFrom keeps net/http's sendfile path for GET bodies on plain TCP
+// (net/http uses it only when the connection is an io.ReaderFrom).
+func (c *conn) ReadFrom(r io.Reader) (int64, error) {
+	c.readSinceWrite.Store(0)
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
 }
 
 // CloseWrite keeps net/http's lingering close after an error reply.
