@@ -152,7 +152,7 @@ func TestHeaderLimits(t *testing.T) {
 // TestStalledBodyTimesOut: a body that stops arriving gets RequestTimeout
 // after request-body-idle-timeout, and nothing is stored.
 func TestStalledBodyTimesOut(t *testing.T) {
-	g := StartGateway(t, "--request-body-idle-timeout", "1s")
+	g := StartGateway(t, "--request-body-idle-timeout", "4s")
 	c3 := mustCreateBucket(t, g, "stall")
 	c := dial(t, g.Addr)
 	io.WriteString(c, rawHead(t, g, "PUT", "/stall/k", map[string]string{"Content-Length": "100"})+"0123456789")
@@ -165,11 +165,15 @@ func TestStalledBodyTimesOut(t *testing.T) {
 	if objectExists(t, c3, "stall", "k") {
 		t.Fatal("a timed-out PUT stored an object")
 	}
-	// A slow but steady body is not cut off: 4 pieces 400ms apart.
+	if d := time.Since(start); d < 3*time.Second {
+		t.Fatalf("RequestTimeout after %v, before the idle timeout", d)
+	}
+	// A slow but steady body is not cut off: it takes longer than the idle
+	// timeout in all, in pieces far apart from each other.
 	c2 := dial(t, g.Addr)
-	io.WriteString(c2, rawHead(t, g, "PUT", "/stall/slow", map[string]string{"Content-Length": "4"}))
-	for i := 0; i < 4; i++ {
-		time.Sleep(400 * time.Millisecond)
+	io.WriteString(c2, rawHead(t, g, "PUT", "/stall/slow", map[string]string{"Content-Length": "6"}))
+	for i := 0; i < 6; i++ {
+		time.Sleep(time.Second)
 		io.WriteString(c2, "x")
 	}
 	if res, body := readResp(t, c2); res.StatusCode != 200 {

@@ -131,6 +131,13 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("untrusted certificate accepted: %v", err)
 	}
 
+	// cairn admin trusts a private CA through SSL_CERT_FILE.
+	admin := exec.Command(cairnBin, "admin", "--endpoint", "https://"+tlsAddr, "bucket", "list")
+	admin.Env = append(os.Environ(), "SSL_CERT_FILE="+cert, "CAIRN_ACCESS_KEY="+g.AccessKey, "CAIRN_SECRET_KEY="+g.SecretKey)
+	if out, err := admin.CombinedOutput(); err != nil || !strings.Contains(string(out), "tlsb") {
+		t.Fatalf("cairn admin over HTTPS: %v %s", err, out)
+	}
+
 	requireTool(t, "python3", "-c", "import boto3")
 	script := `
 import boto3, os, sys
