@@ -140,14 +140,18 @@ func TestTLS(t *testing.T) {
 
 	requireTool(t, "python3", "-c", "import boto3")
 	script := `
-import boto3, os, sys
+import boto3, io, os, sys
 s3 = boto3.client("s3", endpoint_url=os.environ["EP"], aws_access_key_id=os.environ["AK"],
     aws_secret_access_key=os.environ["SK"], region_name="us-east-1", verify=os.environ["CA"])
+sent = []
+s3.meta.events.register("before-send.s3.PutObject", lambda request, **kw: sent.append(dict(request.headers)))
 body = b"boto3 over tls " * 100000
-r = s3.put_object(Bucket="tlsb", Key="py", Body=body)
+r = s3.put_object(Bucket="tlsb", Key="py", Body=io.BytesIO(body))
+trailer = sent[-1].get("x-amz-trailer") or sent[-1].get("X-Amz-Trailer")
+assert trailer, "boto3 sent no trailing checksum: %r" % sent[-1]
 got = s3.get_object(Bucket="tlsb", Key="py")["Body"].read()
 assert got == body, "data differs"
-print("ok", r["ResponseMetadata"]["HTTPHeaders"].get("x-amz-checksum-crc32", ""))
+print("ok", trailer, r["ResponseMetadata"]["HTTPHeaders"].get("x-amz-checksum-crc32", ""))
 `
 	cmd := exec.Command("python3", "-c", script)
 	cmd.Env = append(os.Environ(), "EP=https://"+tlsAddr, "AK="+g.AccessKey, "SK="+g.SecretKey, "CA="+cert)

@@ -52,7 +52,10 @@ type conn struct {
 	tls *tls.Conn
 	// readSinceWrite counts bytes read since the last write: net/http's
 	// 431 follows more than maxHeader bytes of header with no reply in
-	// between, which no response of a handler does.
+	// between. A handler could only produce the same write by reading that
+	// much request body after flushing its response headers and then
+	// flushing exactly those bytes as body; no Cairn handler writes before
+	// it has read the request body.
 	readSinceWrite atomic.Int64
 }
 
