@@ -60,8 +60,9 @@ func parseDelete(data []byte) (deleteRequest, error) {
 }
 
 // deleteObjects is DeleteObjects (POST ?delete). As in S3, the body must
-// carry an integrity check: Content-MD5 or an x-amz-checksum-* (header or
-// trailer); whichever is sent is verified.
+// carry an integrity check: Content-MD5, an x-amz-checksum-* (header or
+// trailer) or x-amz-sdk-checksum-algorithm; whichever is sent is verified
+// (an algorithm alone is only computed).
 func (s *Server) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
 	if !hasBodyDigest(r.Header) {
 		return s3err.New(s3err.ErrMissingContentMD5, "Missing required header for this request: Content-MD5 (or an x-amz-checksum-* header or trailer).")
@@ -134,5 +135,8 @@ func hasBodyDigest(h http.Header) bool {
 			return true
 		}
 	}
-	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(h.Get("x-amz-trailer"))), "x-amz-checksum-")
+	// AWS: "The Content-MD5 or x-amz-sdk-checksum-algorithm header is
+	// required"; SDKs send the value too, as a header or a trailer.
+	return h.Get("x-amz-sdk-checksum-algorithm") != "" ||
+		strings.HasPrefix(strings.ToLower(strings.TrimSpace(h.Get("x-amz-trailer"))), "x-amz-checksum-")
 }

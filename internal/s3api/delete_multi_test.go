@@ -97,4 +97,11 @@ func TestDeleteObjectsChecksumHeader(t *testing.T) {
 	if len(h.be.buckets["b"].objects) != 0 {
 		t.Fatal("not deleted")
 	}
+	// AWS names x-amz-sdk-checksum-algorithm as the alternative to
+	// Content-MD5.
+	h.put("b", "k", "x")
+	h.mustDo(req{method: "POST", path: "/b?delete", body: body, hdr: map[string]string{"x-amz-sdk-checksum-algorithm": "CRC32"}}, 200)
+	if len(h.be.buckets["b"].objects) != 0 {
+		t.Fatal("not deleted")
+	}
 }
