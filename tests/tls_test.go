@@ -184,6 +184,12 @@ func snsCreateTopic(t *testing.T, hc *http.Client, endpoint, ak, sk, name string
 		form.Set("Attributes.entry."+itoa(i)+".value", v)
 		i++
 	}
+	return snsCall(t, hc, endpoint, ak, sk, form)
+}
+
+// snsCall sends a SigV4-signed SNS query-protocol POST.
+func snsCall(t *testing.T, hc *http.Client, endpoint, ak, sk string, form url.Values) (int, string) {
+	t.Helper()
 	body := form.Encode()
 	r, err := http.NewRequest("POST", endpoint+"/", strings.NewReader(body))
 	if err != nil {
@@ -223,6 +229,16 @@ func TestTopicSecretsNeedTLS(t *testing.T) {
 	}
 	if status, body := snsCreateTopic(t, hs, "https://"+tlsAddr, g.AccessKey, g.SecretKey, "secure", withSecret); status != 200 {
 		t.Fatalf("credentials over HTTPS: %d %s", status, body)
+	}
+
+	// SetTopicAttributes: a new credential needs TLS too.
+	set := url.Values{"Action": {"SetTopicAttributes"}, "TopicArn": {"arn:aws:sns:default::nosecret"},
+		"AttributeName": {"push-endpoint"}, "AttributeValue": {"amqp://bob:hunter3pw@127.0.0.1:5672"}}
+	if status, body := snsCall(t, http.DefaultClient, g.Endpoint, g.AccessKey, g.SecretKey, set); status != 400 || !strings.Contains(body, "HTTPS") {
+		t.Fatalf("SetTopicAttributes with credentials over plain HTTP: %d %s", status, body)
+	}
+	if status, body := snsCall(t, hs, "https://"+tlsAddr, g.AccessKey, g.SecretKey, set); status != 200 {
+		t.Fatalf("SetTopicAttributes with credentials over HTTPS: %d %s", status, body)
 	}
 
 	g2 := StartGateway(t, "--allow-insecure-endpoint-secrets=true")
