@@ -194,4 +194,19 @@ func TestListingWorkIsBounded(t *testing.T) {
 	if len(res.Objects) != 90 || res.IsTruncated || reads.Load() > bound {
 		t.Fatalf("plain listing: %d objects, truncated %v, %d reads", len(res.Objects), res.IsTruncated, reads.Load())
 	}
+	// A page that ends exactly at the last key, or one before it, knows
+	// whether more follow from its own merge: one round of reads.
+	for _, tc := range []struct {
+		max   int
+		trunc bool
+	}{{90, false}, {89, true}} {
+		reads.Store(0)
+		res, err := d.ListObjects(ctx, driver.ListObjectsInput{Bucket: "wide", MaxKeys: tc.max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Objects) != tc.max || res.IsTruncated != tc.trunc || reads.Load() > shards+16 {
+			t.Fatalf("max-keys %d: %d objects, truncated %v, %d reads", tc.max, len(res.Objects), res.IsTruncated, reads.Load())
+		}
+	}
 }

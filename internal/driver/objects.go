@@ -346,6 +346,7 @@ func (d *Driver) ListObjects(ctx context.Context, in ListObjectsInput) (ListObje
 		// Two rounds always make progress: the first may only skip the
 		// common prefix the marker names.
 		maxRounds := max(2, ListShardReadBudget/ix.Layout.NumShards)
+		lastMore := false
 		for round := 0; count < in.MaxKeys; round++ {
 			if round == maxRounds {
 				res.IsTruncated, res.NextMarker = true, after
@@ -359,6 +360,7 @@ func (d *Driver) ListObjects(ctx context.Context, in ListObjectsInput) (ListObje
 			if err != nil {
 				return err
 			}
+			lastMore = more
 			skipped := false
 			for _, e := range entries {
 				if count == in.MaxKeys {
@@ -393,7 +395,13 @@ func (d *Driver) ListObjects(ctx context.Context, in ListObjectsInput) (ListObje
 				return nil
 			}
 		}
-		// Filled the page exactly: is there anything after it?
+		// Filled the page exactly: is there anything after it? Without a
+		// delimiter the last merge knows; with one, keys after the page
+		// may all fall under its last common prefix.
+		if in.Delimiter == "" {
+			res.IsTruncated = lastMore
+			return nil
+		}
 		entries, _, err := ix.List(ctx, after, in.Prefix, 1)
 		if err != nil {
 			return err
