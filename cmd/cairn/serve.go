@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/cairn-s3/cairn/internal/config"
+	"github.com/cairn-s3/cairn/internal/redact"
 	"github.com/cairn-s3/cairn/internal/server"
 )
 
@@ -20,7 +21,7 @@ func runServe(args []string) int {
 	}
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := redact.Logger(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := server.Run(ctx, cfg, log, os.Getenv); err != nil {

@@ -49,6 +49,29 @@ type Config struct {
 	GCMinWait       time.Duration
 	ShutdownTimeout time.Duration
 	MaxHeaderBytes  int
+
+	// Limits and hostile-client defences (README "Limits and TLS").
+	MaxBucketIndexShards   int // cap on x-cairn-bucket-index-shards; 0 = MaxDynamicShards
+	MaxBuckets             int // buckets per user unless the user record says otherwise; 0 = unlimited
+	RequestBodyIdleTimeout time.Duration
+	ReadHeaderTimeout      time.Duration
+	IdleTimeout            time.Duration
+	// TLS: with TLSCert and TLSKey, HTTPS is served on TLSListen beside
+	// plain HTTP on Listen, or on Listen alone when TLSListen is empty.
+	TLSCert   string
+	TLSKey    string
+	TLSListen string
+	// AllowInsecureEndpointSecrets accepts topic credentials over plain
+	// HTTP (rgw_allow_notification_secrets_in_cleartext).
+	AllowInsecureEndpointSecrets bool
+}
+
+// ShardCap is the largest x-cairn-bucket-index-shards a user may ask for.
+func (c *Config) ShardCap() int {
+	if c.MaxBucketIndexShards > 0 {
+		return c.MaxBucketIndexShards
+	}
+	return c.MaxDynamicShards
 }
 
 type option struct {
@@ -135,7 +158,18 @@ var options = []option{
 	{"cache-size", "block cache of the embedded backend (0 = an eighth of RAM, 64 MiB to 2 GiB); index lookups miss to disk when it is smaller than the hot index and filter blocks", "0", sizeOpt(func(c *Config) *int64 { return &c.CacheSize })},
 	{"gc-min-wait", "delay before replaced object data is collected (rgw_gc_obj_min_wait)", "30s", durOpt(func(c *Config) *time.Duration { return &c.GCMinWait })},
 	{"shutdown-timeout", "how long SIGTERM waits for in-flight requests", "30s", durOpt(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
-	{"max-header-bytes", "request header limit (larger: 431 RequestHeaderSectionTooLarge)", "65536", intOpt(func(c *Config) *int { return &c.MaxHeaderBytes })},
+	{"max-header-bytes", "request header limit (larger: 400 RequestHeaderSectionTooLarge)", "65536", intOpt(func(c *Config) *int { return &c.MaxHeaderBytes })},
+
+	// Limits and hostile-client defences.
+	{"max-bucket-index-shards", "largest x-cairn-bucket-index-shards a CreateBucket may ask for (0 = max-dynamic-shards); admins may go higher", "0", intOpt(func(c *Config) *int { return &c.MaxBucketIndexShards })},
+	{"max-buckets", "buckets a user may own unless the user record sets its own max_buckets (rgw_user_max_buckets); 0 = unlimited", "1000", intOpt(func(c *Config) *int { return &c.MaxBuckets })},
+	{"request-body-idle-timeout", "a request body that sends nothing for this long gets 400 RequestTimeout", "30s", durOpt(func(c *Config) *time.Duration { return &c.RequestBodyIdleTimeout })},
+	{"read-header-timeout", "time allowed to send a request's headers (slowloris)", "30s", durOpt(func(c *Config) *time.Duration { return &c.ReadHeaderTimeout })},
+	{"idle-timeout", "idle keep-alive connections are closed after this long", "60s", durOpt(func(c *Config) *time.Duration { return &c.IdleTimeout })},
+	{"tls-cert", "PEM certificate (chain) file: serve HTTPS", "", strOpt(func(c *Config) *string { return &c.TLSCert })},
+	{"tls-key", "PEM private key of tls-cert", "", strOpt(func(c *Config) *string { return &c.TLSKey })},
+	{"tls-listen", "address for HTTPS beside plain HTTP on listen (empty: listen serves HTTPS when tls-cert is set)", "", strOpt(func(c *Config) *string { return &c.TLSListen })},
+	{"allow-insecure-endpoint-secrets", "accept topic endpoint credentials over plain HTTP (rgw_allow_notification_secrets_in_cleartext)", "false", boolOpt(func(c *Config) *bool { return &c.AllowInsecureEndpointSecrets })},
 }
 
 // EnvName is the environment variable of an option.
@@ -236,6 +270,11 @@ func (c *Config) Validate() error {
 	check(c.PersistMaxRetries >= 0, "topic-persistency-max-retries must not be negative")
 	check(c.PersistTTL >= 0 && c.PersistSleep >= 0, "topic persistency durations must not be negative")
 	check(c.MaxHeaderBytes >= 8<<10, "max-header-bytes must be at least 8KB")
+	check(c.MaxBucketIndexShards >= 0 && c.MaxBucketIndexShards <= 65521, "max-bucket-index-shards %d outside 0..65521", c.MaxBucketIndexShards)
+	check(c.MaxBuckets >= 0, "max-buckets must not be negative")
+	check(c.RequestBodyIdleTimeout > 0 && c.ReadHeaderTimeout > 0 && c.IdleTimeout > 0, "request-body-idle-timeout, read-header-timeout and idle-timeout must be positive")
+	check((c.TLSCert == "") == (c.TLSKey == ""), "tls-cert and tls-key must be given together")
+	check(c.TLSListen == "" || c.TLSCert != "", "tls-listen needs tls-cert and tls-key")
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:

@@ -81,3 +81,33 @@ func TestRadosBackend(t *testing.T) {
 		t.Fatal("unknown backend accepted")
 	}
 }
+
+func TestLimitsAndTLSOptions(t *testing.T) {
+	c, err := Load(nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ShardCap() != 1999 || c.MaxBuckets != 1000 || c.RequestBodyIdleTimeout != 30*time.Second ||
+		c.ReadHeaderTimeout != 30*time.Second || c.IdleTimeout != 60*time.Second || c.AllowInsecureEndpointSecrets || c.TLSCert != "" {
+		t.Fatalf("defaults: %+v", c)
+	}
+	dir := t.TempDir()
+	f := filepath.Join(dir, "c.yaml")
+	os.WriteFile(f, []byte("tls-cert: /c.pem\ntls-key: /k.pem\nallow-insecure-endpoint-secrets: true\nmax-bucket-index-shards: 64\n"), 0o600)
+	c, err = Load([]string{"--config", f, "--max-dynamic-shards", "500"}, env(map[string]string{"CAIRN_TLS_LISTEN": "127.0.0.1:7443", "CAIRN_MAX_BUCKETS": "0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TLSCert != "/c.pem" || c.TLSKey != "/k.pem" || c.TLSListen != "127.0.0.1:7443" || !c.AllowInsecureEndpointSecrets || c.ShardCap() != 64 || c.MaxBuckets != 0 {
+		t.Fatalf("set: %+v", c)
+	}
+	_, err = Load([]string{"--tls-cert", "/c.pem", "--max-bucket-index-shards", "70000", "--request-body-idle-timeout", "0"}, env(nil))
+	for _, want := range []string{"tls-key", "max-bucket-index-shards", "request-body-idle-timeout"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want a %s problem, got %v", want, err)
+		}
+	}
+	if _, err := Load([]string{"--tls-listen", ":7443"}, env(nil)); err == nil || !strings.Contains(err.Error(), "tls-listen") {
+		t.Errorf("tls-listen without a certificate: %v", err)
+	}
+}

@@ -90,6 +90,9 @@ func (d *Driver) CreateBucket(ctx context.Context, owner, name, location string,
 		}
 		return ErrBucketExists
 	}
+	if err := d.checkBucketLimit(ctx, owner); err != nil {
+		return err
+	}
 	inst := Instance{
 		Name: name, ID: randomID(12), Owner: owner, Created: d.opts.Now().UTC(), Location: location,
 		Layout: bucketindex.Layout{Gen: 0, NumShards: numShards},
@@ -119,6 +122,43 @@ func (d *Driver) CreateBucket(ctx context.Context, owner, name, location string,
 			return ErrBucketExists
 		}
 		return err
+	}
+	return nil
+}
+
+// checkBucketLimit refuses a new bucket when owner already owns its
+// max_buckets. Concurrent creates may overshoot by their number, as in RGW.
+func (d *Driver) checkBucketLimit(ctx context.Context, owner string) error {
+	limit := d.opts.MaxBuckets
+	u, err := d.GetUser(ctx, owner)
+	switch {
+	case err == nil && u.MaxBuckets != nil:
+		limit = *u.MaxBuckets
+	case err != nil && !errors.Is(err, ErrNoSuchUser):
+		return err
+	}
+	if limit == 0 {
+		return nil
+	}
+	if limit < 0 {
+		return fmt.Errorf("%w: user %s may not create buckets", ErrTooManyBuckets, owner)
+	}
+	// The owner's omap may hold stale names (crashed creates); count
+	// exactly only when the cheap count says the limit is reached.
+	op := objstore.NewReadOp()
+	vs := op.GetOmapValues("", "", limit)
+	if err := d.userBuckets().OperateRead(ctx, owner, op); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+		return err
+	}
+	if len(vs.Pairs) < limit {
+		return nil
+	}
+	owned, err := d.ListBuckets(ctx, owner)
+	if err != nil {
+		return err
+	}
+	if len(owned) >= limit {
+		return fmt.Errorf("%w: user %s owns %d buckets, the limit is %d", ErrTooManyBuckets, owner, len(owned), limit)
 	}
 	return nil
 }

@@ -46,6 +46,12 @@ type Options struct {
 	Logger    *slog.Logger
 	Notifier  Notifier // nil: no notifications
 	Now       func() time.Time
+	// MaxBuckets is how many buckets a user may own when its record sets
+	// no max_buckets (RGW's rgw_user_max_buckets); 0 means unlimited.
+	MaxBuckets int
+	// ListShardReadBudget bounds one ListObjects call's index reads; 0
+	// means DefaultListShardReadBudget.
+	ListShardReadBudget int
 }
 
 func (o *Options) ensureDefaults() {
@@ -60,6 +66,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.ListShardReadBudget <= 0 {
+		o.ListShardReadBudget = DefaultListShardReadBudget
 	}
 }
 

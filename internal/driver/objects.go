@@ -317,8 +317,22 @@ func CheckConditions(info ObjectInfo, c Conditions) error {
 // ErrNotModified is a failed If-None-Match / If-Modified-Since on GET/HEAD.
 var ErrNotModified = errors.New("not modified")
 
+// MaxListKeys caps ListObjectsInput.MaxKeys (S3's max-keys limit).
+const MaxListKeys = 1000
+
+// DefaultListShardReadBudget bounds the index shard reads of one
+// ListObjects call (Options.ListShardReadBudget): past it, once something
+// was listed, the page ends early. The first read of every shard always
+// happens (bucketindex.Iter; each read returns a bounded page); skipping
+// a common prefix costs a read only on shards whose buffered page ends
+// inside it, so the budget matters only for delimiter listings over many
+// large prefixes on many shards.
+const DefaultListShardReadBudget = 16384
+
 // ListObjects returns one page of an ordered listing with S3's
-// prefix/delimiter semantics.
+// prefix/delimiter semantics. The page may hold fewer than MaxKeys entries
+// and still be truncated (see ListShardReadBudget); NextMarker then says
+// where to continue.
 func (d *Driver) ListObjects(ctx context.Context, in ListObjectsInput) (ListObjectsResult, error) {
 	var res ListObjectsResult
 	if in.MaxKeys <= 0 {
@@ -327,61 +341,62 @@ func (d *Driver) ListObjects(ctx context.Context, in ListObjectsInput) (ListObje
 		}
 		return res, nil
 	}
+	in.MaxKeys = min(in.MaxKeys, MaxListKeys)
 	after := in.StartAfter
 	err := d.withIndex(ctx, in.Bucket, func(_ Instance, ix bucketindex.Index) error {
 		res = ListObjectsResult{}
 		after := after
-		count := 0
-		for count < in.MaxKeys {
-			want := in.MaxKeys - count
-			if in.Delimiter != "" && want < 100 {
-				want = 100 // common prefixes may swallow many keys
-			}
-			entries, more, err := ix.List(ctx, after, in.Prefix, want)
-			if err != nil {
-				return err
-			}
-			skipped := false
-			for _, e := range entries {
-				if count == in.MaxKeys {
-					res.IsTruncated = true
-					return nil
-				}
-				if in.Delimiter != "" {
-					rest := e.Key[len(in.Prefix):]
-					if i := strings.Index(rest, in.Delimiter); i >= 0 {
-						cp := in.Prefix + rest[:i+len(in.Delimiter)]
-						if cp != after {
-							res.CommonPrefixes = append(res.CommonPrefixes, cp)
-							res.NextMarker = cp
-							count++
-						}
-						// Skip every key under this prefix: no valid key
-						// continues with 0xff.
-						after = cp + "\xff"
-						skipped = true
-						break
-					}
-				}
-				res.Objects = append(res.Objects, entryInfo(in.Bucket, e))
-				res.NextMarker = e.Key
-				after = e.Key
-				count++
-			}
-			if skipped {
-				continue
-			}
-			if !more {
-				return nil
-			}
+		want := in.MaxKeys
+		if in.Delimiter != "" {
+			want = max(want, 100) // common prefixes may swallow many keys
 		}
-		// Filled the page exactly: is there anything after it?
-		entries, _, err := ix.List(ctx, after, in.Prefix, 1)
+		// Per-shard pages as in Index.List: about twice a shard's share.
+		it, err := ix.NewIter(ctx, after, in.Prefix, min(2*want/ix.Layout.NumShards+8, want))
 		if err != nil {
 			return err
 		}
-		res.IsTruncated = len(entries) > 0
-		return nil
+		count := 0
+		for {
+			// Past the read budget the page ends early, truncated, as S3
+			// allows (RGW bounds its listing attempts the same way). Only
+			// the marker's own common prefix can be skipped without
+			// emitting anything, so a page always makes progress.
+			if count > 0 && it.Reads() > d.opts.ListShardReadBudget {
+				res.IsTruncated, res.NextMarker = true, after
+				return nil
+			}
+			e, ok, err := it.Next(ctx)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return nil
+			}
+			if count == in.MaxKeys {
+				res.IsTruncated = true
+				return nil
+			}
+			if in.Delimiter != "" {
+				rest := e.Key[len(in.Prefix):]
+				if i := strings.Index(rest, in.Delimiter); i >= 0 {
+					cp := in.Prefix + rest[:i+len(in.Delimiter)]
+					if cp != after {
+						res.CommonPrefixes = append(res.CommonPrefixes, cp)
+						res.NextMarker = cp
+						count++
+					}
+					// Skip every key under this prefix: no valid key
+					// continues with 0xff.
+					after = cp + "\xff"
+					it.SkipPast(after)
+					continue
+				}
+			}
+			res.Objects = append(res.Objects, entryInfo(in.Bucket, e))
+			res.NextMarker = e.Key
+			after = e.Key
+			count++
+		}
 	})
 	// A marker inside a common prefix is "after" it: the 0xff suffix is
 	// internal and must not reach clients.

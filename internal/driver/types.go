@@ -38,6 +38,7 @@ var (
 	// checksum that does not match the parts').
 	ErrInvalidRequest = errors.New("invalid request")
 	ErrBadDigest      = errors.New("bad digest")
+	ErrTooManyBuckets      = errors.New("too many buckets") // the owner's max_buckets is reached
 )
 
 // Limits.
@@ -57,6 +58,10 @@ type User struct {
 	Keys        []Key     `json:"keys"`
 	Admin       bool      `json:"admin,omitempty"`
 	Created     time.Time `json:"created"`
+	// MaxBuckets overrides the gateway's max-buckets for this user: 0 is
+	// unlimited, negative forbids creating buckets (RGW's max_buckets).
+	// Nil uses the gateway default.
+	MaxBuckets *int `json:"max_buckets,omitempty"`
 }
 
 // Key is one S3 access key pair.

@@ -14,7 +14,7 @@ import (
 // Admin REST API, in the spirit of RGW's /admin/ ops (admin users only,
 // SigV4-signed like S3, JSON responses):
 //
-//	PUT    /admin/user?uid=U[&display-name=N][&access-key=K&secret-key=S][&admin=true]  create
+//	PUT    /admin/user?uid=U[&display-name=N][&access-key=K&secret-key=S][&admin=true][&max-buckets=N]  create
 //	GET    /admin/user?uid=U                    user info
 //	GET    /admin/user?list  (or /admin/metadata/user)   ["uid", ...]
 //	DELETE /admin/user?uid=U                    remove (BucketNotEmpty while it owns buckets)
@@ -176,6 +176,13 @@ func (s *Server) adminUser(w http.ResponseWriter, r *http.Request) error {
 		}
 		if ak != "" {
 			u.Keys = []driver.Key{{User: uid, AccessKey: ak, SecretKey: sk}}
+		}
+		if v := q.Get("max-buckets"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return s3err.New(s3err.ErrInvalidArgument, "max-buckets must be an integer (0 unlimited, negative: no bucket creation), not %q.", v)
+			}
+			u.MaxBuckets = &n
 		}
 		created, err := s.be.CreateUser(ctx, u)
 		if err != nil {

@@ -126,9 +126,11 @@ func (s *Server) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	}
 	shards := 0
 	if v := r.Header.Get(BucketShardsHeader); v != "" {
+		// Capped by the operator (max-bucket-index-shards): listing an
+		// empty bucket reads every shard.
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxBucketIndexShards {
-			return s3err.New(s3err.ErrInvalidArgument, "%s must be an integer between 1 and %d.", BucketShardsHeader, MaxBucketIndexShards)
+		if err != nil || n < 1 || n > s.cfg.MaxRequestShards {
+			return s3err.New(s3err.ErrInvalidArgument, "%s must be an integer between 1 and %d (the gateway's max-bucket-index-shards).", BucketShardsHeader, s.cfg.MaxRequestShards)
 		}
 		shards = n
 	}
@@ -137,6 +139,9 @@ func (s *Server) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	}
 	location, err := readLocation(r)
 	if err != nil {
+		return err
+	}
+	if err := s.checkLocation(location); err != nil {
 		return err
 	}
 	if err := s.be.CreateBucket(r.Context(), rc.ident.User.ID, rc.bucket, location, shards); err != nil {
@@ -148,9 +153,23 @@ func (s *Server) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	return nil
 }
 
-// readLocation parses the optional CreateBucketConfiguration body. Any
-// constraint is accepted and recorded: clients configured for any region
-// must be able to create buckets, as with RGW's default zonegroup.
+// checkLocation accepts the constraints that name this gateway: none,
+// us-east-1 (what SDKs configured for it imply) and the configured region
+// (RGW's zonegroup api_name), optionally with RGW's ":placement" suffix
+// naming the only placement, default-placement. Anything else names a
+// region this gateway does not serve: InvalidLocationConstraint.
+func (s *Server) checkLocation(loc string) error {
+	region, placement, hasPlacement := strings.Cut(loc, ":")
+	if hasPlacement && placement != "default-placement" {
+		return s3err.New(s3err.ErrInvalidLocationConstraint, "The placement target %q does not exist; only default-placement does.", placement)
+	}
+	if region == "" || region == "us-east-1" || region == s.cfg.Region {
+		return nil
+	}
+	return s3err.New(s3err.ErrInvalidLocationConstraint, "The location constraint %q is not valid: this gateway serves region %q.", region, s.cfg.Region)
+}
+
+// readLocation parses the optional CreateBucketConfiguration body.
 func readLocation(r *http.Request) (string, error) {
 	data, err := readAllLimited(r.Body, maxSmallXML)
 	if err != nil {

@@ -39,7 +39,9 @@ func TestCreateBucket(t *testing.T) {
 		{"short name", req{method: "PUT", path: "/ab"}, 400, "InvalidBucketName"},
 		{"owned by you", req{method: "PUT", path: "/taken"}, 409, "BucketAlreadyOwnedByYou"},
 		{"owned by other", req{method: "PUT", path: "/taken", key: bobKey}, 409, "BucketAlreadyExists"},
-		{"location", req{method: "PUT", path: "/located", body: `<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><LocationConstraint>eu-west-1</LocationConstraint></CreateBucketConfiguration>`}, 200, ""},
+		{"location", req{method: "PUT", path: "/located", body: `<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><LocationConstraint>us-east-1</LocationConstraint></CreateBucketConfiguration>`}, 200, ""},
+		{"empty location", req{method: "PUT", path: "/located2", body: `<CreateBucketConfiguration><LocationConstraint></LocationConstraint></CreateBucketConfiguration>`}, 200, ""},
+		{"foreign location", req{method: "PUT", path: "/elsewhere", body: `<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><LocationConstraint>eu-west-1</LocationConstraint></CreateBucketConfiguration>`}, 400, "InvalidLocationConstraint"},
 		{"malformed config", req{method: "PUT", path: "/badxml", body: `<CreateBucketConfiguration><Location`}, 400, "MalformedXML"},
 		{"wrong root", req{method: "PUT", path: "/badroot", body: `<Delete/>`}, 400, "MalformedXML"},
 		{"shards", req{method: "PUT", path: "/sharded", hdr: map[string]string{BucketShardsHeader: "64"}}, 200, ""},
@@ -58,13 +60,52 @@ func TestCreateBucket(t *testing.T) {
 	if b := h.be.buckets["sharded"]; b == nil || b.shards != 64 {
 		t.Fatalf("pre-sharding header not passed: %+v", b)
 	}
-	if b := h.be.buckets["located"]; b == nil || b.info.Location != "eu-west-1" {
+	if b := h.be.buckets["located"]; b == nil || b.info.Location != "us-east-1" {
 		t.Fatalf("location not recorded: %+v", b)
 	}
-	for _, n := range []string{"Bad_Name", "ab", "badxml", "badroot", "badshards", "anon", "unknown"} {
+	for _, n := range []string{"Bad_Name", "ab", "badxml", "badroot", "badshards", "anon", "unknown", "elsewhere"} {
 		if _, ok := h.be.buckets[n]; ok {
 			t.Errorf("rejected request created bucket %q", n)
 		}
+	}
+}
+
+// The configured region (RGW's zonegroup api_name) is a valid constraint,
+// with or without RGW's ":default-placement"; other regions and
+// placements are not.
+func TestCreateBucketLocationRegion(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Region = "default" })
+	cfgBody := func(loc string) string {
+		return `<CreateBucketConfiguration><LocationConstraint>` + loc + `</LocationConstraint></CreateBucketConfiguration>`
+	}
+	for loc, code := range map[string]string{
+		"default": "", "default:default-placement": "", "us-east-1": "", ":default-placement": "",
+		"eu-west-1": "InvalidLocationConstraint", "default:fast-placement": "InvalidLocationConstraint", "DEFAULT": "InvalidLocationConstraint",
+	} {
+		name := "loc-" + strings.NewReplacer(":", "-", "_", "-").Replace(strings.ToLower(loc))
+		status := 200
+		if code != "" {
+			status = 400
+		}
+		if res := h.mustDo(req{method: "PUT", path: "/" + name + "x", body: cfgBody(loc)}, status); res.code() != code {
+			t.Errorf("%q: %s", loc, res.body)
+		}
+	}
+}
+
+// x-cairn-bucket-index-shards is capped by the operator's limit.
+func TestCreateBucketShardCap(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxRequestShards = 100 })
+	res := h.mustDo(req{method: "PUT", path: "/huge", hdr: map[string]string{BucketShardsHeader: "65521"}}, 400)
+	if res.code() != "InvalidArgument" || !strings.Contains(res.body, "between 1 and 100") {
+		t.Fatalf("%s", res.body)
+	}
+	if _, ok := h.be.buckets["huge"]; ok {
+		t.Fatal("created")
+	}
+	h.mustDo(req{method: "PUT", path: "/capped", hdr: map[string]string{BucketShardsHeader: "100"}}, 200)
+	if b := h.be.buckets["capped"]; b == nil || b.shards != 100 {
+		t.Fatalf("%+v", b)
 	}
 }
 

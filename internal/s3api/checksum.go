@@ -91,6 +91,14 @@ func payloadSize(r *http.Request, rc *reqCtx) (int64, error) {
 // newPayload validates the body headers of a data upload (PutObject,
 // UploadPart) of at most maxSize bytes.
 func newPayload(r *http.Request, rc *reqCtx, maxSize int64) (*payload, error) {
+	// Without Content-Length or Transfer-Encoding, HTTP says the body is
+	// empty; S3 says the client forgot the length (411) rather than
+	// storing an empty object. Chunked transfer without a length is
+	// accepted, as RGW does.
+	chunked := len(r.TransferEncoding) > 0
+	if r.ContentLength <= 0 && r.Header.Get("Content-Length") == "" && !chunked {
+		return nil, s3err.New(s3err.ErrMissingContentLength, "")
+	}
 	size, err := payloadSize(r, rc)
 	if err != nil {
 		return nil, err

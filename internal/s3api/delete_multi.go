@@ -3,6 +3,7 @@ package s3api
 import (
 	"encoding/xml"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/cairn-s3/cairn/internal/driver"
@@ -58,10 +59,14 @@ func parseDelete(data []byte) (deleteRequest, error) {
 	return req, nil
 }
 
-// deleteObjects is DeleteObjects (POST ?delete). Content-MD5 and
-// x-amz-checksum-* are verified when sent; neither is required, since
-// clients differ in which one they send.
+// deleteObjects is DeleteObjects (POST ?delete). As in S3, the body must
+// carry an integrity check: Content-MD5, an x-amz-checksum-* (header or
+// trailer) or x-amz-sdk-checksum-algorithm; whichever is sent is verified
+// (an algorithm alone is only computed).
 func (s *Server) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	if !hasBodyDigest(r.Header) {
+		return s3err.New(s3err.ErrMissingContentMD5, "Missing required header for this request: Content-MD5 (or an x-amz-checksum-* header or trailer).")
+	}
 	p, err := verifyBody(r, rc, -1)
 	if err != nil {
 		return err
@@ -117,4 +122,21 @@ func (s *Server) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqCt
 		out.Errors = append(out.Errors, deleteError{Key: o.Key, VersionID: o.VersionID, Code: e.Code, Message: e.WireMessage()})
 	}
 	return writeXML(w, http.StatusOK, out)
+}
+
+// hasBodyDigest reports whether the request declares a body digest that
+// verifyBody (or the authenticator) checks.
+func hasBodyDigest(h http.Header) bool {
+	if h.Get("Content-MD5") != "" {
+		return true
+	}
+	for _, alg := range checksumAlgorithms {
+		if h.Get(checksumHeader(alg)) != "" {
+			return true
+		}
+	}
+	// AWS: "The Content-MD5 or x-amz-sdk-checksum-algorithm header is
+	// required"; SDKs send the value too, as a header or a trailer.
+	return h.Get("x-amz-sdk-checksum-algorithm") != "" ||
+		strings.HasPrefix(strings.ToLower(strings.TrimSpace(h.Get("x-amz-trailer"))), "x-amz-checksum-")
 }

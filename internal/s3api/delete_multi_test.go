@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/xml"
 	"fmt"
+	"hash/crc32"
 	"strings"
 	"testing"
 )
@@ -35,7 +36,8 @@ func TestDeleteObjects(t *testing.T) {
 		t.Fatalf("left %v", objs)
 	}
 	// Quiet: only errors are listed.
-	res = h.mustDo(req{method: "POST", path: "/b?delete", body: `<Delete><Quiet>true</Quiet><Object><Key>b</Key></Object></Delete>`}, 200)
+	quiet := `<Delete><Quiet>true</Quiet><Object><Key>b</Key></Object></Delete>`
+	res = h.mustDo(req{method: "POST", path: "/b?delete", body: quiet, hdr: contentMD5(quiet)}, 200)
 	out = deleteResultXML{}
 	xml.Unmarshal([]byte(res.body), &out)
 	if len(out.Deleted) != 0 || len(out.Error) != 0 || len(h.be.buckets["b"].objects) != 0 {
@@ -60,7 +62,13 @@ func TestDeleteObjects(t *testing.T) {
 		{"wrong root", "<Remove><Object><Key>keep</Key></Object></Remove>", nil, "MalformedXML"},
 		{"too many", many.String(), nil, "MalformedXML"},
 		{"bad md5", "<Delete><Object><Key>keep</Key></Object></Delete>", map[string]string{"Content-MD5": base64.StdEncoding.EncodeToString(make([]byte, 16))}, "BadDigest"},
+		{"bad crc32", "<Delete><Object><Key>keep</Key></Object></Delete>", map[string]string{"x-amz-checksum-crc32": "AAAAAA=="}, "BadDigest"},
+		// S3 requires an integrity check on DeleteObjects.
+		{"no digest", "<Delete><Object><Key>keep</Key></Object></Delete>", map[string]string{}, "InvalidRequest"},
 	} {
+		if tc.hdr == nil {
+			tc.hdr = contentMD5(tc.body)
+		}
 		res := h.mustDo(req{method: "POST", path: "/b?delete", body: tc.body, hdr: tc.hdr}, 400)
 		if res.code() != tc.code {
 			t.Errorf("%s: %s", tc.name, res.body)
@@ -68,5 +76,32 @@ func TestDeleteObjects(t *testing.T) {
 	}
 	if h.be.buckets["b"].objects["keep"] == nil {
 		t.Fatal("a rejected DeleteObjects deleted a key")
+	}
+}
+
+func contentMD5(body string) map[string]string {
+	sum := md5.Sum([]byte(body))
+	return map[string]string{"Content-MD5": base64.StdEncoding.EncodeToString(sum[:])}
+}
+
+// A checksum header instead of Content-MD5 is enough (what current SDKs
+// send).
+func TestDeleteObjectsChecksumHeader(t *testing.T) {
+	h := newHarness(t)
+	h.bucket("b")
+	h.put("b", "k", "x")
+	body := "<Delete><Object><Key>k</Key></Object></Delete>"
+	sum := crc32.ChecksumIEEE([]byte(body))
+	enc := base64.StdEncoding.EncodeToString([]byte{byte(sum >> 24), byte(sum >> 16), byte(sum >> 8), byte(sum)})
+	h.mustDo(req{method: "POST", path: "/b?delete", body: body, hdr: map[string]string{"x-amz-checksum-crc32": enc}}, 200)
+	if len(h.be.buckets["b"].objects) != 0 {
+		t.Fatal("not deleted")
+	}
+	// AWS names x-amz-sdk-checksum-algorithm as the alternative to
+	// Content-MD5.
+	h.put("b", "k", "x")
+	h.mustDo(req{method: "POST", path: "/b?delete", body: body, hdr: map[string]string{"x-amz-sdk-checksum-algorithm": "CRC32"}}, 200)
+	if len(h.be.buckets["b"].objects) != 0 {
+		t.Fatal("not deleted")
 	}
 }

@@ -55,6 +55,7 @@ var errorTable = []struct {
 	{driver.ErrKeyExists, errKeyExists},
 	{driver.ErrNoSuchReshard, errNoSuchReshard},
 	{driver.ErrNotEmptyUserBuckets, errUserHasBuckets},
+	{driver.ErrTooManyBuckets, s3err.ErrTooManyBuckets},
 }
 
 // mapError turns any error into the *s3err.Error to send. An *s3err.Error
@@ -87,7 +88,7 @@ func MapError(err error) *s3err.Error {
 // human-readable reason).
 func detail(sentinel, err error) string {
 	switch sentinel {
-	case driver.ErrInvalidArgument, driver.ErrInvalidKey, driver.ErrTooManyParts:
+	case driver.ErrInvalidArgument, driver.ErrInvalidKey, driver.ErrTooManyParts, driver.ErrTooManyBuckets:
 		return err.Error()
 	case driver.ErrInvalidRequest, driver.ErrBadDigest:
 		// "<sentinel>: <reason>": send the reason when there is one.

@@ -43,6 +43,12 @@ type Config struct {
 	// DefaultMaxHeaderBytes. The http.Server's own MaxHeaderBytes must be
 	// larger (see HTTPMaxHeaderBytes) or Go answers with a bare 431 first.
 	MaxHeaderBytes int
+	// MaxRequestShards caps x-cairn-bucket-index-shards on CreateBucket.
+	// Default MaxBucketIndexShards.
+	MaxRequestShards int
+	// BodyIdleTimeout fails a request whose body sends nothing for this
+	// long with RequestTimeout. 0 disables it.
+	BodyIdleTimeout time.Duration
 	// HostID is sent as x-amz-id-2. Default: random per Server.
 	HostID string
 	// Now is the clock. Default time.Now.
@@ -60,6 +66,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxHeaderBytes < 0 {
 		errs = append(errs, errors.New("s3api: Config.MaxHeaderBytes must be >= 0"))
+	}
+	if c.MaxRequestShards < 0 || c.MaxRequestShards > MaxBucketIndexShards {
+		errs = append(errs, fmt.Errorf("s3api: Config.MaxRequestShards must be in 0..%d", MaxBucketIndexShards))
 	}
 	for _, d := range c.DomainNames {
 		if d == "" || strings.ContainsAny(d, "/: ") {
@@ -81,6 +90,9 @@ func (c *Config) ensureDefaults() {
 	}
 	if c.MaxHeaderBytes == 0 {
 		c.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if c.MaxRequestShards == 0 {
+		c.MaxRequestShards = MaxBucketIndexShards
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -177,6 +189,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.cfg.Now()
 	rc := &reqCtx{id: s.newRequestID(), op: "Unknown", decodedLength: -1}
 	rw := &statusWriter{ResponseWriter: w}
+	r = s.guardBody(w, r)
 	h := w.Header()
 	h.Set("x-amz-request-id", rc.id)
 	h.Set("x-amz-id-2", s.cfg.HostID)

@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,7 +14,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +31,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cairn-s3/cairn/internal/objstore/embedded"
 	"github.com/cairn-s3/cairn/internal/objstore/radosstore"
+	"github.com/cairn-s3/cairn/internal/redact"
 	"github.com/cairn-s3/cairn/internal/s3api"
 )
 
@@ -63,6 +64,9 @@ type Gateway struct {
 
 // Open builds a gateway on cfg without listening.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(string) string) (*Gateway, error) {
+	// Every component logs through the redacting handler: no credential
+	// reaches the log stream even if a log call passes one.
+	log = redact.Logger(log)
 	g := &Gateway{Config: cfg, Log: log, Registry: prometheus.NewRegistry()}
 	g.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
@@ -85,7 +89,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		}
 		d, err := driver.New(ctx, driver.Options{
 			Store: st, DefaultShards: cfg.BucketIndexShards, GCMinWait: cfg.GCMinWait,
-			Logger: log.With("component", "driver"), Notifier: svc,
+			Logger: log.With("component", "driver"), Notifier: svc, MaxBuckets: cfg.MaxBuckets,
 		})
 		if err != nil {
 			g.Close()
@@ -116,6 +120,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 	api, err := s3api.New(s3api.Config{
 		Backend: be, Auth: sigAuth{v4: v4, lookup: s3api.SecretLookup(be)}, Logger: log.With("component", "s3api"),
 		Registerer: g.Registry, Region: cfg.Region, DomainNames: domains,
+		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxRequestShards: cfg.ShardCap(), BodyIdleTimeout: cfg.RequestBodyIdleTimeout,
 	})
 	if err != nil {
 		g.Close()
@@ -188,8 +193,8 @@ func (g *Gateway) Close() {
 	g.closers = nil
 }
 
-// Run serves until ctx is done, then shuts down gracefully: the listener
-// closes, in-flight requests finish (up to ShutdownTimeout), then the
+// Run serves until ctx is done, then shuts down gracefully: the listeners
+// close, in-flight requests finish (up to ShutdownTimeout), then the
 // store is closed.
 func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(string) string) error {
 	g, err := Open(ctx, cfg, log, getenv)
@@ -197,22 +202,32 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(
 		return err
 	}
 	defer g.Close()
-	ln, err := net.Listen("tcp", cfg.Listen)
+	srv := &http.Server{
+		Handler:           withTLSState(g.Handler),
+		MaxHeaderBytes:    g.API.HTTPMaxHeaderBytes(),
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		ConnContext:       connContext,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	lns, err := listen(cfg, srv.MaxHeaderBytes, log)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           g.Handler,
-		MaxHeaderBytes:    g.API.HTTPMaxHeaderBytes(),
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	errc := make(chan error, len(lns))
+	var addrs []string
+	for _, ln := range lns {
+		go func() { errc <- srv.Serve(ln) }()
+		scheme := "http"
+		if ln.tls != nil {
+			scheme = "https"
+		}
+		addrs = append(addrs, scheme+"://"+ln.Addr().String())
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	log.Info("cairn serving", "listen", ln.Addr().String(), "data_dir", cfg.DataDir, "backend", cfg.Backend)
+	log.Info("cairn serving", "listen", addrs, "data_dir", cfg.DataDir, "backend", cfg.Backend)
 	select {
 	case err := <-errc:
+		_ = srv.Close()
 		return err
 	case <-ctx.Done():
 	}
@@ -222,11 +237,50 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("shutdown", "err", err)
 	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	for range lns {
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// listen opens the plain listener on cfg.Listen and, with a certificate,
+// the TLS one on cfg.TLSListen (or TLS on cfg.Listen when TLSListen is
+// empty).
+func listen(cfg *config.Config, maxHeader int, log *slog.Logger) ([]*listener, error) {
+	var tcfg *tls.Config
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("tls-cert/tls-key: %w", err)
+		}
+		tcfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	}
+	type spec struct {
+		addr string
+		tls  *tls.Config
+	}
+	specs := []spec{{cfg.Listen, nil}}
+	switch {
+	case tcfg != nil && cfg.TLSListen != "":
+		specs = append(specs, spec{cfg.TLSListen, tcfg})
+	case tcfg != nil:
+		specs[0].tls = tcfg
+	}
+	var out []*listener
+	for _, sp := range specs {
+		ln, err := net.Listen("tcp", sp.addr)
+		if err != nil {
+			for _, l := range out {
+				_ = l.Close()
+			}
+			return nil, err
+		}
+		out = append(out, &listener{Listener: ln, tls: sp.tls, maxHeader: maxHeader, log: log.With("component", "s3api")})
+	}
+	return out, nil
 }
 
 // sigAuth adapts the SigV4 verifier (and SigV2, which boto3 still uses for
@@ -248,8 +302,9 @@ func (a sigAuth) Authenticate(r *http.Request) (s3api.AuthResult, error) {
 }
 
 // bootstrapAdmin creates the admin user on a fresh data directory, with
-// CAIRN_ACCESS_KEY/CAIRN_SECRET_KEY if set, else generated keys that are
-// printed once and written to <data-dir>/admin.credentials (0600).
+// CAIRN_ACCESS_KEY/CAIRN_SECRET_KEY if set, else generated keys. Either
+// way the keys go to <data-dir>/admin.credentials (0600) and nowhere else:
+// the console and the log only name the file.
 func bootstrapAdmin(ctx context.Context, d s3api.Backend, cfg *config.Config, getenv func(string) string, log *slog.Logger) error {
 	if _, err := d.GetUser(ctx, "admin"); err == nil {
 		return nil
@@ -273,12 +328,8 @@ func bootstrapAdmin(ctx context.Context, d s3api.Backend, cfg *config.Config, ge
 		return err
 	}
 	if generated {
-		fmt.Fprintf(os.Stderr, "cairn: created admin user with generated keys (also in %s):\n%s", path, indent(body))
+		fmt.Fprintf(os.Stderr, "cairn: created admin user with generated keys; they are in %s (mode 0600)\n", path)
 	}
-	log.Info("created admin user", "credentials_file", path)
+	log.Info("created admin user", "credentials_file", path, "generated_keys", generated)
 	return nil
-}
-
-func indent(s string) string {
-	return "  " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n  ") + "\n"
 }
