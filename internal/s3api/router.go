@@ -74,9 +74,12 @@ func (s *Server) route(r *http.Request, rc *reqCtx) route {
 	}
 	if bucket == "" {
 		switch {
-		case r.Method == http.MethodPost || q.Has("Action"):
+		case r.Method == http.MethodPost:
 			// SNS query API: form-encoded POST to "/" (RGW serves it there).
+			// Only the body counts, never the query (see notify/api).
 			return route{kind: kindSNS, op: "SNS"}
+		case r.Method == http.MethodGet && q.Has("Action"):
+			return route{op: "SNS", err: s3err.New(s3err.ErrMethodNotAllowed, "The SNS API takes a form-encoded POST.")}
 		case r.Method == http.MethodGet:
 			return route{op: "ListBuckets", h: s.listBuckets}
 		}
@@ -88,8 +91,16 @@ func (s *Server) route(r *http.Request, rc *reqCtx) route {
 	return s.objectRoute(r, q)
 }
 
+// notImplemented answers NotImplemented only after the bucket check, so
+// a missing bucket is NoSuchBucket and someone else's is AccessDenied, as
+// for any other request: only the owner learns what is unimplemented.
 func notImplemented(op, what string) route {
-	return route{op: op, err: s3err.New(s3err.ErrNotImplemented, "%s is not implemented.", what)}
+	return deferredError(op, s3err.New(s3err.ErrNotImplemented, "%s is not implemented.", what))
+}
+
+// deferredError is a bucket-scoped route that fails with err.
+func deferredError(op string, err error) route {
+	return route{op: op, bucketScoped: true, h: func(http.ResponseWriter, *http.Request, *reqCtx) error { return err }}
 }
 
 // subresource returns the first query parameter that names an unsupported
@@ -153,7 +164,7 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 		}
 		return notImplemented("Bucket", "this POST request")
 	}
-	return route{op: "Bucket", err: s3err.New(s3err.ErrMethodNotAllowed, "")}
+	return deferredError("Bucket", s3err.New(s3err.ErrMethodNotAllowed, ""))
 }
 
 func (s *Server) objectRoute(r *http.Request, q url.Values) route {
@@ -202,7 +213,7 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 		}
 		return scoped("DeleteObject", s.deleteObject)
 	}
-	return route{op: "Object", err: s3err.New(s3err.ErrMethodNotAllowed, "")}
+	return deferredError("Object", s3err.New(s3err.ErrMethodNotAllowed, ""))
 }
 
 // opName names an extension operation for logs and metrics, e.g.

@@ -225,7 +225,7 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 	rc.op = rt.op
 
 	// Authenticate every request: there is no anonymous access.
-	ident, err := s.authenticate(r, rc)
+	ident, err := s.authenticate(r, rc, rt.kind)
 	if err != nil {
 		if rt.kind == kindSNS {
 			s.writeSNSError(w, rc, err)

@@ -153,9 +153,14 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// readForm merges the query string and a form-encoded body.
+// readForm reads the form-encoded body: the AWS query protocol over POST.
+// The query string is ignored: the action and its target come from the
+// body alone, which the server requires to be signed.
 func readForm(r *http.Request) (url.Values, error) {
-	form := r.URL.Query()
+	form := url.Values{}
+	if r.Method != http.MethodPost {
+		return nil, errors.New("the SNS API takes a form-encoded POST")
+	}
 	if r.Body == nil {
 		return form, nil
 	}
