@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -37,8 +38,11 @@ func (p *HTTPPusher) Push(ctx context.Context, t *topic.Topic, rec *event.Record
 	if err != nil {
 		return err
 	}
-	if u == nil || (u.Scheme != topic.SchemeHTTP && u.Scheme != topic.SchemeHTTPS) {
-		return fmt.Errorf("push: no synchronous pusher for endpoint %q", t.Settings.PushEndpoint)
+	if u == nil {
+		return errors.New("push: the topic has no push-endpoint")
+	}
+	if u.Scheme != topic.SchemeHTTP && u.Scheme != topic.SchemeHTTPS {
+		return fmt.Errorf("push: no synchronous pusher for scheme %q", u.Scheme)
 	}
 	body, err := event.MarshalMessage(rec)
 	if err != nil {
