@@ -70,6 +70,7 @@ func (g *Gateway) openNotifications(ctx context.Context, cfg *config.Config) (*s
 func (g *Gateway) mountNotifications(cfg *config.Config, svc *service.Service, d *driver.Driver, srv *s3api.Server) error {
 	a, err := api.New(api.Options{
 		Service: svc, Bucket: d.GetBucket, Logger: g.Log.With("component", "notify-api"),
+		RequirePublishPolicy: cfg.TopicRequirePublishPolicy,
 		Caller: func(ctx context.Context) (api.Caller, bool) {
 			id, ok := s3api.IdentityFrom(ctx)
 			return api.Caller{User: id.User.ID, Admin: id.User.Admin}, ok

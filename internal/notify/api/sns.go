@@ -47,8 +47,13 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 	topts := topic.Options{RequestTLS: tlsReq, AllowCleartextSecrets: a.opts.AllowCleartextSecrets}
 	ctx := r.Context()
 
-	// topicArg resolves TopicArn to a topic the caller may see.
-	topicArg := func() (*topic.Topic, *topic.Error) {
+	// may is the topic access rule: admins may do anything, others what
+	// the topic's owner or Policy grants them (topic.MayAccess).
+	may := func(t *topic.Topic, action string) bool {
+		return caller.Admin || t.MayAccess(caller.User, action)
+	}
+	// topicArg resolves TopicArn to a topic the caller may use for action.
+	topicArg := func(action string) (*topic.Topic, *topic.Error) {
 		arn := form.Get("TopicArn")
 		if arn == "" {
 			return nil, &topic.Error{Code: topic.CodeInvalidArgument, Message: "missing TopicArn", HTTPStatus: http.StatusBadRequest}
@@ -64,7 +69,7 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			}
 			return nil, snsError(err)
 		}
-		if t.Owner != caller.User && !caller.Admin {
+		if !may(t, action) {
 			return nil, snsError(service.ErrNotOwner)
 		}
 		return t, nil
@@ -88,7 +93,7 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 		}
 		ok(topic.CreateTopicResponse(t.ARN, rid))
 	case "GetTopicAttributes", "GetTopic":
-		t, e := topicArg()
+		t, e := topicArg(topic.ActionGetTopicAttributes)
 		if e != nil {
 			fail(e)
 			return
@@ -98,9 +103,9 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if action == "GetTopic" {
-			ok(topic.GetTopicResponse(t, rid))
+			ok(topic.GetTopicResponse(t.ViewFor(caller.User), rid))
 		} else {
-			ok(topic.GetTopicAttributesResponse(t, rid))
+			ok(topic.GetTopicAttributesResponse(t.ViewFor(caller.User), rid))
 		}
 	case "ListTopics":
 		ts, next, err := a.svc.ListTopics(ctx, form.Get("NextToken"), 100)
@@ -108,18 +113,23 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			fail(snsError(err))
 			return
 		}
+		// Only the caller's topics and those whose Policy lets the caller
+		// read them (as RGW); admins see every topic, redacted.
 		shown := ts[:0]
 		for _, t := range ts {
+			if !may(t, topic.ActionGetTopicAttributes) {
+				continue
+			}
 			// Topics holding credentials are listed only over TLS (their
 			// endpoint address carries them).
 			if t.Settings.HasSecret() && !tlsReq && !a.opts.AllowCleartextSecrets {
 				continue
 			}
-			shown = append(shown, t)
+			shown = append(shown, t.ViewFor(caller.User))
 		}
 		ok(topic.ListTopicsResponse(shown, next, rid))
 	case "SetTopicAttributes":
-		t, e := topicArg()
+		t, e := topicArg(topic.ActionSetTopicAttributes)
 		if e != nil {
 			fail(e)
 			return
@@ -129,7 +139,9 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			fail(&topic.Error{Code: topic.CodeInvalidArgument, Message: "missing AttributeName", HTTPStatus: http.StatusBadRequest})
 			return
 		}
-		if _, err := a.svc.SetTopicAttribute(ctx, t.Name, caller.User, caller.Admin, name, form.Get("AttributeValue"), topts); err != nil {
+		// topicArg authorized the change; a grantee's is not the owner's.
+		grantee := caller.Admin || t.Owner != caller.User
+		if _, err := a.svc.SetTopicAttribute(ctx, t.Name, caller.User, grantee, name, form.Get("AttributeValue"), topts); err != nil {
 			fail(snsError(err))
 			return
 		}
@@ -141,7 +153,19 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			fail(snsError(err))
 			return
 		}
-		if err := a.svc.DeleteTopic(ctx, pa.Name, caller.User, caller.Admin); err != nil {
+		// Deleting a missing topic succeeds (and cleans up a queue left
+		// behind); an existing one needs the owner or sns:DeleteTopic.
+		t, err := a.svc.GetTopic(ctx, pa.Name)
+		if err != nil && !errors.Is(err, service.ErrTopicNotFound) {
+			fail(snsError(err))
+			return
+		}
+		if t != nil && !may(t, topic.ActionDeleteTopic) {
+			fail(snsError(service.ErrNotOwner))
+			return
+		}
+		grantee := caller.Admin || (t != nil && t.Owner != caller.User)
+		if err := a.svc.DeleteTopic(ctx, pa.Name, caller.User, grantee); err != nil {
 			fail(snsError(err))
 			return
 		}

@@ -233,3 +233,20 @@ var errPrincipal = jsonError("Principal must be \"*\" or {\"AWS\": ...}")
 type jsonError string
 
 func (e jsonError) Error() string { return string(e) }
+
+// ViewFor returns t as user may see it: the owner sees it whole; anyone
+// else (a Policy grantee, an admin) sees the push-endpoint with its
+// password and query values redacted and no password attribute.
+func (t *Topic) ViewFor(user string) *Topic {
+	if user == t.Owner {
+		return t
+	}
+	v := *t
+	if v.Settings.PushEndpoint != "" {
+		v.Settings.PushEndpoint = redactEndpoint(v.Settings.PushEndpoint)
+	}
+	if v.Settings.Password != "" {
+		v.Settings.Password = "xxxxx"
+	}
+	return &v
+}
