@@ -5,7 +5,9 @@ package tests
 
 import (
 	"context"
+	"crypto/md5"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"io"
 	"net/http"
@@ -31,7 +33,8 @@ type reply struct {
 	body   string
 }
 
-var codeRE = regexp.MustCompile(`<Code>([^<]*)</Code>`)
+// codeRE finds the error code of an XML (S3, SNS) or JSON (admin) error.
+var codeRE = regexp.MustCompile(`<Code>([^<]*)</Code>|"Code":\s*"([^"]*)"`)
 
 func send(t *testing.T, r *http.Request) reply {
 	t.Helper()
@@ -43,7 +46,7 @@ func send(t *testing.T, r *http.Request) reply {
 	b, _ := io.ReadAll(res.Body)
 	rp := reply{status: res.StatusCode, body: string(b)}
 	if m := codeRE.FindStringSubmatch(rp.body); m != nil {
-		rp.code = m[1]
+		rp.code = m[1] + m[2]
 	}
 	return rp
 }
@@ -148,6 +151,11 @@ func get(t *testing.T, rawURL, host string) reply {
 		r.Host = host
 	}
 	return send(t, r)
+}
+
+func contentMD5(s string) string {
+	sum := md5.Sum([]byte(s))
+	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
 func createUser(t *testing.T, g *Gateway, uid string) principal {
@@ -298,4 +306,154 @@ func TestForgedSigV4(t *testing.T) {
 	// A query on a signed POST is ignored: only the body counts.
 	want(t, "query Action ignored", alice.do(t, g, "POST", "/?Action=DeleteTopic&TopicArn="+url.QueryEscape(arn), "Action=ListTopics"), 200, "")
 	want(t, "topic still there", alice.sns(t, g, topicForm("GetTopicAttributes", "TopicArn", arn)), 200, "")
+}
+
+// TestCrossUserMatrix runs every operation on alice's bucket, object and
+// topic, and the admin API, as bob, anonymous and alice's key with a
+// wrong secret: each is refused with the expected status and code, and
+// afterwards alice's resources are exactly as before.
+func TestCrossUserMatrix(t *testing.T) {
+	g := StartGateway(t)
+	alice := createUser(t, g, "alice")
+	bob := createUser(t, g, "bob")
+	anon := principal{name: "anonymous"}
+	forger := principal{name: "wrong-secret", ak: alice.ak, sk: "not-alices-secret-000000000000000000000"}
+	arn := "arn:aws:sns:default::mxtopic"
+
+	want(t, "bucket", alice.do(t, g, "PUT", "/mx-alice", ""), 200, "")
+	want(t, "object", alice.do(t, g, "PUT", "/mx-alice/k", "alice data"), 200, "")
+	want(t, "topic", alice.sns(t, g, topicForm("CreateTopic", "Name", "mxtopic",
+		"Attributes.entry.1.key", "push-endpoint", "Attributes.entry.1.value", topicEndpoint,
+		"Attributes.entry.2.key", "OpaqueData", "Attributes.entry.2.value", "alice-opaque")), 200, "")
+	want(t, "bob's bucket", bob.do(t, g, "PUT", "/mx-bob", ""), 200, "")
+	notif := `<NotificationConfiguration><TopicConfiguration><Id>n1</Id><Topic>` + arn +
+		`</Topic><Event>s3:ObjectCreated:*</Event></TopicConfiguration></NotificationConfiguration>`
+
+	const delBody = `<Delete><Object><Key>k</Key></Object></Delete>`
+	type op struct {
+		name, method, path, body string
+		hdr                      []string
+	}
+	s3ops := []op{
+		{"ListObjects", "GET", "/mx-alice", "", nil},
+		{"ListObjectsV2", "GET", "/mx-alice?list-type=2", "", nil},
+		{"GetBucketLocation", "GET", "/mx-alice?location", "", nil},
+		{"GetBucketVersioning", "GET", "/mx-alice?versioning", "", nil},
+		{"GetBucketAcl", "GET", "/mx-alice?acl", "", nil},
+		{"ListMultipartUploads", "GET", "/mx-alice?uploads", "", nil},
+		{"GetBucketNotification", "GET", "/mx-alice?notification", "", nil},
+		{"PutBucketNotification", "PUT", "/mx-alice?notification", notif, nil},
+		{"DeleteBucketNotification", "DELETE", "/mx-alice?notification", "", nil},
+		{"GetBucketTagging(501)", "GET", "/mx-alice?tagging", "", nil},
+		{"PutBucketCors(501)", "PUT", "/mx-alice?cors", "<CORSConfiguration/>", nil},
+		{"DeleteBucketLifecycle(501)", "DELETE", "/mx-alice?lifecycle", "", nil},
+		{"PostBucket(501)", "POST", "/mx-alice?restore", "", nil},
+		{"PatchBucket(405)", "PATCH", "/mx-alice", "", nil},
+		{"DeleteObjects", "POST", "/mx-alice?delete", delBody, []string{"Content-MD5", contentMD5(delBody)}},
+		{"DeleteBucket", "DELETE", "/mx-alice", "", nil},
+		{"GetObject", "GET", "/mx-alice/k", "", nil},
+		{"GetObjectAcl", "GET", "/mx-alice/k?acl", "", nil},
+		{"GetObjectTagging(501)", "GET", "/mx-alice/k?tagging", "", nil},
+		{"PutObjectRetention(501)", "PUT", "/mx-alice/k?retention", "<Retention/>", nil},
+		{"PutObject", "PUT", "/mx-alice/new", "bob was here", nil},
+		{"PutObject(overwrite)", "PUT", "/mx-alice/k", "bob was here", nil},
+		{"CopyObject(into)", "PUT", "/mx-alice/copy", "", []string{"x-amz-copy-source", "/mx-bob/none"}},
+		{"CopyObject(out of)", "PUT", "/mx-bob/stolen", "", []string{"x-amz-copy-source", "/mx-alice/k"}},
+		{"CreateMultipartUpload", "POST", "/mx-alice/mp?uploads", "", nil},
+		{"UploadPart", "PUT", "/mx-alice/mp?partNumber=1&uploadId=x", "part", nil},
+		{"ListParts", "GET", "/mx-alice/mp?uploadId=x", "", nil},
+		{"AbortMultipartUpload", "DELETE", "/mx-alice/mp?uploadId=x", "", nil},
+		{"DeleteObject", "DELETE", "/mx-alice/k", "", nil},
+	}
+	snsops := []url.Values{
+		topicForm("GetTopicAttributes", "TopicArn", arn),
+		topicForm("GetTopic", "TopicArn", arn),
+		topicForm("SetTopicAttributes", "TopicArn", arn, "AttributeName", "push-endpoint", "AttributeValue", "http://evil.example/"),
+		topicForm("SetTopicAttributes", "TopicArn", arn, "AttributeName", "Policy", "AttributeValue",
+			`{"Statement":[{"Effect":"Allow","Principal":"*","Action":"sns:*"}]}`),
+		topicForm("DeleteTopic", "TopicArn", arn),
+		topicForm("CreateTopic", "Name", "mxtopic", "Attributes.entry.1.key", "push-endpoint", "Attributes.entry.1.value", "http://evil.example/"),
+	}
+	adminops := []op{
+		{"GetUser", "GET", "/admin/user?uid=alice", "", nil},
+		{"ListUsers", "GET", "/admin/user", "", nil},
+		{"CreateUser", "PUT", "/admin/user?uid=eve&admin=true", "", nil},
+		{"RemoveUser", "DELETE", "/admin/user?uid=alice", "", nil},
+		{"ListBuckets", "GET", "/admin/bucket", "", nil},
+		{"BucketStats", "GET", "/admin/bucket?bucket=mx-alice&stats", "", nil},
+		{"ListTopics", "GET", "/admin/topic", "", nil},
+		{"RemoveTopic", "DELETE", "/admin/topic?topic=mxtopic", "", nil},
+		{"Notifications", "GET", "/admin/notification?bucket=mx-alice", "", nil},
+		{"Reshard", "POST", "/admin/reshard?bucket=mx-alice&num-shards=3", "", nil},
+		{"Rados", "GET", "/admin/rados?pool=default.rgw.log", "", nil},
+	}
+	// Expected refusal per principal: bob is authenticated but not the
+	// owner; the others never get past authentication.
+	type expect struct {
+		status            int
+		s3, sns, adminErr string
+	}
+	cases := []struct {
+		p principal
+		e expect
+	}{
+		{bob, expect{403, "AccessDenied", "AuthorizationError", "AccessDenied"}},
+		{anon, expect{403, "AccessDenied", "AccessDenied", "AccessDenied"}},
+		{forger, expect{403, "SignatureDoesNotMatch", "SignatureDoesNotMatch", "SignatureDoesNotMatch"}},
+	}
+	for _, c := range cases {
+		t.Run(c.p.name, func(t *testing.T) {
+			for _, o := range s3ops {
+				got := c.p.do(t, g, o.method, o.path, o.body, o.hdr...)
+				code := c.e.s3
+				if o.method == "HEAD" {
+					code = ""
+				}
+				want(t, "S3 "+o.name, got, c.e.status, code)
+			}
+			for _, m := range []string{"/mx-alice", "/mx-alice/k"} {
+				want(t, "HEAD "+m, c.p.do(t, g, "HEAD", m, ""), c.e.status, "")
+			}
+			for _, f := range snsops {
+				want(t, "SNS "+f.Get("Action")+" "+f.Get("AttributeName"), c.p.sns(t, g, f), c.e.status, c.e.sns)
+			}
+			lt := c.p.sns(t, g, topicForm("ListTopics"))
+			if strings.Contains(lt.body, "mxtopic") || strings.Contains(lt.body, "s3cr3t") || strings.Contains(lt.body, "alice-opaque") {
+				t.Errorf("ListTopics shows alice's topic to %s: %s", c.p.name, lt.body)
+			}
+			for _, o := range adminops {
+				want(t, "admin "+o.name, c.p.do(t, g, o.method, o.path, o.body), c.e.status, c.e.adminErr)
+			}
+		})
+	}
+	// Bob may not attach alice's topic to his own bucket either.
+	want(t, "bob attaches alice's topic", bob.do(t, g, "PUT", "/mx-bob?notification", notif), 403, "AccessDenied")
+
+	// Missing buckets: NoSuchBucket whatever the subresource, even an
+	// unimplemented one; only the owner learns about NotImplemented.
+	want(t, "missing bucket ?tagging", bob.do(t, g, "GET", "/mx-nobucket?tagging", ""), 404, "NoSuchBucket")
+	want(t, "missing bucket PUT ?cors", bob.do(t, g, "PUT", "/mx-nobucket?cors", "<CORSConfiguration/>"), 404, "NoSuchBucket")
+	want(t, "owner ?tagging", alice.do(t, g, "GET", "/mx-alice?tagging", ""), 501, "NotImplemented")
+
+	// Nothing changed.
+	if got := alice.do(t, g, "GET", "/mx-alice/k", ""); got.status != 200 || got.body != "alice data" {
+		t.Errorf("alice's object: %d %s", got.status, got.body)
+	}
+	for _, k := range []string{"new", "copy", "mp"} {
+		want(t, "no object "+k, alice.do(t, g, "HEAD", "/mx-alice/"+k, ""), 404, "")
+	}
+	want(t, "nothing stolen", bob.do(t, g, "HEAD", "/mx-bob/stolen", ""), 404, "")
+	if got := alice.do(t, g, "GET", "/mx-alice?uploads", ""); strings.Contains(got.body, "<Upload>") {
+		t.Errorf("an upload was created: %s", got.body)
+	}
+	if got := alice.do(t, g, "GET", "/mx-alice?notification", ""); strings.Contains(got.body, "<Id>") {
+		t.Errorf("a notification was configured: %s", got.body)
+	}
+	attrs := alice.sns(t, g, topicForm("GetTopicAttributes", "TopicArn", arn))
+	if attrs.status != 200 || strings.Contains(attrs.body, "evil.example") || strings.Contains(attrs.body, "sns:*") || !strings.Contains(attrs.body, "alice-opaque") {
+		t.Errorf("alice's topic changed: %d %s", attrs.status, attrs.body)
+	}
+	admin := principal{"admin", g.AccessKey, g.SecretKey}
+	want(t, "alice still exists", admin.do(t, g, "GET", "/admin/user?uid=alice", ""), 200, "")
+	want(t, "no eve", admin.do(t, g, "GET", "/admin/user?uid=eve", ""), 404, "")
 }
