@@ -457,3 +457,66 @@ func TestCrossUserMatrix(t *testing.T) {
 	want(t, "alice still exists", admin.do(t, g, "GET", "/admin/user?uid=alice", ""), 200, "")
 	want(t, "no eve", admin.do(t, g, "GET", "/admin/user?uid=eve", ""), 404, "")
 }
+
+// TestTopicPolicyGrants: a topic's Policy opens exactly what it names to
+// another user, who sees the push-endpoint redacted; without a policy,
+// attaching another user's topic is refused unless the operator turned
+// topic-require-publish-policy off.
+func TestTopicPolicyGrants(t *testing.T) {
+	g := StartGateway(t)
+	alice := createUser(t, g, "alice")
+	bob := createUser(t, g, "bob")
+	arn := "arn:aws:sns:default::granted"
+	want(t, "topic", alice.sns(t, g, topicForm("CreateTopic", "Name", "granted",
+		"Attributes.entry.1.key", "push-endpoint", "Attributes.entry.1.value", topicEndpoint)), 200, "")
+	want(t, "bob's bucket", bob.do(t, g, "PUT", "/pol-bob", ""), 200, "")
+	notif := `<NotificationConfiguration><TopicConfiguration><Id>n1</Id><Topic>` + arn +
+		`</Topic><Event>s3:ObjectCreated:*</Event></TopicConfiguration></NotificationConfiguration>`
+	want(t, "attach without policy", bob.do(t, g, "PUT", "/pol-bob?notification", notif), 403, "AccessDenied")
+
+	policy := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":["arn:aws:iam:::user/bob"]},` +
+		`"Action":["sns:Publish","sns:GetTopicAttributes"],"Resource":["` + arn + `"]}]}`
+	want(t, "set policy", alice.sns(t, g, topicForm("SetTopicAttributes", "TopicArn", arn, "AttributeName", "Policy", "AttributeValue", policy)), 200, "")
+
+	want(t, "attach with sns:Publish", bob.do(t, g, "PUT", "/pol-bob?notification", notif), 200, "")
+	for _, action := range []string{"GetTopicAttributes", "GetTopic", "ListTopics"} {
+		got := bob.sns(t, g, topicForm(action, "TopicArn", arn))
+		want(t, "bob "+action, got, 200, "")
+		if !strings.Contains(got.body, "granted") || strings.Contains(got.body, "s3cr3t-token") || !strings.Contains(got.body, "token=xxxxx") {
+			t.Errorf("bob's %s view: %s", action, got.body)
+		}
+	}
+	// The owner still sees the endpoint as given.
+	if got := alice.sns(t, g, topicForm("GetTopic", "TopicArn", arn)); !strings.Contains(got.body, "s3cr3t-token") {
+		t.Errorf("alice's view: %s", got.body)
+	}
+	want(t, "bob SetTopicAttributes", bob.sns(t, g, topicForm("SetTopicAttributes", "TopicArn", arn, "AttributeName", "push-endpoint", "AttributeValue", "http://evil.example/")), 403, "AuthorizationError")
+	want(t, "bob DeleteTopic", bob.sns(t, g, topicForm("DeleteTopic", "TopicArn", arn)), 403, "AuthorizationError")
+
+	// An explicit Deny binds the owner too.
+	deny := `{"Statement":[{"Effect":"Deny","Principal":"*","Action":"sns:Publish"}]}`
+	want(t, "set deny", alice.sns(t, g, topicForm("SetTopicAttributes", "TopicArn", arn, "AttributeName", "Policy", "AttributeValue", deny)), 200, "")
+	want(t, "alice bucket", alice.do(t, g, "PUT", "/pol-alice", ""), 200, "")
+	want(t, "owner denied by own policy", alice.do(t, g, "PUT", "/pol-alice?notification", notif), 403, "AccessDenied")
+	want(t, "bad policy", alice.sns(t, g, topicForm("SetTopicAttributes", "TopicArn", arn, "AttributeName", "Policy", "AttributeValue", `{"Statement":[{"Effect":"Allow"}]}`)), 400, "InvalidArgument")
+
+	// A '/' left unencoded in a password is a malformed URL, not a host.
+	got := alice.sns(t, g, topicForm("CreateTopic", "Name", "badurl",
+		"Attributes.entry.1.key", "push-endpoint", "Attributes.entry.1.value", "amqp://user:5672/Q7zX@127.0.0.1",
+		"Attributes.entry.2.key", "amqp-exchange", "Attributes.entry.2.value", "ex"))
+	want(t, "unencoded '/' in password", got, 400, "InvalidArgument")
+	if !strings.Contains(got.body, "malformed") || strings.Contains(got.body, "Q7zX") {
+		t.Errorf("error: %s", got.body)
+	}
+	if strings.Contains(g.Log.String(), "s3cr3t-token") || strings.Contains(g.Log.String(), "Q7zX") {
+		t.Errorf("a secret reached the log:\n%s", g.Log.String())
+	}
+
+	// The operator may allow attaching any topic.
+	g2 := StartGateway(t, "--topic-require-publish-policy", "false")
+	alice2 := createUser(t, g2, "alice")
+	bob2 := createUser(t, g2, "bob")
+	want(t, "topic", alice2.sns(t, g2, topicForm("CreateTopic", "Name", "granted")), 200, "")
+	want(t, "bob's bucket", bob2.do(t, g2, "PUT", "/pol-bob", ""), 200, "")
+	want(t, "attach with the option off", bob2.do(t, g2, "PUT", "/pol-bob?notification", notif), 200, "")
+}
