@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/notify/event"
@@ -59,6 +60,11 @@ func (p *HTTPPusher) Push(ctx context.Context, t *topic.Topic, rec *event.Record
 	}
 	resp, err := c.Do(req)
 	if err != nil {
+		// net/http's error quotes the URL, query (a token) included.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = u.Redacted()
+		}
 		return err
 	}
 	defer resp.Body.Close()
