@@ -296,6 +296,12 @@ func TestForgedSigV4(t *testing.T) {
 	for _, p := range []string{"uploadId=x", "attributes", "prefix=a", "Action=ListTopics"} {
 		want(t, "V4 GET &"+p, get(t, obj+"&"+p, ""), 403, "")
 	}
+	// Admin writes carry their command in the body: a presigned POST
+	// /admin/rados would run any rados command.
+	ru := admin.presignV4(t, g, "POST", "/admin/rados")
+	r0, _ := http.NewRequest("POST", ru, strings.NewReader(`{"args":["--pool","default.rgw.meta","ls"]}`))
+	want(t, "presigned admin rados", send(t, r0), 400, "InvalidRequest")
+	want(t, "signed admin rados", admin.do(t, g, "POST", "/admin/rados", `{"args":["--pool","default.rgw.meta","ls"]}`), 200, "")
 	// SNS: the action is in the body, so a presigned (unsigned-payload)
 	// POST is refused, and GET /?Action= is not an SNS call.
 	pu := alice.presignV4(t, g, "POST", "/")

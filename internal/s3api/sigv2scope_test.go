@@ -56,6 +56,7 @@ func TestCheckSignedScope(t *testing.T) {
 		{kindS3, "attributes&Action=x", v4, true},
 		{kindAdmin, "", v2, false},
 		{kindAdmin, "uid=alice", v4, true},
+		{kindAdmin, "", AuthResult{UnsignedPayload: true}, true}, // a presigned GET
 		{kindSNS, "", v2, false},
 		{kindSNS, "", AuthResult{UnsignedPayload: true}, false},
 		{kindSNS, "", v4, true},
@@ -65,5 +66,12 @@ func TestCheckSignedScope(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("kind %d %q %+v: err %v, want ok=%v", tc.kind, tc.query, tc.ar, err, tc.ok)
 		}
+	}
+	post := &http.Request{Method: "POST", URL: &url.URL{Path: "/admin/rados"}}
+	if checkSignedScope(post, kindAdmin, AuthResult{UnsignedPayload: true}) == nil {
+		t.Error("an admin POST with an unsigned body was accepted")
+	}
+	if checkSignedScope(post, kindAdmin, v4) != nil {
+		t.Error("an admin POST with a signed body was refused")
 	}
 }
