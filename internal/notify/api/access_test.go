@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -66,4 +67,46 @@ func TestTopicAccess(t *testing.T) {
 	expect(t, s, b, 403, "AuthorizationError")
 	s, b = e.do(t, "bob", http.MethodPut, "/bk1?notification", notif)
 	expect(t, s, b, 200)
+}
+
+// ListTopics fills its pages past topics the caller may not see, and its
+// NextToken never names one of them.
+func TestListTopicsPagesSkipHidden(t *testing.T) {
+	e := newEnv(t)
+	create := func(user, name string) {
+		s, b := e.do(t, user, http.MethodPost, "/", snsBody("Action", "CreateTopic", "Name", name))
+		expect(t, s, b, 200)
+	}
+	create("alice", "a-first")
+	for i := 0; i < 150; i++ {
+		create("bob", fmt.Sprintf("b-%03d", i))
+	}
+	create("alice", "c-last")
+
+	s, b := e.do(t, "alice", http.MethodPost, "/", snsBody("Action", "ListTopics"))
+	expect(t, s, b, 200, "a-first", "c-last")
+	if strings.Contains(b, "b-") || strings.Contains(b, "NextToken") {
+		t.Fatalf("alice's page: %s", b)
+	}
+	var seen int
+	token := ""
+	for page := 0; page < 5; page++ {
+		s, b = e.do(t, "bob", http.MethodPost, "/", snsBody("Action", "ListTopics", "NextToken", token))
+		expect(t, s, b, 200)
+		if strings.Contains(b, "a-first") || strings.Contains(b, "c-last") {
+			t.Fatalf("bob's page shows alice's topic: %s", b)
+		}
+		seen += strings.Count(b, "<TopicArn>")
+		_, after, ok := strings.Cut(b, "<NextToken>")
+		if !ok {
+			break
+		}
+		token, _, _ = strings.Cut(after, "</NextToken>")
+		if !strings.Contains(token, "b-") {
+			t.Fatalf("token %q", token)
+		}
+	}
+	if seen != 150 {
+		t.Fatalf("bob saw %d topics, want 150", seen)
+	}
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairn-s3/cairn/internal/notify/queue"
 	"github.com/cairn-s3/cairn/internal/notify/service"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
 	"github.com/cairn-s3/cairn/internal/objstore"
@@ -108,24 +110,23 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			ok(topic.GetTopicAttributesResponse(t.ViewFor(caller.User), rid))
 		}
 	case "ListTopics":
-		ts, next, err := a.svc.ListTopics(ctx, form.Get("NextToken"), 100)
+		// Only the caller's topics and those whose Policy lets the caller
+		// read them (as RGW); admins see every topic, redacted. Pages are
+		// filled by reading on past what the caller may not see, and the
+		// token names the last topic shown, never a hidden one.
+		visible := func(t *topic.Topic) bool {
+			// Topics holding credentials are listed only over TLS (their
+			// endpoint address carries them).
+			return may(t, topic.ActionGetTopicAttributes) &&
+				(!t.Settings.HasSecret() || tlsReq || a.opts.AllowCleartextSecrets)
+		}
+		shown, next, err := a.listVisible(ctx, form.Get("NextToken"), listTopicsPage, visible)
 		if err != nil {
 			fail(snsError(err))
 			return
 		}
-		// Only the caller's topics and those whose Policy lets the caller
-		// read them (as RGW); admins see every topic, redacted.
-		shown := ts[:0]
-		for _, t := range ts {
-			if !may(t, topic.ActionGetTopicAttributes) {
-				continue
-			}
-			// Topics holding credentials are listed only over TLS (their
-			// endpoint address carries them).
-			if t.Settings.HasSecret() && !tlsReq && !a.opts.AllowCleartextSecrets {
-				continue
-			}
-			shown = append(shown, t.ViewFor(caller.User))
+		for i, t := range shown {
+			shown[i] = t.ViewFor(caller.User)
 		}
 		ok(topic.ListTopicsResponse(shown, next, rid))
 	case "SetTopicAttributes":
@@ -174,6 +175,38 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 		fail(&topic.Error{Code: "MissingAction", Message: "missing Action", HTTPStatus: http.StatusBadRequest})
 	default:
 		fail(&topic.Error{Code: "InvalidAction", Message: fmt.Sprintf("unsupported action %q", action), HTTPStatus: http.StatusBadRequest})
+	}
+}
+
+// listTopicsPage is ListTopics' page size (AWS: 100).
+const listTopicsPage = 100
+
+// listVisible returns up to max topics after marker for which visible
+// holds, and the token of the next page ("" at the end): the queue name
+// of the last topic returned.
+func (a *API) listVisible(ctx context.Context, marker string, max int, visible func(*topic.Topic) bool) ([]*topic.Topic, string, error) {
+	var out []*topic.Topic
+	for {
+		ts, more, err := a.svc.ListTopics(ctx, marker, max)
+		if err != nil {
+			return nil, "", err
+		}
+		for i, t := range ts {
+			if !visible(t) {
+				continue
+			}
+			out = append(out, t)
+			if len(out) == max {
+				if i == len(ts)-1 && more == "" {
+					return out, "", nil
+				}
+				return out, queue.Name(t.Tenant, t.Name), nil
+			}
+		}
+		if more == "" {
+			return out, "", nil
+		}
+		marker = more
 	}
 }
 
