@@ -30,15 +30,15 @@ var v2Unsigned = map[string]bool{
 //     query or body parameters V2 never signs; AWS SNS is SigV4-only too);
 //   - a SigV2 S3 request with a parameter that is neither signed nor in
 //     v2Unsigned, or with a repeated parameter (V2 signs the first value);
-//   - an SNS request, or an admin request other than GET/HEAD, whose body
-//     is unsigned: there the body names the action (SNS) or carries the
+//   - an SNS request, or an admin request with a body, whose body is
+//     unsigned: there the body names the action (SNS) or carries the
 //     command (POST /admin/rados), so a presigned URL would run any.
 func checkSignedScope(r *http.Request, kind routeKind, ar AuthResult) error {
 	if kind == kindSNS && ar.UnsignedPayload {
 		return s3err.New(s3err.ErrInvalidRequest, "The SNS API needs a signed payload: sign the request body (no UNSIGNED-PAYLOAD, no presigned URLs).")
 	}
-	if kind == kindAdmin && ar.UnsignedPayload && !ar.SigV2 && r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return s3err.New(s3err.ErrInvalidRequest, "Admin API writes need a signed payload: sign the request body (no UNSIGNED-PAYLOAD, no presigned URLs).")
+	if kind == kindAdmin && ar.UnsignedPayload && !ar.SigV2 && r.ContentLength != 0 {
+		return s3err.New(s3err.ErrInvalidRequest, "An admin API request body must be signed (no UNSIGNED-PAYLOAD, no presigned URLs).")
 	}
 	if !ar.SigV2 {
 		return nil

@@ -67,11 +67,19 @@ func TestCheckSignedScope(t *testing.T) {
 			t.Errorf("kind %d %q %+v: err %v, want ok=%v", tc.kind, tc.query, tc.ar, err, tc.ok)
 		}
 	}
-	post := &http.Request{Method: "POST", URL: &url.URL{Path: "/admin/rados"}}
+	post := &http.Request{Method: "POST", URL: &url.URL{Path: "/admin/rados"}, ContentLength: 10}
 	if checkSignedScope(post, kindAdmin, AuthResult{UnsignedPayload: true}) == nil {
 		t.Error("an admin POST with an unsigned body was accepted")
 	}
 	if checkSignedScope(post, kindAdmin, v4) != nil {
 		t.Error("an admin POST with a signed body was refused")
+	}
+	post.ContentLength = -1 // chunked: unknown length
+	if checkSignedScope(post, kindAdmin, AuthResult{UnsignedPayload: true}) == nil {
+		t.Error("an admin POST with an unsigned chunked body was accepted")
+	}
+	put := &http.Request{Method: "PUT", URL: &url.URL{Path: "/admin/user", RawQuery: "uid=eve"}}
+	if checkSignedScope(put, kindAdmin, AuthResult{UnsignedPayload: true}) != nil {
+		t.Error("an admin PUT without a body was refused: everything it says is in the signed query")
 	}
 }
