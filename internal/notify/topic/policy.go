@@ -2,6 +2,7 @@ package topic
 
 import (
 	"encoding/json"
+	"errors"
 	"path"
 	"strings"
 )
@@ -228,11 +229,7 @@ func principals(raw json.RawMessage) ([]string, error) {
 	return out, nil
 }
 
-var errPrincipal = jsonError("Principal must be \"*\" or {\"AWS\": ...}")
-
-type jsonError string
-
-func (e jsonError) Error() string { return string(e) }
+var errPrincipal = errors.New(`Principal must be "*" or {"AWS": ...}`)
 
 // ViewFor returns t as user may see it: the owner sees it whole; anyone
 // else (a Policy grantee, an admin) sees the push-endpoint with its

@@ -140,3 +140,28 @@ func TestEndpointUnencodedUserinfo(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// FuzzParseTopicPolicy: any Policy text parses or fails cleanly, and a
+// parsed policy evaluates without panicking, to one of its three effects,
+// the same way every time.
+func FuzzParseTopicPolicy(f *testing.F) {
+	for _, s := range []string{
+		``, `{}`, `{"Statement":[]}`,
+		`{"Statement":[{"Effect":"Allow","Principal":"*","Action":"sns:*","Resource":"*"}]}`,
+		`{"Statement":{"Effect":"Deny","Principal":{"AWS":["bob","arn:aws:iam:::user/x"]},"Action":["sns:Publish"]}}`,
+		`{"Statement":[{"Effect":"Allow","Principal":"*","Action":"sns:Publish","Condition":{}}]}`,
+		`{"Statement":[{"Effect":"Allow","Principal":"*","Action":"[","Resource":"a/b"}]}`,
+	} {
+		f.Add(s, "bob", ActionPublish)
+	}
+	f.Fuzz(func(t *testing.T, doc, user, action string) {
+		p, err := ParseTopicPolicy(doc)
+		if err != nil {
+			return
+		}
+		e := p.Eval(user, action, testARN)
+		if e != PolicyPass && e != PolicyAllow && e != PolicyDeny || e != p.Eval(user, action, testARN) {
+			t.Fatalf("Eval = %d for %s", e, doc)
+		}
+	})
+}
