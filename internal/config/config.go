@@ -43,6 +43,9 @@ type Config struct {
 	PersistSleep      time.Duration
 	NotifLease        time.Duration
 	NotifScan         time.Duration
+	// TopicRequirePublishPolicy refuses attaching another user's topic to
+	// a bucket unless the topic's Policy allows sns:Publish to the caller.
+	TopicRequirePublishPolicy bool
 
 	CacheSize int64 // embedded block cache; 0 = automatic
 
@@ -155,6 +158,7 @@ var options = []option{
 	{"topic-persistency-sleep-duration", "minimum wait between delivery attempts of one event, 0 = none", "0", durOpt(func(c *Config) *time.Duration { return &c.PersistSleep })},
 	{"notif-lease", "how long a gateway owns a queue shard without renewing (a dead gateway's shards move after this)", "90s", durOpt(func(c *Config) *time.Duration { return &c.NotifLease })},
 	{"notif-scan-interval", "how often delivery reads the queue registry, heartbeats and rebalances shards", "30s", durOpt(func(c *Config) *time.Duration { return &c.NotifScan })},
+	{"topic-require-publish-policy", "attaching another user's topic to a bucket notification needs sns:Publish in the topic's Policy (rgw_topic_require_publish_policy)", "true", boolOpt(func(c *Config) *bool { return &c.TopicRequirePublishPolicy })},
 	{"cache-size", "block cache of the embedded backend (0 = an eighth of RAM, 64 MiB to 2 GiB); index lookups miss to disk when it is smaller than the hot index and filter blocks", "0", sizeOpt(func(c *Config) *int64 { return &c.CacheSize })},
 	{"gc-min-wait", "delay before replaced object data is collected (rgw_gc_obj_min_wait)", "30s", durOpt(func(c *Config) *time.Duration { return &c.GCMinWait })},
 	{"shutdown-timeout", "how long SIGTERM waits for in-flight requests", "30s", durOpt(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},

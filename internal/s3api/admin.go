@@ -57,10 +57,11 @@ func (s *Server) HandleBucketSubresource(method, subresource string, h BucketHan
 	s.mu.Unlock()
 }
 
-// SetSNSHandler serves the SNS query API: POST (or ?Action=) requests to
-// the service root "/". The request is authenticated first (the verifier
-// must accept the "sns" service in the credential scope); r.Body is the
-// verified form body and IdentityFrom(r.Context()) the caller. Without a
+// SetSNSHandler serves the SNS query API: POST requests to the service
+// root "/". The request is authenticated first (SigV4 with a signed
+// payload; the verifier must accept the "sns" service in the credential
+// scope); r.Body is the verified form body, the only place the handler
+// may read the action from, and IdentityFrom(r.Context()) the caller. Without a
 // handler such requests get NotImplemented.
 func (s *Server) SetSNSHandler(h http.Handler) {
 	s.mu.Lock()

@@ -42,6 +42,16 @@ type AuthResult struct {
 	// by algorithm (CRC32, ..., SHA256) after Body returned EOF. The Server
 	// then stores them instead of hashing the body a second time.
 	Checksums func() map[string]string
+	// SigV2 marks a Signature Version 2 request. V2 signs only the method,
+	// Content-MD5, Content-Type, the date, x-amz-* headers and the path
+	// with V2's subresource parameters, so the Server refuses it for the
+	// SNS and admin APIs and for S3 requests with other parameters that
+	// could change the operation (sigv2scope.go).
+	SigV2 bool
+	// UnsignedPayload marks a request whose body the signature does not
+	// cover (UNSIGNED-PAYLOAD, presigned, streaming-unsigned-trailer).
+	// The SNS API refuses it: there the body names the action.
+	UnsignedPayload bool
 }
 
 // Identity is the authenticated principal of a request.
@@ -51,6 +61,17 @@ type Identity struct {
 }
 
 type identityKey struct{}
+
+type vhostKey struct{}
+
+// VirtualHostBucket returns the bucket a virtual-host-style request
+// addresses through its Host header, "" for path-style requests. Within
+// Authenticate it lets a SigV2 verifier sign "/bucket/key" as V2 requires,
+// so a URL signed for one bucket cannot be replayed against another.
+func VirtualHostBucket(ctx context.Context) string {
+	b, _ := ctx.Value(vhostKey{}).(string)
+	return b
+}
 
 // IdentityFrom returns the principal the Server attached to ctx. Extension
 // handlers (admin routes, SNS, bucket subresources) use it.
@@ -102,17 +123,24 @@ func isSigned(r *http.Request) bool {
 	return q.Has("X-Amz-Signature") || q.Has("X-Amz-Credential") || q.Has("AWSAccessKeyId") || q.Has("Signature")
 }
 
-func (s *Server) authenticate(r *http.Request, rc *reqCtx) (Identity, error) {
+func (s *Server) authenticate(r *http.Request, rc *reqCtx, kind routeKind) (Identity, error) {
 	if !isSigned(r) {
 		return Identity{}, s3err.New(s3err.ErrAccessDenied, "Anonymous access is not allowed.")
 	}
 	memo := &userMemo{}
-	ar, err := s.cfg.Auth.Authenticate(r.WithContext(context.WithValue(r.Context(), memoKey{}, memo)))
+	actx := context.WithValue(r.Context(), memoKey{}, memo)
+	if b, _, vhost := s.target(r); vhost {
+		actx = context.WithValue(actx, vhostKey{}, b)
+	}
+	ar, err := s.cfg.Auth.Authenticate(r.WithContext(actx))
 	if err != nil {
 		return Identity{}, err
 	}
 	if ar.AccessKey == "" {
 		return Identity{}, s3err.New(s3err.ErrAccessDenied, "")
+	}
+	if err := checkSignedScope(r, kind, ar); err != nil {
+		return Identity{}, err
 	}
 	user := memo.user
 	if !memo.ok || memo.accessKey != ar.AccessKey {

@@ -3,6 +3,8 @@ package s3api
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/xml"
 	"io"
 	"log/slog"
@@ -178,9 +180,14 @@ func (h *harness) do(rq req) resp {
 	if rq.key != "-" {
 		// Real signatures (unsigned payload): requests pass through the
 		// production verifier like any client's.
-		r.Header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
+		payload := "UNSIGNED-PAYLOAD"
+		if rq.method == http.MethodPost && rq.path == "/" {
+			sum := sha256.Sum256([]byte(rq.body)) // SNS needs a signed body
+			payload = hex.EncodeToString(sum[:])
+		}
+		r.Header.Set("X-Amz-Content-Sha256", payload)
 		creds := aws.Credentials{AccessKeyID: rq.key, SecretAccessKey: secrets[rq.key]}
-		if err := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }).SignHTTP(context.Background(), creds, r, "UNSIGNED-PAYLOAD", "s3", "us-east-1", time.Now()); err != nil {
+		if err := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }).SignHTTP(context.Background(), creds, r, payload, "s3", "us-east-1", time.Now()); err != nil {
 			h.t.Fatal(err)
 		}
 	}

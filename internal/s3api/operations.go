@@ -72,5 +72,8 @@ func notImplementedSub(level, method, sub string) route {
 // test (docs/s3-compatibility.md) use it.
 func (s *Server) Operation(r *http.Request) (op string, err error) {
 	rt := s.route(r, &reqCtx{decodedLength: -1})
+	if rt.err == nil {
+		return rt.op, rt.deferred
+	}
 	return rt.op, rt.err
 }

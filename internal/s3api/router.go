@@ -30,6 +30,9 @@ type route struct {
 	// forms carry their signature in the body) or needs none (CORS
 	// preflights carry no credentials). The Server skips its own checks.
 	selfAuth bool
+	// deferred is the route's answer once the bucket check passed
+	// (NotImplemented, MethodNotAllowed): only the owner may learn it.
+	deferred error
 	err      error // set when the request cannot be served
 }
 
@@ -78,9 +81,12 @@ func (s *Server) route(r *http.Request, rc *reqCtx) route {
 	}
 	if bucket == "" {
 		switch {
-		case r.Method == http.MethodPost || q.Has("Action"):
+		case r.Method == http.MethodPost:
 			// SNS query API: form-encoded POST to "/" (RGW serves it there).
+			// Only the body counts, never the query (see notify/api).
 			return route{kind: kindSNS, op: "SNS"}
+		case r.Method == http.MethodGet && q.Has("Action"):
+			return route{op: "SNS", err: s3err.New(s3err.ErrMethodNotAllowed, "The SNS API takes a form-encoded POST.")}
 		case r.Method == http.MethodGet:
 			return route{op: "ListBuckets", h: s.listBuckets}
 		}
@@ -95,14 +101,24 @@ func (s *Server) route(r *http.Request, rc *reqCtx) route {
 	return s.objectRoute(r, q)
 }
 
-// notImplemented answers 501 NotImplemented; a subresource request
-// ("GET ?policy" on a "Bucket") is named by its S3 operation
-// (GetBucketPolicy, see operations.go) in the message, logs and metrics.
+// notImplemented answers 501 NotImplemented, only after the bucket check,
+// so a missing bucket is NoSuchBucket and someone else's is AccessDenied,
+// as for any other request: only the owner learns what is unimplemented.
+// A subresource request ("GET ?policy" on a "Bucket") is named by its S3
+// operation (GetBucketPolicy, see operations.go) in the message, logs and
+// metrics.
 func notImplemented(op, what string) route {
 	if method, sub, ok := strings.Cut(what, " ?"); ok {
-		return notImplementedSub(strings.ToLower(op), method, sub)
+		rt := notImplementedSub(strings.ToLower(op), method, sub)
+		return deferredError(rt.op, rt.err)
 	}
-	return route{op: op, err: s3err.New(s3err.ErrNotImplemented, "%s is not implemented.", what)}
+	return deferredError(op, s3err.New(s3err.ErrNotImplemented, "%s is not implemented.", what))
+}
+
+// deferredError is a bucket-scoped route that fails with err once the
+// bucket check passed.
+func deferredError(op string, err error) route {
+	return route{op: op, bucketScoped: true, deferred: err}
 }
 
 // subresource returns the first query parameter that names an unsupported
@@ -177,7 +193,7 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 		}
 		return notImplemented("Bucket", "this POST request")
 	}
-	return route{op: "Bucket", err: s3err.New(s3err.ErrMethodNotAllowed, "")}
+	return deferredError("Bucket", s3err.New(s3err.ErrMethodNotAllowed, ""))
 }
 
 func (s *Server) objectRoute(r *http.Request, q url.Values) route {
@@ -230,5 +246,5 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 		}
 		return scoped("DeleteObject", s.deleteObject)
 	}
-	return route{op: "Object", err: s3err.New(s3err.ErrMethodNotAllowed, "")}
+	return deferredError("Object", s3err.New(s3err.ErrMethodNotAllowed, ""))
 }

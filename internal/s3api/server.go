@@ -245,7 +245,7 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 	}
 
 	// Authenticate every request: there is no anonymous access.
-	ident, err := s.authenticate(r, rc)
+	ident, err := s.authenticate(r, rc, rt.kind)
 	if err != nil {
 		if rt.kind == kindSNS {
 			s.writeSNSError(w, rc, err)
@@ -291,6 +291,10 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 			s.writeError(w, r, rc, err)
 			return
 		}
+	}
+	if rt.deferred != nil {
+		s.writeError(w, r, rc, rt.deferred)
+		return
 	}
 	if err := rt.h(w, r, rc); err != nil {
 		s.writeError(w, r, rc, err)

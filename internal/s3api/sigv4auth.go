@@ -34,9 +34,10 @@ func (a *SigV4) Authenticate(r *http.Request) (AuthResult, error) {
 	}
 	body := res.Body
 	return AuthResult{
-		AccessKey:     res.AccessKey,
-		Body:          body,
-		DecodedLength: body.ContentLength(),
+		AccessKey:       res.AccessKey,
+		UnsignedPayload: res.Payload == sigv4.PayloadUnsigned || res.Payload == sigv4.PayloadStreamingUnsignedTrailer,
+		Body:            body,
+		DecodedLength:   body.ContentLength(),
 		Trailer: func() http.Header {
 			h := http.Header{}
 			for k, v := range body.Trailers() {

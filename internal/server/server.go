@@ -292,11 +292,15 @@ type sigAuth struct {
 
 func (a sigAuth) Authenticate(r *http.Request) (s3api.AuthResult, error) {
 	if sigv2.IsV2(r) {
-		ak, err := sigv2.Verify(r, a.lookup, time.Now(), "")
+		// A virtual-host request signs "/bucket/key": without the bucket a
+		// URL signed for one bucket would verify against any other.
+		ak, err := sigv2.Verify(r, a.lookup, time.Now(), s3api.VirtualHostBucket(r.Context()))
 		if err != nil {
 			return s3api.AuthResult{}, err
 		}
-		return s3api.AuthResult{AccessKey: ak}, nil
+		// V2 signs neither the body nor most of the query: the s3api
+		// Server limits what a V2 request may do.
+		return s3api.AuthResult{AccessKey: ak, SigV2: true, UnsignedPayload: true}, nil
 	}
 	return a.v4.Authenticate(r)
 }

@@ -50,6 +50,11 @@ var subresources = map[string]bool{
 	"versionId": true, "versioning": true, "versions": true, "website": true,
 }
 
+// Signed reports whether query parameter name is part of the resource V2
+// signs (a subresource or a response-* override). Every other parameter
+// is outside the signature: whoever holds a signed URL can add it.
+func Signed(name string) bool { return subresources[name] }
+
 // StringToSign builds V2's string to sign; dateOrExpires is the Date
 // header (or "" when x-amz-date is used) or the presign Expires value.
 func StringToSign(r *http.Request, dateOrExpires, bucketFromHost string) string {

@@ -34,7 +34,12 @@ type Options struct {
 	// AllowCleartextSecrets accepts and shows topic credentials over
 	// plain HTTP (RGW's rgw_allow_notification_secrets_in_cleartext).
 	AllowCleartextSecrets bool
-	Logger                *slog.Logger
+	// RequirePublishPolicy refuses a bucket notification naming another
+	// user's topic unless its Policy allows sns:Publish to the caller
+	// (RGW's rgw_topic_require_publish_policy). Without it any user may
+	// attach any topic.
+	RequirePublishPolicy bool
+	Logger               *slog.Logger
 }
 
 // API serves the notification HTTP surface.

@@ -33,7 +33,7 @@ type env struct {
 // newEnv wires the handlers the way the S3 server does: SNS at "/",
 // ?notification on bucket bk1, /admin/topic and /admin/notification;
 // the caller comes from the X-Test-User header ("admin" is an admin).
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, mods ...func(*Options)) *env {
 	t.Helper()
 	ctx := context.Background()
 	reg := objstore.NewRegistry()
@@ -56,13 +56,17 @@ func newEnv(t *testing.T) *env {
 	if err := drv.CreateBucket(ctx, "alice", "bk1", "", 0); err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(Options{
+	opts := Options{
 		Service: svc, Bucket: drv.GetBucket,
 		Caller: func(ctx context.Context) (Caller, bool) {
 			c, ok := ctx.Value(callerKey{}).(Caller)
 			return c, ok
 		},
-	})
+	}
+	for _, m := range mods {
+		m(&opts)
+	}
+	a, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,16 @@
 package api
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/notify/config"
+	"github.com/cairn-s3/cairn/internal/notify/service"
+	"github.com/cairn-s3/cairn/internal/notify/topic"
 	"github.com/cairn-s3/cairn/internal/s3api/s3err"
 )
 
@@ -24,10 +28,46 @@ func (a *API) PutBucketNotification(w http.ResponseWriter, r *http.Request, b dr
 	if err != nil {
 		return s3Error(err)
 	}
+	if err := a.mayPublish(r.Context(), c); err != nil {
+		return err
+	}
 	if err := a.svc.PutBucketNotification(r.Context(), b, c); err != nil {
 		return s3Error(err)
 	}
 	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// mayPublish refuses, with AccessDenied, a configuration naming a topic
+// the caller does not own unless the topic's Policy allows sns:Publish to
+// the caller (or RequirePublishPolicy is off, or the caller is an admin).
+// Missing topics are left to the service, which names them.
+func (a *API) mayPublish(ctx context.Context, c *config.Configuration) error {
+	caller, _ := a.opts.Caller(ctx)
+	if caller.Admin {
+		return nil
+	}
+	for _, tc := range c.Topics {
+		pa, err := topic.ParseARN(tc.TopicARN)
+		if err != nil {
+			continue // the service reports it
+		}
+		t, err := a.svc.GetTopic(ctx, pa.Name)
+		if errors.Is(err, service.ErrTopicNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		// An explicit Deny binds the owner too; otherwise owners may.
+		if t.Owner == caller.User && t.MayAccess(caller.User, topic.ActionPublish) {
+			continue
+		}
+		if t.Owner != caller.User && (!a.opts.RequirePublishPolicy || t.MayAccess(caller.User, topic.ActionPublish)) {
+			continue
+		}
+		return s3err.New(s3err.ErrAccessDenied, "Notification %q: topic %s does not allow sns:Publish to you.", tc.ID, tc.TopicARN)
+	}
 	return nil
 }
 

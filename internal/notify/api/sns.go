@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairn-s3/cairn/internal/notify/queue"
 	"github.com/cairn-s3/cairn/internal/notify/service"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
 	"github.com/cairn-s3/cairn/internal/objstore"
@@ -47,8 +49,13 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 	topts := topic.Options{RequestTLS: tlsReq, AllowCleartextSecrets: a.opts.AllowCleartextSecrets}
 	ctx := r.Context()
 
-	// topicArg resolves TopicArn to a topic the caller may see.
-	topicArg := func() (*topic.Topic, *topic.Error) {
+	// may is the topic access rule: admins may do anything, others what
+	// the topic's owner or Policy grants them (topic.MayAccess).
+	may := func(t *topic.Topic, action string) bool {
+		return caller.Admin || t.MayAccess(caller.User, action)
+	}
+	// topicArg resolves TopicArn to a topic the caller may use for action.
+	topicArg := func(action string) (*topic.Topic, *topic.Error) {
 		arn := form.Get("TopicArn")
 		if arn == "" {
 			return nil, &topic.Error{Code: topic.CodeInvalidArgument, Message: "missing TopicArn", HTTPStatus: http.StatusBadRequest}
@@ -64,7 +71,7 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			}
 			return nil, snsError(err)
 		}
-		if t.Owner != caller.User && !caller.Admin {
+		if !may(t, action) {
 			return nil, snsError(service.ErrNotOwner)
 		}
 		return t, nil
@@ -88,7 +95,7 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 		}
 		ok(topic.CreateTopicResponse(t.ARN, rid))
 	case "GetTopicAttributes", "GetTopic":
-		t, e := topicArg()
+		t, e := topicArg(topic.ActionGetTopicAttributes)
 		if e != nil {
 			fail(e)
 			return
@@ -98,28 +105,32 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if action == "GetTopic" {
-			ok(topic.GetTopicResponse(t, rid))
+			ok(topic.GetTopicResponse(t.ViewFor(caller.User), rid))
 		} else {
-			ok(topic.GetTopicAttributesResponse(t, rid))
+			ok(topic.GetTopicAttributesResponse(t.ViewFor(caller.User), rid))
 		}
 	case "ListTopics":
-		ts, next, err := a.svc.ListTopics(ctx, form.Get("NextToken"), 100)
+		// Only the caller's topics and those whose Policy lets the caller
+		// read them (as RGW); admins see every topic, redacted. Pages are
+		// filled by reading on past what the caller may not see, and the
+		// token names the last topic shown, never a hidden one.
+		visible := func(t *topic.Topic) bool {
+			// Topics holding credentials are listed only over TLS (their
+			// endpoint address carries them).
+			return may(t, topic.ActionGetTopicAttributes) &&
+				(!t.Settings.HasSecret() || tlsReq || a.opts.AllowCleartextSecrets)
+		}
+		shown, next, err := a.listVisible(ctx, form.Get("NextToken"), listTopicsPage, visible)
 		if err != nil {
 			fail(snsError(err))
 			return
 		}
-		shown := ts[:0]
-		for _, t := range ts {
-			// Topics holding credentials are listed only over TLS (their
-			// endpoint address carries them).
-			if t.Settings.HasSecret() && !tlsReq && !a.opts.AllowCleartextSecrets {
-				continue
-			}
-			shown = append(shown, t)
+		for i, t := range shown {
+			shown[i] = t.ViewFor(caller.User)
 		}
 		ok(topic.ListTopicsResponse(shown, next, rid))
 	case "SetTopicAttributes":
-		t, e := topicArg()
+		t, e := topicArg(topic.ActionSetTopicAttributes)
 		if e != nil {
 			fail(e)
 			return
@@ -129,7 +140,9 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			fail(&topic.Error{Code: topic.CodeInvalidArgument, Message: "missing AttributeName", HTTPStatus: http.StatusBadRequest})
 			return
 		}
-		if _, err := a.svc.SetTopicAttribute(ctx, t.Name, caller.User, caller.Admin, name, form.Get("AttributeValue"), topts); err != nil {
+		// topicArg authorized the change; a grantee's is not the owner's.
+		grantee := caller.Admin || t.Owner != caller.User
+		if _, err := a.svc.SetTopicAttribute(ctx, t.Name, caller.User, grantee, name, form.Get("AttributeValue"), topts); err != nil {
 			fail(snsError(err))
 			return
 		}
@@ -141,7 +154,19 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			fail(snsError(err))
 			return
 		}
-		if err := a.svc.DeleteTopic(ctx, pa.Name, caller.User, caller.Admin); err != nil {
+		// Deleting a missing topic succeeds (and cleans up a queue left
+		// behind); an existing one needs the owner or sns:DeleteTopic.
+		t, err := a.svc.GetTopic(ctx, pa.Name)
+		if err != nil && !errors.Is(err, service.ErrTopicNotFound) {
+			fail(snsError(err))
+			return
+		}
+		if t != nil && !may(t, topic.ActionDeleteTopic) {
+			fail(snsError(service.ErrNotOwner))
+			return
+		}
+		grantee := caller.Admin || (t != nil && t.Owner != caller.User)
+		if err := a.svc.DeleteTopic(ctx, pa.Name, caller.User, grantee); err != nil {
 			fail(snsError(err))
 			return
 		}
@@ -153,9 +178,46 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// readForm merges the query string and a form-encoded body.
+// listTopicsPage is ListTopics' page size (AWS: 100).
+const listTopicsPage = 100
+
+// listVisible returns up to max topics after marker for which visible
+// holds, and the token of the next page ("" at the end): the queue name
+// of the last topic returned.
+func (a *API) listVisible(ctx context.Context, marker string, max int, visible func(*topic.Topic) bool) ([]*topic.Topic, string, error) {
+	var out []*topic.Topic
+	for {
+		ts, more, err := a.svc.ListTopics(ctx, marker, max)
+		if err != nil {
+			return nil, "", err
+		}
+		for i, t := range ts {
+			if !visible(t) {
+				continue
+			}
+			out = append(out, t)
+			if len(out) == max {
+				if i == len(ts)-1 && more == "" {
+					return out, "", nil
+				}
+				return out, queue.Name(t.Tenant, t.Name), nil
+			}
+		}
+		if more == "" {
+			return out, "", nil
+		}
+		marker = more
+	}
+}
+
+// readForm reads the form-encoded body: the AWS query protocol over POST.
+// The query string is ignored: the action and its target come from the
+// body alone, which the server requires to be signed.
 func readForm(r *http.Request) (url.Values, error) {
-	form := r.URL.Query()
+	form := url.Values{}
+	if r.Method != http.MethodPost {
+		return nil, errors.New("the SNS API takes a form-encoded POST")
+	}
 	if r.Body == nil {
 		return form, nil
 	}

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/notify/event"
@@ -37,8 +39,11 @@ func (p *HTTPPusher) Push(ctx context.Context, t *topic.Topic, rec *event.Record
 	if err != nil {
 		return err
 	}
-	if u == nil || (u.Scheme != topic.SchemeHTTP && u.Scheme != topic.SchemeHTTPS) {
-		return fmt.Errorf("push: no synchronous pusher for endpoint %q", t.Settings.PushEndpoint)
+	if u == nil {
+		return errors.New("push: the topic has no push-endpoint")
+	}
+	if u.Scheme != topic.SchemeHTTP && u.Scheme != topic.SchemeHTTPS {
+		return fmt.Errorf("push: no synchronous pusher for scheme %q", u.Scheme)
 	}
 	body, err := event.MarshalMessage(rec)
 	if err != nil {
@@ -55,6 +60,11 @@ func (p *HTTPPusher) Push(ctx context.Context, t *topic.Topic, rec *event.Record
 	}
 	resp, err := c.Do(req)
 	if err != nil {
+		// net/http's error quotes the URL, query (a token) included.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = u.Redacted()
+		}
 		return err
 	}
 	defer resp.Body.Close()

@@ -1,7 +1,6 @@
 package topic
 
 import (
-	"encoding/json"
 	"sort"
 	"strconv"
 	"strings"
@@ -295,8 +294,8 @@ func parseKnown(a map[string]string, opts Options) (Settings, error) {
 			fail("mechanism must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, not %q", v)
 		}
 	}
-	if s.Policy != "" && !json.Valid([]byte(s.Policy)) {
-		fail("Policy is not valid JSON")
+	if _, err := ParseTopicPolicy(s.Policy); err != nil {
+		errs = append(errs, err.(*Error).Message)
 	}
 	if s.Password != "" && s.UserName == "" {
 		fail("password given without user-name")

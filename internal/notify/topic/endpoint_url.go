@@ -41,22 +41,44 @@ func (u *EndpointURL) HasSecret() bool { return u.Password != "" }
 // uses TLS when the topic's use-ssl attribute is set.
 func (u *EndpointURL) TLS() bool { return u.Scheme == SchemeHTTPS || u.Scheme == SchemeAMQPS }
 
-// Redacted is the URL with the password replaced, for logs and listings.
-func (u *EndpointURL) Redacted() string {
-	if u.Password == "" {
-		return u.Raw
+// Redacted is the URL with the password and every query value replaced
+// ("xxxxx"), for logs, listings and anyone but the topic's owner: a
+// webhook's query often carries its token.
+func (u *EndpointURL) Redacted() string { return redactEndpoint(u.Raw) }
+
+func redactEndpoint(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return "xxxxx"
 	}
-	if p, err := url.Parse(u.Raw); err == nil {
-		return p.Redacted()
+	authority, tail := rest, ""
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		authority, tail = rest[:i], rest[i:]
 	}
-	return u.Scheme + "://" + strings.Join(u.Addrs, ",")
+	if at := strings.LastIndex(authority, "@"); at >= 0 {
+		user, _, hasPw := strings.Cut(authority[:at], ":")
+		if hasPw {
+			user += ":xxxxx"
+		}
+		authority = user + "@" + authority[at+1:]
+	}
+	if p, q, ok := strings.Cut(tail, "?"); ok {
+		kvs := strings.Split(q, "&")
+		for i, kv := range kvs {
+			if k, _, ok := strings.Cut(kv, "="); ok {
+				kvs[i] = k + "=xxxxx"
+			}
+		}
+		tail = p + "?" + strings.Join(kvs, "&")
+	}
+	return scheme + "://" + authority + tail
 }
 
 // ParseEndpoint parses a push-endpoint URL.
 func ParseEndpoint(raw string) (*EndpointURL, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return nil, invalid("push-endpoint %q: missing scheme (http, https, amqp, amqps, kafka)", raw)
+		return nil, invalid("push-endpoint: missing scheme (http, https, amqp, amqps, kafka)")
 	}
 	scheme = strings.ToLower(scheme)
 	u := &EndpointURL{Raw: raw, Scheme: scheme}
@@ -73,13 +95,19 @@ func ParseEndpoint(raw string) (*EndpointURL, error) {
 	case SchemeKafka:
 		defPort = 9092
 	default:
-		return nil, invalid("push-endpoint %q: unsupported scheme %q (http, https, amqp, amqps, kafka)", raw, scheme)
+		return nil, invalid("push-endpoint: unsupported scheme %q (http, https, amqp, amqps, kafka)", scheme)
 	}
 	// Split authority from path ourselves: url.Parse rejects Kafka's
 	// comma-separated host list.
 	authority, path := rest, ""
 	if i := strings.IndexAny(rest, "/?"); i >= 0 {
 		authority, path = rest[:i], rest[i:]
+	}
+	// An '@' after the host means a '/' or '?' in the user info was not
+	// percent-encoded: parsing on would take part of the password for the
+	// host (and echo it in errors), so refuse the whole URL.
+	if strings.Contains(path, "@") {
+		return nil, invalid("push-endpoint: malformed URL: '@' after the host; percent-encode '/', '?', '#' and '@' in user names, passwords and paths (%%2F, %%3F, %%23, %%40)")
 	}
 	if at := strings.LastIndex(authority, "@"); at >= 0 {
 		info := authority[:at]
@@ -101,12 +129,12 @@ func ParseEndpoint(raw string) (*EndpointURL, error) {
 	}
 	hosts := strings.Split(authority, ",")
 	if len(hosts) > 1 && scheme != SchemeKafka {
-		return nil, invalid("push-endpoint %q: only kafka accepts several hosts", u.Redacted())
+		return nil, invalid("push-endpoint %s: only kafka accepts several hosts", u.Redacted())
 	}
 	for _, h := range hosts {
 		addr, err := hostPort(h, defPort)
 		if err != nil {
-			return nil, invalid("push-endpoint %q: %s", u.Redacted(), err.Message)
+			return nil, invalid("push-endpoint %s: %s", u.Redacted(), err.Message)
 		}
 		u.Addrs = append(u.Addrs, addr)
 	}

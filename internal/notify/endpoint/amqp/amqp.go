@@ -13,7 +13,9 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"sync"
@@ -79,7 +81,12 @@ func New(o Options) (*Endpoint, error) {
 	}
 	u, err := amqp.ParseURI(o.URL)
 	if err != nil {
-		return nil, fmt.Errorf("amqp endpoint: %w", err)
+		// url.Parse's error quotes the URL, password included.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("amqp endpoint: malformed URL: %w", err)
 	}
 	e := &Endpoint{opts: o, pending: map[*amqp.Channel]map[uint64]*waiter{}}
 	if u.Scheme == "amqps" {

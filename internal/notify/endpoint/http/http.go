@@ -91,10 +91,15 @@ func New(o Options) (*Endpoint, error) {
 	}
 	u, err := url.Parse(o.URL)
 	if err != nil {
-		return nil, fmt.Errorf("http endpoint: %w", err)
+		// Never echo the URL: its query may carry a token.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("http endpoint: malformed URL: %w", err)
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("http endpoint: %q has no host", o.URL)
+		return nil, errors.New("http endpoint: the URL has no host")
 	}
 	e := &Endpoint{opts: o}
 	port := u.Port()

@@ -1,0 +1,112 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func snsBody(kv ...string) string {
+	f := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		f.Set(kv[i], kv[i+1])
+	}
+	return f.Encode()
+}
+
+// Topics are private to their owner unless their Policy grants; non-owners
+// see endpoints redacted; attaching another user's topic needs
+// sns:Publish.
+func TestTopicAccess(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.RequirePublishPolicy = true })
+	arn := "arn:aws:sns:default::t1"
+	s, b := e.do(t, "alice", http.MethodPost, "/", snsBody("Action", "CreateTopic", "Name", "t1",
+		"Attributes.entry.1.key", "push-endpoint", "Attributes.entry.1.value", "http://127.0.0.1:9/h?token=s3cr3t"))
+	expect(t, s, b, 200, arn)
+	notif := `<NotificationConfiguration><TopicConfiguration><Id>n</Id><Topic>` + arn + `</Topic></TopicConfiguration></NotificationConfiguration>`
+
+	s, b = e.do(t, "bob", http.MethodPost, "/", snsBody("Action", "ListTopics"))
+	expect(t, s, b, 200, "<ListTopicsResponse")
+	if strings.Contains(b, "t1") {
+		t.Fatalf("bob lists alice's topic: %s", b)
+	}
+	for _, action := range []string{"GetTopicAttributes", "GetTopic", "SetTopicAttributes", "DeleteTopic"} {
+		s, b = e.do(t, "bob", http.MethodPost, "/", snsBody("Action", action, "TopicArn", arn, "AttributeName", "OpaqueData", "AttributeValue", "x"))
+		expect(t, s, b, 403, "AuthorizationError")
+	}
+	s, b = e.do(t, "bob", http.MethodPut, "/bk1?notification", notif)
+	expect(t, s, b, 403, "AccessDenied")
+	// The query string is not read: the body alone names the action.
+	s, b = e.do(t, "alice", http.MethodPost, "/?Action=DeleteTopic&TopicArn="+url.QueryEscape(arn), "")
+	expect(t, s, b, 400, "MissingAction")
+	s, b = e.do(t, "alice", http.MethodGet, "/?Action=ListTopics", "")
+	expect(t, s, b, 400, "InvalidArgument")
+
+	// Admins see every topic, redacted.
+	s, b = e.do(t, "admin", http.MethodPost, "/", snsBody("Action", "ListTopics"))
+	expect(t, s, b, 200, arn, "token=xxxxx")
+	if strings.Contains(b, "s3cr3t") {
+		t.Fatalf("admin sees the token: %s", b)
+	}
+	s, b = e.do(t, "alice", http.MethodPost, "/", snsBody("Action", "GetTopic", "TopicArn", arn))
+	expect(t, s, b, 200, "token=s3cr3t")
+
+	policy := `{"Statement":[{"Effect":"Allow","Principal":{"AWS":"bob"},"Action":["sns:Publish","sns:GetTopicAttributes"]}]}`
+	s, b = e.do(t, "alice", http.MethodPost, "/", snsBody("Action", "SetTopicAttributes", "TopicArn", arn, "AttributeName", "Policy", "AttributeValue", policy))
+	expect(t, s, b, 200, "SetTopicAttributesResponse")
+	s, b = e.do(t, "bob", http.MethodPost, "/", snsBody("Action", "ListTopics"))
+	expect(t, s, b, 200, arn, "token=xxxxx")
+	s, b = e.do(t, "bob", http.MethodPost, "/", snsBody("Action", "GetTopicAttributes", "TopicArn", arn))
+	expect(t, s, b, 200, "token=xxxxx")
+	if strings.Contains(b, "s3cr3t") {
+		t.Fatalf("bob sees the token: %s", b)
+	}
+	s, b = e.do(t, "bob", http.MethodPost, "/", snsBody("Action", "DeleteTopic", "TopicArn", arn))
+	expect(t, s, b, 403, "AuthorizationError")
+	s, b = e.do(t, "bob", http.MethodPut, "/bk1?notification", notif)
+	expect(t, s, b, 200)
+}
+
+// ListTopics fills its pages past topics the caller may not see, and its
+// NextToken never names one of them.
+func TestListTopicsPagesSkipHidden(t *testing.T) {
+	e := newEnv(t)
+	create := func(user, name string) {
+		s, b := e.do(t, user, http.MethodPost, "/", snsBody("Action", "CreateTopic", "Name", name))
+		expect(t, s, b, 200)
+	}
+	create("alice", "a-first")
+	for i := 0; i < 150; i++ {
+		create("bob", fmt.Sprintf("b-%03d", i))
+	}
+	create("alice", "c-last")
+
+	s, b := e.do(t, "alice", http.MethodPost, "/", snsBody("Action", "ListTopics"))
+	expect(t, s, b, 200, "a-first", "c-last")
+	if strings.Contains(b, "b-") || strings.Contains(b, "NextToken") {
+		t.Fatalf("alice's page: %s", b)
+	}
+	var seen int
+	token := ""
+	for page := 0; page < 5; page++ {
+		s, b = e.do(t, "bob", http.MethodPost, "/", snsBody("Action", "ListTopics", "NextToken", token))
+		expect(t, s, b, 200)
+		if strings.Contains(b, "a-first") || strings.Contains(b, "c-last") {
+			t.Fatalf("bob's page shows alice's topic: %s", b)
+		}
+		seen += strings.Count(b, "<TopicArn>")
+		_, after, ok := strings.Cut(b, "<NextToken>")
+		if !ok {
+			break
+		}
+		token, _, _ = strings.Cut(after, "</NextToken>")
+		if !strings.Contains(token, "b-") {
+			t.Fatalf("token %q", token)
+		}
+	}
+	if seen != 150 {
+		t.Fatalf("bob saw %d topics, want 150", seen)
+	}
+}
