@@ -38,7 +38,7 @@ var (
 	// checksum that does not match the parts').
 	ErrInvalidRequest = errors.New("invalid request")
 	ErrBadDigest      = errors.New("bad digest")
-	ErrTooManyBuckets      = errors.New("too many buckets") // the owner's max_buckets is reached
+	ErrTooManyBuckets = errors.New("too many buckets") // the owner's max_buckets is reached
 )
 
 // Limits.

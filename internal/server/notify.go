@@ -71,7 +71,7 @@ func (g *Gateway) mountNotifications(cfg *config.Config, svc *service.Service, d
 	a, err := api.New(api.Options{
 		Service: svc, Bucket: d.GetBucket, Logger: g.Log.With("component", "notify-api"),
 		AllowCleartextSecrets: cfg.AllowInsecureEndpointSecrets,
-		RequirePublishPolicy: cfg.TopicRequirePublishPolicy,
+		RequirePublishPolicy:  cfg.TopicRequirePublishPolicy,
 		Caller: func(ctx context.Context) (api.Caller, bool) {
 			id, ok := s3api.IdentityFrom(ctx)
 			return api.Caller{User: id.User.ID, Admin: id.User.Admin}, ok
