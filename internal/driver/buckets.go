@@ -27,6 +27,8 @@ type Instance struct {
 	Layout   bucketindex.Layout `json:"layout"`
 	// Reshard is the in-progress reshard, owned by the reshard package.
 	Reshard json.RawMessage `json:"reshard,omitempty"`
+	// Access is the bucket's access-control state (access.go).
+	Access BucketAccess `json:"access,omitzero"`
 }
 
 // entryPoint is the bucket name's record (namespace "root", object <name>).
@@ -40,6 +42,8 @@ type bucketCacheEntry struct {
 	inst    Instance
 	version uint64
 	loaded  time.Time
+	// auth is inst's parsed access state, built once per cached version.
+	auth *BucketAuth
 }
 
 // bucketCacheTTL bounds how long a gateway trusts a cached instance without

@@ -2,7 +2,9 @@ package driver
 
 import (
 	"context"
+
 	"errors"
+	"github.com/cairn-s3/cairn/internal/authz"
 	"io"
 	"time"
 )
@@ -49,6 +51,7 @@ const (
 type User struct {
 	ID          string    `json:"user_id"`
 	DisplayName string    `json:"display_name"`
+	Email       string    `json:"email,omitempty"`
 	Keys        []Key     `json:"keys"`
 	Admin       bool      `json:"admin,omitempty"`
 	Created     time.Time `json:"created"`
@@ -94,6 +97,9 @@ type ObjectMeta struct {
 	// its base64 value as sent/returned in x-amz-checksum-*.
 	Checksums    map[string]string `json:"ck,omitempty"`
 	ChecksumType string            `json:"ckt,omitempty"` // FULL_OBJECT or COMPOSITE
+	// ACL is the object's ACL; its Owner is the object's owner. Nil means
+	// private, owned by the bucket owner (index entry Owner).
+	ACL *authz.ACL `json:"acl,omitempty"`
 }
 
 // ObjectInfo describes a stored object.
@@ -154,6 +160,8 @@ type CopyObjectInput struct {
 	ReplaceMeta bool
 	Meta        ObjectMeta
 	SrcCond     Conditions
+	// ACL is the new object's ACL (nil: private, bucket owner's).
+	ACL *authz.ACL
 }
 
 // ListObjectsInput is one page of an ordered listing.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/s3api/s3err"
 )
@@ -106,11 +107,12 @@ func (s *Server) serveAdmin(w *statusWriter, r *http.Request, rc *reqCtx) {
 			_ = WriteJSON(w, e.HTTPStatus, adminError{Code: e.Code, Message: e.WireMessage(), RequestID: rc.id, HostID: s.cfg.HostID})
 		}
 	}
-	if !rc.ident.User.Admin {
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	in := authz.Input{Request: authz.Request{Principal: rc.principal(), Action: adminAction(r.Method, path)}}
+	if !s.decide(r.Context(), rc, &in).Allowed() {
 		writeErr(s3err.New(s3err.ErrAccessDenied, "The admin API is for admin users only."))
 		return
 	}
-	path := strings.TrimSuffix(r.URL.Path, "/")
 	s.mu.RLock()
 	h, ok := s.admin[path]
 	s.mu.RUnlock()

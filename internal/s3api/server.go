@@ -165,8 +165,12 @@ type reqCtx struct {
 	verifiedSums func() map[string]string
 	// decodedLength is the authenticator's payload length, -1 if unknown.
 	decodedLength int64
-	// binfo is the bucket, loaded by the ownership check.
+	// binfo is the bucket, loaded by authorize.
 	binfo driver.BucketInfo
+	// bauth is the bucket's access state, loaded by authorize.
+	bauth *driver.BucketAuth
+	// objACLChecked: the decision already used the object's own ACL.
+	objACLChecked bool
 	// errCode is the S3 error code sent, for the log line.
 	errCode string
 	cause   error
@@ -224,7 +228,7 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 	rt := s.route(r, rc)
 	rc.op = rt.op
 
-	// Authenticate every request: there is no anonymous access.
+	// Unsigned requests are the anonymous principal; authz decides.
 	ident, err := s.authenticate(r, rc)
 	if err != nil {
 		if rt.kind == kindSNS {
@@ -249,6 +253,10 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 
 	switch rt.kind {
 	case kindSNS:
+		if ident.User.ID == "" {
+			s.writeSNSError(w, rc, s3err.New(s3err.ErrAccessDenied, "Anonymous access is not allowed."))
+			return
+		}
 		s.mu.RLock()
 		h := s.sns
 		s.mu.RUnlock()
@@ -266,11 +274,14 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 		s.writeError(w, r, rc, rt.err)
 		return
 	}
-	if rt.bucketScoped {
-		if err := s.authorizeBucket(ctx, rc, rc.bucket); err != nil {
-			s.writeError(w, r, rc, err)
-			return
-		}
+	act, ok := opAction(rt.op, r.URL.Query())
+	if !ok {
+		s.writeError(w, r, rc, fmt.Errorf("route %s has no authz action", rt.op))
+		return
+	}
+	if err := s.authorize(r, rc, act); err != nil {
+		s.writeError(w, r, rc, err)
+		return
 	}
 	if err := rt.h(w, r, rc); err != nil {
 		s.writeError(w, r, rc, err)
