@@ -238,4 +238,15 @@ func TestBucketPolicyHandlers(t *testing.T) {
 		rq.key = bobKey
 		h.mustDo(rq, 403)
 	}
+
+	// DeleteObjects is decided per key.
+	h.mustDo(req{method: "PUT", path: "/pol?policy", body: `{"Statement":[{"Effect":"Allow","Principal":{"AWS":"bob"},"Action":"s3:DeleteObject","Resource":"arn:aws:s3:::pol/pub/*"}]}`}, 204)
+	res = h.mustDo(req{method: "POST", path: "/pol?delete", key: bobKey,
+		body: `<Delete><Object><Key>pub/a</Key></Object><Object><Key>priv/b</Key></Object></Delete>`}, 200)
+	if !strings.Contains(res.body, "<Deleted><Key>pub/a</Key>") || !strings.Contains(res.body, "<Key>priv/b</Key><Code>AccessDenied</Code>") {
+		t.Fatalf("DeleteObjects: %s", res.body)
+	}
+	if _, ok := h.be.buckets["pol"].objects["priv/b"]; !ok {
+		t.Fatal("denied key deleted")
+	}
 }

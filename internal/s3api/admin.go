@@ -15,7 +15,7 @@ import (
 // Admin REST API, in the spirit of RGW's /admin/ ops (admin users only,
 // SigV4-signed like S3, JSON responses):
 //
-//	PUT    /admin/user?uid=U[&display-name=N][&access-key=K&secret-key=S][&admin=true]  create
+//	PUT    /admin/user?uid=U[&display-name=N][&email=E][&access-key=K&secret-key=S][&admin=true]  create
 //	GET    /admin/user?uid=U                    user info
 //	GET    /admin/user?list  (or /admin/metadata/user)   ["uid", ...]
 //	DELETE /admin/user?uid=U                    remove (BucketNotEmpty while it owns buckets)
@@ -171,7 +171,7 @@ func (s *Server) adminUser(w http.ResponseWriter, r *http.Request) error {
 		if uid == "" {
 			return missingParam("uid")
 		}
-		u := driver.User{ID: uid, DisplayName: q.Get("display-name"), Admin: q.Get("admin") == "true"}
+		u := driver.User{ID: uid, DisplayName: q.Get("display-name"), Email: q.Get("email"), Admin: q.Get("admin") == "true"}
 		ak, sk := q.Get("access-key"), q.Get("secret-key")
 		if (ak == "") != (sk == "") {
 			return s3err.New(s3err.ErrInvalidArgument, "access-key and secret-key must be given together.")

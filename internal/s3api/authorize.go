@@ -101,6 +101,9 @@ func (s *Server) authorize(r *http.Request, rc *reqCtx, act authz.Action) error 
 			return err
 		}
 		rc.binfo, rc.bauth = ba.Info, ba
+		if rc.op == "DeleteObjects" {
+			return nil // decided per key (authorizeKey), as S3 does
+		}
 		s.fillBucket(&in, ba)
 		if _, where := act.ACLPermission(); where == authz.ScopeObject {
 			// Provisional: most objects have no stored ACL (private, bucket
@@ -337,4 +340,19 @@ func adminAction(method, path string) authz.Action {
 		return pick(authz.AdminTopicsRead, authz.AdminTopicsWrite)
 	}
 	return authz.AdminRados
+}
+
+// authorizeKey decides act on one key of the request's bucket (the keys
+// of DeleteObjects), with the bucket state authorize loaded.
+func (s *Server) authorizeKey(r *http.Request, rc *reqCtx, act authz.Action, key string) error {
+	in := authz.Input{Request: authz.Request{Principal: rc.principal(), Action: act,
+		Resource: authz.Resource{Bucket: rc.bucket, Key: key}}}
+	s.fillBucket(&in, rc.bauth)
+	if in.Policy != nil {
+		in.Context = s.conditionContext(r, rc, act)
+	}
+	if s.decide(r.Context(), rc, &in).Allowed() {
+		return nil
+	}
+	return s3err.New(s3err.ErrAccessDenied, "")
 }
