@@ -48,6 +48,45 @@ type Policy struct {
 	Version    string
 	ID         string
 	Statements []Statement
+	// keys are the condition keys and policy variables the document
+	// reads (lower case), so callers build only those.
+	keys map[string]struct{}
+}
+
+// Needs reports whether evaluating the policy may read condition key k
+// (lower case). Callers use it to skip computing unused keys.
+func (p *Policy) Needs(k string) bool {
+	if p == nil {
+		return false
+	}
+	_, ok := p.keys[k]
+	return ok
+}
+
+func (p *Policy) noteKeys(st *Statement) {
+	vars := func(s string) {
+		for {
+			i := strings.Index(s, "${")
+			if i < 0 {
+				return
+			}
+			j := strings.IndexByte(s[i:], '}')
+			if j < 0 {
+				return
+			}
+			p.keys[strings.ToLower(s[i+2:i+j])] = struct{}{}
+			s = s[i+j+1:]
+		}
+	}
+	for _, r := range st.resources {
+		vars(r)
+	}
+	for _, c := range st.conditions {
+		p.keys[c.key] = struct{}{}
+		for _, v := range c.values {
+			vars(v)
+		}
+	}
 }
 
 // Statement is one compiled policy statement.
@@ -126,7 +165,7 @@ func ParsePolicy(doc []byte, opts PolicyOptions) (*Policy, error) {
 	if err := json.Unmarshal(doc, &top); err != nil {
 		return nil, malformed("Policies must be valid JSON and the first byte must be '{'")
 	}
-	p := &Policy{}
+	p := &Policy{keys: map[string]struct{}{}}
 	for k := range top {
 		switch k {
 		case "Version", "Id", "Statement":
@@ -167,6 +206,7 @@ func ParsePolicy(doc []byte, opts PolicyOptions) (*Policy, error) {
 			}
 			sids[st.Sid] = true
 		}
+		p.noteKeys(&st)
 		p.Statements = append(p.Statements, st)
 	}
 	return p, nil

@@ -286,3 +286,19 @@ func TestWildMatch(t *testing.T) {
 		}
 	}
 }
+
+func TestPolicyNeeds(t *testing.T) {
+	p, err := ParseBucketPolicy([]byte(`{"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject",
+	 "Resource":"arn:aws:s3:::bk/${aws:username}/*","Condition":{"StringLike":{"aws:Referer":"${aws:PrincipalType}*"},"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}}}]}`), "bk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"aws:username", "aws:referer", "aws:principaltype", "aws:sourceip"} {
+		if !p.Needs(k) {
+			t.Errorf("Needs(%s) = false", k)
+		}
+	}
+	if p.Needs("aws:currenttime") || (*Policy)(nil).Needs("aws:sourceip") {
+		t.Error("Needs reports an unused key")
+	}
+}

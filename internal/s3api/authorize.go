@@ -113,7 +113,7 @@ func (s *Server) authorize(r *http.Request, rc *reqCtx, act authz.Action) error 
 		}
 	}
 	if in.Policy != nil {
-		in.Context = s.conditionContext(r, rc, act)
+		in.Context = s.conditionContext(r, rc, act, in.Policy)
 	}
 	d := s.decide(ctx, rc, &in)
 	if d.Allowed() {
@@ -168,7 +168,7 @@ func (s *Server) mayList(r *http.Request, rc *reqCtx, in *authz.Input) bool {
 	l.Action = authz.S3ListBucket
 	l.ObjectACL = nil
 	if l.Policy != nil {
-		l.Context = s.conditionContext(r, rc, authz.S3ListBucket)
+		l.Context = s.conditionContext(r, rc, authz.S3ListBucket, l.Policy)
 	}
 	return s.decide(r.Context(), rc, &l).Allowed()
 }
@@ -200,7 +200,7 @@ func (s *Server) recheckObjectACL(r *http.Request, rc *reqCtx, act authz.Action,
 	s.fillBucket(&in, rc.bauth)
 	in.ObjectACL = info.Meta.ACL
 	if in.Policy != nil {
-		in.Context = s.conditionContext(r, rc, act)
+		in.Context = s.conditionContext(r, rc, act, in.Policy)
 		addObjectTags(in.Context, info)
 	}
 	rc.objACLChecked = true
@@ -222,7 +222,7 @@ func (s *Server) allowedOn(r *http.Request, rc *reqCtx, act authz.Action, bucket
 		Resource: authz.Resource{Bucket: bucket, Key: key}}}
 	s.fillBucket(&in, ba)
 	if in.Policy != nil {
-		in.Context = s.conditionContext(r, rc, act)
+		in.Context = s.conditionContext(r, rc, act, in.Policy)
 	}
 	info, err := s.be.HeadObject(ctx, bucket, key)
 	if err != nil && !errors.Is(err, driver.ErrNoSuchKey) {
@@ -238,75 +238,90 @@ func (s *Server) allowedOn(r *http.Request, rc *reqCtx, act authz.Action, bucket
 	return s3err.New(s3err.ErrAccessDenied, "")
 }
 
-// conditionContext builds the condition keys S3 defines for a request.
-// Values come from the connection and the parsed request, never from a
-// blanket copy of headers (aws:SourceIp is the peer address).
-func (s *Server) conditionContext(r *http.Request, rc *reqCtx, act authz.Action) authz.Context {
-	c := authz.Context{}
-	now := s.cfg.Now().UTC()
-	c["aws:sourceip"] = []string{sourceIP(r)}
-	c["aws:securetransport"] = []string{strconv.FormatBool(r.TLS != nil)}
-	c["aws:currenttime"] = []string{now.Format(time.RFC3339)}
-	c["aws:epochtime"] = []string{strconv.FormatInt(now.Unix(), 10)}
-	if v := r.Header.Get("Referer"); v != "" {
-		c["aws:referer"] = []string{v}
+// headerKeys are the condition keys copied from one request header each,
+// with the header's canonical name.
+var headerKeys = func() []struct{ key, header string } {
+	var out []struct{ key, header string }
+	add := func(key, header string) {
+		out = append(out, struct{ key, header string }{key, http.CanonicalHeaderKey(header)})
 	}
-	if v := r.Header.Get("User-Agent"); v != "" {
-		c["aws:useragent"] = []string{v}
+	add("aws:referer", "Referer")
+	add("aws:useragent", "User-Agent")
+	for _, h := range []string{"x-amz-acl", "x-amz-server-side-encryption", "x-amz-copy-source",
+		"x-amz-metadata-directive", "x-amz-storage-class", "x-amz-content-sha256",
+		"x-amz-server-side-encryption-aws-kms-key-id", "x-amz-object-ownership",
+		"x-amz-grant-read", "x-amz-grant-write", "x-amz-grant-read-acp", "x-amz-grant-write-acp",
+		"x-amz-grant-full-control"} {
+		add("s3:"+h, h)
+	}
+	return out
+}()
+
+// conditionContext builds the condition keys S3 defines for a request,
+// only those policy p reads. Values come from the connection and the
+// parsed request, never from a blanket copy of headers (aws:SourceIp is
+// the peer address).
+func (s *Server) conditionContext(r *http.Request, rc *reqCtx, act authz.Action, p *authz.Policy) authz.Context {
+	c := authz.Context{}
+	set := func(k string, v func() []string) {
+		if p.Needs(k) {
+			c[k] = v()
+		}
+	}
+	one := func(v string) func() []string { return func() []string { return []string{v} } }
+	set("aws:sourceip", func() []string { return []string{sourceIP(r)} })
+	set("aws:securetransport", one(strconv.FormatBool(r.TLS != nil)))
+	set("aws:currenttime", func() []string { return []string{s.cfg.Now().UTC().Format(time.RFC3339)} })
+	set("aws:epochtime", func() []string { return []string{strconv.FormatInt(s.cfg.Now().Unix(), 10)} })
+	h := r.Header
+	for _, kv := range headerKeys {
+		if p.Needs(kv.key) {
+			if v := h[kv.header]; len(v) > 0 && v[0] != "" {
+				c[kv.key] = v[:1]
+			}
+		}
 	}
 	if id := rc.ident.User.ID; id != "" {
-		c["aws:username"] = []string{id}
-		c["aws:userid"] = []string{id}
-		c["aws:principaltype"] = []string{"User"}
-		c["aws:principalarn"] = []string{authz.UserARN(id)}
+		set("aws:username", one(id))
+		set("aws:userid", one(id))
+		set("aws:principaltype", one("User"))
+		set("aws:principalarn", func() []string { return []string{authz.UserARN(id)} })
 	} else {
-		c["aws:principaltype"] = []string{"Anonymous"}
+		set("aws:principaltype", one("Anonymous"))
 	}
 	q := r.URL.Query()
-	h := r.Header
 	switch act {
 	case authz.S3ListBucket, authz.S3ListBucketVersions:
-		c["s3:prefix"] = []string{q.Get("prefix")}
+		set("s3:prefix", one(q.Get("prefix")))
 		if q.Has("delimiter") {
-			c["s3:delimiter"] = []string{q.Get("delimiter")}
+			set("s3:delimiter", one(q.Get("delimiter")))
 		}
-		mk := q.Get("max-keys")
-		if mk == "" {
-			mk = "1000"
-		}
-		c["s3:max-keys"] = []string{mk}
+		set("s3:max-keys", func() []string {
+			if mk := q.Get("max-keys"); mk != "" {
+				return []string{mk}
+			}
+			return []string{"1000"}
+		})
 	}
 	if v := q.Get("versionId"); v != "" {
-		c["s3:versionid"] = []string{v}
-	}
-	for _, name := range []string{"x-amz-acl", "x-amz-server-side-encryption", "x-amz-copy-source",
-		"x-amz-metadata-directive", "x-amz-storage-class", "x-amz-content-sha256",
-		"x-amz-server-side-encryption-aws-kms-key-id", "x-amz-object-ownership"} {
-		if v := h.Get(name); v != "" {
-			c["s3:"+name] = []string{v}
-		}
-	}
-	for _, g := range authz.GrantHeaders {
-		if v := h.Get(g.Header); v != "" {
-			c["s3:"+g.Header] = []string{v}
-		}
+		set("s3:versionid", one(v))
 	}
 	if v := h.Get("x-amz-tagging"); v != "" {
 		if tags, err := parseTagging(v); err == nil {
 			keys := make([]string, 0, len(tags))
 			for k, val := range tags {
-				c["s3:requestobjecttag/"+strings.ToLower(k)] = []string{val}
+				set("s3:requestobjecttag/"+strings.ToLower(k), one(val))
 				keys = append(keys, k)
 			}
-			c["s3:requestobjecttagkeys"] = keys
+			set("s3:requestobjecttagkeys", func() []string { return keys })
 		}
 	}
 	if strings.HasPrefix(h.Get("Authorization"), "AWS4-") || q.Has("X-Amz-Signature") {
-		c["s3:signatureversion"] = []string{"AWS4-HMAC-SHA256"}
+		set("s3:signatureversion", one("AWS4-HMAC-SHA256"))
 		if q.Has("X-Amz-Signature") {
-			c["s3:authtype"] = []string{"REST-QUERY-STRING"}
+			set("s3:authtype", one("REST-QUERY-STRING"))
 		} else {
-			c["s3:authtype"] = []string{"REST-HEADER"}
+			set("s3:authtype", one("REST-HEADER"))
 		}
 	}
 	return c
@@ -349,7 +364,7 @@ func (s *Server) authorizeKey(r *http.Request, rc *reqCtx, act authz.Action, key
 		Resource: authz.Resource{Bucket: rc.bucket, Key: key}}}
 	s.fillBucket(&in, rc.bauth)
 	if in.Policy != nil {
-		in.Context = s.conditionContext(r, rc, act)
+		in.Context = s.conditionContext(r, rc, act, in.Policy)
 	}
 	if s.decide(r.Context(), rc, &in).Allowed() {
 		return nil
