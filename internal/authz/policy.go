@@ -63,6 +63,20 @@ func (p *Policy) Needs(k string) bool {
 	return ok
 }
 
+// NeedsPrefix reports whether the policy reads any condition key starting
+// with prefix (lower case), e.g. "s3:existingobjecttag/".
+func (p *Policy) NeedsPrefix(prefix string) bool {
+	if p == nil {
+		return false
+	}
+	for k := range p.keys {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *Policy) noteKeys(st *Statement) {
 	vars := func(s string) {
 		for {

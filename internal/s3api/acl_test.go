@@ -250,3 +250,17 @@ func TestBucketPolicyHandlers(t *testing.T) {
 		t.Fatal("denied key deleted")
 	}
 }
+
+func TestPolicyExistingObjectTag(t *testing.T) {
+	h := newHarness(t)
+	h.bucket("tags")
+	h.mustDo(req{method: "PUT", path: "/tags/secret", body: "s", hdr: map[string]string{"x-amz-tagging": "class=secret"}}, 200)
+	h.mustDo(req{method: "PUT", path: "/tags/open", body: "o", hdr: map[string]string{"x-amz-tagging": "class=public"}}, 200)
+	h.mustDo(req{method: "PUT", path: "/tags?policy", body: `{"Statement":[
+	 {"Sid":"NoSecrets","Effect":"Deny","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::tags/*","Condition":{"StringEquals":{"s3:ExistingObjectTag/class":"secret"}}},
+	 {"Sid":"PublicTagged","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::tags/*","Condition":{"StringEquals":{"s3:ExistingObjectTag/class":"public"}}}]}`}, 204)
+	// The deny applies to the owner too, though her ACL grant allows.
+	h.mustDo(req{method: "GET", path: "/tags/secret"}, 403)
+	h.mustDo(req{method: "GET", path: "/tags/open", key: "-"}, 200)
+	h.mustDo(req{method: "GET", path: "/tags/secret", key: "-"}, 403)
+}

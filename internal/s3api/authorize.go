@@ -114,12 +114,25 @@ func (s *Server) authorize(r *http.Request, rc *reqCtx, act authz.Action) error 
 	}
 	if in.Policy != nil {
 		in.Context = s.conditionContext(r, rc, act, in.Policy)
+		if act.Scope() == authz.ScopeObject && in.Policy.NeedsPrefix("s3:existingobjecttag/") {
+			// The stored tags decide: read the object before deciding.
+			info, err := s.be.HeadObject(ctx, rc.bucket, rc.key)
+			if err == nil {
+				addObjectTags(in.Context, info)
+				if in.ObjectACL != nil {
+					in.ObjectACL = objectACL(info, rc.bauth)
+					rc.objACLChecked = true
+				}
+			} else if !errors.Is(err, driver.ErrNoSuchKey) {
+				return err
+			}
+		}
 	}
 	d := s.decide(ctx, rc, &in)
 	if d.Allowed() {
 		return nil
 	}
-	if d.Effect == authz.ImplicitDeny && in.ObjectACL != nil {
+	if d.Effect == authz.ImplicitDeny && in.ObjectACL != nil && !rc.objACLChecked {
 		// The object's own ACL may grant what the default does not.
 		info, err := s.be.HeadObject(ctx, rc.bucket, rc.key)
 		switch {
