@@ -70,6 +70,11 @@ const (
 	S3PutObjectLegalHold
 	S3BypassGovernanceRetention
 
+	// CairnBucketOwnerOnly is the fallback for a bucket operation without
+	// an action of its own: only the bucket owner (and admins) may call it;
+	// no policy statement can name it.
+	CairnBucketOwnerOnly
+
 	// SNS.
 	SNSCreateTopic
 	SNSDeleteTopic
@@ -185,6 +190,8 @@ var actions = [numActions]actionInfo{
 	S3GetObjectLegalHold:         {"s3:GetObjectLegalHold", ScopeObject, 0, 0},
 	S3PutObjectLegalHold:         {"s3:PutObjectLegalHold", ScopeObject, 0, 0},
 	S3BypassGovernanceRetention:  {"s3:BypassGovernanceRetention", ScopeObject, 0, 0},
+
+	CairnBucketOwnerOnly: {"cairn:BucketOwnerOnly", ScopeBucket, 0, 0},
 
 	SNSCreateTopic:        {"sns:CreateTopic", ScopeService, 0, 0},
 	SNSDeleteTopic:        {"sns:DeleteTopic", ScopeTopic, 0, 0},
