@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -313,5 +314,27 @@ func TestRoutesCarryActions(t *testing.T) {
 	h.mustDo(req{method: "GET", path: "/ext?cairnext", key: "-"}, 403)
 	if _, err := authz.ParseBucketPolicy([]byte(`{"Statement":[{"Effect":"Allow","Principal":"*","Action":"cairn:BucketOwnerOnly","Resource":"arn:aws:s3:::ext"}]}`), "ext"); err == nil {
 		t.Fatal("a policy may not grant the fallback action")
+	}
+}
+
+// The decision log names the statement or grant that decided.
+func TestDecisionLog(t *testing.T) {
+	var logs strings.Builder
+	h := newHarness(t, func(c *Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	h.bucket("logged")
+	h.put("logged", "k", "v")
+	h.mustDo(req{method: "PUT", path: "/logged?policy", body: `{"Statement":[{"Sid":"NoBob","Effect":"Deny","Principal":{"AWS":"bob"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::logged/*"}]}`}, 204)
+	h.mustDo(req{method: "GET", path: "/logged/k", key: bobKey}, 403)
+	h.mustDo(req{method: "GET", path: "/logged/k"}, 200)
+	for _, want := range []string{
+		`"msg":"authz","request_id":`,
+		`"principal":"bob","action":"s3:GetObject","resource":"arn:aws:s3:::logged/k","effect":"ExplicitDeny","reason":"policy statement \"NoBob\" (Deny)"`,
+		`"principal":"alice","action":"s3:GetObject","resource":"arn:aws:s3:::logged/k","effect":"Allow","reason":"ACL grant FULL_CONTROL to CanonicalUser alice"`,
+	} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %s", want)
+		}
 	}
 }
