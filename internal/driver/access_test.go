@@ -5,9 +5,16 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/cairn-s3/cairn/internal/authz"
+	"github.com/cairn-s3/cairn/internal/bucketindex"
+	"github.com/cairn-s3/cairn/internal/cls"
 	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cairn-s3/cairn/internal/objstore/embedded"
 )
 
 func TestBucketAccessStoredAndCached(t *testing.T) {
@@ -133,4 +140,42 @@ func TestUserEmail(t *testing.T) {
 	if _, err := d.CreateUser(ctx, driver.User{ID: "bob3", Email: "bob@example.com"}); err != nil {
 		t.Fatalf("email reusable after removal: %v", err)
 	}
+}
+
+// The parsed access state is kept across cache reloads of the same
+// instance version (refreshed only when the instance changed).
+func TestBucketAuthParsedOncePerVersion(t *testing.T) {
+	now := time.Now()
+	d, _ := newDriverClock(t, func() time.Time { return now })
+	ctx := context.Background()
+	d.CreateBucket(ctx, "alice", "bkt", "", 0)
+	a1, _ := d.BucketAuth(ctx, "bkt")
+	now = now.Add(time.Minute) // past the cache TTL: the instance is re-read
+	if a2, _ := d.BucketAuth(ctx, "bkt"); a2 != a1 {
+		t.Fatal("re-parsed an unchanged instance")
+	}
+	d.UpdateBucketAccess(ctx, "bkt", func(_ driver.Instance, a *driver.BucketAccess) error {
+		a.Ownership = authz.OwnershipBucketOwnerEnforced
+		return nil
+	})
+	if a3, _ := d.BucketAuth(ctx, "bkt"); a3 == a1 || a3.Ownership != authz.OwnershipBucketOwnerEnforced {
+		t.Fatal("a changed instance kept the old state")
+	}
+}
+
+func newDriverClock(t *testing.T, now func() time.Time) (*driver.Driver, objstore.Store) {
+	t.Helper()
+	reg := objstore.NewRegistry()
+	cls.RegisterAll(reg)
+	bucketindex.Register(reg)
+	st, err := embedded.Open(embedded.Options{Dir: "/d", FS: vfs.NewMem(), Classes: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := driver.New(context.Background(), driver.Options{Store: st, DefaultShards: 3, GCMinWait: -1, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close(); st.Close() })
+	return d, st
 }

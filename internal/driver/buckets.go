@@ -189,7 +189,11 @@ func (d *Driver) Instance(ctx context.Context, name string) (Instance, error) {
 		return Instance{}, err
 	}
 	d.bmu.Lock()
-	d.buckets[name] = &bucketCacheEntry{inst: inst, version: ver, loaded: d.opts.Now()}
+	ne := &bucketCacheEntry{inst: inst, version: ver, loaded: d.opts.Now()}
+	if ce := d.buckets[name]; ce != nil && ce.version == ver && ce.inst.ID == inst.ID {
+		ne.auth = ce.auth // same instance version: keep its parsed access state
+	}
+	d.buckets[name] = ne
 	d.bmu.Unlock()
 	return inst, nil
 }
