@@ -179,3 +179,33 @@ func newDriverClock(t *testing.T, now func() time.Time) (*driver.Driver, objstor
 	t.Cleanup(func() { d.Close(); st.Close() })
 	return d, st
 }
+
+// Two gateways over one store: an access change made through one applies
+// on the other within the instance cache TTL (the documented bound), and
+// at once on the first.
+func TestBucketAccessAcrossGateways(t *testing.T) {
+	now := time.Now()
+	clock := func() time.Time { return now }
+	d1, st := newDriverClock(t, clock)
+	d2, err := driver.New(context.Background(), driver.Options{Store: st, DefaultShards: 3, GCMinWait: -1, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d2.Close() })
+	ctx := context.Background()
+	d1.CreateBucket(ctx, "alice", "bkt", "", 0)
+	if a, _ := d2.BucketAuth(ctx, "bkt"); a.HasPAB {
+		t.Fatal("fresh bucket has a public access block")
+	}
+	d1.UpdateBucketAccess(ctx, "bkt", func(_ driver.Instance, a *driver.BucketAccess) error {
+		a.PublicAccessBlock = &authz.PublicAccessBlock{RestrictPublicBuckets: true}
+		return nil
+	})
+	if a, _ := d1.BucketAuth(ctx, "bkt"); !a.HasPAB {
+		t.Fatal("the writing gateway does not see its change")
+	}
+	now = now.Add(5 * time.Second)
+	if a, _ := d2.BucketAuth(ctx, "bkt"); !a.HasPAB {
+		t.Fatal("the other gateway still serves the old state after the TTL")
+	}
+}
