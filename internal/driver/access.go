@@ -33,12 +33,16 @@ type BucketAuth struct {
 	HasPAB            bool
 	Ownership         authz.Ownership
 	HasOwnership      bool
+	// DefaultObjectACL is the ACL of an object without one of its own:
+	// private, owned by the bucket owner.
+	DefaultObjectACL authz.ACL
 }
 
 // NewBucketAuth parses an instance's access state (for backends other
 // than the driver's own cache, e.g. nullgw).
 func NewBucketAuth(inst Instance) *BucketAuth {
 	a := &BucketAuth{Info: inst.info(), PolicyText: inst.Access.Policy, Ownership: inst.Access.Ownership}
+	a.DefaultObjectACL, _ = authz.CannedACL("private", authz.Owner{ID: inst.Owner}, authz.Owner{ID: inst.Owner})
 	if inst.Access.ACL != nil {
 		a.ACL = *inst.Access.ACL
 	} else {

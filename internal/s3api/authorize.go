@@ -209,8 +209,7 @@ func (s *Server) mayList(r *http.Request, rc *reqCtx, in *authz.Input) bool {
 
 // defaultObjectACL is the ACL of an object without a stored one.
 func defaultObjectACL(ba *driver.BucketAuth) *authz.ACL {
-	acl, _ := authz.CannedACL("private", authz.Owner{ID: ba.Info.Owner}, authz.Owner{ID: ba.Info.Owner})
-	return &acl
+	return &ba.DefaultObjectACL
 }
 
 func objectACL(info driver.ObjectInfo, ba *driver.BucketAuth) *authz.ACL {
