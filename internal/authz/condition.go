@@ -90,6 +90,7 @@ type condition struct {
 	times    []time.Time
 	nets     []netip.Prefix
 	null     bool // Null: true = key must be absent
+	vars     bool // some value holds a policy variable (${...})
 }
 
 func parseConditions(raw json.RawMessage) ([]condition, error) {
@@ -188,6 +189,9 @@ func scalar(raw json.RawMessage) (string, error) {
 func (c *condition) compile(vals []string) error {
 	bad := func() error { return malformed("Invalid value for condition %s key %s", c.op, c.key) }
 	c.values = vals
+	for _, v := range vals {
+		c.vars = c.vars || strings.Contains(v, "${")
+	}
 	switch c.spec.kind {
 	case opNumericEquals, opNumericLessThan, opNumericLessThanEquals, opNumericGreaterThan, opNumericGreaterThanEquals:
 		for _, v := range vals {
@@ -305,19 +309,19 @@ func (c *condition) one(v string, ctx Context) bool {
 	switch c.spec.kind {
 	case opStringEquals, opBinaryEquals:
 		for _, p := range c.values {
-			if p2, ok := substitute(p, ctx); ok && p2 == v {
+			if p2, ok := c.expand(p, ctx); ok && p2 == v {
 				return true
 			}
 		}
 	case opStringEqualsIgnoreCase:
 		for _, p := range c.values {
-			if p2, ok := substitute(p, ctx); ok && strings.EqualFold(p2, v) {
+			if p2, ok := c.expand(p, ctx); ok && strings.EqualFold(p2, v) {
 				return true
 			}
 		}
 	case opStringLike, opArnLike:
 		for _, p := range c.values {
-			if p2, ok := substitute(p, ctx); ok && wildMatch(p2, v) {
+			if p2, ok := c.expand(p, ctx); ok && wildMatch(p2, v) {
 				return true
 			}
 		}
@@ -385,6 +389,14 @@ func compare(r opKind, c int) bool {
 		return c >= 0
 	}
 	return false
+}
+
+// expand substitutes policy variables in a value when it has any.
+func (c *condition) expand(v string, ctx Context) (string, bool) {
+	if !c.vars {
+		return v, true
+	}
+	return substitute(v, ctx)
 }
 
 // substitute expands policy variables (${aws:username}, ${*}, ${?}, ${$})

@@ -120,6 +120,7 @@ type Statement struct {
 
 	notResource bool
 	resources   []string
+	resVars     bool // some resource holds a policy variable
 
 	conditions []condition
 }
@@ -313,6 +314,7 @@ func parseStatement(raw json.RawMessage, idx int, opts PolicyOptions) (Statement
 		return st, malformed("Policy has invalid resource")
 	}
 	for _, r := range st.resources {
+		st.resVars = st.resVars || strings.Contains(r, "${")
 		if r != "*" && (!strings.HasPrefix(r, "arn:") || (opts.ResourceOK != nil && !opts.ResourceOK(r))) {
 			return st, malformed("Policy has invalid resource")
 		}
@@ -482,7 +484,11 @@ func (st *Statement) resourceIn(arn string, ctx Context) bool {
 		if r == "*" {
 			return true
 		}
-		if pat, ok := substitute(r, ctx); ok && wildMatch(pat, arn) {
+		pat, ok := r, true
+		if st.resVars {
+			pat, ok = substitute(r, ctx)
+		}
+		if ok && wildMatch(pat, arn) {
 			return true
 		}
 	}
