@@ -21,7 +21,7 @@ import (
 
 const adminUsage = `usage: cairn admin [--endpoint URL] <noun> <verb> [flags]
 
-  user create --uid U [--display-name N] [--access-key K --secret S] [--admin] [--max-buckets N]
+  user create --uid U [--display-name N] [--email E] [--access-key K --secret S] [--admin] [--max-buckets N]
   user info --uid U | user list | user rm --uid U
   bucket list [--uid U] | bucket stats --bucket B
   bucket create --bucket B --uid OWNER [--num-shards N]
@@ -66,7 +66,7 @@ var adminRoutes = map[string]adminRoute{
 }
 
 // adminParams are the flags passed through as query parameters.
-var adminParams = []string{"uid", "display-name", "access-key", "secret", "max-buckets", "bucket", "num-shards",
+var adminParams = []string{"uid", "display-name", "email", "access-key", "secret", "max-buckets", "bucket", "num-shards",
 	"topic", "max-entries", "marker", "notification-id"}
 
 func runAdmin(args []string) int {

@@ -48,6 +48,9 @@ type linkIn struct {
 	// IfETag fails with ErrCanceled unless the current entry has that ETag.
 	IfAbsent bool   `json:"a,omitempty"`
 	IfETag   string `json:"m,omitempty"`
+	// IfTag fails with ErrCanceled unless the current entry has that tag
+	// (a metadata-only rewrite of the same data, e.g. PutObjectAcl).
+	IfTag string `json:"tg,omitempty"`
 }
 
 type unlinkIn struct {
@@ -260,7 +263,7 @@ func clsLink(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if err := json.Unmarshal(in, &li); err != nil {
 		return nil, objstore.Errorf(objstore.ErrInvalid, "link input: %v", err)
 	}
-	if li.IfAbsent || li.IfETag != "" {
+	if li.IfAbsent || li.IfETag != "" || li.IfTag != "" {
 		old, _, err := getOld(ctx, li.Entry.Key)
 		if err != nil {
 			return nil, err
@@ -270,6 +273,9 @@ func clsLink(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 		}
 		if li.IfETag != "" && (old == nil || old.ETag != li.IfETag) {
 			return nil, objstore.Errorf(objstore.ErrCanceled, "key %q: etag does not match", li.Entry.Key)
+		}
+		if li.IfTag != "" && (old == nil || old.Tag != li.IfTag) {
+			return nil, objstore.Errorf(objstore.ErrCanceled, "key %q: tag does not match", li.Entry.Key)
 		}
 	}
 	return mutate(ctx, LogRecord{Op: "link", Entry: li.Entry})

@@ -79,7 +79,7 @@ func (x Index) eachShard(ctx context.Context, fn func(ctx context.Context, oid s
 // the entry it replaced (nil if none). The replaced entry's data is recorded
 // for collection in the same operation. ErrStale means the layout changed.
 func (x Index) Link(ctx context.Context, e Entry, c LinkCond) (*Entry, error) {
-	in, err := json.Marshal(linkIn{Entry: e, IfAbsent: c.IfAbsent, IfETag: c.IfETag})
+	in, err := json.Marshal(linkIn{Entry: e, IfAbsent: c.IfAbsent, IfETag: c.IfETag, IfTag: c.IfTag})
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +90,7 @@ func (x Index) Link(ctx context.Context, e Entry, c LinkCond) (*Entry, error) {
 type LinkCond struct {
 	IfAbsent bool   // If-None-Match: *
 	IfETag   string // If-Match: etag
+	IfTag    string // the current entry still names this write (same data)
 	// DeferSync applies the link without waiting for its sync
 	// (objstore.WriteOp.DeferSync): for callers whose commit point is a
 	// later synced op, or who call objstore.Sync before acknowledging.

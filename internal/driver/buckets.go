@@ -29,6 +29,8 @@ type Instance struct {
 	Reshard json.RawMessage `json:"reshard,omitempty"`
 	// CORS is the bucket's CORS configuration (PutBucketCors), nil if none.
 	CORS []CORSRule `json:"cors,omitempty"`
+	// Access is the bucket's access-control state (access.go).
+	Access BucketAccess `json:"access,omitzero"`
 }
 
 // entryPoint is the bucket name's record (namespace "root", object <name>).
@@ -42,6 +44,8 @@ type bucketCacheEntry struct {
 	inst    Instance
 	version uint64
 	loaded  time.Time
+	// auth is inst's parsed access state, built once per cached version.
+	auth *BucketAuth
 }
 
 // bucketCacheTTL bounds how long a gateway trusts a cached instance without
@@ -227,7 +231,11 @@ func (d *Driver) Instance(ctx context.Context, name string) (Instance, error) {
 		return Instance{}, err
 	}
 	d.bmu.Lock()
-	d.buckets[name] = &bucketCacheEntry{inst: inst, version: ver, loaded: d.opts.Now()}
+	ne := &bucketCacheEntry{inst: inst, version: ver, loaded: d.opts.Now()}
+	if ce := d.buckets[name]; ce != nil && ce.version == ver && ce.inst.ID == inst.ID {
+		ne.auth = ce.auth // same instance version: keep its parsed access state
+	}
+	d.buckets[name] = ne
 	d.bmu.Unlock()
 	return inst, nil
 }

@@ -27,6 +27,7 @@ const (
 const (
 	nsUsers     = "users.uid"
 	nsKeys      = "users.keys"
+	nsEmails    = "users.email" // object <lower-case email>, data <uid>
 	nsRoot      = "root"
 	nsInstances = "instances"
 )

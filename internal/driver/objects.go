@@ -72,6 +72,9 @@ func entryInfo(bucket string, e bucketindex.Entry) ObjectInfo {
 	if len(e.Meta) > 0 {
 		_ = json.Unmarshal(e.Meta, &oi.Meta)
 	}
+	if oi.Meta.ACL != nil {
+		oi.Owner = oi.Meta.ACL.Owner.ID
+	}
 	return oi
 }
 
@@ -271,6 +274,7 @@ func (d *Driver) CopyObject(ctx context.Context, in CopyObjectInput) (ObjectInfo
 		meta.Checksums = src.Meta.Checksums
 		meta.ChecksumType = src.Meta.ChecksumType
 	}
+	meta.ACL = in.ACL // a copy gets the request's ACL, never the source's
 	var body io.Reader = rd
 	if src.Parts > 0 {
 		// The copy is one part: its checksum is the whole data's.

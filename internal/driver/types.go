@@ -2,7 +2,9 @@ package driver
 
 import (
 	"context"
+
 	"errors"
+	"github.com/cairn-s3/cairn/internal/authz"
 	"io"
 	"time"
 )
@@ -55,6 +57,7 @@ const (
 type User struct {
 	ID          string    `json:"user_id"`
 	DisplayName string    `json:"display_name"`
+	Email       string    `json:"email,omitempty"`
 	Keys        []Key     `json:"keys"`
 	Admin       bool      `json:"admin,omitempty"`
 	Created     time.Time `json:"created"`
@@ -107,6 +110,9 @@ type ObjectMeta struct {
 	// PartChecksums are a completed multipart object's part checksums (its
 	// Checksums algorithm, base64) in part order (GetObjectAttributes).
 	PartChecksums []string `json:"pck,omitempty"`
+	// ACL is the object's ACL; its Owner is the object's owner. Nil means
+	// private, owned by the bucket owner (index entry Owner).
+	ACL *authz.ACL `json:"acl,omitempty"`
 }
 
 // ObjectInfo describes a stored object.
@@ -167,6 +173,8 @@ type CopyObjectInput struct {
 	ReplaceMeta bool
 	Meta        ObjectMeta
 	SrcCond     Conditions
+	// ACL is the new object's ACL (nil: private, bucket owner's).
+	ACL *authz.ACL
 }
 
 // ListObjectsInput is one page of an ordered listing.

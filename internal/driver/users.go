@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
 )
@@ -33,6 +34,9 @@ func NewKeyPair() (string, string) {
 
 func (d *Driver) users() objstore.IOContext { return d.meta.WithNamespace(nsUsers) }
 func (d *Driver) keys() objstore.IOContext  { return d.meta.WithNamespace(nsKeys) }
+func (d *Driver) emails() objstore.IOContext {
+	return d.meta.WithNamespace(nsEmails)
+}
 
 // CreateUser stores u, generating a key pair when u has none. Access keys are
 // claimed with exclusive creates, so two users can never share one.
@@ -54,12 +58,26 @@ func (d *Driver) CreateUser(ctx context.Context, u User) (User, error) {
 			return User{}, fmt.Errorf("%w: access key or secret too short", ErrInvalidArgument)
 		}
 	}
+	if u.Email != "" && (!strings.Contains(u.Email, "@") || len(u.Email) > 254) {
+		return User{}, fmt.Errorf("%w: email %q", ErrInvalidArgument, u.Email)
+	}
 	body, _ := json.Marshal(u)
 	if err := d.users().Operate(ctx, u.ID, objstore.NewWriteOp().Create(true).WriteFull(body)); err != nil {
 		if errors.Is(err, objstore.ErrExists) {
 			return User{}, ErrUserExists
 		}
 		return User{}, err
+	}
+	if u.Email != "" {
+		// Claimed exclusively, so a grant by email names one user.
+		err := d.emails().Operate(ctx, strings.ToLower(u.Email), objstore.NewWriteOp().Create(true).WriteFull([]byte(u.ID)))
+		if err != nil {
+			_ = d.users().Operate(ctx, u.ID, objstore.NewWriteOp().Remove())
+			if errors.Is(err, objstore.ErrExists) {
+				return User{}, fmt.Errorf("%w: email %s in use", ErrUserExists, u.Email)
+			}
+			return User{}, err
+		}
 	}
 	for i, k := range u.Keys {
 		err := d.keys().Operate(ctx, k.AccessKey, objstore.NewWriteOp().Create(true).WriteFull([]byte(u.ID)))
@@ -69,6 +87,9 @@ func (d *Driver) CreateUser(ctx context.Context, u User) (User, error) {
 				_ = d.keys().Operate(ctx, k2.AccessKey, objstore.NewWriteOp().Remove())
 			}
 			_ = d.users().Operate(ctx, u.ID, objstore.NewWriteOp().Remove())
+			if u.Email != "" {
+				_ = d.emails().Operate(ctx, strings.ToLower(u.Email), objstore.NewWriteOp().Remove())
+			}
 			if errors.Is(err, objstore.ErrExists) {
 				return User{}, ErrKeyExists
 			}
@@ -158,11 +179,30 @@ func (d *Driver) RemoveUser(ctx context.Context, uid string) error {
 			return err
 		}
 	}
+	if u.Email != "" {
+		_ = d.emails().Operate(ctx, strings.ToLower(u.Email), objstore.NewWriteOp().Remove())
+	}
 	err = d.users().Operate(ctx, uid, objstore.NewWriteOp().Remove())
 	if errors.Is(err, objstore.ErrNotFound) {
 		return ErrNoSuchUser
 	}
 	return err
+}
+
+// UserByEmail returns the user registered with email (case-insensitive),
+// or ErrNoSuchUser.
+func (d *Driver) UserByEmail(ctx context.Context, email string) (User, error) {
+	if email == "" {
+		return User{}, ErrNoSuchUser
+	}
+	uid, err := readAll(ctx, d.emails(), strings.ToLower(email))
+	if errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrInvalid) {
+		return User{}, ErrNoSuchUser
+	}
+	if err != nil {
+		return User{}, err
+	}
+	return d.GetUser(ctx, string(uid))
 }
 
 func readAll(ctx context.Context, io objstore.IOContext, oid string) ([]byte, error) {

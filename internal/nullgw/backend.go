@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
 )
 
@@ -30,6 +31,9 @@ type Backend struct {
 
 type bucket struct {
 	info driver.BucketInfo
+	// access and its parsed form (nil when stale), under Backend.mu.
+	access driver.BucketAccess
+	auth   *driver.BucketAuth
 
 	// A lock per bucket keeps PUTs to different buckets independent; the
 	// sorted key cache avoids sorting on every LIST page of a static bucket.
@@ -325,6 +329,9 @@ func (b *Backend) PutObject(ctx context.Context, in driver.PutObjectInput) (driv
 	info := driver.ObjectInfo{
 		Bucket: in.Bucket, Key: in.Key, Size: n, ETag: etag, ModTime: b.now(),
 		Meta: copyMeta(in.Meta), Owner: bk.info.Owner, Version: b.seq.Add(1),
+	}
+	if in.Meta.ACL != nil {
+		info.Owner = in.Meta.ACL.Owner.ID
 	}
 	bk.mu.Lock()
 	defer bk.mu.Unlock()
@@ -678,5 +685,71 @@ func (b *Backend) AbortMultipartUpload(ctx context.Context, bucketName, key, id 
 	b.mu.Lock()
 	delete(b.uploads, id)
 	b.mu.Unlock()
+	return nil
+}
+
+// UserByEmail returns the user with that email.
+func (b *Backend) UserByEmail(ctx context.Context, email string) (driver.User, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for _, u := range b.users {
+		if email != "" && strings.EqualFold(u.Email, email) {
+			return u, nil
+		}
+	}
+	return driver.User{}, driver.ErrNoSuchUser
+}
+
+// BucketAuth returns the bucket's parsed access state.
+func (b *Backend) BucketAuth(ctx context.Context, name string) (*driver.BucketAuth, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bk, ok := b.buckets[name]
+	if !ok {
+		return nil, driver.ErrNoSuchBucket
+	}
+	if bk.auth == nil {
+		bk.auth = driver.NewBucketAuth(bk.instance())
+	}
+	return bk.auth, nil
+}
+
+func (bk *bucket) instance() driver.Instance {
+	return driver.Instance{Name: bk.info.Name, ID: bk.info.ID, Owner: bk.info.Owner,
+		Created: bk.info.Created, Location: bk.info.Location, Access: bk.access}
+}
+
+// UpdateBucketAccess applies fn to the bucket's access state.
+func (b *Backend) UpdateBucketAccess(ctx context.Context, name string, fn func(driver.Instance, *driver.BucketAccess) error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bk, ok := b.buckets[name]
+	if !ok {
+		return driver.ErrNoSuchBucket
+	}
+	a := bk.access
+	if err := fn(bk.instance(), &a); err != nil {
+		return err
+	}
+	bk.access, bk.auth = a, nil
+	return nil
+}
+
+// SetObjectACL replaces an object's ACL, keeping its owner.
+func (b *Backend) SetObjectACL(ctx context.Context, bucket, key string, acl authz.ACL) error {
+	bk, err := b.bucket(bucket)
+	if err != nil {
+		return err
+	}
+	bk.mu.Lock()
+	defer bk.mu.Unlock()
+	o, ok := bk.objects[key]
+	if !ok {
+		return driver.ErrNoSuchKey
+	}
+	acl.Owner = authz.Owner{ID: o.Owner}
+	o.Meta = copyMeta(o.Meta)
+	o.Meta.ACL = &acl
+	bk.objects[key] = o
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/s3api/s3err"
 )
@@ -14,7 +15,7 @@ import (
 // Admin REST API, in the spirit of RGW's /admin/ ops (admin users only,
 // SigV4-signed like S3, JSON responses):
 //
-//	PUT    /admin/user?uid=U[&display-name=N][&access-key=K&secret-key=S][&admin=true][&max-buckets=N]  create
+//	PUT    /admin/user?uid=U[&display-name=N][&email=E][&access-key=K&secret-key=S][&admin=true][&max-buckets=N]  create
 //	GET    /admin/user?uid=U                    user info
 //	GET    /admin/user?list  (or /admin/metadata/user)   ["uid", ...]
 //	DELETE /admin/user?uid=U                    remove (BucketNotEmpty while it owns buckets)
@@ -107,11 +108,12 @@ func (s *Server) serveAdmin(w *statusWriter, r *http.Request, rc *reqCtx) {
 			_ = WriteJSON(w, e.HTTPStatus, adminError{Code: e.Code, Message: e.WireMessage(), RequestID: rc.id, HostID: s.cfg.HostID})
 		}
 	}
-	if !rc.ident.User.Admin {
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	in := authz.Input{Request: authz.Request{Principal: rc.principal(), Action: adminAction(r.Method, path)}}
+	if !s.decide(r.Context(), rc, &in).Allowed() {
 		writeErr(s3err.New(s3err.ErrAccessDenied, "The admin API is for admin users only."))
 		return
 	}
-	path := strings.TrimSuffix(r.URL.Path, "/")
 	s.mu.RLock()
 	h, ok := s.admin[path]
 	s.mu.RUnlock()
@@ -170,7 +172,7 @@ func (s *Server) adminUser(w http.ResponseWriter, r *http.Request) error {
 		if uid == "" {
 			return missingParam("uid")
 		}
-		u := driver.User{ID: uid, DisplayName: q.Get("display-name"), Admin: q.Get("admin") == "true"}
+		u := driver.User{ID: uid, DisplayName: q.Get("display-name"), Email: q.Get("email"), Admin: q.Get("admin") == "true"}
 		ak, sk := q.Get("access-key"), q.Get("secret-key")
 		if (ak == "") != (sk == "") {
 			return s3err.New(s3err.ErrInvalidArgument, "access-key and secret-key must be given together.")

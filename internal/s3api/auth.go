@@ -15,7 +15,7 @@ import (
 //
 // Errors should be *s3err.Error (SignatureDoesNotMatch, InvalidAccessKeyId,
 // RequestTimeTooSkewed, ...); anything else becomes InternalError. The
-// Server rejects unsigned requests with AccessDenied before calling it.
+// Server treats unsigned requests as anonymous without calling it.
 // To find secrets, implementations should use SecretLookup(backend), which
 // shares the user lookup with the Server within one request.
 type Authenticator interface {
@@ -125,7 +125,7 @@ func isSigned(r *http.Request) bool {
 
 func (s *Server) authenticate(r *http.Request, rc *reqCtx, kind routeKind) (Identity, error) {
 	if !isSigned(r) {
-		return Identity{}, s3err.New(s3err.ErrAccessDenied, "Anonymous access is not allowed.")
+		return Identity{}, nil // anonymous
 	}
 	memo := &userMemo{}
 	actx := context.WithValue(r.Context(), memoKey{}, memo)
@@ -157,23 +157,4 @@ func (s *Server) authenticate(r *http.Request, rc *reqCtx, kind routeKind) (Iden
 		rc.decodedLength = ar.DecodedLength
 	}
 	return Identity{User: user, AccessKey: ar.AccessKey}, nil
-}
-
-// authorizeBucket loads the bucket and checks that the caller owns it (or
-// is an admin). Missing buckets are NoSuchBucket for everyone: S3 does the
-// same, and bucket names are global anyway.
-func (s *Server) authorizeBucket(ctx context.Context, rc *reqCtx, bucket string) error {
-	info, err := s.be.GetBucket(ctx, bucket)
-	if err != nil {
-		return err
-	}
-	if !canAccess(rc.ident, info) {
-		return s3err.New(s3err.ErrAccessDenied, "")
-	}
-	rc.binfo = info
-	return nil
-}
-
-func canAccess(id Identity, b driver.BucketInfo) bool {
-	return id.User.Admin || b.Owner == id.User.ID
 }

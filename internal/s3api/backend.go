@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
 )
 
@@ -18,6 +19,13 @@ type Backend interface {
 	GetUser(ctx context.Context, uid string) (driver.User, error)
 	ListUsers(ctx context.Context) ([]string, error)
 	RemoveUser(ctx context.Context, uid string) error
+	UserByEmail(ctx context.Context, email string) (driver.User, error) // ErrNoSuchUser
+
+	// Access control (authorize.go, acl.go, policy.go). BucketAuth is cached
+	// with the bucket instance; the caller must not modify it.
+	BucketAuth(ctx context.Context, name string) (*driver.BucketAuth, error)
+	UpdateBucketAccess(ctx context.Context, name string, fn func(driver.Instance, *driver.BucketAccess) error) error
+	SetObjectACL(ctx context.Context, bucket, key string, acl authz.ACL) error
 
 	// Buckets. numShards 0 means the configured default.
 	CreateBucket(ctx context.Context, owner, name, location string, numShards int) error

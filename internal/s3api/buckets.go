@@ -144,8 +144,23 @@ func (s *Server) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	if err := s.checkLocation(location); err != nil {
 		return err
 	}
+	access, err := s.createBucketAccess(r, rc.ident.User.ID)
+	if err != nil {
+		return err
+	}
 	if err := s.be.CreateBucket(r.Context(), rc.ident.User.ID, rc.bucket, location, shards); err != nil {
 		return err
+	}
+	if access != nil {
+		// A second step: a crash between leaves the bucket private, never
+		// more open than asked.
+		err := s.be.UpdateBucketAccess(r.Context(), rc.bucket, func(_ driver.Instance, a *driver.BucketAccess) error {
+			*a = *access
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 	}
 	w.Header().Set("Location", "/"+rc.bucket)
 	w.Header().Set("Content-Length", "0")
@@ -238,37 +253,4 @@ type versioningConfiguration struct {
 // configuration), which tools like warp and minio-go query.
 func (s *Server) getBucketVersioning(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
 	return writeXML(w, http.StatusOK, versioningConfiguration{Xmlns: s3Namespace})
-}
-
-type accessControlPolicy struct {
-	XMLName xml.Name `xml:"AccessControlPolicy"`
-	Xmlns   string   `xml:"xmlns,attr"`
-	Owner   owner    `xml:"Owner"`
-	Grants  []grant  `xml:"AccessControlList>Grant"`
-}
-
-type grant struct {
-	Grantee struct {
-		XMLNS string `xml:"xmlns:xsi,attr"`
-		Type  string `xml:"xsi:type,attr"`
-		owner
-	} `xml:"Grantee"`
-	Permission string `xml:"Permission"`
-}
-
-// getACL answers GET ?acl on buckets and objects with the only policy
-// Cairn has: the bucket owner has FULL_CONTROL.
-func (s *Server) getACL(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	if rc.key != "" {
-		if _, err := s.be.HeadObject(r.Context(), rc.bucket, rc.key); err != nil {
-			return err
-		}
-	}
-	o := owner{ID: rc.binfo.Owner, DisplayName: rc.binfo.Owner}
-	var g grant
-	g.Grantee.XMLNS = "http://www.w3.org/2001/XMLSchema-instance"
-	g.Grantee.Type = "CanonicalUser"
-	g.Grantee.owner = o
-	g.Permission = "FULL_CONTROL"
-	return writeXML(w, http.StatusOK, accessControlPolicy{Xmlns: s3Namespace, Owner: o, Grants: []grant{g}})
 }

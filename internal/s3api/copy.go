@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/s3api/s3err"
 )
@@ -48,16 +49,7 @@ func (s *Server) copySource(r *http.Request, rc *reqCtx) (copySrc, error) {
 	if err != nil {
 		return src, err
 	}
-	if src.bucket != rc.bucket {
-		b, err := s.be.GetBucket(r.Context(), src.bucket)
-		if err != nil {
-			return src, err
-		}
-		if !canAccess(rc.ident, b) {
-			return src, s3err.New(s3err.ErrAccessDenied, "")
-		}
-	}
-	return src, nil
+	return src, s.allowedOn(r, rc, authz.S3GetObject, src.bucket, src.key)
 }
 
 // copyConditions reads x-amz-copy-source-if-*, normalised to S3's
@@ -127,7 +119,12 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 			return err
 		}
 	}
+	acl, err := s.requestObjectACL(r, rc)
+	if err != nil {
+		return err
+	}
 	info, err := s.be.CopyObject(r.Context(), driver.CopyObjectInput{
+		ACL:         acl,
 		SrcBucket:   src.bucket,
 		SrcKey:      src.key,
 		DstBucket:   rc.bucket,

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/s3api/s3err"
 )
@@ -95,6 +96,10 @@ func (s *Server) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqCt
 			continue
 		case o.VersionID != "" && o.VersionID != "null":
 			errs[i] = s3err.New(s3err.ErrNoSuchVersion, "")
+			continue
+		}
+		if err := s.authorizeKey(r, rc, authz.S3DeleteObject, o.Key); err != nil {
+			errs[i] = err
 			continue
 		}
 		wg.Add(1)

@@ -41,6 +41,7 @@ type fakeBucket struct {
 	shards  int
 	objects map[string]*fakeObject
 	cors    []driver.CORSRule
+	access  driver.BucketAccess // fake_access_test.go
 }
 
 type fakeObject struct {
@@ -310,6 +311,9 @@ func (f *fakeBackend) PutObject(ctx context.Context, in driver.PutObjectInput) (
 	info := driver.ObjectInfo{
 		Bucket: in.Bucket, Key: in.Key, Size: int64(len(data)), ETag: md5hex(data),
 		ModTime: f.now(), Meta: copyMeta(in.Meta), Owner: b.info.Owner,
+	}
+	if in.Meta.ACL != nil {
+		info.Owner = in.Meta.ACL.Owner.ID
 	}
 	b.objects[in.Key] = &fakeObject{info: info, data: data}
 	return info, nil

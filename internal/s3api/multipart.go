@@ -35,6 +35,9 @@ func (s *Server) createMultipartUpload(w http.ResponseWriter, r *http.Request, r
 	if err != nil {
 		return err
 	}
+	if meta.ACL, err = s.requestObjectACL(r, rc); err != nil {
+		return err
+	}
 	alg := strings.ToUpper(r.Header.Get("x-amz-checksum-algorithm"))
 	typ := strings.ToUpper(r.Header.Get("x-amz-checksum-type"))
 	if alg != "" && !validAlgorithm(alg) {

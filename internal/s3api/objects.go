@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/s3api/s3err"
 )
@@ -123,6 +124,9 @@ func (s *Server) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 	}
 	meta, err := objectMeta(r.Header)
 	if err != nil {
+		return err
+	}
+	if meta.ACL, err = s.requestObjectACL(r, rc); err != nil {
 		return err
 	}
 	p, err := newPayload(r, rc, driver.MaxPutSize)
@@ -368,6 +372,12 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 			info, err = s.be.HeadObject(ctx, rc.bucket, rc.key)
 		} else {
 			info, body, err = s.be.GetObject(ctx, rc.bucket, rc.key, nil)
+		}
+		if err == nil {
+			err = s.recheckObjectACL(r, rc, authz.S3GetObject, info)
+			if err != nil && body != nil {
+				body.Close()
+			}
 		}
 		if err != nil {
 			return err

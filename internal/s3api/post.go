@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/auth/postpolicy"
 	"github.com/cairn-s3/cairn/internal/auth/sigv2"
 	"github.com/cairn-s3/cairn/internal/auth/sigv4"
+	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/s3api/s3err"
 )
@@ -164,20 +165,13 @@ func (s *Server) postIdentity(ctx context.Context, f *postForm, now time.Time) (
 	return Identity{User: user, AccessKey: accessKey}, &p, nil
 }
 
-// authorizePostObject decides whether id may POST an object into the
-// bucket. Signed forms need the bucket owner (or an admin), like PutObject.
-// Anonymous forms are refused until bucket ACLs/policies exist: S3 accepts
-// them only on buckets that grant anonymous writes. This is the one place
-// to route through the access-control layer.
-func (s *Server) authorizePostObject(ctx context.Context, rc *reqCtx, id Identity, anonymous bool) error {
-	if anonymous {
-		if _, err := s.be.GetBucket(ctx, rc.bucket); err != nil {
-			return err
-		}
-		return s3err.New(s3err.ErrAccessDenied, "Anonymous POST uploads need a bucket that allows anonymous writes.")
-	}
-	rc.ident = id
-	return s.authorizeBucket(ctx, rc, rc.bucket)
+// authorizePostObject decides whether id (zero for an anonymous form)
+// may POST key into the bucket: the one access-control decision point, as
+// PutObject (bucket ACL WRITE or a policy allowing s3:PutObject, anonymous
+// included where the bucket grants it).
+func (s *Server) authorizePostObject(r *http.Request, rc *reqCtx, id Identity, key string) error {
+	rc.ident, rc.key = id, key
+	return s.authorize(r, rc, authz.S3PutObject)
 }
 
 // postFilename is the file part's name without any client path, as S3
@@ -259,9 +253,6 @@ func (s *Server) postObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	if err != nil {
 		return err
 	}
-	if err := s.authorizePostObject(ctx, rc, id, pol == nil); err != nil {
-		return err
-	}
 	meta := driver.RequestFrom(ctx)
 	meta.Principal = id.User.ID
 	ctx = driver.WithRequest(ctx, meta)
@@ -278,6 +269,9 @@ func (s *Server) postObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	}
 	if _, ok := fv["bucket"]; !ok {
 		fv["bucket"] = rc.bucket
+	}
+	if err := s.authorizePostObject(r.WithContext(ctx), rc, id, key); err != nil {
+		return err
 	}
 	lo, hi := int64(0), int64(driver.MaxPutSize)
 	if pol != nil {

@@ -40,11 +40,10 @@ type route struct {
 // requests naming them get NotImplemented rather than being mistaken for a
 // plain GET/PUT of the bucket or object.
 var unsupported = map[string]bool{
-	"accelerate": true, "acl": true, "analytics": true, "attributes": true,
+	"accelerate": true, "analytics": true, "attributes": true,
 	"encryption": true, "intelligent-tiering": true, "inventory": true, "legal-hold": true,
 	"lifecycle": true, "logging": true, "metrics": true, "notification": true,
-	"object-lock": true, "ownershipControls": true, "policy": true, "policyStatus": true,
-	"publicAccessBlock": true, "replication": true, "requestPayment": true, "restore": true,
+	"object-lock": true, "replication": true, "requestPayment": true, "restore": true,
 	"retention": true, "select": true, "session": true, "tagging": true, "torrent": true,
 	"versioning": true, "versions": true, "website": true, "renameObject": true,
 	"metadataTable": true,
@@ -152,7 +151,15 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 		case q.Has("versioning"):
 			return scoped("GetBucketVersioning", s.getBucketVersioning)
 		case q.Has("acl"):
-			return scoped("GetBucketAcl", s.getACL)
+			return scoped("GetBucketAcl", s.getBucketACL)
+		case q.Has("policy"):
+			return scoped("GetBucketPolicy", s.getBucketPolicy)
+		case q.Has("policyStatus"):
+			return scoped("GetBucketPolicyStatus", s.getBucketPolicyStatus)
+		case q.Has("publicAccessBlock"):
+			return scoped("GetPublicAccessBlock", s.getPublicAccessBlock)
+		case q.Has("ownershipControls"):
+			return scoped("GetBucketOwnershipControls", s.getOwnershipControls)
 		case q.Has("uploads"):
 			return scoped("ListMultipartUploads", s.listMultipartUploads)
 		case q.Has("cors"):
@@ -167,8 +174,17 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 	case http.MethodHead:
 		return scoped("HeadBucket", s.headBucket)
 	case http.MethodPut:
-		if q.Has("cors") {
+		switch {
+		case q.Has("cors"):
 			return scoped("PutBucketCors", s.putBucketCors)
+		case q.Has("acl"):
+			return scoped("PutBucketAcl", s.putBucketACL)
+		case q.Has("policy"):
+			return scoped("PutBucketPolicy", s.putBucketPolicy)
+		case q.Has("publicAccessBlock"):
+			return scoped("PutPublicAccessBlock", s.putPublicAccessBlock)
+		case q.Has("ownershipControls"):
+			return scoped("PutBucketOwnershipControls", s.putOwnershipControls)
 		}
 		if sr := subresource(q); sr != "" {
 			return notImplemented("Bucket", "PUT ?"+sr)
@@ -177,8 +193,15 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 		// between BucketAlreadyExists and BucketAlreadyOwnedByYou.
 		return route{op: "CreateBucket", h: s.createBucket}
 	case http.MethodDelete:
-		if q.Has("cors") {
+		switch {
+		case q.Has("cors"):
 			return scoped("DeleteBucketCors", s.deleteBucketCors)
+		case q.Has("policy"):
+			return scoped("DeleteBucketPolicy", s.deleteBucketPolicy)
+		case q.Has("publicAccessBlock"):
+			return scoped("DeletePublicAccessBlock", s.deletePublicAccessBlock)
+		case q.Has("ownershipControls"):
+			return scoped("DeleteBucketOwnershipControls", s.deleteOwnershipControls)
 		}
 		if sr := subresource(q); sr != "" {
 			return notImplemented("Bucket", "DELETE ?"+sr)
@@ -203,7 +226,7 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 	case http.MethodGet:
 		switch {
 		case q.Has("acl"):
-			return scoped("GetObjectAcl", s.getACL)
+			return scoped("GetObjectAcl", s.getObjectACL)
 		case q.Has("attributes"):
 			return scoped("GetObjectAttributes", s.getObjectAttributes)
 		case sr != "":
@@ -216,6 +239,8 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 		return scoped("HeadObject", s.getObject)
 	case http.MethodPut:
 		switch {
+		case q.Has("acl"):
+			return scoped("PutObjectAcl", s.putObjectACL)
 		case sr != "":
 			return notImplemented("Object", "PUT ?"+sr)
 		case q.Has("uploadId") || q.Has("partNumber"):

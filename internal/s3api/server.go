@@ -177,8 +177,12 @@ type reqCtx struct {
 	verifiedSums func() map[string]string
 	// decodedLength is the authenticator's payload length, -1 if unknown.
 	decodedLength int64
-	// binfo is the bucket, loaded by the ownership check.
+	// binfo is the bucket, loaded by authorize.
 	binfo driver.BucketInfo
+	// bauth is the bucket's access state, loaded by authorize.
+	bauth *driver.BucketAuth
+	// objACLChecked: the decision already used the object's own ACL.
+	objACLChecked bool
 	// errCode is the S3 error code sent, for the log line.
 	errCode string
 	cause   error
@@ -244,7 +248,7 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 		return
 	}
 
-	// Authenticate every request: there is no anonymous access.
+	// Unsigned requests are the anonymous principal; authz decides.
 	ident, err := s.authenticate(r, rc, rt.kind)
 	if err != nil {
 		if rt.kind == kindSNS {
@@ -269,6 +273,10 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 
 	switch rt.kind {
 	case kindSNS:
+		if ident.User.ID == "" {
+			s.writeSNSError(w, rc, s3err.New(s3err.ErrAccessDenied, "Anonymous access is not allowed."))
+			return
+		}
 		s.mu.RLock()
 		h := s.sns
 		s.mu.RUnlock()
@@ -286,11 +294,14 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 		s.writeError(w, r, rc, rt.err)
 		return
 	}
-	if rt.bucketScoped {
-		if err := s.authorizeBucket(ctx, rc, rc.bucket); err != nil {
-			s.writeError(w, r, rc, err)
-			return
-		}
+	act, ok := opAction(rt.op, r.URL.Query())
+	if !ok {
+		act = fallbackAction(r.Method, rc.key != "")
+		s.log.Warn("route without an authz action; using a fallback", "op", rt.op, "action", act.String())
+	}
+	if err := s.authorize(r, rc, act); err != nil {
+		s.writeError(w, r, rc, err)
+		return
 	}
 	if rt.deferred != nil {
 		s.writeError(w, r, rc, rt.deferred)

@@ -155,7 +155,8 @@ func TestRoutingErrors(t *testing.T) {
 		status int
 		code   string
 	}{
-		{req{method: "GET", path: "/b?policy"}, 501, "NotImplemented"},
+		{req{method: "GET", path: "/b?website"}, 501, "NotImplemented"},
+		{req{method: "GET", path: "/b?policy"}, 404, "NoSuchBucketPolicy"},
 		{req{method: "PUT", path: "/b?lifecycle", body: "<x/>"}, 501, "NotImplemented"},
 		{req{method: "GET", path: "/b/k?tagging"}, 501, "NotImplemented"},
 		{req{method: "POST", path: "/b/k"}, 501, "NotImplemented"},

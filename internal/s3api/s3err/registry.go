@@ -97,6 +97,13 @@ var (
 	ErrUnsupportedSignature         = APIError{"InvalidRequest", http.StatusBadRequest, "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256."}
 	ErrXAmzContentSHA256Mismatch    = APIError{"XAmzContentSHA256Mismatch", http.StatusBadRequest, "The provided 'x-amz-content-sha256' header does not match what was computed."}
 
+	// Access control (AWS ACL, policy, public access block, ownership).
+	ErrAccessControlListNotSupported = APIError{"AccessControlListNotSupported", http.StatusBadRequest, "The bucket does not allow ACLs."}
+	ErrUnresolvableGrantByEmail      = APIError{"UnresolvableGrantByEmailAddress", http.StatusBadRequest, "The email address you provided does not match any account on record."}
+	ErrNoSuchPublicAccessBlock       = APIError{"NoSuchPublicAccessBlockConfiguration", http.StatusNotFound, "The public access block configuration was not found."}
+	ErrOwnershipControlsNotFound     = APIError{"OwnershipControlsNotFoundError", http.StatusNotFound, "The bucket ownership controls were not found."}
+	ErrInvalidBucketAclWithOwnership = APIError{"InvalidBucketAclWithObjectOwnership", http.StatusBadRequest, "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting."}
+
 	// Ceph RGW additions.
 	ErrQuotaExceeded = APIError{"QuotaExceeded", http.StatusForbidden, "Quota exceeded."}
 	ErrUserSuspended = APIError{"UserSuspended", http.StatusForbidden, "The user is suspended."}
@@ -134,6 +141,8 @@ var Registry = []APIError{
 	ErrRequestHeaderSectionTooLarge, ErrRequestNotYetValid, ErrRequestTimeTooSkewed, ErrRequestTimeout,
 	ErrServiceUnavailable, ErrSignatureDoesNotMatch, ErrSlowDown, ErrTooManyBuckets, ErrUnexpectedContent,
 	ErrUnsupportedSignature, ErrXAmzContentSHA256Mismatch, ErrQuotaExceeded, ErrUserSuspended,
+	ErrAccessControlListNotSupported, ErrUnresolvableGrantByEmail, ErrNoSuchPublicAccessBlock,
+	ErrOwnershipControlsNotFound, ErrInvalidBucketAclWithOwnership,
 	ErrSNSAuthorization, ErrSNSInternal, ErrSNSInvalidAction, ErrSNSInvalidParameter,
 	ErrInvalidParameterValue, ErrMissingParameter, ErrTopicNotFound,
 }

@@ -1,0 +1,332 @@
+package authz
+
+import "strings"
+
+// Action is one authorizable operation, named as in AWS's service
+// authorization reference (s3:GetObject, sns:Publish, ...).
+type Action uint16
+
+// Actions. The zero value is invalid.
+const (
+	ActionInvalid Action = iota
+
+	// S3, bucket level.
+	S3ListAllMyBuckets
+	S3CreateBucket
+	S3DeleteBucket
+	S3ListBucket
+	S3ListBucketVersions
+	S3ListBucketMultipartUploads
+	S3GetBucketLocation
+	S3GetBucketAcl
+	S3PutBucketAcl
+	S3GetBucketPolicy
+	S3PutBucketPolicy
+	S3DeleteBucketPolicy
+	S3GetBucketPolicyStatus
+	S3GetBucketPublicAccessBlock
+	S3PutBucketPublicAccessBlock
+	S3GetBucketOwnershipControls
+	S3PutBucketOwnershipControls
+	S3GetBucketVersioning
+	S3PutBucketVersioning
+	S3GetBucketNotification
+	S3PutBucketNotification
+	S3GetBucketTagging
+	S3PutBucketTagging
+	S3GetBucketCORS
+	S3PutBucketCORS
+	S3GetLifecycleConfiguration
+	S3PutLifecycleConfiguration
+	S3GetEncryptionConfiguration
+	S3PutEncryptionConfiguration
+	S3GetBucketObjectLockConfiguration
+	S3PutBucketObjectLockConfiguration
+
+	// S3, object level.
+	S3GetObject
+	S3GetObjectVersion
+	S3GetObjectAcl
+	S3GetObjectVersionAcl
+	S3PutObject
+	S3PutObjectAcl
+	S3PutObjectVersionAcl
+	S3DeleteObject
+	S3DeleteObjectVersion
+	S3GetObjectTagging
+	S3GetObjectVersionTagging
+	S3PutObjectTagging
+	S3PutObjectVersionTagging
+	S3DeleteObjectTagging
+	S3DeleteObjectVersionTagging
+	S3GetObjectAttributes
+	S3GetObjectVersionAttributes
+	S3AbortMultipartUpload
+	S3ListMultipartUploadParts
+	S3RestoreObject
+	S3GetObjectRetention
+	S3PutObjectRetention
+	S3GetObjectLegalHold
+	S3PutObjectLegalHold
+	S3BypassGovernanceRetention
+
+	// CairnBucketOwnerOnly is the fallback for a bucket operation without
+	// an action of its own: only the bucket owner (and admins) may call it;
+	// no policy statement can name it.
+	CairnBucketOwnerOnly
+
+	// SNS.
+	SNSCreateTopic
+	SNSDeleteTopic
+	SNSGetTopicAttributes
+	SNSSetTopicAttributes
+	SNSListTopics
+	SNSPublish
+
+	// Cairn's admin API (the gateway's own; RGW calls these "caps").
+	AdminUsersRead
+	AdminUsersWrite
+	AdminBucketsRead
+	AdminBucketsWrite
+	AdminTopicsRead
+	AdminTopicsWrite
+	AdminRados
+
+	numActions
+)
+
+// Permission is a set of S3 ACL permissions.
+type Permission uint8
+
+// ACL permissions. FullControl is all four.
+const (
+	PermRead Permission = 1 << iota
+	PermWrite
+	PermReadACP
+	PermWriteACP
+	PermFullControl = PermRead | PermWrite | PermReadACP | PermWriteACP
+)
+
+// Scope says which ACL an action is checked against.
+type Scope uint8
+
+// Scopes.
+const (
+	ScopeService Scope = iota // no resource (ListAllMyBuckets, CreateTopic)
+	ScopeBucket               // the bucket's ACL
+	ScopeObject               // the object's ACL
+	ScopeTopic                // an SNS topic (no ACL)
+	ScopeAdmin                // the gateway's admin API (no ACL, no policy)
+)
+
+type actionInfo struct {
+	name  string
+	scope Scope
+	// perm is the ACL permission that grants the action; 0 means no ACL
+	// grant does, only the resource owner or a policy. Bucket-scoped
+	// object writes (PutObject, DeleteObject) check the bucket's WRITE.
+	perm Permission
+	// aclScope is where perm is looked up when it differs from scope.
+	aclScope Scope
+}
+
+// actions is the action→ACL-permission table (AWS "Mapping of ACL
+// permissions and access policy permissions"; RGW op_to_perm).
+var actions = [numActions]actionInfo{
+	S3ListAllMyBuckets:                 {"s3:ListAllMyBuckets", ScopeService, 0, 0},
+	S3CreateBucket:                     {"s3:CreateBucket", ScopeBucket, 0, 0},
+	S3DeleteBucket:                     {"s3:DeleteBucket", ScopeBucket, 0, 0},
+	S3ListBucket:                       {"s3:ListBucket", ScopeBucket, PermRead, ScopeBucket},
+	S3ListBucketVersions:               {"s3:ListBucketVersions", ScopeBucket, PermRead, ScopeBucket},
+	S3ListBucketMultipartUploads:       {"s3:ListBucketMultipartUploads", ScopeBucket, PermRead, ScopeBucket},
+	S3GetBucketLocation:                {"s3:GetBucketLocation", ScopeBucket, 0, 0},
+	S3GetBucketAcl:                     {"s3:GetBucketAcl", ScopeBucket, PermReadACP, ScopeBucket},
+	S3PutBucketAcl:                     {"s3:PutBucketAcl", ScopeBucket, PermWriteACP, ScopeBucket},
+	S3GetBucketPolicy:                  {"s3:GetBucketPolicy", ScopeBucket, 0, 0},
+	S3PutBucketPolicy:                  {"s3:PutBucketPolicy", ScopeBucket, 0, 0},
+	S3DeleteBucketPolicy:               {"s3:DeleteBucketPolicy", ScopeBucket, 0, 0},
+	S3GetBucketPolicyStatus:            {"s3:GetBucketPolicyStatus", ScopeBucket, 0, 0},
+	S3GetBucketPublicAccessBlock:       {"s3:GetBucketPublicAccessBlock", ScopeBucket, 0, 0},
+	S3PutBucketPublicAccessBlock:       {"s3:PutBucketPublicAccessBlock", ScopeBucket, 0, 0},
+	S3GetBucketOwnershipControls:       {"s3:GetBucketOwnershipControls", ScopeBucket, 0, 0},
+	S3PutBucketOwnershipControls:       {"s3:PutBucketOwnershipControls", ScopeBucket, 0, 0},
+	S3GetBucketVersioning:              {"s3:GetBucketVersioning", ScopeBucket, 0, 0},
+	S3PutBucketVersioning:              {"s3:PutBucketVersioning", ScopeBucket, 0, 0},
+	S3GetBucketNotification:            {"s3:GetBucketNotification", ScopeBucket, 0, 0},
+	S3PutBucketNotification:            {"s3:PutBucketNotification", ScopeBucket, 0, 0},
+	S3GetBucketTagging:                 {"s3:GetBucketTagging", ScopeBucket, 0, 0},
+	S3PutBucketTagging:                 {"s3:PutBucketTagging", ScopeBucket, 0, 0},
+	S3GetBucketCORS:                    {"s3:GetBucketCORS", ScopeBucket, 0, 0},
+	S3PutBucketCORS:                    {"s3:PutBucketCORS", ScopeBucket, 0, 0},
+	S3GetLifecycleConfiguration:        {"s3:GetLifecycleConfiguration", ScopeBucket, 0, 0},
+	S3PutLifecycleConfiguration:        {"s3:PutLifecycleConfiguration", ScopeBucket, 0, 0},
+	S3GetEncryptionConfiguration:       {"s3:GetEncryptionConfiguration", ScopeBucket, 0, 0},
+	S3PutEncryptionConfiguration:       {"s3:PutEncryptionConfiguration", ScopeBucket, 0, 0},
+	S3GetBucketObjectLockConfiguration: {"s3:GetBucketObjectLockConfiguration", ScopeBucket, 0, 0},
+	S3PutBucketObjectLockConfiguration: {"s3:PutBucketObjectLockConfiguration", ScopeBucket, 0, 0},
+
+	S3GetObject:                  {"s3:GetObject", ScopeObject, PermRead, ScopeObject},
+	S3GetObjectVersion:           {"s3:GetObjectVersion", ScopeObject, PermRead, ScopeObject},
+	S3GetObjectAcl:               {"s3:GetObjectAcl", ScopeObject, PermReadACP, ScopeObject},
+	S3GetObjectVersionAcl:        {"s3:GetObjectVersionAcl", ScopeObject, PermReadACP, ScopeObject},
+	S3PutObject:                  {"s3:PutObject", ScopeObject, PermWrite, ScopeBucket},
+	S3PutObjectAcl:               {"s3:PutObjectAcl", ScopeObject, PermWriteACP, ScopeObject},
+	S3PutObjectVersionAcl:        {"s3:PutObjectVersionAcl", ScopeObject, PermWriteACP, ScopeObject},
+	S3DeleteObject:               {"s3:DeleteObject", ScopeObject, PermWrite, ScopeBucket},
+	S3DeleteObjectVersion:        {"s3:DeleteObjectVersion", ScopeObject, PermWrite, ScopeBucket},
+	S3GetObjectTagging:           {"s3:GetObjectTagging", ScopeObject, PermRead, ScopeObject},
+	S3GetObjectVersionTagging:    {"s3:GetObjectVersionTagging", ScopeObject, PermRead, ScopeObject},
+	S3PutObjectTagging:           {"s3:PutObjectTagging", ScopeObject, 0, 0},
+	S3PutObjectVersionTagging:    {"s3:PutObjectVersionTagging", ScopeObject, 0, 0},
+	S3DeleteObjectTagging:        {"s3:DeleteObjectTagging", ScopeObject, 0, 0},
+	S3DeleteObjectVersionTagging: {"s3:DeleteObjectVersionTagging", ScopeObject, 0, 0},
+	S3GetObjectAttributes:        {"s3:GetObjectAttributes", ScopeObject, PermRead, ScopeObject},
+	S3GetObjectVersionAttributes: {"s3:GetObjectVersionAttributes", ScopeObject, PermRead, ScopeObject},
+	S3AbortMultipartUpload:       {"s3:AbortMultipartUpload", ScopeObject, PermWrite, ScopeBucket},
+	S3ListMultipartUploadParts:   {"s3:ListMultipartUploadParts", ScopeObject, PermRead, ScopeBucket},
+	S3RestoreObject:              {"s3:RestoreObject", ScopeObject, 0, 0},
+	S3GetObjectRetention:         {"s3:GetObjectRetention", ScopeObject, 0, 0},
+	S3PutObjectRetention:         {"s3:PutObjectRetention", ScopeObject, 0, 0},
+	S3GetObjectLegalHold:         {"s3:GetObjectLegalHold", ScopeObject, 0, 0},
+	S3PutObjectLegalHold:         {"s3:PutObjectLegalHold", ScopeObject, 0, 0},
+	S3BypassGovernanceRetention:  {"s3:BypassGovernanceRetention", ScopeObject, 0, 0},
+
+	CairnBucketOwnerOnly: {"cairn:BucketOwnerOnly", ScopeBucket, 0, 0},
+
+	SNSCreateTopic:        {"sns:CreateTopic", ScopeService, 0, 0},
+	SNSDeleteTopic:        {"sns:DeleteTopic", ScopeTopic, 0, 0},
+	SNSGetTopicAttributes: {"sns:GetTopicAttributes", ScopeTopic, 0, 0},
+	SNSSetTopicAttributes: {"sns:SetTopicAttributes", ScopeTopic, 0, 0},
+	SNSListTopics:         {"sns:ListTopics", ScopeService, 0, 0},
+	SNSPublish:            {"sns:Publish", ScopeTopic, 0, 0},
+
+	AdminUsersRead:    {"admin:users-read", ScopeAdmin, 0, 0},
+	AdminUsersWrite:   {"admin:users-write", ScopeAdmin, 0, 0},
+	AdminBucketsRead:  {"admin:buckets-read", ScopeAdmin, 0, 0},
+	AdminBucketsWrite: {"admin:buckets-write", ScopeAdmin, 0, 0},
+	AdminTopicsRead:   {"admin:topics-read", ScopeAdmin, 0, 0},
+	AdminTopicsWrite:  {"admin:topics-write", ScopeAdmin, 0, 0},
+	AdminRados:        {"admin:rados", ScopeAdmin, 0, 0},
+}
+
+// String returns the action's reference name, e.g. "s3:GetObject".
+func (a Action) String() string {
+	if a == ActionInvalid || a >= numActions {
+		return "invalid"
+	}
+	return actions[a].name
+}
+
+// Scope returns the kind of resource the action applies to.
+func (a Action) Scope() Scope { return actions[a].scope }
+
+// ACLPermission returns the ACL permission granting a and the ACL it is
+// looked up in (bucket or object); perm 0 means no ACL grant permits a.
+func (a Action) ACLPermission() (perm Permission, where Scope) {
+	i := actions[a]
+	return i.perm, i.aclScope
+}
+
+// Service returns the service prefix ("s3", "sns", "admin").
+func (a Action) Service() string {
+	s, _, _ := strings.Cut(a.String(), ":")
+	return s
+}
+
+// ActionByName returns the action named name, case-insensitively (IAM
+// action names are case-insensitive).
+func ActionByName(name string) (Action, bool) {
+	for a := Action(1); a < numActions; a++ {
+		if strings.EqualFold(actions[a].name, name) {
+			return a, true
+		}
+	}
+	return ActionInvalid, false
+}
+
+// AllActions returns every valid action, for tests and documentation.
+func AllActions() []Action {
+	out := make([]Action, 0, numActions-1)
+	for a := Action(1); a < numActions; a++ {
+		out = append(out, a)
+	}
+	return out
+}
+
+// actionSet is a bitset over Action, the compiled form of a policy
+// statement's Action or NotAction list.
+type actionSet [(numActions + 63) / 64]uint64
+
+func (s *actionSet) add(a Action)      { s[a/64] |= 1 << (a % 64) }
+func (s *actionSet) has(a Action) bool { return s[a/64]&(1<<(a%64)) != 0 }
+func (s *actionSet) empty() bool {
+	for _, w := range s {
+		if w != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// matchActions compiles an Action pattern ("s3:Get*", "*") into set, and
+// reports whether it names at least one known action of an allowed
+// service.
+func matchActions(set *actionSet, pattern string, services []string) bool {
+	if pattern == "*" {
+		n := 0
+		for a := Action(1); a < numActions; a++ {
+			if serviceAllowed(a.Service(), services) {
+				set.add(a)
+				n++
+			}
+		}
+		return n > 0
+	}
+	svc, _, ok := strings.Cut(pattern, ":")
+	if !ok || !serviceAllowed(strings.ToLower(svc), services) {
+		return false
+	}
+	lp := strings.ToLower(pattern)
+	n := 0
+	for a := Action(1); a < numActions; a++ {
+		if wildMatch(lp, strings.ToLower(actions[a].name)) {
+			set.add(a)
+			n++
+		}
+	}
+	if n == 0 && !strings.ContainsAny(pattern, "*?") {
+		return knownUnmodelled[lp]
+	}
+	// A wildcard matching nothing we implement is still valid IAM.
+	return true
+}
+
+func serviceAllowed(svc string, services []string) bool {
+	for _, s := range services {
+		if s == svc {
+			return true
+		}
+	}
+	return false
+}
+
+// knownUnmodelled are AWS S3 action names Cairn accepts in a policy but
+// has no operation for; a statement naming them is valid and matches
+// nothing.
+var knownUnmodelled = map[string]bool{
+	"s3:getbucketwebsite": true, "s3:putbucketwebsite": true, "s3:deletebucketwebsite": true,
+	"s3:getreplicationconfiguration": true, "s3:putreplicationconfiguration": true,
+	"s3:getbucketlogging": true, "s3:putbucketlogging": true,
+	"s3:getaccelerateconfiguration": true, "s3:putaccelerateconfiguration": true,
+	"s3:getbucketrequestpayment": true, "s3:putbucketrequestpayment": true,
+	"s3:getinventoryconfiguration": true, "s3:putinventoryconfiguration": true,
+	"s3:getmetricsconfiguration": true, "s3:putmetricsconfiguration": true,
+	"s3:getanalyticsconfiguration": true, "s3:putanalyticsconfiguration": true,
+	"s3:getintelligenttieringconfiguration": true, "s3:putintelligenttieringconfiguration": true,
+	"s3:objectowneroverridetobucketowner": true, "s3:replicateobject": true,
+	"s3:replicatedelete": true, "s3:replicatetags": true, "s3:getobjecttorrent": true,
+	"s3:getobjectversiontorrent": true, "s3:getobjectversionforreplication": true,
+	"sns:subscribe": true, "sns:unsubscribe": true,
+	"sns:listsubscriptionsbytopic": true, "sns:addpermission": true, "sns:removepermission": true,
+	"sns:tagresource": true, "sns:untagresource": true, "sns:listtagsforresource": true,
+}

@@ -1,0 +1,591 @@
+package authz
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// MaxBucketPolicySize is S3's limit on a bucket policy document.
+const MaxBucketPolicySize = 20 << 10
+
+// MalformedPolicyError is a policy document S3 would answer with
+// MalformedPolicy; Reason is the message.
+type MalformedPolicyError struct{ Reason string }
+
+func (e *MalformedPolicyError) Error() string { return "malformed policy: " + e.Reason }
+
+func malformed(format string, args ...any) error {
+	return &MalformedPolicyError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// IsMalformedPolicy reports whether err is a *MalformedPolicyError.
+func IsMalformedPolicy(err error) bool {
+	var m *MalformedPolicyError
+	return errors.As(err, &m)
+}
+
+// Effect is a statement's effect.
+type Effect uint8
+
+// Statement effects.
+const (
+	Allow Effect = iota + 1
+	Deny
+)
+
+func (e Effect) String() string {
+	if e == Deny {
+		return "Deny"
+	}
+	return "Allow"
+}
+
+// Policy is a parsed IAM policy document (a bucket or topic policy).
+type Policy struct {
+	Version    string
+	ID         string
+	Statements []Statement
+	// keys are the condition keys and policy variables the document
+	// reads (lower case), so callers build only those.
+	keys map[string]struct{}
+}
+
+// Needs reports whether evaluating the policy may read condition key k
+// (lower case). Callers use it to skip computing unused keys.
+func (p *Policy) Needs(k string) bool {
+	if p == nil {
+		return false
+	}
+	_, ok := p.keys[k]
+	return ok
+}
+
+// NeedsPrefix reports whether the policy reads any condition key starting
+// with prefix (lower case), e.g. "s3:existingobjecttag/".
+func (p *Policy) NeedsPrefix(prefix string) bool {
+	if p == nil {
+		return false
+	}
+	for k := range p.keys {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Policy) noteKeys(st *Statement) {
+	vars := func(s string) {
+		for {
+			i := strings.Index(s, "${")
+			if i < 0 {
+				return
+			}
+			j := strings.IndexByte(s[i:], '}')
+			if j < 0 {
+				return
+			}
+			p.keys[strings.ToLower(s[i+2:i+j])] = struct{}{}
+			s = s[i+j+1:]
+		}
+	}
+	for _, r := range st.resources {
+		vars(r)
+	}
+	for _, c := range st.conditions {
+		p.keys[c.key] = struct{}{}
+		for _, v := range c.values {
+			vars(v)
+		}
+	}
+}
+
+// Statement is one compiled policy statement.
+type Statement struct {
+	Sid    string
+	Effect Effect
+	// Index is the statement's position in the document, for reasons.
+	Index int
+
+	hasPrincipal bool
+	notPrincipal bool
+	anyPrincipal bool
+	principals   []string // canonical user ids
+
+	notAction bool
+	actions   actionSet
+
+	notResource bool
+	resources   []string
+	resVars     bool // some resource holds a policy variable
+
+	conditions []condition
+}
+
+// PolicyOptions say what a policy document may contain.
+type PolicyOptions struct {
+	// Services are the action prefixes allowed ("s3", "sns").
+	Services []string
+	// RequirePrincipal: resource policies must name a principal.
+	RequirePrincipal bool
+	// ResourceOK, if set, validates each Resource ARN pattern.
+	ResourceOK func(arn string) bool
+	// MaxSize is the document size limit; 0 means none.
+	MaxSize int
+}
+
+// ParseBucketPolicy parses and validates a bucket policy for bucket.
+func ParseBucketPolicy(doc []byte, bucket string) (*Policy, error) {
+	return ParsePolicy(doc, PolicyOptions{
+		Services:         []string{"s3"},
+		RequirePrincipal: true,
+		MaxSize:          MaxBucketPolicySize,
+		ResourceOK: func(arn string) bool {
+			rest, ok := strings.CutPrefix(arn, "arn:aws:s3:::")
+			if !ok {
+				return false
+			}
+			b, _, _ := strings.Cut(rest, "/")
+			return wildMatch(b, bucket)
+		},
+	})
+}
+
+// ParseTopicPolicy parses and validates an SNS topic's Policy attribute.
+func ParseTopicPolicy(doc []byte) (*Policy, error) {
+	return ParsePolicy(doc, PolicyOptions{
+		Services: []string{"sns"},
+		MaxSize:  30 << 10,
+		ResourceOK: func(arn string) bool {
+			return arn == "*" || strings.HasPrefix(arn, "arn:aws:sns:")
+		},
+	})
+}
+
+// ParsePolicy parses an IAM policy document strictly: unknown fields,
+// unknown actions and operators, and ill-typed values are errors
+// (*MalformedPolicyError), never silently ignored.
+func ParsePolicy(doc []byte, opts PolicyOptions) (*Policy, error) {
+	if opts.MaxSize > 0 && len(doc) > opts.MaxSize {
+		return nil, malformed("Policies must be less than %d KB", opts.MaxSize>>10)
+	}
+	doc = bytes.TrimSpace(doc)
+	if len(doc) == 0 || doc[0] != '{' {
+		return nil, malformed("Policies must be valid JSON and the first byte must be '{'")
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &top); err != nil {
+		return nil, malformed("Policies must be valid JSON and the first byte must be '{'")
+	}
+	p := &Policy{keys: map[string]struct{}{}}
+	for k := range top {
+		switch k {
+		case "Version", "Id", "Statement":
+		default:
+			return nil, malformed("Unknown field %s", k)
+		}
+	}
+	if v, ok := top["Version"]; ok {
+		if err := json.Unmarshal(v, &p.Version); err != nil || (p.Version != "2012-10-17" && p.Version != "2008-10-17") {
+			return nil, malformed("The policy must contain a valid version string")
+		}
+	}
+	if v, ok := top["Id"]; ok {
+		if err := json.Unmarshal(v, &p.ID); err != nil {
+			return nil, malformed("Id must be a string")
+		}
+	}
+	raw, ok := top["Statement"]
+	if !ok {
+		return nil, malformed("Missing required field Statement")
+	}
+	var stmts []json.RawMessage
+	if err := json.Unmarshal(raw, &stmts); err != nil {
+		stmts = []json.RawMessage{raw}
+	}
+	if len(stmts) == 0 {
+		return nil, malformed("Could not parse the policy: Statement is empty!")
+	}
+	sids := map[string]bool{}
+	for i, s := range stmts {
+		st, err := parseStatement(s, i, opts)
+		if err != nil {
+			return nil, err
+		}
+		if st.Sid != "" {
+			if sids[st.Sid] {
+				return nil, malformed("Statement IDs (SID) in a single policy must be unique")
+			}
+			sids[st.Sid] = true
+		}
+		p.noteKeys(&st)
+		p.Statements = append(p.Statements, st)
+	}
+	return p, nil
+}
+
+func parseStatement(raw json.RawMessage, idx int, opts PolicyOptions) (Statement, error) {
+	st := Statement{Index: idx}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return st, malformed("Statement must be an object")
+	}
+	for k := range m {
+		switch k {
+		case "Sid", "Effect", "Principal", "NotPrincipal", "Action", "NotAction",
+			"Resource", "NotResource", "Condition":
+		default:
+			return st, malformed("Unknown field %s", k)
+		}
+	}
+	if v, ok := m["Sid"]; ok {
+		if err := json.Unmarshal(v, &st.Sid); err != nil {
+			return st, malformed("Sid must be a string")
+		}
+	}
+	var eff string
+	if v, ok := m["Effect"]; !ok {
+		return st, malformed("Missing required field Effect")
+	} else if json.Unmarshal(v, &eff) != nil || (eff != "Allow" && eff != "Deny") {
+		return st, malformed("Invalid effect: %s", strings.Trim(string(v), `"`))
+	}
+	st.Effect = Allow
+	if eff == "Deny" {
+		st.Effect = Deny
+	}
+
+	// Principal / NotPrincipal.
+	pr, hasP := m["Principal"]
+	npr, hasNP := m["NotPrincipal"]
+	switch {
+	case hasP && hasNP:
+		return st, malformed("Statement cannot have both Principal and NotPrincipal")
+	case hasP || hasNP:
+		if hasNP {
+			pr, st.notPrincipal = npr, true
+		}
+		if err := st.parsePrincipal(pr); err != nil {
+			return st, err
+		}
+		st.hasPrincipal = true
+	case opts.RequirePrincipal:
+		return st, malformed("Missing required field Principal")
+	}
+
+	// Action / NotAction.
+	ac, hasA := m["Action"]
+	nac, hasNA := m["NotAction"]
+	if hasA == hasNA {
+		if hasA {
+			return st, malformed("Statement cannot have both Action and NotAction")
+		}
+		return st, malformed("Missing required field Action")
+	}
+	if hasNA {
+		ac, st.notAction = nac, true
+	}
+	names, err := stringList(ac)
+	if err != nil || len(names) == 0 {
+		return st, malformed("Policy has invalid action")
+	}
+	for _, n := range names {
+		if !matchActions(&st.actions, n, opts.Services) {
+			return st, malformed("Policy has invalid action")
+		}
+	}
+
+	// Resource / NotResource.
+	rs, hasR := m["Resource"]
+	nrs, hasNR := m["NotResource"]
+	if hasR == hasNR {
+		if hasR {
+			return st, malformed("Statement cannot have both Resource and NotResource")
+		}
+		return st, malformed("Missing required field Resource")
+	}
+	if hasNR {
+		rs, st.notResource = nrs, true
+	}
+	st.resources, err = stringList(rs)
+	if err != nil || len(st.resources) == 0 {
+		return st, malformed("Policy has invalid resource")
+	}
+	for _, r := range st.resources {
+		st.resVars = st.resVars || strings.Contains(r, "${")
+		if r != "*" && (!strings.HasPrefix(r, "arn:") || (opts.ResourceOK != nil && !opts.ResourceOK(r))) {
+			return st, malformed("Policy has invalid resource")
+		}
+	}
+	if !st.notAction && !st.notResource && !st.actionFitsResource() {
+		return st, malformed("Action does not apply to any resource(s) in statement")
+	}
+
+	if v, ok := m["Condition"]; ok {
+		if st.conditions, err = parseConditions(v); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// actionFitsResource reports whether some action of the statement can
+// apply to some resource: s3:GetObject needs an object ARN ("bucket/..."),
+// s3:ListBucket a bucket ARN.
+func (st *Statement) actionFitsResource() bool {
+	for a := Action(1); a < numActions; a++ {
+		if !st.actions.has(a) {
+			continue
+		}
+		for _, r := range st.resources {
+			if r == "*" || !strings.HasPrefix(r, "arn:aws:s3:::") {
+				return true
+			}
+			obj := strings.Contains(r, "/")
+			switch a.Scope() {
+			case ScopeObject:
+				if obj || strings.Contains(r, "*") {
+					return true
+				}
+			case ScopeBucket, ScopeService:
+				if !obj {
+					return true
+				}
+			default:
+				return true
+			}
+		}
+	}
+	// Only unmodelled actions (e.g. s3:GetBucketWebsite): accept.
+	return st.actions.empty()
+}
+
+func (st *Statement) parsePrincipal(raw json.RawMessage) error {
+	bad := malformed("Invalid principal in policy")
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if s != "*" {
+			return bad
+		}
+		st.anyPrincipal = true
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || len(m) == 0 {
+		return bad
+	}
+	for typ, v := range m {
+		ids, err := stringList(v)
+		if err != nil || len(ids) == 0 {
+			return bad
+		}
+		for _, id := range ids {
+			switch typ {
+			case "AWS":
+				if id == "*" {
+					st.anyPrincipal = true
+					continue
+				}
+				uid, ok := principalID(id)
+				if !ok {
+					return bad
+				}
+				st.principals = append(st.principals, uid)
+			case "CanonicalUser":
+				if id == "" || id == "*" {
+					return bad
+				}
+				st.principals = append(st.principals, id)
+			case "Service", "Federated":
+				// Valid IAM, but no Cairn request comes from one.
+			default:
+				return bad
+			}
+		}
+	}
+	return nil
+}
+
+// principalID turns an AWS principal into a canonical user id:
+// "arn:aws:iam::<acct>:user/<id>", "arn:aws:iam::<id>:root" (each Cairn
+// user is its own account) or a bare id.
+func principalID(s string) (string, bool) {
+	if !strings.HasPrefix(s, "arn:") {
+		return s, s != "" && !strings.ContainsAny(s, "*?")
+	}
+	parts := strings.SplitN(s, ":", 6)
+	if len(parts) != 6 || parts[1] != "aws" || parts[2] != "iam" {
+		return "", false
+	}
+	switch res := parts[5]; {
+	case strings.HasPrefix(res, "user/"):
+		id := res[len("user/"):]
+		if i := strings.LastIndexByte(id, '/'); i >= 0 { // user path
+			id = id[i+1:]
+		}
+		return id, id != ""
+	case res == "root":
+		return parts[4], parts[4] != ""
+	}
+	return "", false
+}
+
+func stringList(raw json.RawMessage) ([]string, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return []string{s}, nil
+	}
+	var l []string
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// match reports whether the statement applies to req, whose resource ARN
+// is arn.
+func (st *Statement) match(req *Request, arn string) bool {
+	if st.hasPrincipal && st.principalIn(req.Principal) == st.notPrincipal {
+		return false
+	}
+	if st.actions.has(req.Action) == st.notAction {
+		return false
+	}
+	if st.resourceIn(arn, req.Context) == st.notResource {
+		return false
+	}
+	for i := range st.conditions {
+		if !st.conditions[i].eval(req.Context) {
+			return false
+		}
+	}
+	return true
+}
+
+func (st *Statement) principalIn(p Principal) bool {
+	if st.anyPrincipal {
+		return true
+	}
+	if p.IsAnonymous() {
+		return false
+	}
+	for _, id := range st.principals {
+		if id == p.ID {
+			return true
+		}
+	}
+	return false
+}
+
+func (st *Statement) resourceIn(arn string, ctx Context) bool {
+	for _, r := range st.resources {
+		if r == "*" {
+			return true
+		}
+		pat, ok := r, true
+		if st.resVars {
+			pat, ok = substitute(r, ctx)
+		}
+		if ok && wildMatch(pat, arn) {
+			return true
+		}
+	}
+	return false
+}
+
+// Describe names the statement for decision reasons.
+func (st *Statement) Describe() string {
+	if st.Sid != "" {
+		return fmt.Sprintf("statement %q (%s)", st.Sid, st.Effect)
+	}
+	return fmt.Sprintf("statement #%d (%s)", st.Index, st.Effect)
+}
+
+// Eval evaluates the policy for req: Deny if any matching statement denies
+// (returning it at once), Allow if some statement allows, otherwise 0
+// (no statement applies). The statement returned decided the result.
+func (p *Policy) Eval(req *Request) (Effect, *Statement) {
+	if p == nil {
+		return 0, nil
+	}
+	arn := req.Resource.ARN(req.Action)
+	var allow *Statement
+	for i := range p.Statements {
+		st := &p.Statements[i]
+		if !st.match(req, arn) {
+			continue
+		}
+		if st.Effect == Deny {
+			return Deny, st
+		}
+		if allow == nil {
+			allow = st
+		}
+	}
+	if allow != nil {
+		return Allow, allow
+	}
+	return 0, nil
+}
+
+// publicRestrictingKeys are condition keys that, compared for equality to
+// fixed values, make a statement non-public (AWS "The meaning of
+// public").
+var publicRestrictingKeys = map[string]bool{
+	"aws:sourceip": true, "aws:sourcearn": true, "aws:sourcevpc": true, "aws:sourcevpce": true,
+	"aws:sourceaccount": true, "aws:sourceowner": true, "aws:principalorgid": true,
+	"aws:principalaccount": true, "aws:principalarn": true, "aws:userid": true,
+	"aws:username": true, "s3:dataaccesspointarn": true, "s3:dataaccesspointaccount": true,
+}
+
+// IsPublic reports whether the policy grants access to everyone: some
+// Allow statement has a wildcard principal (or NotPrincipal) and no
+// condition pinning the caller to fixed values.
+func (p *Policy) IsPublic() bool {
+	if p == nil {
+		return false
+	}
+	for i := range p.Statements {
+		st := &p.Statements[i]
+		if st.Effect != Allow || !(st.anyPrincipal || st.notPrincipal) {
+			continue
+		}
+		if !st.restricted() {
+			return true
+		}
+	}
+	return false
+}
+
+func (st *Statement) restricted() bool {
+	for _, c := range st.conditions {
+		if !publicRestrictingKeys[c.key] || c.spec.negate || c.ifExists || c.set == setAllValues {
+			continue
+		}
+		switch c.spec.kind {
+		case opStringEquals, opStringEqualsIgnoreCase, opArnLike, opStringLike:
+			fixed := true
+			for _, v := range c.values {
+				if strings.ContainsAny(v, "*?") || strings.Contains(v, "${") {
+					fixed = false
+				}
+			}
+			if fixed {
+				return true
+			}
+		case opIPAddress:
+			narrow := true
+			for _, n := range c.nets {
+				if n.Bits() < 8 {
+					narrow = false
+				}
+			}
+			if narrow {
+				return true
+			}
+		}
+	}
+	return false
+}
