@@ -20,17 +20,17 @@ type Entry struct {
 	// = highest). 0 marks a legacy entry written by plain link, which is
 	// the key's only (null) version. Kept right after Size: entrySizeSeq
 	// reads both without decoding the entry.
-	Seq       uint64 `json:"q,omitempty"`
-	VersionID string `json:"i,omitempty"`  // "" legacy, "null", or an opaque id
-	Marker    bool   `json:"dm,omitempty"` // a delete marker (version records only)
-	ETag      string `json:"e"`
-	ModTime  time.Time       `json:"t"`
-	Owner    string          `json:"o,omitempty"`
-	Tag      string          `json:"g"` // unique per write; names the data
-	Parts    int             `json:"p,omitempty"`
-	Version  uint64          `json:"v,omitempty"` // shard version at link time: per-key sequencer input
-	Manifest Manifest        `json:"m"`
-	Meta     json.RawMessage `json:"x,omitempty"` // driver.ObjectMeta, opaque here
+	Seq       uint64          `json:"q,omitempty"`
+	VersionID string          `json:"i,omitempty"`  // "" legacy, "null", or an opaque id
+	Marker    bool            `json:"dm,omitempty"` // a delete marker (version records only)
+	ETag      string          `json:"e"`
+	ModTime   time.Time       `json:"t"`
+	Owner     string          `json:"o,omitempty"`
+	Tag       string          `json:"g"` // unique per write; names the data
+	Parts     int             `json:"p,omitempty"`
+	Version   uint64          `json:"v,omitempty"` // shard version at link time: per-key sequencer input
+	Manifest  Manifest        `json:"m"`
+	Meta      json.RawMessage `json:"x,omitempty"` // driver.ObjectMeta, opaque here
 }
 
 // Manifest lists the data objects of an object: runs of stripes. A plain PUT
