@@ -209,7 +209,7 @@ type DeleteResult struct {
 
 // ListVersionsInput is one page of ListObjectVersions.
 type ListVersionsInput struct {
-	Bucket, Prefix, Delimiter string
+	Bucket, Prefix, Delimiter  string
 	KeyMarker, VersionIDMarker string
 	MaxKeys                    int
 }
