@@ -39,7 +39,7 @@ var unsupported = map[string]bool{
 	"object-lock": true, "ownershipControls": true, "policy": true, "policyStatus": true,
 	"publicAccessBlock": true, "replication": true, "requestPayment": true, "restore": true,
 	"retention": true, "select": true, "session": true, "tagging": true, "torrent": true,
-	"versioning": true, "versions": true, "website": true, "renameObject": true,
+	"website": true, "renameObject": true,
 	"metadataTable": true,
 }
 
@@ -122,6 +122,8 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 			return scoped("GetBucketLocation", s.getBucketLocation)
 		case q.Has("versioning"):
 			return scoped("GetBucketVersioning", s.getBucketVersioning)
+		case q.Has("versions"):
+			return scoped("ListObjectVersions", s.listObjectVersions)
 		case q.Has("acl"):
 			return scoped("GetBucketAcl", s.getACL)
 		case q.Has("uploads"):
@@ -136,6 +138,9 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 	case http.MethodHead:
 		return scoped("HeadBucket", s.headBucket)
 	case http.MethodPut:
+		if q.Has("versioning") {
+			return scoped("PutBucketVersioning", s.putBucketVersioning)
+		}
 		if sr := subresource(q); sr != "" {
 			return notImplemented("Bucket", "PUT ?"+sr)
 		}
