@@ -128,7 +128,7 @@ func (s *Server) putBucketVersioning(w http.ResponseWriter, r *http.Request, rc 
 	if !ok {
 		return s3err.New(s3err.ErrNotImplemented, "PutBucketVersioning is not implemented.")
 	}
-	p, err := verifyBody(r, rc, maxVersioningXML)
+	p, err := verifyBody(r, rc, -1)
 	if err != nil {
 		return err
 	}
