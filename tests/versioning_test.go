@@ -68,7 +68,7 @@ func allVersions(t *testing.T, c *s3.Client, bucket, prefix string, page int32) 
 		// newest first (ids sort newest first within a key; "null" is placed
 		// by its position in the raw order, so compare only sets per page).
 		type item struct {
-			key, vid string
+			key, vid   string
 			dm, latest bool
 		}
 		var items []item
