@@ -105,6 +105,7 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 		abort(ctx, res)
 		return ObjectInfo{}, err
 	}
+	d.failpoint("put-after-data")
 	e := bucketindex.Entry{
 		Key: in.Key, Size: run.Size, ETag: hex.EncodeToString(sum), ModTime: d.opts.Now().UTC(),
 		Owner: inst.Owner, Tag: tag, Manifest: bucketindex.Manifest{Runs: []bucketindex.Run{run}},
@@ -174,6 +175,7 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 		}
 		return ObjectInfo{}, err
 	}
+	d.failpoint("after-link")
 	for _, f := range vr.Freed {
 		d.gc.enqueue(shard, f.Tag, f.Manifest)
 	}
@@ -377,6 +379,7 @@ func (d *Driver) DeleteObjectVersion(ctx context.Context, in DeleteObjectInput) 
 		}
 		return DeleteResult{}, err
 	}
+	d.failpoint("after-unlink")
 	for _, f := range vr.Freed {
 		d.gc.enqueue(shard, f.Tag, f.Manifest)
 	}
