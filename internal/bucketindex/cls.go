@@ -35,6 +35,8 @@ func Register(reg *objstore.Registry) {
 	reg.Register(ClassName, "init", objstore.MethodWrite, clsInit)
 	reg.Register(ClassName, "link", objstore.MethodWrite, clsLink)
 	reg.Register(ClassName, "unlink", objstore.MethodWrite, clsUnlink)
+	reg.Register(ClassName, "link_version", objstore.MethodWrite, clsLinkVersion)
+	reg.Register(ClassName, "unlink_version", objstore.MethodWrite, clsUnlinkVersion)
 	reg.Register(ClassName, "gc_done", objstore.MethodWrite, clsGCDone)
 	reg.Register(ClassName, "set_state", objstore.MethodWrite, clsSetState)
 	reg.Register(ClassName, "apply", objstore.MethodWrite, clsApply)
@@ -54,8 +56,9 @@ type linkIn struct {
 }
 
 type unlinkIn struct {
-	Key string `json:"k"`
-	Tag string `json:"g,omitempty"` // only if the entry still has this tag
+	Key    string `json:"k"`
+	Tag    string `json:"g,omitempty"` // only if the entry still has this tag
+	IfETag string `json:"m,omitempty"` // only if the entry has this ETag
 }
 
 type gcDoneIn struct {
@@ -212,12 +215,12 @@ func change(ctx objstore.MethodContext, h *shardHeader, rec LogRecord, state str
 		if err := ctx.SetOmap(objstore.KV{Key: rec.Entry.Key, Value: nb}); err != nil {
 			return nil, err
 		}
-		if old == nil {
-			h.NumObjects++
-		} else {
-			h.Size -= uint64(old.Size)
+		if err := account(h, rec.Entry.Key, oldRaw, -1); err != nil {
+			return nil, err
 		}
-		h.Size += uint64(rec.Entry.Size)
+		if err := account(h, rec.Entry.Key, nb, 1); err != nil {
+			return nil, err
+		}
 	case "unlink":
 		if old == nil {
 			return nil, objstore.Errorf(objstore.ErrNotFound, "index entry %q", rec.Entry.Key)
@@ -225,11 +228,15 @@ func change(ctx objstore.MethodContext, h *shardHeader, rec LogRecord, state str
 		if rec.Entry.Tag != "" && old.Tag != rec.Entry.Tag {
 			return nil, objstore.Errorf(objstore.ErrCanceled, "index entry %q has another tag", rec.Entry.Key)
 		}
+		if rec.Entry.ETag != "" && old.ETag != rec.Entry.ETag {
+			return nil, objstore.Errorf(objstore.ErrCanceled, "index entry %q: etag does not match", rec.Entry.Key)
+		}
 		if err := ctx.RmOmapKeys(rec.Entry.Key); err != nil {
 			return nil, err
 		}
-		h.NumObjects--
-		h.Size -= uint64(old.Size)
+		if err := account(h, rec.Entry.Key, oldRaw, -1); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, objstore.Errorf(objstore.ErrInvalid, "index op %q", rec.Op)
 	}
@@ -286,7 +293,7 @@ func clsUnlink(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if err := json.Unmarshal(in, &ui); err != nil {
 		return nil, objstore.Errorf(objstore.ErrInvalid, "unlink input: %v", err)
 	}
-	return mutate(ctx, LogRecord{Op: "unlink", Entry: Entry{Key: ui.Key, Tag: ui.Tag}})
+	return mutate(ctx, LogRecord{Op: "unlink", Entry: Entry{Key: ui.Key, Tag: ui.Tag, ETag: ui.IfETag}})
 }
 
 func mutate(ctx objstore.MethodContext, rec LogRecord) ([]byte, error) {
@@ -463,15 +470,12 @@ func clsCopy(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 		return nil, err
 	}
 	for _, p := range pairs {
-		if err := validKey(p.Key); err != nil {
+		if err := validRecordKey(p.Key); err != nil {
 			return nil, err
 		}
-		sz, err := EntrySize(p.Value)
-		if err != nil {
+		if err := account(&h, p.Key, p.Value, 1); err != nil {
 			return nil, err
 		}
-		h.NumObjects++
-		h.Size += uint64(sz)
 	}
 	if err := ctx.SetOmap(pairs...); err != nil {
 		return nil, err
@@ -573,7 +577,7 @@ func clsReplay(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	// cur then follows the batch's own changes, in order.
 	keys := make([]string, 0, len(recs))
 	for _, r := range recs {
-		if err := validKey(r.Key); err != nil {
+		if err := validRecordKey(r.Key); err != nil {
 			return nil, err
 		}
 		keys = append(keys, r.Key)
@@ -588,13 +592,8 @@ func clsReplay(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	}
 	for _, r := range recs {
 		old := cur[r.Key]
-		if old != nil {
-			sz, err := EntrySize(old)
-			if err != nil {
-				return nil, err
-			}
-			h.NumObjects--
-			h.Size -= uint64(sz)
+		if err := account(&h, r.Key, old, -1); err != nil {
+			return nil, err
 		}
 		if r.Op == 'u' {
 			if old != nil {
@@ -605,16 +604,13 @@ func clsReplay(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 			}
 			continue
 		}
-		sz, err := EntrySize(r.Entry)
-		if err != nil {
+		if err := account(&h, r.Key, r.Entry, 1); err != nil {
 			return nil, err
 		}
 		if err := ctx.SetOmap(objstore.KV{Key: r.Key, Value: r.Entry}); err != nil {
 			return nil, err
 		}
 		cur[r.Key] = r.Entry
-		h.NumObjects++
-		h.Size += uint64(sz)
 	}
 	return nil, ctx.SetOmapHeader(h.encode())
 }

@@ -14,16 +14,23 @@ import (
 // an object's existence (an S3 object exists iff its entry does), and the
 // entry names the data objects that hold its bytes.
 type Entry struct {
-	Key      string          `json:"k"`
-	Size     int64           `json:"s"`
-	ETag     string          `json:"e"`
-	ModTime  time.Time       `json:"t"`
-	Owner    string          `json:"o,omitempty"`
-	Tag      string          `json:"g"` // unique per write; names the data
-	Parts    int             `json:"p,omitempty"`
-	Version  uint64          `json:"v,omitempty"` // shard version at link time: per-key sequencer input
-	Manifest Manifest        `json:"m"`
-	Meta     json.RawMessage `json:"x,omitempty"` // driver.ObjectMeta, opaque here
+	Key  string `json:"k"`
+	Size int64  `json:"s"`
+	// Seq is the key's version sequence, assigned by link_version (newest
+	// = highest). 0 marks a legacy entry written by plain link, which is
+	// the key's only (null) version. Kept right after Size: entrySizeSeq
+	// reads both without decoding the entry.
+	Seq       uint64          `json:"q,omitempty"`
+	VersionID string          `json:"i,omitempty"`  // "" legacy, "null", or an opaque id
+	Marker    bool            `json:"dm,omitempty"` // a delete marker (version records only)
+	ETag      string          `json:"e"`
+	ModTime   time.Time       `json:"t"`
+	Owner     string          `json:"o,omitempty"`
+	Tag       string          `json:"g"` // unique per write; names the data
+	Parts     int             `json:"p,omitempty"`
+	Version   uint64          `json:"v,omitempty"` // shard version at link time: per-key sequencer input
+	Manifest  Manifest        `json:"m"`
+	Meta      json.RawMessage `json:"x,omitempty"` // driver.ObjectMeta, opaque here
 }
 
 // Manifest lists the data objects of an object: runs of stripes. A plain PUT
@@ -91,24 +98,44 @@ func ShardOf(key string, n int) int {
 }
 
 // Omap key space of a shard object. Object keys are valid UTF-8, which never
-// contains the byte 0xff, so every special record sorts after every entry.
+// contains the byte 0xff, so every special record sorts after every entry
+// (docs/format/cls.md has the byte layout).
 const (
 	specialPrefix = "\xff"
 	gcPrefix      = "\xffg/" // data awaiting collection: tag → Manifest
 	logPrefix     = "\xffl/" // reshard log: seq → logged op
 	logEnd        = "\xffl0" // first key after the log ('/'+1)
+	nullPrefix    = "\xffn/" // <escaped key> → {"k":key,"q":seq of the null version}
+	verPrefix     = "\xffv/" // <escaped key> 0x01 0x01 <16 hex of ^seq> → Entry
+	verEnd        = "\xffv0"
 )
 
-// Stats is a shard's (or a bucket's) object count and bytes.
+// Stats is a shard's (or a bucket's) object count and bytes: current,
+// visible objects (the bare entries ListObjects returns) and every stored
+// version (legacy entries, version records and delete markers).
 type Stats struct {
-	NumObjects uint64 `json:"num_objects"`
-	Size       uint64 `json:"size"`
+	NumObjects  uint64 `json:"num_objects"`
+	Size        uint64 `json:"size"`
+	NumVersions uint64 `json:"num_versions"`
+	VersionSize uint64 `json:"versions_size"`
+	// Legacy counts bare entries written by plain link (Seq 0): the only
+	// entries ListVersions must find outside the version records.
+	Legacy uint64 `json:"-"`
 }
 
-func (s *Stats) add(o Stats) { s.NumObjects += o.NumObjects; s.Size += o.Size }
+func (s *Stats) add(o Stats) {
+	s.NumObjects += o.NumObjects
+	s.Size += o.Size
+	s.NumVersions += o.NumVersions
+	s.VersionSize += o.VersionSize
+	s.Legacy += o.Legacy
+}
 
-// shardHeader is the shard's omap header: stats plus the reshard log
-// sequence, 8 bytes each, little-endian.
+// shardHeader is the shard's omap header, little-endian u64s: objects,
+// size, reshard log sequence, then versions, versions' size and legacy
+// entries (absent in
+// headers written before versioning: a shard then holds only legacy
+// entries, each its key's only version).
 type shardHeader struct {
 	Stats
 	LogSeq uint64
@@ -125,13 +152,23 @@ func decodeHeader(b []byte) (shardHeader, error) {
 	h.NumObjects = binary.LittleEndian.Uint64(b)
 	h.Size = binary.LittleEndian.Uint64(b[8:])
 	h.LogSeq = binary.LittleEndian.Uint64(b[16:])
+	if len(b) >= 48 {
+		h.NumVersions = binary.LittleEndian.Uint64(b[24:])
+		h.VersionSize = binary.LittleEndian.Uint64(b[32:])
+		h.Legacy = binary.LittleEndian.Uint64(b[40:])
+	} else {
+		h.NumVersions, h.VersionSize, h.Legacy = h.NumObjects, h.Size, h.NumObjects
+	}
 	return h, nil
 }
 
 func (h shardHeader) encode() []byte {
-	b := make([]byte, 24)
+	b := make([]byte, 48)
 	binary.LittleEndian.PutUint64(b, h.NumObjects)
 	binary.LittleEndian.PutUint64(b[8:], h.Size)
 	binary.LittleEndian.PutUint64(b[16:], h.LogSeq)
+	binary.LittleEndian.PutUint64(b[24:], h.NumVersions)
+	binary.LittleEndian.PutUint64(b[32:], h.VersionSize)
+	binary.LittleEndian.PutUint64(b[40:], h.Legacy)
 	return b
 }

@@ -85,18 +85,39 @@ func (x Index) ShardInfo(ctx context.Context, i int) (ShardInfo, error) {
 // RawEntries returns up to max entries of shard i with keys > after, as
 // stored (key → entry JSON), and whether more exist. The page is not a
 // snapshot of the shard across calls; a reshard's log covers the changes.
+//
+// The entries come first, then the null pointers and version records
+// (which belong on the shard of the object name: see PlaceOf); GC records
+// and the log are skipped.
 func (x Index) RawEntries(ctx context.Context, i int, after string, max int) ([]objstore.KV, bool, error) {
-	op := objstore.NewReadOp()
-	vs := op.GetOmapValues(after, "", max)
-	if err := x.IO.OperateRead(ctx, x.shardOID(i), op); err != nil {
-		return nil, false, err
+	jump := nullPrefix[:len(nullPrefix)-1] // sorts after the log, before the null pointers
+	if after >= verEnd {
+		return nil, false, nil
 	}
-	for j, kv := range vs.Pairs {
-		if strings.HasPrefix(kv.Key, specialPrefix) {
-			return vs.Pairs[:j], false, nil
+	if after >= specialPrefix && after < jump {
+		after = jump
+	}
+read:
+	for {
+		op := objstore.NewReadOp()
+		vs := op.GetOmapValues(after, "", max)
+		if err := x.IO.OperateRead(ctx, x.shardOID(i), op); err != nil {
+			return nil, false, err
 		}
+		for j, kv := range vs.Pairs {
+			if kv.Key >= verEnd {
+				return vs.Pairs[:j], false, nil
+			}
+			if kv.Key >= specialPrefix && kv.Key < nullPrefix {
+				if j > 0 {
+					return vs.Pairs[:j], true, nil
+				}
+				after = jump // skip the GC records and the log
+				continue read
+			}
+		}
+		return vs.Pairs, vs.More, nil
 	}
-	return vs.Pairs, vs.More, nil
 }
 
 // SeqRecord is a reshard log record with its sequence number.
@@ -170,6 +191,7 @@ func (x Index) ReadLogRaw(ctx context.Context, i int, after uint64, max int) ([]
 		}
 		var key struct {
 			K string `json:"k"`
+			Q uint64 `json:"q"`
 		}
 		if err := json.Unmarshal(kv.Value, &rec); err != nil {
 			return nil, false, objstore.Errorf(objstore.ErrInvalid, "log record %d: %v", seq, err)
@@ -183,6 +205,14 @@ func (x Index) ReadLogRaw(ctx context.Context, i int, after uint64, max int) ([]
 			out[j].Op, out[j].Entry = 'l', rec.E
 		case "unlink":
 			out[j].Op = 'u'
+		case "vset":
+			out[j].Op, out[j].Key, out[j].Entry = 'l', verKey(key.K, key.Q), rec.E
+		case "vrm":
+			out[j].Op, out[j].Key = 'u', verKey(key.K, key.Q)
+		case "nset":
+			out[j].Op, out[j].Key, out[j].Entry = 'l', nullKey(key.K), rec.E
+		case "nrm":
+			out[j].Op, out[j].Key = 'u', nullKey(key.K)
 		default:
 			return nil, false, objstore.Errorf(objstore.ErrInvalid, "log record %d: op %q", seq, rec.Op)
 		}

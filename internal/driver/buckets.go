@@ -25,6 +25,9 @@ type Instance struct {
 	Created  time.Time          `json:"created"`
 	Location string             `json:"location,omitempty"`
 	Layout   bucketindex.Layout `json:"layout"`
+	// Versioning is "", VersioningEnabled or VersioningSuspended; once set
+	// it never returns to "".
+	Versioning string `json:"versioning,omitempty"`
 	// Reshard is the in-progress reshard, owned by the reshard package.
 	Reshard json.RawMessage `json:"reshard,omitempty"`
 	// CORS is the bucket's CORS configuration (PutBucketCors), nil if none.
@@ -348,6 +351,8 @@ func (d *Driver) DeleteBucket(ctx context.Context, name string) error {
 		return err
 	}
 	st, err := ix.Stats(ctx)
+	// Noncurrent versions and delete markers keep a bucket alive, as in S3.
+	st.NumObjects = max(st.NumObjects, st.NumVersions)
 	if err == nil && st.NumObjects == 0 {
 		var ups ListUploadsResult
 		ups, err = d.ListMultipartUploads(ctx, ListUploadsInput{Bucket: name, MaxUploads: 1})
@@ -389,7 +394,8 @@ func (d *Driver) BucketStats(ctx context.Context, name string) (BucketStats, err
 		}
 		out = BucketStats{
 			BucketInfo: inst.info(), NumShards: inst.Layout.NumShards, Generation: inst.Layout.Gen,
-			NumObjects: st.NumObjects, Size: st.Size, ReshardState: "none",
+			NumObjects: st.NumObjects, Size: st.Size, NumVersions: st.NumVersions, VersionsSize: st.VersionSize,
+			Versioning: inst.Versioning, ReshardState: "none",
 		}
 		if inst.Reshard != nil {
 			out.ReshardState = "in-progress"

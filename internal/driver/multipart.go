@@ -32,6 +32,11 @@ func escapeKey(k string) string { return strings.ReplaceAll(k, "\x01", "\x01\x02
 type partRecord struct {
 	PartInfo
 	Run bucketindex.Run `json:"run"`
+	// Started orders uploads of the same part number (UnixNano when the
+	// upload began): an upload that began earlier never replaces a later
+	// one, so a slow first attempt finishing after its retry cannot swap
+	// out the part the client completes with.
+	Started int64 `json:"st,omitempty"`
 }
 
 func (d *Driver) upload(ctx context.Context, bucket, key, uploadID string) (Instance, UploadInfo, error) {
@@ -95,6 +100,7 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 		return PartInfo{}, err
 	}
 	ph := newPartHasher(ui, body, checksums)
+	started := d.opts.Now().UnixNano()
 	tag := d.newTag()
 	run, sum, err := d.writeRun(ctx, tag, inst.ID+"/"+key, ph.body, MaxPutSize)
 	if err == nil && size >= 0 && run.Size != size {
@@ -111,7 +117,7 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 		return PartInfo{}, err
 	}
 	pi := PartInfo{PartNumber: part, ETag: hex.EncodeToString(sum), Size: run.Size, ModTime: d.opts.Now().UTC(), Checksums: sums}
-	rec, _ := json.Marshal(partRecord{PartInfo: pi, Run: run})
+	rec, _ := json.Marshal(partRecord{PartInfo: pi, Run: run, Started: started})
 	uo := uploadOID(inst.ID, uploadID)
 	// Read the part being replaced and swap it, guarded so a concurrent
 	// replacement of the same part is not lost.
@@ -125,6 +131,14 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 				return PartInfo{}, ErrNoSuchUpload
 			}
 			return PartInfo{}, err
+		}
+		if len(vs.Pairs) > 0 {
+			var cur partRecord
+			if json.Unmarshal(vs.Pairs[0].Value, &cur) == nil && cur.Started > started {
+				// A later upload of this part already landed: it stays.
+				d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
+				return pi, nil
+			}
 		}
 		w := objstore.NewWriteOp().AssertVersion(st.Stat.Version).SetOmap(objstore.KV{Key: partKey(part), Value: rec})
 		err := d.index.Operate(ctx, uo, w)
@@ -260,7 +274,20 @@ func (d *Driver) ListMultipartUploads(ctx context.Context, in ListUploadsInput) 
 // object's checksum is derived from the parts' (see mpchecksum.go) and
 // must match sum when the client declared one (ErrBadDigest).
 func (d *Driver) CompleteMultipartUpload(ctx context.Context, bucket, key, uploadID string, parts []CompletePart, sum ObjectChecksum) (ObjectInfo, error) {
+	return d.CompleteMultipartUploadCond(ctx, bucket, key, uploadID, parts, sum, Conditions{})
+}
+
+// CompleteMultipartUploadCond is CompleteMultipartUpload with If-None-Match
+// "*" / If-Match (c.IfNoneMatch, c.IfMatch), checked atomically when the
+// object is linked. A retry of a Complete that already linked the object
+// (its reply was lost) returns that object again.
+func (d *Driver) CompleteMultipartUploadCond(ctx context.Context, bucket, key, uploadID string, parts []CompletePart, sum ObjectChecksum, c Conditions) (ObjectInfo, error) {
 	inst, ui, err := d.upload(ctx, bucket, key, uploadID)
+	if errors.Is(err, ErrNoSuchUpload) {
+		if oi, ok := d.completed(ctx, bucket, key, uploadID); ok {
+			return oi, nil
+		}
+	}
 	if err != nil {
 		return ObjectInfo{}, err
 	}
@@ -324,7 +351,7 @@ func (d *Driver) CompleteMultipartUpload(ctx context.Context, bucket, key, uploa
 	}
 	e.Meta, _ = json.Marshal(ui.Meta)
 	// On failure the parts stay with the upload: link must not delete them.
-	oi, err := d.link(ctx, bucket, e, bucketindex.LinkCond{}, res, false)
+	oi, err := d.link(ctx, bucket, e, putCond(c.IfNoneMatch, c.IfMatch), res, false)
 	if err != nil {
 		return ObjectInfo{}, err
 	}
@@ -337,6 +364,71 @@ func (d *Driver) CompleteMultipartUpload(ctx context.Context, bucket, key, uploa
 	d.removeObjects(context.WithoutCancel(ctx), unused)
 	d.dropUpload(context.WithoutCancel(ctx), inst.ID, key, uploadID)
 	return oi, nil
+}
+
+// completed finds the object a finished upload linked: the current object,
+// or on a versioned bucket the newest version, written under the upload's
+// tag. Later writes to the key hide it (the retry then gets NoSuchUpload).
+func (d *Driver) completed(ctx context.Context, bucket, key, uploadID string) (ObjectInfo, bool) {
+	if !ValidKey(key) {
+		return ObjectInfo{}, false
+	}
+	var e bucketindex.Entry
+	var state string
+	err := d.withIndex(ctx, bucket, func(inst Instance, ix bucketindex.Index) error {
+		var err error
+		state = inst.Versioning
+		if e, err = ix.Get(ctx, key); err == nil && e.Tag == "mp_"+uploadID || inst.Versioning == "" {
+			return err
+		}
+		e, err = ix.Newest(ctx, key)
+		return err
+	})
+	if err != nil || e.Tag != "mp_"+uploadID {
+		return ObjectInfo{}, false
+	}
+	return versionInfo(bucket, state, e), true
+}
+
+// uploadLinked reports whether a version of key (current or not) was
+// linked by the upload: a Complete that crashed before its clean-up. Its
+// parts are that version's data and must stay.
+func (d *Driver) uploadLinked(ctx context.Context, bucket, key, uploadID string) (bool, error) {
+	tag := "mp_" + uploadID
+	found := false
+	err := d.withIndex(ctx, bucket, func(inst Instance, ix bucketindex.Index) error {
+		found = false
+		if e, err := ix.Get(ctx, key); err == nil && e.Tag == tag {
+			found = true
+			return nil
+		} else if err != nil && !errors.Is(err, objstore.ErrNotFound) {
+			return err
+		}
+		if inst.Versioning == "" {
+			return nil
+		}
+		mark := bucketindex.VersionMark{}
+		for {
+			vs, more, err := ix.ListVersions(ctx, mark, key, 1000)
+			if err != nil {
+				return err
+			}
+			for _, v := range vs {
+				if v.Key != key {
+					return nil // past the key's versions
+				}
+				if v.Tag == tag {
+					found = true
+					return nil
+				}
+				mark = bucketindex.VersionMark{Key: v.Key, Seq: v.Seq}
+			}
+			if !more {
+				return nil
+			}
+		}
+	})
+	return found, err
 }
 
 func (d *Driver) dropUpload(ctx context.Context, bucketID, key, uploadID string) {
@@ -356,7 +448,11 @@ func (d *Driver) AbortMultipartUpload(ctx context.Context, bucket, key, uploadID
 	if err != nil && !errors.Is(err, ErrNoSuchUpload) {
 		return err
 	}
-	if e, err := d.lookup(ctx, bucket, key); err == nil && e.Tag == "mp_"+uploadID {
+	linked, err := d.uploadLinked(ctx, bucket, key, uploadID)
+	if err != nil {
+		return err
+	}
+	if linked {
 		prs = nil
 	}
 	for _, p := range prs {

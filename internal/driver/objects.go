@@ -108,13 +108,24 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 		abort(ctx, res)
 		return ObjectInfo{}, err
 	}
+	d.failpoint("put-after-data")
 	e := bucketindex.Entry{
 		Key: in.Key, Size: run.Size, ETag: hex.EncodeToString(sum), ModTime: d.opts.Now().UTC(),
 		Owner: inst.Owner, Tag: tag, Manifest: bucketindex.Manifest{Runs: []bucketindex.Run{run}},
 	}
 	e.Meta, _ = json.Marshal(in.Meta)
-	cond := bucketindex.LinkCond{IfAbsent: in.IfNoneMatch == "*", IfETag: strings.Trim(in.IfMatch, `"`)}
-	return d.link(ctx, in.Bucket, e, cond, res, true)
+	return d.link(ctx, in.Bucket, e, putCond(in.IfNoneMatch, in.IfMatch), res, true)
+}
+
+// putCond turns If-None-Match / If-Match of a write into index conditions.
+func putCond(ifNoneMatch, ifMatch string) bucketindex.VersionCond {
+	c := bucketindex.VersionCond{IfAbsent: strings.TrimSpace(ifNoneMatch) == "*"}
+	if m := strings.TrimSpace(ifMatch); m == "*" {
+		c.IfExists = true
+	} else if m != "" {
+		c.IfETag = strings.Trim(m, `"`)
+	}
+	return c
 }
 
 func abort(ctx context.Context, res Reservation) {
@@ -123,34 +134,55 @@ func abort(ctx context.Context, res Reservation) {
 	}
 }
 
-// link publishes e, hands replaced data to the collector and commits the
-// notification. On failure the reservation is aborted and, when ownsData,
-// the new data removed (a multipart upload's parts stay with the upload).
-func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, cond bucketindex.LinkCond, res Reservation, ownsData bool) (ObjectInfo, error) {
-	var old *bucketindex.Entry
+// versionMode is the index's versioning mode for a bucket state.
+func versionMode(state string) string {
+	switch state {
+	case VersioningEnabled:
+		return bucketindex.ModeEnabled
+	case VersioningSuspended:
+		return bucketindex.ModeSuspended
+	}
+	return bucketindex.ModeUnversioned
+}
+
+// link publishes e as a new version (or the null version) in one class call,
+// hands data it replaced to the collector and commits the notification. On
+// failure the reservation is aborted and, when ownsData, the new data
+// removed (a multipart upload's parts stay with the upload). A retried link
+// (same tag) returns the version already linked.
+func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, cond bucketindex.VersionCond, res Reservation, ownsData bool) (ObjectInfo, error) {
+	var vr bucketindex.VersionResult
 	var shard string
+	var state string
 	sr, _ := res.(SyncingReservation)
 	cond.DeferSync = sr != nil && sr.Persistent()
 	err := d.withIndex(ctx, bucket, func(inst Instance, ix bucketindex.Index) error {
 		var err error
-		shard = ix.ShardFor(e.Key)
-		old, err = ix.Link(ctx, e, cond)
+		shard, state = ix.ShardFor(e.Key), inst.Versioning
+		vr, err = ix.LinkVersion(ctx, versionMode(inst.Versioning), e, cond)
 		return err
 	})
+	if err == nil && vr.Retry && ownsData {
+		err = fmt.Errorf("tag %s linked twice", e.Tag) // fresh tags never repeat
+	}
 	if err != nil {
 		if ownsData {
 			d.removeObjects(context.WithoutCancel(ctx), e.Manifest.Objects())
 		}
 		abort(ctx, res)
-		if errors.Is(err, objstore.ErrCanceled) {
+		switch {
+		case errors.Is(err, objstore.ErrCanceled):
 			return ObjectInfo{}, ErrPreconditionFailed
+		case errors.Is(err, objstore.ErrNotFound):
+			return ObjectInfo{}, ErrNoSuchKey
 		}
 		return ObjectInfo{}, err
 	}
-	if old != nil && old.Tag != e.Tag {
-		d.gc.enqueue(shard, old.Tag, old.Manifest)
+	d.failpoint("after-link")
+	for _, f := range vr.Freed {
+		d.gc.enqueue(shard, f.Tag, f.Manifest)
 	}
-	oi := entryInfo(bucket, e)
+	oi := versionInfo(bucket, state, vr.Entry)
 	if res != nil {
 		err := res.Commit(ctx, oi)
 		if cond.DeferSync && (err != nil || !sr.Synced()) {
@@ -167,34 +199,99 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 	return oi, nil
 }
 
-// HeadObject returns an object's info.
+// versionInfo is entryInfo with the version id S3 reports: none on a
+// never-versioned bucket, "null" for a legacy entry on a versioned one.
+func versionInfo(bucket, state string, e bucketindex.Entry) ObjectInfo {
+	oi := entryInfo(bucket, e)
+	oi.VersionID, oi.DeleteMarker = e.VersionID, e.Marker
+	if oi.VersionID == "" && state != "" {
+		oi.VersionID = bucketindex.NullVersion
+	}
+	if state == "" && oi.VersionID == bucketindex.NullVersion {
+		oi.VersionID = ""
+	}
+	return oi
+}
+
+// HeadObject returns the current object's info.
 func (d *Driver) HeadObject(ctx context.Context, bucket, key string) (ObjectInfo, error) {
-	e, err := d.lookup(ctx, bucket, key)
+	return d.HeadObjectVersion(ctx, bucket, key, "")
+}
+
+// HeadObjectVersion returns the info of version vid of key ("" = current).
+// A delete marker gives a *DeleteMarkerError.
+func (d *Driver) HeadObjectVersion(ctx context.Context, bucket, key, vid string) (ObjectInfo, error) {
+	e, state, err := d.lookupVersion(ctx, bucket, key, vid)
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	return entryInfo(bucket, e), nil
+	return versionInfo(bucket, state, e), nil
 }
 
 func (d *Driver) lookup(ctx context.Context, bucket, key string) (bucketindex.Entry, error) {
-	if !ValidKey(key) {
-		return bucketindex.Entry{}, ErrNoSuchKey
-	}
-	var e bucketindex.Entry
-	err := d.withIndex(ctx, bucket, func(_ Instance, ix bucketindex.Index) error {
-		var err error
-		e, err = ix.Get(ctx, key)
-		return err
-	})
-	if errors.Is(err, objstore.ErrNotFound) {
-		return e, ErrNoSuchKey
-	}
+	e, _, err := d.lookupVersion(ctx, bucket, key, "")
 	return e, err
 }
 
-// GetObject returns info and a streaming reader over rng (nil = all).
+// lookupVersion reads version vid of key ("" = the current object) and
+// the bucket's versioning state. Unknown versions are ErrNoSuchVersion, ids
+// no version can have ErrInvalidVersionID; a delete marker is a
+// *DeleteMarkerError. A miss on a versioned bucket reads the key's newest
+// record to tell a delete marker from nothing.
+func (d *Driver) lookupVersion(ctx context.Context, bucket, key, vid string) (bucketindex.Entry, string, error) {
+	if vid != "" && vid != bucketindex.NullVersion {
+		if _, ok := bucketindex.ParseVersionID(vid); !ok {
+			return bucketindex.Entry{}, "", ErrInvalidVersionID
+		}
+	}
+	if !ValidKey(key) {
+		if vid != "" {
+			return bucketindex.Entry{}, "", ErrNoSuchVersion
+		}
+		return bucketindex.Entry{}, "", ErrNoSuchKey
+	}
+	var e bucketindex.Entry
+	var state string
+	err := d.withIndex(ctx, bucket, func(inst Instance, ix bucketindex.Index) error {
+		var err error
+		state = inst.Versioning
+		if vid != "" {
+			e, err = ix.GetVersion(ctx, key, vid)
+			return err
+		}
+		e, err = ix.Get(ctx, key)
+		if errors.Is(err, objstore.ErrNotFound) && inst.Versioning != "" {
+			if m, err2 := ix.Newest(ctx, key); err2 == nil && m.Marker {
+				e = m
+				return nil
+			}
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, objstore.ErrNotFound) && vid != "":
+		return e, state, ErrNoSuchVersion
+	case errors.Is(err, objstore.ErrNotFound):
+		return e, state, ErrNoSuchKey
+	case err != nil:
+		return e, state, err
+	case e.Marker && vid == "":
+		return e, state, &DeleteMarkerError{Err: ErrNoSuchKey, VersionID: e.VersionID, ModTime: e.ModTime}
+	case e.Marker:
+		return e, state, &DeleteMarkerError{Err: ErrMethodNotAllowed, VersionID: e.VersionID, ModTime: e.ModTime}
+	}
+	return e, state, nil
+}
+
+// GetObject returns the current object's info and a streaming reader over
+// rng (nil = all).
 func (d *Driver) GetObject(ctx context.Context, bucket, key string, rng *Range) (ObjectInfo, io.ReadCloser, error) {
-	e, err := d.lookup(ctx, bucket, key)
+	return d.GetObjectVersion(ctx, bucket, key, "", rng)
+}
+
+// GetObjectVersion is GetObject of version vid ("" = current).
+func (d *Driver) GetObjectVersion(ctx context.Context, bucket, key, vid string, rng *Range) (ObjectInfo, io.ReadCloser, error) {
+	e, state, err := d.lookupVersion(ctx, bucket, key, vid)
 	if err != nil {
 		return ObjectInfo{}, nil, err
 	}
@@ -205,62 +302,130 @@ func (d *Driver) GetObject(ctx context.Context, bucket, key string, rng *Range) 
 		}
 		off, n = rng.Start, rng.Length
 	}
-	return entryInfo(bucket, e), newManifestReader(ctx, d.data, e.Manifest, off, n), nil
+	return versionInfo(bucket, state, e), newManifestReader(ctx, d.data, e.Manifest, off, n), nil
 }
 
-// DeleteObject unlinks key; a missing key is success.
+// DeleteObject deletes the current object; a missing key is success.
 func (d *Driver) DeleteObject(ctx context.Context, bucket, key string) error {
-	if !ValidKey(key) {
-		return nil
+	_, err := d.DeleteObjectVersion(ctx, DeleteObjectInput{Bucket: bucket, Key: key})
+	return err
+}
+
+// DeleteObjectVersion deletes with S3's versioning semantics: without a
+// version id, a never-versioned bucket removes the object, a versioned one
+// writes a delete marker (Suspended: the null marker, replacing the null
+// version); with one, that version (or marker) is removed and the next
+// newest becomes current. Deleting nothing (an unknown version, a missing
+// key on a never-versioned bucket) succeeds.
+func (d *Driver) DeleteObjectVersion(ctx context.Context, in DeleteObjectInput) (DeleteResult, error) {
+	if in.VersionID != "" && in.VersionID != bucketindex.NullVersion {
+		if _, ok := bucketindex.ParseVersionID(in.VersionID); !ok {
+			return DeleteResult{}, ErrInvalidVersionID
+		}
 	}
-	inst, err := d.Instance(ctx, bucket)
+	ifETag := strings.Trim(strings.TrimSpace(in.IfMatch), `"`)
+	if !ValidKey(in.Key) {
+		if ifETag != "" {
+			return DeleteResult{}, ErrPreconditionFailed
+		}
+		return DeleteResult{}, nil
+	}
+	inst, err := d.Instance(ctx, in.Bucket)
 	if err != nil {
-		return err
+		return DeleteResult{}, err
 	}
-	// Reserve only when the key exists: S3 sends no event for deleting
+	if in.VersionID == "" && inst.Versioning != "" {
+		return d.deleteMarker(ctx, inst, in.Key, ifETag)
+	}
+	vid := in.VersionID
+	if vid == "" {
+		vid = bucketindex.NullVersion
+	}
+	// Reserve only when the version exists: S3 sends no event for deleting
 	// nothing. A racing delete makes this conservative (abort on not found).
-	cur, err := d.lookup(ctx, bucket, key)
-	if errors.Is(err, ErrNoSuchKey) {
-		return nil
-	}
-	if err != nil {
-		return err
+	cur, state, err := d.lookupVersion(ctx, in.Bucket, in.Key, vid)
+	var dm *DeleteMarkerError
+	switch {
+	case errors.As(err, &dm):
+	case errors.Is(err, ErrNoSuchKey) || errors.Is(err, ErrNoSuchVersion):
+		if ifETag != "" {
+			return DeleteResult{}, ErrPreconditionFailed
+		}
+		return DeleteResult{VersionID: in.VersionID}, nil
+	case err != nil:
+		return DeleteResult{}, err
 	}
 	// The removed object's metadata and tags feed the filters.
-	res, err := d.reserve(ctx, inst, key, "ObjectRemoved:Delete", entryInfo(bucket, cur).Meta, cur.Size)
+	res, err := d.reserve(ctx, inst, in.Key, "ObjectRemoved:Delete", entryInfo(in.Bucket, cur).Meta, cur.Size)
 	if err != nil {
-		return err
+		return DeleteResult{}, err
 	}
-	var old *bucketindex.Entry
+	var vr bucketindex.VersionResult
 	var shard string
-	err = d.withIndex(ctx, bucket, func(_ Instance, ix bucketindex.Index) error {
+	err = d.withIndex(ctx, in.Bucket, func(_ Instance, ix bucketindex.Index) error {
 		var err error
-		shard = ix.ShardFor(key)
-		old, err = ix.Unlink(ctx, key, "")
+		shard = ix.ShardFor(in.Key)
+		vr, err = ix.UnlinkVersion(ctx, in.Key, vid, ifETag)
 		return err
 	})
 	if errors.Is(err, objstore.ErrNotFound) {
 		abort(ctx, res)
-		return nil
+		if ifETag != "" {
+			return DeleteResult{}, ErrPreconditionFailed
+		}
+		return DeleteResult{VersionID: in.VersionID}, nil
 	}
 	if err != nil {
 		abort(ctx, res)
-		return err
+		if errors.Is(err, objstore.ErrCanceled) {
+			return DeleteResult{}, ErrPreconditionFailed
+		}
+		return DeleteResult{}, err
 	}
-	d.gc.enqueue(shard, old.Tag, old.Manifest)
+	d.failpoint("after-unlink")
+	for _, f := range vr.Freed {
+		d.gc.enqueue(shard, f.Tag, f.Manifest)
+	}
+	oi := versionInfo(in.Bucket, state, vr.Entry)
 	if res != nil {
-		oi := entryInfo(bucket, *old)
 		if err := res.Commit(ctx, oi); err != nil {
-			return fmt.Errorf("commit notification: %w", err)
+			return DeleteResult{}, fmt.Errorf("commit notification: %w", err)
 		}
 	}
-	return nil
+	return DeleteResult{VersionID: in.VersionID, DeleteMarker: vr.Entry.Marker}, nil
+}
+
+// deleteMarker writes a delete marker as the key's newest version.
+func (d *Driver) deleteMarker(ctx context.Context, inst Instance, key, ifETag string) (DeleteResult, error) {
+	// Filters see the current object's metadata, when there is one.
+	var meta ObjectMeta
+	if cur, err := d.lookup(ctx, inst.Name, key); err == nil {
+		meta = entryInfo(inst.Name, cur).Meta
+	}
+	res, err := d.reserve(ctx, inst, key, "ObjectRemoved:DeleteMarkerCreated", meta, 0)
+	if err != nil {
+		return DeleteResult{}, err
+	}
+	e := bucketindex.Entry{Key: key, ModTime: d.opts.Now().UTC(), Owner: inst.Owner, Tag: d.newTag(), Marker: true}
+	oi, err := d.link(ctx, inst.Name, e, bucketindex.VersionCond{IfETag: ifETag}, res, false)
+	if errors.Is(err, ErrNoSuchKey) {
+		return DeleteResult{}, ErrPreconditionFailed // If-Match and no current object
+	}
+	if err != nil {
+		return DeleteResult{}, err
+	}
+	return DeleteResult{VersionID: oi.VersionID, DeleteMarker: true}, nil
 }
 
 // CopyObject copies data (no sharing: each object owns its data objects, so
 // collection never needs reference counts).
 func (d *Driver) CopyObject(ctx context.Context, in CopyObjectInput) (ObjectInfo, error) {
-	src, rd, err := d.GetObject(ctx, in.SrcBucket, in.SrcKey, nil)
+	src, rd, err := d.GetObjectVersion(ctx, in.SrcBucket, in.SrcKey, in.SrcVersionID, nil)
+	var dm *DeleteMarkerError
+	if errors.As(err, &dm) && in.SrcVersionID != "" {
+		// S3: a delete marker is not a copy source (400 InvalidRequest).
+		return ObjectInfo{}, fmt.Errorf("%w: the source version is a delete marker", ErrInvalidArgument)
+	}
 	if err != nil {
 		return ObjectInfo{}, err
 	}
@@ -281,10 +446,12 @@ func (d *Driver) CopyObject(ctx context.Context, in CopyObjectInput) (ObjectInfo
 		meta.PartChecksums = nil
 		meta.Checksums, meta.ChecksumType, body = wholeChecksum(src.Meta, rd)
 	}
-	return d.PutObject(ctx, PutObjectInput{
+	oi, err := d.PutObject(ctx, PutObjectInput{
 		Bucket: in.DstBucket, Key: in.DstKey, Body: body, Size: src.Size, Meta: meta,
 		EventName: "ObjectCreated:Copy",
 	})
+	oi.SourceVersionID = src.VersionID
+	return oi, err
 }
 
 // CheckConditions evaluates If-* preconditions on info with S3's precedence:

@@ -38,9 +38,33 @@ var (
 	// ErrInvalidRequest and ErrBadDigest wrap a reason worth sending (a
 	// checksum mode that does not match the upload's; a declared object
 	// checksum that does not match the parts').
-	ErrInvalidRequest = errors.New("invalid request")
-	ErrBadDigest      = errors.New("bad digest")
-	ErrTooManyBuckets = errors.New("too many buckets") // the owner's max_buckets is reached
+	ErrInvalidRequest   = errors.New("invalid request")
+	ErrBadDigest        = errors.New("bad digest")
+	ErrTooManyBuckets   = errors.New("too many buckets") // the owner's max_buckets is reached
+	ErrNoSuchVersion    = errors.New("no such version")
+	ErrInvalidVersionID = errors.New("invalid version id")
+	ErrMalformedXML     = errors.New("malformed XML")
+	// ErrMethodNotAllowed: GET/HEAD of a delete marker by version id.
+	ErrMethodNotAllowed = errors.New("method not allowed")
+)
+
+// DeleteMarkerError is returned by GET/HEAD when the version asked for (or
+// the current one) is a delete marker: it wraps ErrNoSuchKey (no version id
+// asked) or ErrMethodNotAllowed (the marker's id asked), and carries what
+// S3 reports in x-amz-delete-marker / x-amz-version-id / Last-Modified.
+type DeleteMarkerError struct {
+	Err       error
+	VersionID string
+	ModTime   time.Time
+}
+
+func (e *DeleteMarkerError) Error() string { return e.Err.Error() + " (delete marker)" }
+func (e *DeleteMarkerError) Unwrap() error { return e.Err }
+
+// Bucket versioning states (S3's Status values; "" = never versioned).
+const (
+	VersioningEnabled   = "Enabled"
+	VersioningSuspended = "Suspended"
 )
 
 // Limits.
@@ -88,8 +112,11 @@ type BucketStats struct {
 	BucketInfo
 	NumShards    int    `json:"num_shards"`
 	Generation   uint64 `json:"index_generation"`
-	NumObjects   uint64 `json:"num_objects"`
+	NumObjects   uint64 `json:"num_objects"` // current objects (what ListObjects shows)
 	Size         uint64 `json:"size"`
+	NumVersions  uint64 `json:"num_versions"`  // every stored version, delete markers included
+	VersionsSize uint64 `json:"versions_size"` // bytes of every stored version
+	Versioning   string `json:"versioning,omitempty"`
 	ReshardState string `json:"reshard_status"`
 }
 
@@ -129,6 +156,13 @@ type ObjectInfo struct {
 	PartSizes []int64
 	Owner     string
 	Version   uint64 // head object version, for sequencers
+	// VersionID is the S3 version id: "" for an object of a never-versioned
+	// bucket (S3 sends no header), "null", or an opaque id.
+	VersionID    string
+	DeleteMarker bool
+	IsLatest     bool // in version listings
+	// SourceVersionID is, for CopyObject, the source version copied.
+	SourceVersionID string
 }
 
 // Range is a resolved byte range [Start, Start+Length).
@@ -158,7 +192,9 @@ type PutObjectInput struct {
 	// IfNoneMatch "*" makes the PUT fail with ErrPreconditionFailed when
 	// the key exists.
 	IfNoneMatch string
-	IfMatch     string
+	// IfMatch "*" makes it fail with ErrNoSuchKey when the key does not
+	// exist; an ETag with ErrPreconditionFailed when it differs.
+	IfMatch string
 	// EventName overrides the notification event ("ObjectCreated:Put" by
 	// default; "ObjectCreated:Post" for POST uploads).
 	EventName string
@@ -167,6 +203,7 @@ type PutObjectInput struct {
 // CopyObjectInput is CopyObject.
 type CopyObjectInput struct {
 	SrcBucket, SrcKey string
+	SrcVersionID      string // "" = current version
 	DstBucket, DstKey string
 	// ReplaceMeta is x-amz-metadata-directive: REPLACE (Meta is used);
 	// otherwise the source's metadata is copied.
@@ -175,6 +212,37 @@ type CopyObjectInput struct {
 	SrcCond     Conditions
 	// ACL is the new object's ACL (nil: private, bucket owner's).
 	ACL *authz.ACL
+}
+
+// DeleteObjectInput is one DELETE (or one DeleteObjects entry).
+type DeleteObjectInput struct {
+	Bucket, Key string
+	VersionID   string // "" = the current object (a delete marker when versioned)
+	IfMatch     string // only if the object (or version) has this ETag
+}
+
+// DeleteResult says what a delete did, for x-amz-delete-marker and
+// x-amz-version-id.
+type DeleteResult struct {
+	VersionID    string // the marker created, or the version removed
+	DeleteMarker bool   // a marker was created, or the version removed was one
+}
+
+// ListVersionsInput is one page of ListObjectVersions.
+type ListVersionsInput struct {
+	Bucket, Prefix, Delimiter  string
+	KeyMarker, VersionIDMarker string
+	MaxKeys                    int
+}
+
+// ListVersionsResult is one page of ListObjectVersions: versions and delete
+// markers (DeleteMarker set) in key order, newest first within a key.
+type ListVersionsResult struct {
+	Versions            []ObjectInfo
+	CommonPrefixes      []string
+	IsTruncated         bool
+	NextKeyMarker       string
+	NextVersionIDMarker string
 }
 
 // ListObjectsInput is one page of an ordered listing.

@@ -702,7 +702,7 @@ func (e *engine) copyShard(ctx context.Context, i int, tb *targetBuffers, afterP
 			return fmt.Errorf("read source shard %d: %w", i, err)
 		}
 		for _, kv := range kvs {
-			t := bucketindex.ShardOf(kv.Key, nt)
+			t := bucketindex.PlaceOf(kv.Key, nt)
 			split[t] = append(split[t], kv)
 		}
 		for t, part := range split {
@@ -764,7 +764,7 @@ func (e *engine) replayRound(ctx context.Context, replayed []uint64, srcs []int,
 	var n uint64
 	for _, recs := range logs {
 		for _, r := range recs {
-			t := bucketindex.ShardOf(r.Key, nt)
+			t := bucketindex.PlaceOf(r.Key, nt)
 			groups[t] = append(groups[t], r)
 		}
 		n += uint64(len(recs))

@@ -243,14 +243,3 @@ func (s *Server) getBucketLocation(w http.ResponseWriter, r *http.Request, rc *r
 	}
 	return writeXML(w, http.StatusOK, locationConstraint{Xmlns: s3Namespace, Value: loc})
 }
-
-type versioningConfiguration struct {
-	XMLName xml.Name `xml:"VersioningConfiguration"`
-	Xmlns   string   `xml:"xmlns,attr"`
-}
-
-// getBucketVersioning reports versioning as never enabled (an empty
-// configuration), which tools like warp and minio-go query.
-func (s *Server) getBucketVersioning(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	return writeXML(w, http.StatusOK, versioningConfiguration{Xmlns: s3Namespace})
-}

@@ -12,20 +12,23 @@ import (
 	"github.com/cairn-s3/cairn/internal/s3api/s3err"
 )
 
-type copySrc struct{ bucket, key string }
+type copySrc struct{ bucket, key, versionID string }
 
 // parseCopySource parses x-amz-copy-source: "[/]bucket/key[?versionId=v]",
-// URL-encoded. Only the "null" version exists.
+// URL-encoded. The version id is checked by the backend.
 func parseCopySource(v string) (copySrc, error) {
 	bad := s3err.New(s3err.ErrInvalidArgument, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey")
 	path, query, _ := strings.Cut(v, "?")
+	var vid string
 	if query != "" {
 		vals, err := url.ParseQuery(query)
 		if err != nil {
 			return copySrc{}, bad
 		}
-		if vals.Has("versionId") && vals.Get("versionId") != "null" {
-			return copySrc{}, s3err.New(s3err.ErrInvalidArgument, "Invalid version id specified")
+		if vals.Has("versionId") {
+			if vid = vals.Get("versionId"); vid == "" {
+				return copySrc{}, s3err.New(s3err.ErrInvalidArgument, "Invalid version id specified")
+			}
 		}
 	}
 	path, err := url.PathUnescape(path)
@@ -40,7 +43,7 @@ func parseCopySource(v string) (copySrc, error) {
 	if len(k) > driver.MaxKeyLen {
 		return copySrc{}, s3err.New(s3err.ErrKeyTooLong, "")
 	}
-	return copySrc{bucket: b, key: k}, nil
+	return copySrc{bucket: b, key: k, versionID: vid}, nil
 }
 
 // copySource parses the copy source and checks the caller may read it.
@@ -48,6 +51,9 @@ func (s *Server) copySource(r *http.Request, rc *reqCtx) (copySrc, error) {
 	src, err := parseCopySource(r.Header.Get("x-amz-copy-source"))
 	if err != nil {
 		return src, err
+	}
+	if _, ok := s.versioning(); !ok && src.versionID != "" && src.versionID != "null" {
+		return src, s3err.New(s3err.ErrInvalidArgument, "Invalid version id specified")
 	}
 	return src, s.allowedOn(r, rc, authz.S3GetObject, src.bucket, src.key)
 }
@@ -110,7 +116,7 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	default:
 		return s3err.New(s3err.ErrInvalidArgument, "Unknown metadata directive.")
 	}
-	if src.bucket == rc.bucket && src.key == rc.key && !replace {
+	if src.bucket == rc.bucket && src.key == rc.key && src.versionID == "" && !replace {
 		return s3err.New(s3err.ErrInvalidRequest, "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 	}
 	var meta driver.ObjectMeta
@@ -124,17 +130,22 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 		return err
 	}
 	info, err := s.be.CopyObject(r.Context(), driver.CopyObjectInput{
-		ACL:         acl,
-		SrcBucket:   src.bucket,
-		SrcKey:      src.key,
-		DstBucket:   rc.bucket,
-		DstKey:      rc.key,
-		ReplaceMeta: replace,
-		Meta:        meta,
-		SrcCond:     copyConditions(r.Header),
+		ACL:          acl,
+		SrcBucket:    src.bucket,
+		SrcKey:       src.key,
+		SrcVersionID: src.versionID,
+		DstBucket:    rc.bucket,
+		DstKey:       rc.key,
+		ReplaceMeta:  replace,
+		Meta:         meta,
+		SrcCond:      copyConditions(r.Header),
 	})
 	if err != nil {
 		return err
+	}
+	setVersionHeader(w.Header(), info.VersionID)
+	if info.SourceVersionID != "" {
+		w.Header().Set("x-amz-copy-source-version-id", info.SourceVersionID)
 	}
 	return writeXML(w, http.StatusOK, copyObjectResult{
 		Xmlns:        s3Namespace,

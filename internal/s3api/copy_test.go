@@ -9,22 +9,23 @@ import (
 
 func TestParseCopySource(t *testing.T) {
 	for _, tc := range []struct {
-		in, bucket, key string
-		bad             bool
+		in, bucket, key, vid string
+		bad                  bool
 	}{
 		{in: "/b/k", bucket: "b", key: "k"},
 		{in: "b/k", bucket: "b", key: "k"},
 		{in: "/b/dir/with%20space%2Bplus", bucket: "b", key: "dir/with space+plus"},
-		{in: "/b/%E2%9C%93?versionId=null", bucket: "b", key: "✓"},
+		{in: "/b/%E2%9C%93?versionId=null", bucket: "b", key: "✓", vid: "null"},
 		{in: "/b//double", bucket: "b", key: "/double"},
-		{in: "/b/k?versionId=123", bad: true},
+		{in: "/b/k?versionId=123", bucket: "b", key: "k", vid: "123"}, // checked by the backend
+		{in: "/b/k?versionId=", bad: true},
 		{in: "/b", bad: true},
 		{in: "/b/", bad: true},
 		{in: "", bad: true},
 		{in: "/b/%zz", bad: true},
 	} {
 		src, err := parseCopySource(tc.in)
-		if tc.bad != (err != nil) || (!tc.bad && (src.bucket != tc.bucket || src.key != tc.key)) {
+		if tc.bad != (err != nil) || (!tc.bad && (src.bucket != tc.bucket || src.key != tc.key || src.versionID != tc.vid)) {
 			t.Errorf("%q: %+v %v", tc.in, src, err)
 		}
 	}

@@ -27,6 +27,7 @@ type deleteRequest struct {
 type deleteObjectID struct {
 	Key       string `xml:"Key"`
 	VersionID string `xml:"VersionId"`
+	ETag      string `xml:"ETag"` // delete only if the object has this ETag
 }
 
 type deleteResult struct {
@@ -37,8 +38,10 @@ type deleteResult struct {
 }
 
 type deletedXML struct {
-	Key       string `xml:"Key"`
-	VersionID string `xml:"VersionId,omitempty"`
+	Key                   string `xml:"Key"`
+	VersionID             string `xml:"VersionId,omitempty"`
+	DeleteMarker          bool   `xml:"DeleteMarker,omitempty"`
+	DeleteMarkerVersionID string `xml:"DeleteMarkerVersionId,omitempty"`
 }
 
 type deleteError struct {
@@ -84,6 +87,8 @@ func (s *Server) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqCt
 	// Results keep request order; deletes run with bounded parallelism and
 	// all finish before the response is written.
 	errs := make([]error, len(req.Objects))
+	results := make([]driver.DeleteResult, len(req.Objects))
+	vb, versioned := s.versioning()
 	sem := make(chan struct{}, deleteParallelism)
 	var wg sync.WaitGroup
 	for i, o := range req.Objects {
@@ -94,7 +99,7 @@ func (s *Server) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqCt
 		case len(o.Key) > driver.MaxKeyLen:
 			errs[i] = s3err.New(s3err.ErrKeyTooLong, "")
 			continue
-		case o.VersionID != "" && o.VersionID != "null":
+		case !versioned && o.VersionID != "" && o.VersionID != "null":
 			errs[i] = s3err.New(s3err.ErrNoSuchVersion, "")
 			continue
 		}
@@ -106,7 +111,13 @@ func (s *Server) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqCt
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			errs[i] = s.be.DeleteObject(r.Context(), rc.bucket, o.Key)
+			if !versioned {
+				errs[i] = s.be.DeleteObject(r.Context(), rc.bucket, o.Key)
+				return
+			}
+			results[i], errs[i] = vb.DeleteObjectVersion(r.Context(), driver.DeleteObjectInput{
+				Bucket: rc.bucket, Key: o.Key, VersionID: o.VersionID, IfMatch: o.ETag,
+			})
 		}()
 	}
 	wg.Wait()
@@ -115,7 +126,17 @@ func (s *Server) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqCt
 	for i, o := range req.Objects {
 		if errs[i] == nil {
 			if !req.Quiet {
-				out.Deleted = append(out.Deleted, deletedXML{Key: o.Key, VersionID: o.VersionID})
+				d := deletedXML{Key: o.Key, VersionID: o.VersionID}
+				if res := results[i]; res.DeleteMarker {
+					// A marker created (no version asked) or removed.
+					d.DeleteMarker = true
+					if o.VersionID == "" {
+						d.DeleteMarkerVersionID = res.VersionID
+					} else {
+						d.DeleteMarkerVersionID = o.VersionID
+					}
+				}
+				out.Deleted = append(out.Deleted, d)
 			}
 			continue
 		}

@@ -17,8 +17,9 @@ var (
 	errNoSuchReshard = s3err.APIError{Code: "NoSuchReshard", HTTPStatus: http.StatusNotFound, Description: "The bucket is not being resharded."}
 	// 503 so SDKs retry a write that raced a reshard's switch; the code
 	// tells an operator (cairn admin) why.
-	errReshardBusy    = s3err.APIError{Code: "ReshardInProgress", HTTPStatus: http.StatusServiceUnavailable, Description: "The bucket index is being resharded; retry shortly."}
-	errUserHasBuckets = s3err.APIError{Code: "BucketNotEmpty", HTTPStatus: http.StatusConflict, Description: "The user still owns buckets; remove them first."}
+	errReshardBusy      = s3err.APIError{Code: "ReshardInProgress", HTTPStatus: http.StatusServiceUnavailable, Description: "The bucket index is being resharded; retry shortly."}
+	errInvalidVersionID = s3err.APIError{Code: "InvalidArgument", HTTPStatus: http.StatusBadRequest, Description: "Invalid version id specified"}
+	errUserHasBuckets   = s3err.APIError{Code: "BucketNotEmpty", HTTPStatus: http.StatusConflict, Description: "The user still owns buckets; remove them first."}
 )
 
 // errorTable is the one mapping from domain errors to S3 errors. The first
@@ -34,6 +35,10 @@ var errorTable = []struct {
 	{driver.ErrInvalidBucketName, s3err.ErrInvalidBucketName},
 	{driver.ErrNoSuchKey, s3err.ErrNoSuchKey},
 	{driver.ErrNoSuchCORSConfiguration, s3err.ErrNoSuchCORSConfiguration},
+	{driver.ErrNoSuchVersion, s3err.ErrNoSuchVersion},
+	{driver.ErrInvalidVersionID, errInvalidVersionID},
+	{driver.ErrMalformedXML, s3err.ErrMalformedXML},
+	{driver.ErrMethodNotAllowed, s3err.ErrMethodNotAllowed},
 	{driver.ErrInvalidKey, s3err.ErrInvalidArgument},
 	{driver.ErrNoSuchUpload, s3err.ErrNoSuchUpload},
 	{driver.ErrInvalidPart, s3err.ErrInvalidPart},

@@ -188,7 +188,7 @@ func (s *Server) uploadPartCopy(w http.ResponseWriter, r *http.Request, rc *reqC
 		return err
 	}
 	ctx := r.Context()
-	info, err := s.be.HeadObject(ctx, src.bucket, src.key)
+	info, err := s.headVersion(ctx, src.bucket, src.key, src.versionID)
 	if err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func (s *Server) uploadPartCopy(w http.ResponseWriter, r *http.Request, rc *reqC
 	if length > maxPartSize {
 		return s3err.New(s3err.ErrInvalidRequest, "The specified copy source is larger than the maximum allowable size for a copy source: %d", int64(maxPartSize))
 	}
-	got, body, err := s.be.GetObject(ctx, src.bucket, src.key, rng)
+	got, body, err := s.getVersion(ctx, src.bucket, src.key, src.versionID, rng)
 	if err != nil {
 		return err
 	}
@@ -469,10 +469,11 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
-	info, err := s.be.CompleteMultipartUpload(r.Context(), rc.bucket, rc.key, id, parts, sum)
+	info, err := s.completeUpload(r, rc, id, parts, sum)
 	if err != nil {
 		return err
 	}
+	setVersionHeader(w.Header(), info.VersionID)
 	out := completeMultipartUploadResult{
 		Xmlns:       s3Namespace,
 		Location:    objectURL(r, rc),

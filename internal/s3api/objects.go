@@ -118,7 +118,7 @@ func (s *Server) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 	if hasSSEC(r.Header) {
 		return s3err.New(s3err.ErrNotImplemented, "Server-side encryption with customer keys is not implemented.")
 	}
-	inm := r.Header.Get("If-None-Match")
+	inm := strings.TrimSpace(r.Header.Get("If-None-Match"))
 	if inm != "" && inm != "*" {
 		return s3err.New(s3err.ErrNotImplemented, "Conditional PUT supports only If-None-Match: *.")
 	}
@@ -148,6 +148,7 @@ func (s *Server) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 	}
 	h := w.Header()
 	h.Set("ETag", quoteETag(info.ETag))
+	setVersionHeader(h, info.VersionID)
 	setChecksumHeaders(h, pick(info.Meta.Checksums, p.checksums), info.Meta.ChecksumType)
 	h.Set("Content-Length", "0")
 	w.WriteHeader(http.StatusOK)
@@ -182,14 +183,30 @@ func setChecksumHeaders(h http.Header, sums map[string]string, typ string) {
 }
 
 func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	if err := checkVersionID(r.URL.Query()); err != nil {
+	vid, err := s.versionParam(r.URL.Query())
+	if err != nil {
 		return err
 	}
 	if err := checkKey(rc.key); err != nil {
 		return err
 	}
-	if err := s.be.DeleteObject(r.Context(), rc.bucket, rc.key); err != nil {
+	vb, ok := s.versioning()
+	if !ok {
+		if err := s.be.DeleteObject(r.Context(), rc.bucket, rc.key); err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	res, err := vb.DeleteObjectVersion(r.Context(), driver.DeleteObjectInput{
+		Bucket: rc.bucket, Key: rc.key, VersionID: vid, IfMatch: r.Header.Get("If-Match"),
+	})
+	if err != nil {
 		return err
+	}
+	setVersionHeader(w.Header(), res.VersionID)
+	if res.DeleteMarker {
+		w.Header().Set("x-amz-delete-marker", "true")
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -339,7 +356,8 @@ func checkConditions(h http.Header, info driver.ObjectInfo) error {
 func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
 	head := r.Method == http.MethodHead
 	q := r.URL.Query()
-	if err := checkVersionID(q); err != nil {
+	vid, err := s.versionParam(q)
+	if err != nil {
 		return err
 	}
 	if err := checkKey(rc.key); err != nil {
@@ -369,9 +387,9 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 		)
 		twoStep := head || rangeHdr != "" || partNumber > 0
 		if twoStep {
-			info, err = s.be.HeadObject(ctx, rc.bucket, rc.key)
+			info, err = s.headVersion(ctx, rc.bucket, rc.key, vid)
 		} else {
-			info, body, err = s.be.GetObject(ctx, rc.bucket, rc.key, nil)
+			info, body, err = s.getVersion(ctx, rc.bucket, rc.key, vid, nil)
 		}
 		if err == nil {
 			err = s.recheckObjectACL(r, rc, authz.S3GetObject, info)
@@ -380,6 +398,7 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 			}
 		}
 		if err != nil {
+			markerHeaders(w.Header(), err)
 			return err
 		}
 		closeBody := func() {
@@ -434,11 +453,12 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 		}
 		if twoStep && !head {
 			var got driver.ObjectInfo
-			got, body, err = s.be.GetObject(ctx, rc.bucket, rc.key, rng)
+			got, body, err = s.getVersion(ctx, rc.bucket, rc.key, vid, rng)
 			if err != nil {
+				markerHeaders(w.Header(), err)
 				return err
 			}
-			if got.ETag != info.ETag || got.Size != info.Size {
+			if got.ETag != info.ETag || got.Size != info.Size || got.VersionID != info.VersionID {
 				// Overwritten between the two calls: start over.
 				body.Close()
 				if attempt < 3 {
@@ -451,6 +471,7 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 
 		h := w.Header()
 		writeObjectHeaders(h, info, q, withChecksums && rng == nil)
+		setVersionHeader(h, info.VersionID)
 		status, length := http.StatusOK, info.Size
 		if rng != nil {
 			status, length = http.StatusPartialContent, rng.Length

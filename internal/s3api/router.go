@@ -45,7 +45,7 @@ var unsupported = map[string]bool{
 	"lifecycle": true, "logging": true, "metrics": true, "notification": true,
 	"object-lock": true, "replication": true, "requestPayment": true, "restore": true,
 	"retention": true, "select": true, "session": true, "tagging": true, "torrent": true,
-	"versioning": true, "versions": true, "website": true, "renameObject": true,
+	"website": true, "renameObject": true,
 	"metadataTable": true,
 }
 
@@ -150,6 +150,8 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 			return scoped("GetBucketLocation", s.getBucketLocation)
 		case q.Has("versioning"):
 			return scoped("GetBucketVersioning", s.getBucketVersioning)
+		case q.Has("versions"):
+			return scoped("ListObjectVersions", s.listObjectVersions)
 		case q.Has("acl"):
 			return scoped("GetBucketAcl", s.getBucketACL)
 		case q.Has("policy"):
@@ -175,6 +177,8 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 		return scoped("HeadBucket", s.headBucket)
 	case http.MethodPut:
 		switch {
+		case q.Has("versioning"):
+			return scoped("PutBucketVersioning", s.putBucketVersioning)
 		case q.Has("cors"):
 			return scoped("PutBucketCors", s.putBucketCors)
 		case q.Has("acl"):

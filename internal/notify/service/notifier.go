@@ -248,7 +248,7 @@ func (r *reservation) record(ctx context.Context, obj driver.ObjectInfo) *event.
 		Type: r.typ, Time: now, Region: s.opts.Zonegroup,
 		User: req.Principal, SourceIP: req.SourceIP, RequestID: req.RequestID, HostID: req.HostID,
 		Bucket: r.ev.Bucket.Name, BucketOwner: r.ev.Bucket.Owner, BucketID: r.ev.Bucket.ID,
-		Key: r.ev.Key, Size: obj.Size, ETag: obj.ETag,
+		Key: r.ev.Key, Size: obj.Size, ETag: obj.ETag, VersionID: obj.VersionID,
 		Sequencer: s.clock.NextAfter(after),
 		Metadata:  metaHeaders(meta), Tags: tags,
 	})

@@ -1,0 +1,310 @@
+package bucketindex
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/cairn-s3/cairn/internal/objstore"
+)
+
+// VersionCond makes LinkVersion conditional (see linkVersionIn).
+type VersionCond struct {
+	IfAbsent  bool   // If-None-Match: *
+	IfExists  bool   // If-Match: *
+	IfETag    string // If-Match: etag
+	DeferSync bool   // see LinkCond
+}
+
+// LinkVersion links e (a new version, or a delete marker when e.Marker)
+// under the bucket's versioning mode, in one class call on e's shard. The
+// class assigns e's Seq and VersionID (returned in the result). A retried
+// call with the same e.Tag changes nothing and reports Retry. Errors:
+// ErrCanceled (a condition failed), ErrNotFound (IfExists/IfETag and no
+// current object), ErrStale (the layout changed).
+func (x Index) LinkVersion(ctx context.Context, mode string, e Entry, c VersionCond) (VersionResult, error) {
+	in, err := json.Marshal(linkVersionIn{Entry: e, Mode: mode, IfAbsent: c.IfAbsent, IfExists: c.IfExists, IfETag: c.IfETag})
+	if err != nil {
+		return VersionResult{}, err
+	}
+	return x.versionOp(ctx, e.Key, "link_version", in, c.DeferSync)
+}
+
+// UnlinkVersion removes version id ("null" for the null version) of key
+// and promotes the next newest when it was current. ErrNotFound when the
+// version does not exist; ErrCanceled when ifETag is set and differs.
+func (x Index) UnlinkVersion(ctx context.Context, key, id, ifETag string) (VersionResult, error) {
+	in, _ := json.Marshal(unlinkVersionIn{Key: key, VersionID: id, IfETag: ifETag})
+	return x.versionOp(ctx, key, "unlink_version", in, false)
+}
+
+func (x Index) versionOp(ctx context.Context, key, method string, in []byte, deferSync bool) (VersionResult, error) {
+	op := objstore.NewWriteOp()
+	op.DeferSync = deferSync
+	ex := op.Exec(ClassName, method, in)
+	if err := x.IO.Operate(ctx, x.ShardFor(key), op); err != nil {
+		return VersionResult{}, err
+	}
+	var res VersionResult
+	if err := json.Unmarshal(ex.Out, &res); err != nil {
+		return res, objstore.Errorf(objstore.ErrInvalid, "%s output: %v", method, err)
+	}
+	return res, nil
+}
+
+// GetVersion returns version id of key: "null" is the null version (a
+// legacy entry, or the record the null pointer names). ErrNotFound if none.
+func (x Index) GetVersion(ctx context.Context, key, id string) (Entry, error) {
+	oid := x.ShardFor(key)
+	notFound := objstore.Errorf(objstore.ErrNotFound, "version %q of %q", id, key)
+	var rk string
+	if id == NullVersion {
+		op := objstore.NewReadOp()
+		notClosed(op)
+		st := op.GetOmapValuesByKeys(key, nullKey(key))
+		if err := x.IO.OperateRead(ctx, oid, op); err != nil {
+			return Entry{}, readErr(err, oid)
+		}
+		for _, kv := range st.Pairs {
+			if kv.Key == key {
+				e, err := decodeEntry(kv.Value)
+				if err == nil && e.Seq == 0 {
+					e.VersionID = NullVersion
+					return e, nil
+				}
+				continue
+			}
+			var p nullPtr
+			if err := json.Unmarshal(kv.Value, &p); err != nil {
+				return Entry{}, objstore.Errorf(objstore.ErrInvalid, "null pointer of %q: %v", key, err)
+			}
+			rk = verKey(key, p.Q)
+		}
+		if rk == "" {
+			return Entry{}, notFound
+		}
+	} else {
+		seq, ok := ParseVersionID(id)
+		if !ok {
+			return Entry{}, notFound
+		}
+		rk = verKey(key, seq)
+	}
+	op := objstore.NewReadOp()
+	notClosed(op)
+	st := op.GetOmapValuesByKeys(rk)
+	if err := x.IO.OperateRead(ctx, oid, op); err != nil {
+		return Entry{}, readErr(err, oid)
+	}
+	if len(st.Pairs) == 0 {
+		return Entry{}, notFound
+	}
+	e, err := decodeEntry(st.Pairs[0].Value)
+	if err != nil {
+		return e, err
+	}
+	if e.VersionID != id {
+		return Entry{}, notFound
+	}
+	return e, nil
+}
+
+// Newest returns key's newest version record (a delete marker when the
+// key has no current object but has versions). ErrNotFound if none.
+func (x Index) Newest(ctx context.Context, key string) (Entry, error) {
+	oid := x.ShardFor(key)
+	p := verKeyPrefix(key)
+	op := objstore.NewReadOp()
+	notClosed(op)
+	vs := op.GetOmapValues(p, p, 1)
+	if err := x.IO.OperateRead(ctx, oid, op); err != nil {
+		return Entry{}, readErr(err, oid)
+	}
+	if len(vs.Pairs) == 0 {
+		return Entry{}, objstore.Errorf(objstore.ErrNotFound, "versions of %q", key)
+	}
+	return decodeEntry(vs.Pairs[0].Value)
+}
+
+// VersionMark is a position in a version listing: after version Seq of
+// Key, or after every version of Key when Seq is 0.
+type VersionMark struct {
+	Key string
+	Seq uint64
+}
+
+// ListedVersion is one version in a listing.
+type ListedVersion struct {
+	Entry
+	IsLatest bool
+}
+
+// ListVersions returns up to max versions (and delete markers) of keys
+// beginning with prefix after mark, in key order and newest first within a
+// key, merged across every shard, and whether more exist. Legacy entries
+// are listed as the null version. The first version listed of a key is
+// its latest unless the listing resumed inside that key.
+func (x Index) ListVersions(ctx context.Context, mark VersionMark, prefix string, max int) ([]ListedVersion, bool, error) {
+	if max <= 0 {
+		return nil, false, nil
+	}
+	n := x.Layout.NumShards
+	per := 2*max/n + 8
+	if per > max {
+		per = max
+	}
+	var curs []*vcursor
+	recStart := verKey(mark.Key, mark.Seq)
+	if mark.Key == "" {
+		recStart = ""
+	}
+	for i := 0; i < n; i++ {
+		oid := x.shardOID(i)
+		curs = append(curs,
+			&vcursor{x: x, oid: oid, after: recStart, prefix: verPrefix + escapeName(prefix), page: per},
+			&vcursor{x: x, oid: oid, after: mark.Key, prefix: prefix, page: per, legacy: true})
+	}
+	errs := make([]error, len(curs))
+	sem := make(chan struct{}, maxFanout)
+	done := make(chan int, len(curs))
+	for i := range curs {
+		sem <- struct{}{}
+		go func(i int) {
+			errs[i] = curs[i].fill(ctx)
+			<-sem
+			done <- i
+		}(i)
+	}
+	for range curs {
+		<-done
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, false, err
+	}
+	h := &vheap{}
+	for _, c := range curs {
+		if len(c.buf) > 0 {
+			*h = append(*h, c)
+		}
+	}
+	heap.Init(h)
+	out := make([]ListedVersion, 0, max)
+	lastKey, started := "", false
+	for h.Len() > 0 {
+		c := (*h)[0]
+		if len(out) == max {
+			return out, true, nil
+		}
+		it := c.buf[0]
+		latest := !started || it.e.Key != lastKey
+		if !started && mark.Seq > 0 && it.e.Key == mark.Key {
+			latest = false
+		}
+		started, lastKey = true, it.e.Key
+		out = append(out, ListedVersion{Entry: it.e, IsLatest: latest})
+		c.buf = c.buf[1:]
+		if len(c.buf) == 0 && c.more {
+			if err := c.fill(ctx); err != nil {
+				return nil, false, err
+			}
+		}
+		if len(c.buf) == 0 {
+			heap.Pop(h)
+		} else {
+			heap.Fix(h, 0)
+		}
+	}
+	return out, false, nil
+}
+
+type vitem struct {
+	sort string // the version record key (legacy entries: after all of the key's)
+	e    Entry
+}
+
+// vcursor pages through one shard's version records, or (legacy) its bare
+// entries with Seq 0, skipping the rest; a shard without legacy entries
+// (its header says so) is not scanned for them.
+type vcursor struct {
+	x      Index
+	oid    string
+	after  string
+	prefix string
+	page   int
+	legacy bool
+	buf    []vitem
+	more   bool
+}
+
+func (c *vcursor) fill(ctx context.Context) error {
+	c.buf = c.buf[:0]
+	for {
+		op := objstore.NewReadOp()
+		notClosed(op)
+		var hs *objstore.OmapHeaderStep
+		if c.legacy {
+			hs = op.GetOmapHeader()
+		}
+		vs := op.GetOmapValues(c.after, c.prefix, c.page)
+		if err := c.x.IO.OperateRead(ctx, c.oid, op); err != nil {
+			return readErr(err, c.oid)
+		}
+		c.more = vs.More
+		if c.legacy {
+			h, err := decodeHeader(hs.Header)
+			if err != nil {
+				return err
+			}
+			if h.Legacy == 0 {
+				c.more = false
+				return nil
+			}
+		}
+		for _, kv := range vs.Pairs {
+			c.after = kv.Key
+			if c.legacy {
+				if strings.HasPrefix(kv.Key, specialPrefix) {
+					c.more = false
+					break
+				}
+				_, seq, err := entrySizeSeq(kv.Value)
+				if err != nil {
+					return err
+				}
+				if seq != 0 {
+					continue
+				}
+				e, err := decodeEntry(kv.Value)
+				if err != nil {
+					return err
+				}
+				e.VersionID = NullVersion
+				c.buf = append(c.buf, vitem{sort: verKey(e.Key, 0), e: e})
+				continue
+			}
+			e, err := decodeEntry(kv.Value)
+			if err != nil {
+				return err
+			}
+			c.buf = append(c.buf, vitem{sort: kv.Key, e: e})
+		}
+		if len(c.buf) > 0 || !c.more {
+			return nil
+		}
+	}
+}
+
+type vheap []*vcursor
+
+func (h vheap) Len() int           { return len(h) }
+func (h vheap) Less(i, j int) bool { return h[i].buf[0].sort < h[j].buf[0].sort }
+func (h vheap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *vheap) Push(v any)        { *h = append(*h, v.(*vcursor)) }
+func (h *vheap) Pop() any {
+	old := *h
+	v := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return v
+}
