@@ -222,19 +222,29 @@ func (s *Server) putBucketACL(w http.ResponseWriter, r *http.Request, rc *reqCtx
 
 // objectForACL reads the object and re-checks the request against its
 // own ACL.
-func (s *Server) objectForACL(r *http.Request, rc *reqCtx, act authz.Action) (driver.ObjectInfo, error) {
-	if err := checkVersionID(r.URL.Query()); err != nil {
+func (s *Server) objectForACL(w http.ResponseWriter, r *http.Request, rc *reqCtx, act authz.Action) (driver.ObjectInfo, error) {
+	vid, err := s.versionParam(r.URL.Query())
+	if err != nil {
 		return driver.ObjectInfo{}, err
 	}
-	info, err := s.be.HeadObject(r.Context(), rc.bucket, rc.key)
+	info, err := s.headVersion(r.Context(), rc.bucket, rc.key, vid)
 	if err != nil {
+		markerHeaders(w.Header(), err)
 		return info, err
 	}
+	if vid != "" && act == authz.S3PutObjectAcl {
+		// ACLs are stored with the current object only.
+		cur, err := s.be.HeadObject(r.Context(), rc.bucket, rc.key)
+		if err != nil || cur.VersionID != info.VersionID {
+			return info, s3err.New(s3err.ErrNotImplemented, "PutObjectAcl on a noncurrent version is not implemented.")
+		}
+	}
+	setVersionHeader(w.Header(), info.VersionID)
 	return info, s.recheckObjectACL(r, rc, act, info)
 }
 
 func (s *Server) getObjectACL(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	info, err := s.objectForACL(r, rc, authz.S3GetObjectAcl)
+	info, err := s.objectForACL(w, r, rc, authz.S3GetObjectAcl)
 	if err != nil {
 		return err
 	}
@@ -245,7 +255,7 @@ func (s *Server) getObjectACL(w http.ResponseWriter, r *http.Request, rc *reqCtx
 }
 
 func (s *Server) putObjectACL(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	info, err := s.objectForACL(r, rc, authz.S3PutObjectAcl)
+	info, err := s.objectForACL(w, r, rc, authz.S3PutObjectAcl)
 	if err != nil {
 		return err
 	}
