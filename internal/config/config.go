@@ -43,6 +43,11 @@ type Config struct {
 	PersistSleep      time.Duration
 	NotifLease        time.Duration
 	NotifScan         time.Duration
+	// Notification wire format and configuration dialect (see
+	// docs/design/notifications-format.md).
+	NotifEventSource      string
+	NotifKafkaCompression string
+	NotifConfigMode       string // aws (replace on PUT) or rgw (merge by Id)
 
 	CacheSize int64 // embedded block cache; 0 = automatic
 
@@ -132,6 +137,9 @@ var options = []option{
 	{"topic-persistency-sleep-duration", "minimum wait between delivery attempts of one event, 0 = none", "0", durOpt(func(c *Config) *time.Duration { return &c.PersistSleep })},
 	{"notif-lease", "how long a gateway owns a queue shard without renewing (a dead gateway's shards move after this)", "90s", durOpt(func(c *Config) *time.Duration { return &c.NotifLease })},
 	{"notif-scan-interval", "how often delivery reads the queue registry, heartbeats and rebalances shards", "30s", durOpt(func(c *Config) *time.Duration { return &c.NotifScan })},
+	{"notif-event-source", "eventSource of event records (RGW's ceph:s3; AWS sends aws:s3)", "ceph:s3", strOpt(func(c *Config) *string { return &c.NotifEventSource })},
+	{"notif-kafka-compression", "compression of Kafka batches: none (as RGW; every consumer reads it), gzip, snappy, lz4 or zstd", "none", strOpt(func(c *Config) *string { return &c.NotifKafkaCompression })},
+	{"notification-config-mode", "PutBucketNotificationConfiguration semantics: aws (replaces the whole configuration) or rgw (adds or updates by Id; only an empty configuration deletes all)", "aws", strOpt(func(c *Config) *string { return &c.NotifConfigMode })},
 	{"cache-size", "block cache of the embedded backend (0 = an eighth of RAM, 64 MiB to 2 GiB); index lookups miss to disk when it is smaller than the hot index and filter blocks", "0", sizeOpt(func(c *Config) *int64 { return &c.CacheSize })},
 	{"gc-min-wait", "delay before replaced object data is collected (rgw_gc_obj_min_wait)", "30s", durOpt(func(c *Config) *time.Duration { return &c.GCMinWait })},
 	{"shutdown-timeout", "how long SIGTERM waits for in-flight requests", "30s", durOpt(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
@@ -236,6 +244,13 @@ func (c *Config) Validate() error {
 	check(c.PersistMaxRetries >= 0, "topic-persistency-max-retries must not be negative")
 	check(c.PersistTTL >= 0 && c.PersistSleep >= 0, "topic persistency durations must not be negative")
 	check(c.MaxHeaderBytes >= 8<<10, "max-header-bytes must be at least 8KB")
+	check(c.NotifEventSource != "", "notif-event-source must not be empty")
+	switch c.NotifKafkaCompression {
+	case "none", "gzip", "snappy", "lz4", "zstd":
+	default:
+		errs = append(errs, fmt.Errorf("notif-kafka-compression %q: want none, gzip, snappy, lz4 or zstd", c.NotifKafkaCompression))
+	}
+	check(c.NotifConfigMode == "aws" || c.NotifConfigMode == "rgw", "notification-config-mode %q: want aws or rgw", c.NotifConfigMode)
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:

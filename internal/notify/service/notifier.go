@@ -77,7 +77,7 @@ func (s *Service) Reserve(ctx context.Context, ev driver.PendingEvent) (driver.R
 			}
 			continue
 		}
-		qr, err := s.reserveOn(ctx, t, ev, estimate(ev, tc, t, driver.RequestFrom(ctx), s.opts.Zonegroup))
+		qr, err := s.reserveOn(ctx, t, ev, estimate(ev, tc, t, driver.RequestFrom(ctx), s.opts.Zonegroup+s.opts.EventSource))
 		if errors.Is(err, objstore.ErrNoSpace) {
 			r.Abort(ctx)
 			s.Counters.SlowDowns.Add(1)
@@ -245,7 +245,7 @@ func (r *reservation) record(ctx context.Context, obj driver.ObjectInfo) *event.
 		meta, tags = r.ev.Meta.UserMeta, r.ev.Meta.Tags
 	}
 	return event.New(event.Params{
-		Type: r.typ, Time: now, Region: s.opts.Zonegroup,
+		Type: r.typ, Time: now, Region: s.opts.Zonegroup, Source: s.opts.EventSource,
 		User: req.Principal, SourceIP: req.SourceIP, RequestID: req.RequestID, HostID: req.HostID,
 		Bucket: r.ev.Bucket.Name, BucketOwner: r.ev.Bucket.Owner, BucketID: r.ev.Bucket.ID,
 		Key: r.ev.Key, Size: obj.Size, ETag: obj.ETag,
@@ -264,6 +264,7 @@ var baseRecordSize = func() int {
 // estimate bounds the size of the record for ev from above, so the commit
 // fits its reservation: JSON escapes at most 6 bytes per input byte, and
 // the encoded key is ASCII of at most 3 bytes per input byte.
+// region is the zonegroup and the eventSource together (both free text).
 func estimate(ev driver.PendingEvent, tc *config.TopicConfiguration, t *topic.Topic, req driver.RequestMeta, region string) uint64 {
 	n := baseRecordSize + 64
 	n += 3 * len(ev.Key)

@@ -52,6 +52,9 @@ type Options struct {
 	CacheTTL time.Duration
 	// Zonegroup appears in ARNs and as awsRegion. Default "default".
 	Zonegroup string
+	// EventSource is the records' eventSource (notif-event-source);
+	// default event.DefaultSource, RGW's "ceph:s3".
+	EventSource string
 	// Pusher for non-persistent topics; default NewHTTPPusher().
 	Pusher Pusher
 	// PushTimeout bounds a synchronous push. Default 5 s.
@@ -66,6 +69,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.CacheTTL <= 0 {
 		o.CacheTTL = 5 * time.Second
+	}
+	if o.EventSource == "" {
+		o.EventSource = event.DefaultSource
 	}
 	if o.Zonegroup == "" {
 		o.Zonegroup = topic.DefaultZonegroup
