@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/config"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/notify/api"
+	notifconfig "github.com/cairn-s3/cairn/internal/notify/config"
 	"github.com/cairn-s3/cairn/internal/notify/delivery"
 	"github.com/cairn-s3/cairn/internal/notify/endpoint"
 	"github.com/cairn-s3/cairn/internal/notify/event"
@@ -60,9 +61,10 @@ func (g *Gateway) openNotifications(ctx context.Context, cfg *config.Config) (*s
 	g.closers = append(g.closers, func() { _ = cache.Close() })
 	svc, err := service.New(ctx, service.Options{
 		Store: g.Store, NumShards: cfg.NotifShards, Zonegroup: cfg.Region, EventSource: cfg.NotifEventSource,
-		Queue:  queue.Options{Capacity: uint64(cfg.NotifQueueSize)},
-		Pusher: endpointPusher{cache: cache, opts: endpoint.Options{KafkaCompression: cfg.NotifKafkaCompression}},
-		Logger: g.Log.With("component", "notify"),
+		ConfigMode: notifconfig.Mode(cfg.NotifConfigMode),
+		Queue:      queue.Options{Capacity: uint64(cfg.NotifQueueSize)},
+		Pusher:     endpointPusher{cache: cache, opts: endpoint.Options{KafkaCompression: cfg.NotifKafkaCompression}},
+		Logger:     g.Log.With("component", "notify"),
 	})
 	if err != nil {
 		return nil, err

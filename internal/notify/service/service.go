@@ -55,6 +55,10 @@ type Options struct {
 	// EventSource is the records' eventSource (notif-event-source);
 	// default event.DefaultSource, RGW's "ceph:s3".
 	EventSource string
+	// ConfigMode is the PutBucketNotification dialect
+	// (notification-config-mode): config.ModeAWS (default) replaces,
+	// config.ModeRGW merges by Id.
+	ConfigMode config.Mode
 	// Pusher for non-persistent topics; default NewHTTPPusher().
 	Pusher Pusher
 	// PushTimeout bounds a synchronous push. Default 5 s.
@@ -69,6 +73,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.CacheTTL <= 0 {
 		o.CacheTTL = 5 * time.Second
+	}
+	if o.ConfigMode == "" {
+		o.ConfigMode = config.ModeAWS
 	}
 	if o.EventSource == "" {
 		o.EventSource = event.DefaultSource
