@@ -290,7 +290,8 @@ func TestBucketNotificationAndAdmin(t *testing.T) {
 	s, b = e.do(t, "admin", http.MethodDelete, "/admin/notification?bucket=bk1&notification-id=notif1", "")
 	expect(t, s, b, 204)
 	s, b = e.do(t, "alice", http.MethodDelete, "/bk1?notification=notif1", "") // already gone: fine
-	expect(t, s, b, 200)                                                       // RGW's status for its DELETE extension
+	// 200: RGW's status for its DELETE extension.
+	expect(t, s, b, 200)
 	s, b = e.do(t, "alice", http.MethodGet, "/bk1?notification", "")
 	if s != 200 || strings.Contains(b, "notif1") || !strings.Contains(b, "notif2") {
 		t.Fatalf("%d %s", s, b)
