@@ -227,9 +227,12 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 	// Authenticate every request: there is no anonymous access.
 	ident, err := s.authenticate(r, rc)
 	if err != nil {
-		if rt.kind == kindSNS {
+		switch rt.kind {
+		case kindSNS:
 			s.writeSNSError(w, rc, err)
-		} else {
+		case kindAdmin: // admin errors are JSON, authentication's too
+			s.writeAdminError(w, rc, err)
+		default:
 			s.writeError(w, r, rc, err)
 		}
 		return
