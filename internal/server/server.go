@@ -192,15 +192,18 @@ func (g *Gateway) Close() {
 // closes, in-flight requests finish (up to ShutdownTimeout), then the
 // store is closed.
 func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(string) string) error {
-	g, err := Open(ctx, cfg, log, getenv)
-	if err != nil {
-		return err
-	}
-	defer g.Close()
+	// Bind first: a busy or bad address must fail before a new data
+	// directory is initialised (and admin keys made for it).
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
 	}
+	g, err := Open(ctx, cfg, log, getenv)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer g.Close()
 	srv := &http.Server{
 		Handler:           g.Handler,
 		MaxHeaderBytes:    g.API.HTTPMaxHeaderBytes(),
@@ -251,7 +254,8 @@ func (a sigAuth) Authenticate(r *http.Request) (s3api.AuthResult, error) {
 // CAIRN_ACCESS_KEY/CAIRN_SECRET_KEY if set, else generated keys that are
 // printed once and written to <data-dir>/admin.credentials (0600).
 func bootstrapAdmin(ctx context.Context, d s3api.Backend, cfg *config.Config, getenv func(string) string, log *slog.Logger) error {
-	if _, err := d.GetUser(ctx, "admin"); err == nil {
+	if u, err := d.GetUser(ctx, "admin"); err == nil {
+		warnIgnoredKeys(u, getenv, cfg, log)
 		return nil
 	} else if !errors.Is(err, driver.ErrNoSuchUser) {
 		return err
@@ -277,6 +281,24 @@ func bootstrapAdmin(ctx context.Context, d s3api.Backend, cfg *config.Config, ge
 	}
 	log.Info("created admin user", "credentials_file", path)
 	return nil
+}
+
+// warnIgnoredKeys: CAIRN_ACCESS_KEY/CAIRN_SECRET_KEY only seed a new data
+// directory. Set for an initialised one with other keys, they do nothing;
+// say so instead of letting the operator wonder why they are refused.
+func warnIgnoredKeys(admin driver.User, getenv func(string) string, cfg *config.Config, log *slog.Logger) {
+	ak, sk := getenv("CAIRN_ACCESS_KEY"), getenv("CAIRN_SECRET_KEY")
+	if ak == "" && sk == "" {
+		return
+	}
+	for _, k := range admin.Keys {
+		if k.AccessKey == ak && k.SecretKey == sk {
+			return
+		}
+	}
+	log.Warn("CAIRN_ACCESS_KEY/CAIRN_SECRET_KEY are ignored: the data directory already has an admin user with other keys "+
+		"(they only seed a new data directory; see admin.credentials, or add keys with cairn admin user create)",
+		"data_dir", cfg.DataDir, "access_key", ak)
 }
 
 func indent(s string) string {
