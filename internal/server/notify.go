@@ -70,6 +70,7 @@ func (g *Gateway) openNotifications(ctx context.Context, cfg *config.Config) (*s
 		return nil, err
 	}
 	svc.Start()
+	g.Registry.MustRegister(svc.QueueCollector())
 	g.closers = append(g.closers, func() { _ = svc.Close(context.Background()) })
 	g.notifyCache = cache
 	return svc, nil

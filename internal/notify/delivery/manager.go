@@ -31,6 +31,7 @@ type Manager struct {
 	workers  map[string]*worker // by shard OID
 	lastLive int
 	gauged   map[string]bool // topics with queue gauges set
+	flog     *failLog        // push failures at warn, rate-limited per endpoint
 	started  bool
 	stopped  bool
 
@@ -48,6 +49,7 @@ func New(cfg Config) (*Manager, error) {
 	return &Manager{
 		cfg:      cfg,
 		met:      newMetrics(cfg.Registerer),
+		flog:     newFailLog(cfg.Logger, 0),
 		global:   make(chan struct{}, cfg.MaxInFlightTotal),
 		sems:     map[string]chan struct{}{},
 		workers:  map[string]*worker{},
