@@ -25,7 +25,7 @@ type failLog struct {
 }
 
 type failState struct {
-	since, lastLog time.Time
+	since, lastLog  time.Time
 	total, unlogged int64
 	lastErr         error
 	topic           string
