@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,5 +130,52 @@ func TestQueueGaugesAgreeWithTopicStats(t *testing.T) {
 			t.Fatalf("no recovery line:\n%s", tail(g.Log.String(), 3000))
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	checkDashboardMetrics(t, g)
+}
+
+// checkDashboardMetrics: every metric docs/grafana/cairn-notifications.json
+// queries is one the gateway exports (so the dashboard cannot rot). Vec
+// families appear in /metrics only once a sample exists; those the test
+// traffic cannot produce are listed in mayBeAbsent.
+func checkDashboardMetrics(t *testing.T, g *Gateway) {
+	t.Helper()
+	raw, err := os.ReadFile("../docs/grafana/cairn-notifications.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(g.Endpoint + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	mayBeAbsent := map[string]bool{"cairn_notify_delivery_events_expired_total": true}
+	re := regexp.MustCompile(`cairn_[a-z0-9_]+`)
+	seen := 0
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			for _, name := range re.FindAllString(tg.Expr, -1) {
+				seen++
+				family := strings.TrimSuffix(name, "_bucket")
+				if !strings.Contains(string(body), "\n"+family) && !mayBeAbsent[family] {
+					t.Errorf("panel %q queries %s, which the gateway does not export", p.Title, name)
+				}
+			}
+		}
+	}
+	if seen < 10 {
+		t.Fatalf("only %d metric references in the dashboard", seen)
 	}
 }
