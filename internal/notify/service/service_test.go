@@ -234,12 +234,12 @@ func TestFailedPutLeavesNothing(t *testing.T) {
 			for _, oid := range queue.ShardOIDs(":t", 11) {
 				pooled += e.svc.Queues().Pooled(oid)
 			}
-			if st.Entries != 0 || st.Reservations != uint64(pooled) {
+			if st.Entries != 0 || st.Reservations != 0 || st.PooledReservations != uint64(pooled) {
 				t.Fatalf("%+v, pooled %d", st, pooled)
 			}
 			e.svc.Queues().ReleasePool(context.Background())
 			st, _ = e.svc.TopicStats(context.Background(), "t")
-			if st.Reservations != 0 || st.ReservedBytes != 0 {
+			if st.Reservations != 0 || st.ReservedBytes != 0 || st.PooledReservations != 0 {
 				t.Fatalf("leaked reservations: %+v", st)
 			}
 		})
