@@ -36,7 +36,7 @@ func runCairn(t *testing.T, env []string, args ...string) (int, string, string) 
 // commands lists every command line of the CLI: the top level, each
 // noun+verb of admin, each rados verb, each bench workload.
 func commands() [][]string {
-	cmds := [][]string{{}, {"serve"}, {"admin"}, {"rados"}, {"bench"}}
+	cmds := [][]string{{}, {"serve"}, {"admin"}, {"rados"}, {"rados", "--endpoint", "http://127.0.0.1:1", "ls"}, {"bench"}}
 	var keys []string
 	for k := range adminRoutes {
 		keys = append(keys, k)
@@ -111,6 +111,7 @@ func TestServeRejectsBadValues(t *testing.T) {
 		{[]string{"--shutdown-timeout", "soon"}, `duration "soon"`},
 		{[]string{"--dynamic-resharding=maybe"}, `"maybe" is not a boolean`},
 		{[]string{"--notification-config-mode", "s3"}, `notification-config-mode "s3"`},
+		{[]string{"--notif-scan-interval", "1h"}, `notif-scan-interval 1h0m0s must be positive and at most half of notif-lease`},
 	} {
 		dir := t.TempDir()
 		code, _, errOut := runCairn(t, nil, append([]string{"serve", "--data-dir", dir + "/d", "--listen", "127.0.0.1:1"}, tc.args...)...)

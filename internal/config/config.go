@@ -265,6 +265,9 @@ func (c *Config) Validate() error {
 	check(c.PersistTTL >= 0 && c.PersistSleep >= 0, "topic persistency durations must not be negative")
 	check(c.MaxHeaderBytes >= 8<<10, "max-header-bytes must be at least 8KB")
 	check(c.NotifEventSource != "", "notif-event-source must not be empty")
+	// Checked here, not only by delivery: a bad pair must fail before a
+	// new data directory is initialised.
+	check(c.NotifScan > 0 && c.NotifScan <= c.NotifLease/2, "notif-scan-interval %s must be positive and at most half of notif-lease %s", c.NotifScan, c.NotifLease)
 	switch c.NotifKafkaCompression {
 	case "none", "gzip", "snappy", "lz4", "zstd":
 	default:

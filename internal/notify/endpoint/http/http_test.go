@@ -190,7 +190,7 @@ func countingServer(t testing.TB, tls bool, h nethttp.HandlerFunc) (*httptest.Se
 func numbered(i int) push.Message {
 	return push.Message{
 		Body: []byte(fmt.Sprintf(`{"Records":[{"n":%d,"pad":%q}]}`, i, strings.Repeat("x", i%300))),
-		CloudEvent: push.CloudEvent{ID: fmt.Sprintf("id-%d", i), Type: "com.amazonaws.s3.ObjectCreated:Put",
+		CloudEvent: push.CloudEvent{ID: fmt.Sprintf("id-%d", i), Type: "com.amazonaws.ObjectCreated:Put",
 			Source: "ceph:s3.default.bk", Subject: fmt.Sprintf("k%d", i), Time: time.Date(2026, 1, 2, 3, 4, 5, i, time.UTC)},
 	}
 }
