@@ -83,6 +83,12 @@ func runAdmin(args []string) int {
 	admin := fs.Bool("admin", false, "user create: make the user an admin")
 	vals := map[string]*string{}
 	for _, p := range adminParams {
+		if p == "num-shards" || p == "max-entries" {
+			v := &intText{}
+			fs.Var(v, p, adminParamHelp[p])
+			vals[p] = &v.v
+			continue
+		}
 		vals[p] = fs.String(p, "", adminParamHelp[p])
 	}
 	// Flags may come before or after noun and verb.

@@ -131,6 +131,18 @@ func TestServeRejectsBadValues(t *testing.T) {
 	}
 }
 
+// Admin's integer parameters are typed in --help and checked when parsed.
+func TestAdminIntFlags(t *testing.T) {
+	_, out, _ := runCairn(t, nil, "admin", "--help")
+	if !strings.Contains(out, "--num-shards int\n") || !strings.Contains(out, "--max-entries int\n") {
+		t.Fatalf("admin --help:\n%s", out)
+	}
+	code, _, errOut := runCairn(t, nil, "admin", "bucket", "reshard", "--bucket", "b", "--num-shards", "many")
+	if code != 2 || !strings.Contains(errOut, `"many" is not a non-negative integer`) {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
 // Admin failures are one JSON shape on stderr, whatever failed.
 func TestAdminErrorShape(t *testing.T) {
 	code, out, errOut := runCairn(t, []string{"CAIRN_ACCESS_KEY=a", "CAIRN_SECRET_KEY=b"},

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 )
 
 // quiet makes fs return its errors instead of printing them with the whole
@@ -36,6 +37,9 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
 			kind = "bool"
 		}
+		if t, ok := f.Value.(interface{ Type() string }); ok {
+			kind = t.Type()
+		}
 		if kind == "" {
 			kind = "value"
 		}
@@ -54,4 +58,19 @@ func humanDurations(_ []string, a slog.Attr) slog.Attr {
 		return slog.String(a.Key, a.Value.Duration().String())
 	}
 	return a
+}
+
+// intText is a flag holding a non-negative integer as text (admin
+// parameters passed through as query strings); it is refused at parse
+// time when it is not one, and shown as "int" in --help.
+type intText struct{ v string }
+
+func (f *intText) String() string { return f.v }
+func (f *intText) Type() string   { return "int" }
+func (f *intText) Set(s string) error {
+	if n, err := strconv.Atoi(s); err != nil || n < 0 {
+		return fmt.Errorf("%q is not a non-negative integer", s)
+	}
+	f.v = s
+	return nil
 }
