@@ -5,7 +5,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cairn-s3/cairn/internal/notify/push"
 )
+
+// FailureLog is the per-endpoint failure log of this service's pushes;
+// the server hands it to delivery so both report an endpoint together.
+func (s *Service) FailureLog() *push.FailureLog { return s.opts.FailureLog }
 
 // QueueCollector exports every persistent topic's queue as gauges read at
 // scrape time from the same accounting `cairn admin topic stats` reads

@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/notify/config"
 	"github.com/cairn-s3/cairn/internal/notify/event"
+	"github.com/cairn-s3/cairn/internal/notify/push"
 	"github.com/cairn-s3/cairn/internal/notify/queue"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
 	"github.com/cairn-s3/cairn/internal/objstore"
@@ -191,11 +192,16 @@ func (r *reservation) Commit(ctx context.Context, obj driver.ObjectInfo) error {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.PushTimeout)
 		err := s.opts.Pusher.Push(pctx, tg.t, rec)
 		cancel()
+		// The request succeeds either way (RGW's behaviour for
+		// non-persistent topics); failures are logged per endpoint,
+		// rate-limited.
 		if err != nil {
 			s.Counters.PushFailed.Add(1)
-			s.log.Warn("non-persistent push failed; the request still succeeds", "topic", tg.t.Name,
-				"bucket", r.ev.Bucket.Name, "key", r.ev.Key, "err", err)
+			s.opts.FailureLog.Failed(tg.t.Settings.EndpointKey(), tg.t.Name, err, push.IsRetryable(err), s.opts.Now())
 			continue
+		}
+		if s.opts.FailureLog.AnyFailing() {
+			s.opts.FailureLog.OK(tg.t.Settings.EndpointKey(), s.opts.Now())
 		}
 		s.Counters.PushOK.Add(1)
 	}

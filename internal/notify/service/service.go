@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-s3/cairn/internal/notify/config"
 	"github.com/cairn-s3/cairn/internal/notify/event"
+	"github.com/cairn-s3/cairn/internal/notify/push"
 	"github.com/cairn-s3/cairn/internal/notify/queue"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
 	"github.com/cairn-s3/cairn/internal/objstore"
@@ -61,6 +62,9 @@ type Options struct {
 	ConfigMode config.Mode
 	// Pusher for non-persistent topics; default NewHTTPPusher().
 	Pusher Pusher
+	// FailureLog reports failed synchronous pushes, rate-limited per
+	// endpoint; nil makes one on Logger.
+	FailureLog *push.FailureLog
 	// PushTimeout bounds a synchronous push. Default 5 s.
 	PushTimeout time.Duration
 	Logger      *slog.Logger
@@ -88,6 +92,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.FailureLog == nil {
+		o.FailureLog = push.NewFailureLog(o.Logger, 0)
 	}
 	if o.Now == nil {
 		o.Now = time.Now

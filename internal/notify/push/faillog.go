@@ -1,4 +1,4 @@
-package delivery
+package push
 
 import (
 	"log/slog"
@@ -11,11 +11,13 @@ import (
 // is logged.
 const DefaultFailureLogInterval = 30 * time.Second
 
-// failLog makes push failures visible at the default level without a line
-// per failure: per endpoint it logs the first failure (warn), then at most
-// one summary per interval while failures go on (warn), and one line when
-// a push succeeds again (info).
-type failLog struct {
+// FailureLog makes push failures visible at the default level without a
+// line per failure: per endpoint it logs the first failure (warn), then at
+// most one summary per interval while failures go on (warn), and one line
+// when a push succeeds again (info). Delivery (persistent topics) and the
+// synchronous pushes of non-persistent topics share one per gateway. Safe
+// for concurrent use.
+type FailureLog struct {
 	log      *slog.Logger
 	interval time.Duration
 	failing  atomic.Int64 // endpoints in the map: lets ok skip the lock
@@ -31,18 +33,20 @@ type failState struct {
 	topic           string
 }
 
-func newFailLog(log *slog.Logger, interval time.Duration) *failLog {
+// NewFailureLog logs to log; interval <= 0 means
+// DefaultFailureLogInterval.
+func NewFailureLog(log *slog.Logger, interval time.Duration) *FailureLog {
 	if interval <= 0 {
 		interval = DefaultFailureLogInterval
 	}
-	return &failLog{log: log, interval: interval, eps: map[string]*failState{}}
+	return &FailureLog{log: log, interval: interval, eps: map[string]*failState{}}
 }
 
-// anyFailing is the cheap check before ok (which needs the endpoint key).
-func (l *failLog) anyFailing() bool { return l.failing.Load() > 0 }
+// AnyFailing is the cheap check before OK (which needs the endpoint key).
+func (l *FailureLog) AnyFailing() bool { return l.failing.Load() > 0 }
 
-// failed records one failed push to endpoint (a URL without credentials).
-func (l *failLog) failed(endpoint, topic string, err error, retryable bool, now time.Time) {
+// Failed records one failed push to endpoint (a URL without credentials).
+func (l *FailureLog) Failed(endpoint, topic string, err error, retryable bool, now time.Time) {
 	l.mu.Lock()
 	s := l.eps[endpoint]
 	if s == nil {
@@ -66,8 +70,8 @@ func (l *failLog) failed(endpoint, topic string, err error, retryable bool, now 
 		"failures_total", total, "failing_for", now.Sub(since).Round(time.Second).String(), "last_err", err)
 }
 
-// ok records a successful push to endpoint.
-func (l *failLog) ok(endpoint string, now time.Time) {
+// OK records a successful push to endpoint.
+func (l *FailureLog) OK(endpoint string, now time.Time) {
 	l.mu.Lock()
 	s := l.eps[endpoint]
 	if s == nil {
