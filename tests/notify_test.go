@@ -181,7 +181,7 @@ func TestPersistentNotificationsEndToEnd(t *testing.T) {
 			t.Fatalf("key %s: sequencer %s arrived after %s", key, seq, prev)
 		}
 		last[key] = seq
-		if r["eventVersion"] != "2.1" || field(r, "s3", "configurationId") != "notif1" || r["opaqueData"] != "opaque-1" ||
+		if r["eventVersion"] != "2.2" || field(r, "s3", "configurationId") != "notif1" || r["opaqueData"] != "opaque-1" ||
 			field(r, "s3", "bucket", "name") != "bk1" || field(r, "s3", "bucket", "arn") == nil {
 			t.Fatalf("record shape: %v", r)
 		}

@@ -2,7 +2,9 @@ package tests
 
 import (
 	"encoding/json"
+	"os"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -62,4 +64,12 @@ func loadWorkers(n int, body func(w, i int)) (stop func()) {
 	}
 	var once sync.Once
 	return func() { once.Do(func() { close(done); wg.Wait() }) }
+}
+
+// diskUsage is the bytes fi occupies on disk (st_blocks × 512).
+func diskUsage(fi os.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Blocks * 512
+	}
+	return fi.Size()
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/xml"
 	"flag"
 	"fmt"
 	"io"
@@ -70,22 +71,32 @@ var adminParams = []string{"uid", "display-name", "email", "access-key", "secret
 	"topic", "max-entries", "marker", "notification-id"}
 
 func runAdmin(args []string) int {
-	fs := flag.NewFlagSet("admin", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, adminUsage) }
+	fs := quiet(flag.NewFlagSet("admin", flag.ContinueOnError))
+	help := func(w io.Writer) {
+		fmt.Fprint(w, adminUsage, "\nflags:\n")
+		printFlags(w, fs)
+	}
 	endpoint := fs.String("endpoint", envOr("CAIRN_ENDPOINT", "http://127.0.0.1:7480"), "gateway URL")
-	ak := fs.String("access-key-id", os.Getenv("CAIRN_ACCESS_KEY"), "admin access key")
-	sk := fs.String("secret-access-key", os.Getenv("CAIRN_SECRET_KEY"), "admin secret key")
+	// Env defaults are applied after parsing so --help never prints a secret.
+	ak := fs.String("access-key-id", "", "admin access key (default $CAIRN_ACCESS_KEY)")
+	sk := fs.String("secret-access-key", "", "admin secret key (default $CAIRN_SECRET_KEY)")
 	admin := fs.Bool("admin", false, "user create: make the user an admin")
 	vals := map[string]*string{}
 	for _, p := range adminParams {
-		vals[p] = fs.String(p, "", "")
+		if p == "num-shards" || p == "max-entries" {
+			v := &intText{}
+			fs.Var(v, p, adminParamHelp[p])
+			vals[p] = &v.v
+			continue
+		}
+		vals[p] = fs.String(p, "", adminParamHelp[p])
 	}
 	// Flags may come before or after noun and verb.
 	var words []string
 	rest := args
 	for {
 		if err := fs.Parse(rest); err != nil {
-			return 2
+			return usageError("cairn admin", err, help)
 		}
 		if fs.NArg() == 0 {
 			break
@@ -94,13 +105,24 @@ func runAdmin(args []string) int {
 		rest = fs.Args()[1:]
 	}
 	if len(words) != 2 {
-		fs.Usage()
+		if len(words) == 0 {
+			fmt.Fprintln(os.Stderr, "cairn admin: missing <noun> <verb>")
+		} else {
+			fmt.Fprintf(os.Stderr, "cairn admin: want <noun> <verb>, got %q\n", strings.Join(words, " "))
+		}
+		fmt.Fprintln(os.Stderr, "Run 'cairn admin --help' for usage.")
 		return 2
+	}
+	if *ak == "" {
+		*ak = os.Getenv("CAIRN_ACCESS_KEY")
+	}
+	if *sk == "" {
+		*sk = os.Getenv("CAIRN_SECRET_KEY")
 	}
 	key := words[0] + " " + words[1]
 	rt, ok := adminRoutes[key]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "cairn admin: unknown command %q\n\n%s", key, adminUsage)
+		fmt.Fprintf(os.Stderr, "cairn admin: unknown command %q\nRun 'cairn admin --help' for usage.\n", key)
 		return 2
 	}
 	q := url.Values{}
@@ -131,12 +153,11 @@ func runAdmin(args []string) int {
 	}
 	body, status, err := adminCall(context.Background(), *endpoint, *ak, *sk, rt.method, rt.path, q)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "cairn admin:", err)
+		writeAdminError(os.Stderr, adminError{Code: "ConnectionError", Message: err.Error()})
 		return 1
 	}
 	if status >= 300 {
-		fmt.Fprintf(os.Stderr, "cairn admin %s: HTTP %d\n", key, status)
-		os.Stderr.Write(body)
+		writeAdminError(os.Stderr, parseAdminError(status, body))
 		return 1
 	}
 	var pretty bytes.Buffer
@@ -180,6 +201,49 @@ func adminCallBody(ctx context.Context, endpoint, ak, sk, method, path string, q
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return b, resp.StatusCode, err
+}
+
+// adminParamHelp documents the pass-through flags in --help.
+var adminParamHelp = map[string]string{
+	"uid": "user id", "display-name": "user create: display name", "access-key": "user create: access key",
+	"secret": "user create: secret key", "bucket": "bucket name", "num-shards": "index shards (bucket create, bucket reshard)",
+	"topic": "topic name", "max-entries": "topic dump: page size", "marker": "topic dump: resume after this marker",
+	"notification-id": "notification get|rm: the notification's Id",
+}
+
+// adminError is the one shape every `cairn admin` failure is printed in
+// (on stderr), the gateway's admin error JSON (RGW's admin API shape).
+type adminError struct {
+	Code       string `json:"Code"`
+	Message    string `json:"Message,omitempty"`
+	HTTPStatus int    `json:"HttpStatus,omitempty"`
+	RequestID  string `json:"RequestId,omitempty"`
+	HostID     string `json:"HostId,omitempty"`
+}
+
+// parseAdminError reads the gateway's JSON error, or an S3 XML error (a
+// proxy, or an older gateway), into adminError.
+func parseAdminError(status int, body []byte) adminError {
+	var e adminError
+	if json.Unmarshal(body, &e) == nil && e.Code != "" {
+		e.HTTPStatus = status
+		return e
+	}
+	var x struct {
+		Code      string `xml:"Code"`
+		Message   string `xml:"Message"`
+		RequestID string `xml:"RequestId"`
+		HostID    string `xml:"HostId"`
+	}
+	if xml.Unmarshal(body, &x) == nil && x.Code != "" {
+		return adminError{Code: x.Code, Message: x.Message, HTTPStatus: status, RequestID: x.RequestID, HostID: x.HostID}
+	}
+	return adminError{Code: http.StatusText(status), Message: strings.TrimSpace(string(body)), HTTPStatus: status}
+}
+
+func writeAdminError(w io.Writer, e adminError) {
+	b, _ := json.MarshalIndent(e, "", "  ")
+	fmt.Fprintf(w, "%s\n", b)
 }
 
 func envOr(name, def string) string {

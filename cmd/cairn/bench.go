@@ -44,16 +44,17 @@ var benchWorkloads = map[string]func(ctx context.Context, args []string, out io.
 }
 
 func runBench(args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, benchUsage)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(os.Stdout, benchUsage)
 		return 0
 	}
 	run, ok := benchWorkloads[args[0]]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "cairn bench: unknown workload %q\n\n%s", args[0], benchUsage)
+		fmt.Fprintf(os.Stderr, "cairn bench: unknown workload %q\nRun 'cairn bench --help' for usage.\n", args[0])
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -61,6 +62,11 @@ func runBench(args []string) int {
 	if err := run(ctx, args[1:], os.Stdout); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
+		}
+		var ue *bench.UsageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(os.Stderr, "cairn bench %s: %v\nRun 'cairn bench %s --help' for usage.\n", args[0], err, args[0])
+			return 2
 		}
 		fmt.Fprintf(os.Stderr, "cairn bench %s: %v\n", args[0], err)
 		return 1
@@ -219,7 +225,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) error {
 		return err
 	}
 	if rest := fs.Args(); len(rest) > 0 {
-		return fmt.Errorf("unexpected arguments %q", rest)
+		return &bench.UsageError{Err: fmt.Errorf("unexpected arguments %q", rest)}
 	}
 	return nil
 }
@@ -228,10 +234,16 @@ func parseInterspersed(fs *flag.FlagSet, args []string) error {
 // arguments mix ("rados --pool p ls" and "rados ls --pool p"); "--" ends
 // flags.
 func parseFlagsAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
+	quiet(fs)
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprintf(os.Stdout, "usage: %s [flags]\n\nflags:\n", fs.Name())
+				printFlags(os.Stdout, fs)
+				return nil, err
+			}
+			return nil, &bench.UsageError{Err: err}
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {

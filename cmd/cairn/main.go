@@ -34,7 +34,7 @@ func main() {
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:
-		fmt.Fprintf(os.Stderr, "cairn: unknown command %q\n\n%s", cmd, usage)
+		fmt.Fprintf(os.Stderr, "cairn: unknown command %q\nRun 'cairn --help' for usage.\n", cmd)
 		code = 2
 	}
 	os.Exit(code)

@@ -16,7 +16,25 @@ import (
 )
 
 func runRados(args []string) int {
+	for _, a := range args {
+		if a == "-h" || a == "--help" || a == "-help" {
+			args = []string{"--help"} // help is local, with or without --endpoint
+			break
+		}
+	}
 	if ep, rest, ok := cutFlag(args, "endpoint"); ok {
+		// The gateway parses the command; refuse unknown flags here, as
+		// the local form does, rather than after a round trip.
+		for _, a := range rest {
+			name, _, _ := strings.Cut(a, "=")
+			if a == "--" {
+				break
+			}
+			if strings.HasPrefix(a, "-") && a != "-" && !valueFlags[name] {
+				fmt.Fprintf(os.Stderr, "cairn rados: flag provided but not defined: %s\nRun 'cairn rados --help' for usage.\n", name)
+				return 2
+			}
+		}
 		return runRadosRemote(ep, rest)
 	}
 	return radoscli.Run(context.Background(), args, radoscli.Env{

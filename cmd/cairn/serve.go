@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,12 +18,16 @@ import (
 func runServe(args []string) int {
 	cfg, err := config.Load(args, os.Getenv)
 	if err != nil {
+		var ue *config.UsageError
+		if errors.Is(err, flag.ErrHelp) || errors.As(err, &ue) {
+			return usageError("cairn serve", err, config.Usage)
+		}
 		fmt.Fprintln(os.Stderr, "cairn serve:", err)
 		return 2
 	}
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
-	log := redact.Logger(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+	log := redact.Logger(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: humanDurations})))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := server.Run(ctx, cfg, log, os.Getenv); err != nil {

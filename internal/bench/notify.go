@@ -393,14 +393,29 @@ func NotifyMain(ctx context.Context, args []string, out io.Writer) error {
 }
 
 func parseNotifyFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(os.Stdout, "usage: %s [flags]\n\nflags:\n", fs.Name())
+			fs.SetOutput(os.Stdout)
+			fs.PrintDefaults()
+			return nil, err
+		}
+		return nil, &UsageError{err}
 	}
 	if len(fs.Args()) > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+		return nil, &UsageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
 	return nil, nil
 }
+
+// UsageError is a command line that does not parse; the CLI prints it as
+// one line with a hint to --help.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
 
 // RunNotify runs the matrix and the soak run.
 func RunNotify(ctx context.Context, cfg NotifyConfig) (*NotifyResult, error) {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -46,6 +48,11 @@ type Config struct {
 	// TopicRequirePublishPolicy refuses attaching another user's topic to
 	// a bucket unless the topic's Policy allows sns:Publish to the caller.
 	TopicRequirePublishPolicy bool
+	// Notification wire format and configuration dialect (see
+	// docs/design/notifications-format.md).
+	NotifEventSource      string
+	NotifKafkaCompression string
+	NotifConfigMode       string // aws (replace on PUT) or rgw (merge by Id)
 
 	CacheSize int64 // embedded block cache; 0 = automatic
 
@@ -80,59 +87,62 @@ func (c *Config) ShardCap() int {
 type option struct {
 	name, help string
 	def        string
-	set        func(c *Config, v string) error
+	set        setter
 }
 
-func intOpt(p func(*Config) *int) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		n, err := strconv.Atoi(v)
+// setter parses one option's text into a Config; kind names its type in
+// `--help` (string, int, bool, duration, size).
+type setter struct {
+	kind string
+	fn   func(c *Config, v string) error
+}
+
+func intOpt(p func(*Config) *int) setter {
+	return setter{"int", func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil {
-			return err
+			return fmt.Errorf("%q is not an integer", v)
 		}
 		*p(c) = n
 		return nil
-	}
+	}}
 }
 
-func sizeOpt(p func(*Config) *int64) func(*Config, string) error {
-	return func(c *Config, v string) error {
+func sizeOpt(p func(*Config) *int64) setter {
+	return setter{"size", func(c *Config, v string) error {
 		n, err := ParseSize(v)
 		if err != nil {
 			return err
 		}
 		*p(c) = n
 		return nil
-	}
+	}}
 }
 
-func durOpt(p func(*Config) *time.Duration) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		if n, err := strconv.Atoi(v); err == nil { // bare numbers are seconds, as in RGW
-			*p(c) = time.Duration(n) * time.Second
-			return nil
-		}
-		d, err := time.ParseDuration(v)
+func durOpt(p func(*Config) *time.Duration) setter {
+	return setter{"duration", func(c *Config, v string) error {
+		d, err := ParseDuration(v)
 		if err != nil {
 			return err
 		}
 		*p(c) = d
 		return nil
-	}
+	}}
 }
 
-func strOpt(p func(*Config) *string) func(*Config, string) error {
-	return func(c *Config, v string) error { *p(c) = v; return nil }
+func strOpt(p func(*Config) *string) setter {
+	return setter{"string", func(c *Config, v string) error { *p(c) = v; return nil }}
 }
 
-func boolOpt(p func(*Config) *bool) func(*Config, string) error {
-	return func(c *Config, v string) error {
+func boolOpt(p func(*Config) *bool) setter {
+	return setter{"bool", func(c *Config, v string) error {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return err
+			return fmt.Errorf("%q is not a boolean (true or false)", v)
 		}
 		*p(c) = b
 		return nil
-	}
+	}}
 }
 
 var options = []option{
@@ -159,6 +169,9 @@ var options = []option{
 	{"notif-lease", "how long a gateway owns a queue shard without renewing (a dead gateway's shards move after this)", "90s", durOpt(func(c *Config) *time.Duration { return &c.NotifLease })},
 	{"notif-scan-interval", "how often delivery reads the queue registry, heartbeats and rebalances shards", "30s", durOpt(func(c *Config) *time.Duration { return &c.NotifScan })},
 	{"topic-require-publish-policy", "attaching another user's topic to a bucket notification needs sns:Publish in the topic's Policy (rgw_topic_require_publish_policy)", "true", boolOpt(func(c *Config) *bool { return &c.TopicRequirePublishPolicy })},
+	{"notif-event-source", "eventSource of event records (RGW's ceph:s3; AWS sends aws:s3)", "ceph:s3", strOpt(func(c *Config) *string { return &c.NotifEventSource })},
+	{"notif-kafka-compression", "compression of Kafka batches: none (as RGW; every consumer reads it), gzip, snappy, lz4 or zstd", "none", strOpt(func(c *Config) *string { return &c.NotifKafkaCompression })},
+	{"notification-config-mode", "PutBucketNotificationConfiguration semantics: aws (replaces the whole configuration) or rgw (adds or updates by Id; only an empty configuration deletes all)", "aws", strOpt(func(c *Config) *string { return &c.NotifConfigMode })},
 	{"cache-size", "block cache of the embedded backend (0 = an eighth of RAM, 64 MiB to 2 GiB); index lookups miss to disk when it is smaller than the hot index and filter blocks", "0", sizeOpt(func(c *Config) *int64 { return &c.CacheSize })},
 	{"gc-min-wait", "delay before replaced object data is collected (rgw_gc_obj_min_wait)", "30s", durOpt(func(c *Config) *time.Duration { return &c.GCMinWait })},
 	{"shutdown-timeout", "how long SIGTERM waits for in-flight requests", "30s", durOpt(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
@@ -176,6 +189,13 @@ var options = []option{
 	{"allow-insecure-endpoint-secrets", "accept topic endpoint credentials over plain HTTP (rgw_allow_notification_secrets_in_cleartext)", "false", boolOpt(func(c *Config) *bool { return &c.AllowInsecureEndpointSecrets })},
 }
 
+// UsageError is a command line that does not parse (unknown flag, missing
+// value, stray argument): the caller prints it with a hint to --help.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
 // EnvName is the environment variable of an option.
 func EnvName(opt string) string {
 	return "CAIRN_" + strings.ToUpper(strings.ReplaceAll(opt, "-", "_"))
@@ -186,21 +206,29 @@ func EnvName(opt string) string {
 func Load(args []string, getenv func(string) string) (*Config, error) {
 	c := &Config{}
 	for _, o := range options {
-		if err := o.set(c, o.def); err != nil {
+		if err := o.set.fn(c, o.def); err != nil {
 			panic(fmt.Sprintf("config: bad default for %s: %v", o.name, err))
 		}
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	// Errors are returned, not printed with the whole usage; --help is
+	// flag.ErrHelp and the caller prints Usage.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	cfgFile := fs.String("config", getenv("CAIRN_CONFIG"), "YAML configuration file")
-	flagVals := map[string]*string{}
+	flagVals := map[string]*flagValue{}
 	for _, o := range options {
-		flagVals[o.name] = fs.String(o.name, "", fmt.Sprintf("%s (default %q, env %s)", o.help, o.def, EnvName(o.name)))
+		flagVals[o.name] = &flagValue{kind: o.set.kind}
+		fs.Var(flagVals[o.name], o.name, o.help)
 	}
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, &UsageError{err}
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+		return nil, &UsageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
 	}
 	var errs []error
 	if *cfgFile != "" {
@@ -227,21 +255,21 @@ func Load(args []string, getenv func(string) string) (*Config, error) {
 				errs = append(errs, fmt.Errorf("%s: unknown option %q", *cfgFile, k))
 				continue
 			}
-			if err := o.set(c, fmt.Sprint(m[k])); err != nil {
+			if err := o.set.fn(c, fmt.Sprint(m[k])); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %s: %w", *cfgFile, k, err))
 			}
 		}
 	}
 	for _, o := range options {
 		if v := getenv(EnvName(o.name)); v != "" {
-			if err := o.set(c, v); err != nil {
+			if err := o.set.fn(c, v); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", EnvName(o.name), err))
 			}
 		}
 	}
 	for _, o := range options {
-		if v := *flagVals[o.name]; v != "" {
-			if err := o.set(c, v); err != nil {
+		if f := flagVals[o.name]; f.set {
+			if err := o.set.fn(c, f.val); err != nil {
 				errs = append(errs, fmt.Errorf("--%s: %w", o.name, err))
 			}
 		}
@@ -279,6 +307,16 @@ func (c *Config) Validate() error {
 	check(c.RequestBodyIdleTimeout > 0 && c.ReadHeaderTimeout > 0 && c.IdleTimeout > 0, "request-body-idle-timeout, read-header-timeout and idle-timeout must be positive")
 	check((c.TLSCert == "") == (c.TLSKey == ""), "tls-cert and tls-key must be given together")
 	check(c.TLSListen == "" || c.TLSCert != "", "tls-listen needs tls-cert and tls-key")
+	check(c.NotifEventSource != "", "notif-event-source must not be empty")
+	// Checked here, not only by delivery: a bad pair must fail before a
+	// new data directory is initialised.
+	check(c.NotifScan > 0 && c.NotifScan <= c.NotifLease/2, "notif-scan-interval %s must be positive and at most half of notif-lease %s", c.NotifScan, c.NotifLease)
+	switch c.NotifKafkaCompression {
+	case "none", "gzip", "snappy", "lz4", "zstd":
+	default:
+		errs = append(errs, fmt.Errorf("notif-kafka-compression %q: want none, gzip, snappy, lz4 or zstd", c.NotifKafkaCompression))
+	}
+	check(c.NotifConfigMode == "aws" || c.NotifConfigMode == "rgw", "notification-config-mode %q: want aws or rgw", c.NotifConfigMode)
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -287,24 +325,89 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// ParseSize parses 128MB, 64KiB, 1G or a plain byte count.
+// SizeUnits documents what ParseSize accepts. Units are case-insensitive
+// and binary, as in Ceph's options: K = KB = KiB = 1024 bytes.
+const SizeUnits = "a byte count with an optional unit B, K/KB/KiB, M/MB/MiB, G/GB/GiB or T/TB/TiB (1K = 1024)"
+
+var sizeUnits = map[string]int64{
+	"": 1, "b": 1,
+	"k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
+	"m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+	"g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
+	"t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40,
+}
+
+// ParseSize parses 128MB, 64KiB, 1G or a plain byte count (SizeUnits).
+// The error names the input as given.
 func ParseSize(s string) (int64, error) {
-	s = strings.TrimSpace(strings.ToUpper(s))
-	mult := int64(1)
-	for _, u := range []struct {
-		suf string
-		m   int64
-	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
-		if strings.HasSuffix(s, u.suf) {
-			mult, s = u.m, strings.TrimSuffix(s, u.suf)
-			break
-		}
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
 	}
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("bad size %q", s)
+	mult, ok := sizeUnits[strings.ToLower(strings.TrimSpace(t[i:]))]
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	if !ok || err != nil || (n > 0 && mult > math.MaxInt64/n) {
+		return 0, fmt.Errorf("size %q: want %s", s, SizeUnits)
 	}
 	return n * mult, nil
+}
+
+// ParseDuration parses a Go duration ("30s", "1m30s") or a bare number of
+// seconds (RGW's options are seconds). Negative durations are refused.
+func ParseDuration(s string) (time.Duration, error) {
+	t := strings.TrimSpace(s)
+	var d time.Duration
+	if n, err := strconv.ParseInt(t, 10, 64); err == nil {
+		d = time.Duration(n) * time.Second
+	} else if d, err = time.ParseDuration(t); err != nil {
+		return 0, fmt.Errorf("duration %q: want a number of seconds or a Go duration such as 30s, 5m, 1h30m", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("duration %q is negative", s)
+	}
+	return d, nil
+}
+
+// flagValue holds a flag's text until Load applies it after the file and
+// the environment (precedence); kind is shown by Usage.
+type flagValue struct {
+	kind string
+	val  string
+	set  bool
+}
+
+func (f *flagValue) String() string { return f.val }
+func (f *flagValue) Set(v string) error {
+	f.val, f.set = v, true
+	return nil
+}
+
+// IsBoolFlag lets `--dynamic-resharding` stand for `--dynamic-resharding=true`.
+func (f *flagValue) IsBoolFlag() bool { return f.kind == "bool" }
+
+// Usage writes `cairn serve --help`: every option with its type, default
+// and environment variable.
+func Usage(w io.Writer) {
+	fmt.Fprint(w, `usage: cairn serve [flags]
+
+Runs the S3 gateway. Every flag is also a key of the YAML file given with
+--config and an environment variable CAIRN_<NAME>; precedence: flag >
+environment > file > default.
+Sizes: `+SizeUnits+`.
+Durations: seconds or Go durations (30s, 5m, 1h30m); never negative.
+
+flags:
+  --config file
+        YAML configuration file (env CAIRN_CONFIG)
+`)
+	for _, o := range options {
+		def := o.def
+		if o.set.kind == "string" {
+			def = strconv.Quote(def)
+		}
+		fmt.Fprintf(w, "  --%s %s\n        %s (default %s; env %s)\n", o.name, o.set.kind, o.help, def, EnvName(o.name))
+	}
 }
 
 // Options lists option names, defaults and help (for docs and usage).

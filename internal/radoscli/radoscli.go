@@ -73,8 +73,10 @@ func Run(ctx context.Context, args []string, env Env) int {
 	help := fs.Bool("h", false, "")
 	fs.BoolVar(help, "help", false, "")
 	pos, err := parseAnywhere(fs, args)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "cairn rados: %v\n\n%s", err, Usage)
+	if errors.Is(err, flag.ErrHelp) {
+		*help = true
+	} else if err != nil {
+		fmt.Fprintf(env.Stderr, "cairn rados: %v\nRun 'cairn rados --help' for usage.\n", err)
 		return 2
 	}
 	if *help {
@@ -92,7 +94,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 	verb, rest := pos[0], pos[1:]
 	c, ok := commands[verb]
 	if !ok {
-		fmt.Fprintf(env.Stderr, "cairn rados: unknown command %q\n\n%s", verb, Usage)
+		fmt.Fprintf(env.Stderr, "cairn rados: unknown command %q\nRun 'cairn rados --help' for usage.\n", verb)
 		return 2
 	}
 	if len(rest) < c.minArgs || len(rest) > c.maxArgs {

@@ -97,17 +97,20 @@ type adminError struct {
 	HostID    string `json:"HostId"`
 }
 
-func (s *Server) serveAdmin(w *statusWriter, r *http.Request, rc *reqCtx) {
-	writeErr := func(err error) {
-		e := s.mapError(err)
-		rc.errCode = e.Code
-		if e.HTTPStatus >= 500 {
-			rc.cause = err
-		}
-		if w.status == 0 {
-			_ = WriteJSON(w, e.HTTPStatus, adminError{Code: e.Code, Message: e.WireMessage(), RequestID: rc.id, HostID: s.cfg.HostID})
-		}
+// writeAdminError writes err in the admin API's one error shape (JSON).
+func (s *Server) writeAdminError(w *statusWriter, rc *reqCtx, err error) {
+	e := s.mapError(err)
+	rc.errCode = e.Code
+	if e.HTTPStatus >= 500 {
+		rc.cause = err
 	}
+	if w.status == 0 {
+		_ = WriteJSON(w, e.HTTPStatus, adminError{Code: e.Code, Message: e.WireMessage(), RequestID: rc.id, HostID: s.cfg.HostID})
+	}
+}
+
+func (s *Server) serveAdmin(w *statusWriter, r *http.Request, rc *reqCtx) {
+	writeErr := func(err error) { s.writeAdminError(w, rc, err) }
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	in := authz.Input{Request: authz.Request{Principal: rc.principal(), Action: adminAction(r.Method, path)}}
 	if !s.decide(r.Context(), rc, &in).Allowed() {

@@ -65,8 +65,8 @@ func TestAdminUsers(t *testing.T) {
 			h.bucket("alices")
 		}
 		res := h.mustDo(tc.rq, tc.status)
-		// Anonymous callers reach the admin API's own authorization, which
-		// answers in JSON like everything after it.
+		// Every admin error is JSON in one shape, authentication
+		// failures included.
 		if !jsonCode(res, tc.code) {
 			t.Errorf("%s %s: %s", tc.rq.method, tc.rq.path, res.body)
 		}

@@ -149,7 +149,16 @@ func New(cfg Config) (*Server, error) {
 // HTTPMaxHeaderBytes is the value to give http.Server.MaxHeaderBytes so
 // that oversized headers reach the Server and get an S3 error instead of
 // Go's plain 431.
-func (s *Server) HTTPMaxHeaderBytes() int { return 2*s.cfg.MaxHeaderBytes + 4096 }
+func (s *Server) HTTPMaxHeaderBytes() int { return HTTPMaxHeaderBytesFor(s.cfg.MaxHeaderBytes) }
+
+// HTTPMaxHeaderBytesFor is HTTPMaxHeaderBytes for a Config.MaxHeaderBytes
+// (0 = the default), for callers that bind before building the Server.
+func HTTPMaxHeaderBytesFor(maxHeaderBytes int) int {
+	if maxHeaderBytes == 0 {
+		maxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	return 2*maxHeaderBytes + 4096
+}
 
 func randomHex(n int) string {
 	b := make([]byte, n)
@@ -251,9 +260,12 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 	// Unsigned requests are the anonymous principal; authz decides.
 	ident, err := s.authenticate(r, rc, rt.kind)
 	if err != nil {
-		if rt.kind == kindSNS {
+		switch rt.kind {
+		case kindSNS:
 			s.writeSNSError(w, rc, err)
-		} else {
+		case kindAdmin: // admin errors are JSON, authentication's too
+			s.writeAdminError(w, rc, err)
+		default:
 			s.writeError(w, r, rc, err)
 		}
 		return

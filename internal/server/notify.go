@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/config"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/notify/api"
+	notifconfig "github.com/cairn-s3/cairn/internal/notify/config"
 	"github.com/cairn-s3/cairn/internal/notify/delivery"
 	"github.com/cairn-s3/cairn/internal/notify/endpoint"
 	"github.com/cairn-s3/cairn/internal/notify/event"
@@ -23,10 +24,15 @@ import (
 
 // endpointPusher pushes non-persistent topics' events during the request
 // through the shared endpoint factory (HTTP, Kafka, AMQP).
-type endpointPusher struct{ cache *endpoint.Cache }
+type endpointPusher struct {
+	cache *endpoint.Cache
+	opts  endpoint.Options
+}
 
 func (p endpointPusher) Push(ctx context.Context, t *topic.Topic, rec *event.Record) error {
-	ep, err := endpoint.New(t.Settings, endpoint.Options{Cache: p.cache})
+	o := p.opts
+	o.Cache = p.cache
+	ep, err := endpoint.New(t.Settings, o)
 	if err != nil {
 		return err
 	}
@@ -54,14 +60,17 @@ func (g *Gateway) openNotifications(ctx context.Context, cfg *config.Config) (*s
 	cache := endpoint.NewCache()
 	g.closers = append(g.closers, func() { _ = cache.Close() })
 	svc, err := service.New(ctx, service.Options{
-		Store: g.Store, NumShards: cfg.NotifShards, Zonegroup: cfg.Region,
-		Queue:  queue.Options{Capacity: uint64(cfg.NotifQueueSize)},
-		Pusher: endpointPusher{cache: cache}, Logger: g.Log.With("component", "notify"),
+		Store: g.Store, NumShards: cfg.NotifShards, Zonegroup: cfg.Region, EventSource: cfg.NotifEventSource,
+		ConfigMode: notifconfig.Mode(cfg.NotifConfigMode),
+		Queue:      queue.Options{Capacity: uint64(cfg.NotifQueueSize)},
+		Pusher:     endpointPusher{cache: cache, opts: endpoint.Options{KafkaCompression: cfg.NotifKafkaCompression}},
+		Logger:     g.Log.With("component", "notify"),
 	})
 	if err != nil {
 		return nil, err
 	}
 	svc.Start()
+	g.Registry.MustRegister(svc.QueueCollector())
 	g.closers = append(g.closers, func() { _ = svc.Close(context.Background()) })
 	g.notifyCache = cache
 	return svc, nil
@@ -103,10 +112,10 @@ func (g *Gateway) mountNotifications(cfg *config.Config, svc *service.Service, d
 	m, err := delivery.New(delivery.Config{
 		Owner: instanceID(), IO: svc.Queues().IO(), Registry: svc.Queues(), Topics: svc,
 		Endpoints: delivery.EndpointsFunc(func(ctx context.Context, t *topic.Topic) (push.Endpoint, error) {
-			return endpoint.New(t.Settings, endpoint.Options{Cache: cache, MaxInFlight: -1})
+			return endpoint.New(t.Settings, endpoint.Options{Cache: cache, MaxInFlight: -1, KafkaCompression: cfg.NotifKafkaCompression})
 		}),
 		MaxRetries: cfg.PersistMaxRetries, TTL: cfg.PersistTTL, RetrySleep: cfg.PersistSleep,
-		LeaseDuration: cfg.NotifLease, ScanInterval: cfg.NotifScan,
+		LeaseDuration: cfg.NotifLease, ScanInterval: cfg.NotifScan, FailureLog: svc.FailureLog(),
 		Logger: g.Log.With("component", "delivery"), Registerer: g.Registry,
 	})
 	if err != nil {

@@ -198,8 +198,19 @@ func (g *Gateway) Close() {
 // close, in-flight requests finish (up to ShutdownTimeout), then the
 // store is closed.
 func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(string) string) error {
+	// Bind first: a busy or bad address (or a bad certificate) must fail
+	// before a new data directory is initialised (and admin keys made for
+	// it). The HTTP header limit is derived from the config as
+	// s3api.Server.HTTPMaxHeaderBytes derives it.
+	lns, err := listen(cfg, s3api.HTTPMaxHeaderBytesFor(cfg.MaxHeaderBytes), log)
+	if err != nil {
+		return err
+	}
 	g, err := Open(ctx, cfg, log, getenv)
 	if err != nil {
+		for _, ln := range lns {
+			ln.Close()
+		}
 		return err
 	}
 	defer g.Close()
@@ -210,10 +221,6 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(
 		IdleTimeout:       cfg.IdleTimeout,
 		ConnContext:       connContext,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	lns, err := listen(cfg, srv.MaxHeaderBytes, log)
-	if err != nil {
-		return err
 	}
 	errc := make(chan error, len(lns))
 	var addrs []string
@@ -311,7 +318,8 @@ func (a sigAuth) Authenticate(r *http.Request) (s3api.AuthResult, error) {
 // way the keys go to <data-dir>/admin.credentials (0600) and nowhere else:
 // the console and the log only name the file.
 func bootstrapAdmin(ctx context.Context, d s3api.Backend, cfg *config.Config, getenv func(string) string, log *slog.Logger) error {
-	if _, err := d.GetUser(ctx, "admin"); err == nil {
+	if u, err := d.GetUser(ctx, "admin"); err == nil {
+		warnIgnoredKeys(u, getenv, cfg, log)
 		return nil
 	} else if !errors.Is(err, driver.ErrNoSuchUser) {
 		return err
@@ -337,4 +345,22 @@ func bootstrapAdmin(ctx context.Context, d s3api.Backend, cfg *config.Config, ge
 	}
 	log.Info("created admin user", "credentials_file", path, "generated_keys", generated)
 	return nil
+}
+
+// warnIgnoredKeys: CAIRN_ACCESS_KEY/CAIRN_SECRET_KEY only seed a new data
+// directory. Set for an initialised one with other keys, they do nothing;
+// say so instead of letting the operator wonder why they are refused.
+func warnIgnoredKeys(admin driver.User, getenv func(string) string, cfg *config.Config, log *slog.Logger) {
+	ak, sk := getenv("CAIRN_ACCESS_KEY"), getenv("CAIRN_SECRET_KEY")
+	if ak == "" && sk == "" {
+		return
+	}
+	for _, k := range admin.Keys {
+		if k.AccessKey == ak && k.SecretKey == sk {
+			return
+		}
+	}
+	log.Warn("CAIRN_ACCESS_KEY/CAIRN_SECRET_KEY are ignored: the data directory already has an admin user with other keys "+
+		"(they only seed a new data directory; see admin.credentials, or add keys with cairn admin user create)",
+		"data_dir", cfg.DataDir, "access_key", ak)
 }

@@ -18,7 +18,8 @@ import (
 // checked that the bucket exists and the caller owns it.
 
 // PutBucketNotification is PUT /bucket?notification: replaces the
-// configuration. Unknown topics or bad filters: 400, nothing changes.
+// configuration (AWS) or merges it by Id (RGW), per the service's
+// ConfigMode. Unknown topics or bad filters: 400, nothing changes.
 func (a *API) PutBucketNotification(w http.ResponseWriter, r *http.Request, b driver.BucketInfo) error {
 	body, err := io.ReadAll(io.LimitReader(r.Body, config.MaxBodyLength+1))
 	if err != nil {
@@ -94,8 +95,9 @@ func (a *API) GetBucketNotification(w http.ResponseWriter, r *http.Request, b dr
 }
 
 // DeleteBucketNotification is DELETE /bucket?notification (all) or
-// ?notification=ID (one; RGW's extension). Deleting what does not exist
-// succeeds, as S3 deletes do.
+// ?notification=ID (one). The operation is RGW's extension (AWS deletes by
+// putting an empty configuration) and answers as RGW does: 200 with no
+// body. Deleting what does not exist succeeds, as S3 deletes do.
 func (a *API) DeleteBucketNotification(w http.ResponseWriter, r *http.Request, b driver.BucketInfo) error {
 	err := a.svc.DeleteBucketNotification(r.Context(), b, r.URL.Query().Get("notification"))
 	if err != nil && s3Error(err) != nil {
@@ -103,6 +105,6 @@ func (a *API) DeleteBucketNotification(w http.ResponseWriter, r *http.Request, b
 			return s3Error(err)
 		}
 	}
-	w.WriteHeader(http.StatusNoContent)
+	w.WriteHeader(http.StatusOK)
 	return nil
 }

@@ -345,6 +345,43 @@ func (c *Configuration) Get(id string) *TopicConfiguration {
 	return nil
 }
 
+// Merge adds add's configurations to c, replacing those with the same Id
+// and keeping the others in place (RGW's PutBucketNotificationConfiguration,
+// which never deletes). A result over MaxTopics is an InvalidArgument
+// *Error and leaves c unchanged.
+func (c *Configuration) Merge(add *Configuration) error {
+	out := append([]*TopicConfiguration(nil), c.Topics...)
+	for _, tc := range add.Topics {
+		replaced := false
+		for i, old := range out {
+			if old.ID == tc.ID {
+				out[i], replaced = tc, true
+				break
+			}
+		}
+		if !replaced {
+			out = append(out, tc)
+		}
+	}
+	if len(out) > MaxTopics {
+		return invalid("at most %d TopicConfiguration elements per bucket (%d after adding these)", MaxTopics, len(out))
+	}
+	c.Topics = out
+	return nil
+}
+
+// Mode is how PutBucketNotificationConfiguration treats the configuration
+// a bucket already has (gateway option notification-config-mode).
+type Mode string
+
+const (
+	// ModeAWS replaces the whole configuration (AWS S3; the default).
+	ModeAWS Mode = "aws"
+	// ModeRGW adds or updates configurations by Id; only an empty
+	// configuration deletes them all (RGW).
+	ModeRGW Mode = "rgw"
+)
+
 // Remove deletes the configuration with the given id and reports whether
 // it existed (RGW's DELETE of one notification).
 func (c *Configuration) Remove(id string) bool {

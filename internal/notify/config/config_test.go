@@ -281,3 +281,36 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Merge is RGW's PUT: same Id replaced in place, new Ids appended, the
+// rest kept; more than MaxTopics fails and changes nothing.
+func TestMerge(t *testing.T) {
+	mk := func(ids ...string) *Configuration {
+		c := &Configuration{}
+		for _, id := range ids {
+			c.Topics = append(c.Topics, &TopicConfiguration{ID: id, TopicARN: "arn:aws:sns:default::t-" + id})
+		}
+		return c
+	}
+	c := mk("a", "b")
+	add := mk("b", "c")
+	add.Topics[0].TopicARN = "arn:aws:sns:default::new"
+	if err := c.Merge(add); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tc := range c.Topics {
+		got = append(got, tc.ID+"="+tc.TopicARN)
+	}
+	want := "a=arn:aws:sns:default::t-a b=arn:aws:sns:default::new c=arn:aws:sns:default::t-c"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("merged %v, want %s", got, want)
+	}
+	big := &Configuration{}
+	for i := 0; i < MaxTopics; i++ {
+		big.Topics = append(big.Topics, &TopicConfiguration{ID: strings.Repeat("x", i+1)})
+	}
+	if err := c.Merge(big); err == nil || len(c.Topics) != 3 {
+		t.Fatalf("merge past MaxTopics: %v, %d configurations", err, len(c.Topics))
+	}
+}

@@ -119,6 +119,9 @@ type Config struct {
 	Retryable func(error) bool
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// FailureLog reports push failures per endpoint, rate-limited; nil
+	// makes one on Logger. The server shares one with synchronous pushes.
+	FailureLog *push.FailureLog
 	// Registerer receives the metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 	// Now is the clock for entry ages, backoff schedules and membership
@@ -185,6 +188,9 @@ func (c *Config) EnsureDefaults() *Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.FailureLog == nil {
+		c.FailureLog = push.NewFailureLog(c.Logger, 0)
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/cls/queue"
+	"github.com/cairn-s3/cairn/internal/notify/push"
 	nq "github.com/cairn-s3/cairn/internal/notify/queue"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
 	"github.com/cairn-s3/cairn/internal/objstore"
@@ -30,7 +31,8 @@ type Manager struct {
 	mu       sync.Mutex
 	workers  map[string]*worker // by shard OID
 	lastLive int
-	gauged   map[string]bool // topics with queue gauges set
+	gauged   map[string]bool  // topics with queue gauges set
+	flog     *push.FailureLog // push failures at warn, rate-limited per endpoint
 	started  bool
 	stopped  bool
 
@@ -48,6 +50,7 @@ func New(cfg Config) (*Manager, error) {
 	return &Manager{
 		cfg:      cfg,
 		met:      newMetrics(cfg.Registerer),
+		flog:     cfg.FailureLog,
 		global:   make(chan struct{}, cfg.MaxInFlightTotal),
 		sems:     map[string]chan struct{}{},
 		workers:  map[string]*worker{},

@@ -491,6 +491,9 @@ func (w *worker) handle(r result) {
 		met.ok.WithLabelValues(topicName).Inc()
 		met.nOK.Add(1)
 		met.latency.WithLabelValues(topicName).Observe(now.Sub(it.e.Committed).Seconds())
+		if w.m.flog.AnyFailing() {
+			w.m.flog.OK(endpointKey(w.state.Load().t), now)
+		}
 		w.pop(kq, now)
 		return
 	}
@@ -509,6 +512,7 @@ func (w *worker) handle(r result) {
 		return
 	}
 	retryable := w.m.cfg.Retryable(r.err)
+	w.m.flog.Failed(endpointKey(st.t), topicName, r.err, retryable, now)
 	met.failed.WithLabelValues(topicName, strconv.FormatBool(retryable)).Inc()
 	met.nFailed.Add(1)
 	if !retryable {

@@ -68,6 +68,9 @@ type Options struct {
 	// MaxInFlight bounds concurrent pushes per destination (0: default,
 	// negative: unbounded). A push beyond it waits for a slot or its ctx.
 	MaxInFlight int
+	// KafkaCompression is the Kafka endpoints' batch compression
+	// (kafka.Options.Compression; gateway option notif-kafka-compression).
+	KafkaCompression string
 }
 
 // New returns an endpoint for the topic settings. The result must be
@@ -100,7 +103,7 @@ func build(s topic.Settings, o Options) (Endpoint, error) {
 		user, pw := s.Credentials()
 		ep, err = kafka.New(kafka.Options{Brokers: u.Addrs, AckLevel: s.KafkaAckLevel, UseSSL: s.UseSSL,
 			VerifySSL: s.VerifySSL, CALocation: s.CALocation, User: user, Password: pw, Mechanism: s.Mechanism,
-			Timeout: o.Timeout})
+			Timeout: o.Timeout, Compression: o.KafkaCompression})
 	case topic.SchemeAMQP, topic.SchemeAMQPS:
 		ep, err = amqp.New(amqp.Options{URL: amqpURL(s), Exchange: s.AMQPExchange, AckLevel: s.AMQPAckLevel,
 			VerifySSL: s.VerifySSL, CALocation: s.CALocation, Timeout: o.Timeout})
@@ -160,7 +163,7 @@ func cacheKey(s topic.Settings, o Options) string {
 	return strings.Join([]string{
 		s.PushEndpoint, strconv.FormatBool(s.VerifySSL), s.CALocation, strconv.FormatBool(s.CloudEvents),
 		s.AMQPExchange, s.AMQPAckLevel, s.KafkaAckLevel, strconv.FormatBool(s.UseSSL), s.Mechanism,
-		s.UserName, s.Password, o.Timeout.String(), strconv.Itoa(o.MaxInFlight),
+		s.UserName, s.Password, o.Timeout.String(), strconv.Itoa(o.MaxInFlight), o.KafkaCompression,
 	}, "\x00")
 }
 

@@ -1,5 +1,5 @@
 // Package event defines the bucket notification event record Cairn sends
-// to endpoints: AWS S3's event message structure (eventVersion 2.1, one
+// to endpoints: AWS S3's event message structure as RGW sends it (eventVersion 2.2, one
 // record per message inside {"Records":[...]}) plus RGW's extensions
 // (bucket id, object metadata and tags, eventId, opaqueData).
 //

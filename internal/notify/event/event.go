@@ -14,15 +14,16 @@ import (
 )
 
 const (
-	// Version is the AWS event structure version Cairn follows.
-	Version = "2.1"
+	// Version is the eventVersion RGW sends ("2.2": AWS's 2.1 structure
+	// plus RGW's bucket id, metadata, tags, eventId and opaqueData).
+	Version = "2.2"
 	// SchemaVersion is the value of s3.s3SchemaVersion.
 	SchemaVersion = "1.0"
-	// DefaultSource is Cairn's eventSource. AWS sends "aws:s3" and RGW
-	// "ceph:s3"; receivers use the field to tell producers apart, so Cairn
-	// names itself rather than impersonating either. The ":s3" suffix keeps
-	// the "<producer>:s3" shape consumers split on.
-	DefaultSource = "cairn:s3"
+	// DefaultSource is the eventSource when the producer sets none: RGW's
+	// "ceph:s3", because consumers written for RGW match on it (and build
+	// the CloudEvents source from it). The gateway option
+	// notif-event-source changes it.
+	DefaultSource = "ceph:s3"
 )
 
 // Record is one event. Field names and nesting are AWS's; the JSON is what

@@ -37,7 +37,7 @@ func TestRecordJSONShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"Records":[{"eventVersion":"2.1","eventSource":"cairn:s3","awsRegion":"default",` +
+	want := `{"Records":[{"eventVersion":"2.2","eventSource":"ceph:s3","awsRegion":"default",` +
 		`"eventTime":"2026-03-04T04:06:07.891Z","eventName":"ObjectCreated:Put",` +
 		`"userIdentity":{"principalId":"tester"},"requestParameters":{"sourceIPAddress":"127.0.0.1"},` +
 		`"responseElements":{"x-amz-request-id":"req-1","x-amz-id-2":"gw1"},` +

@@ -29,11 +29,12 @@ type Message struct {
 	CloudEvent CloudEvent
 }
 
-// CloudEvent attributes, after the CloudEvents AWS S3 adapter: type is
-// "com.amazonaws.s3."+eventName, source eventSource+"."+awsRegion+"."+bucket,
-// subject the (encoded) key. The id is the record's eventId rather than the
-// adapter's request-id.host-id, which is not unique when one request fires
-// several configurations.
+// CloudEvent attributes as RGW sends them (rgw_pubsub_push.cc, after the
+// CloudEvents AWS S3 adapter): type "com.amazonaws."+eventName, source
+// eventSource+"."+awsRegion+"."+bucket, id x-amz-request-id+"."+x-amz-id-2,
+// subject the (encoded) key, time the eventTime. Consumers written for RGW
+// parse these; note the id repeats when one request fires several
+// configurations (de-duplicate on the record's eventId instead).
 type CloudEvent struct {
 	ID, Type, Source, Subject string
 	Time                      time.Time
@@ -61,8 +62,8 @@ func newMessage(topic string, rec *event.Record, body []byte) Message {
 		Key:   rec.S3.Bucket.Name + "/" + rec.ObjectKey(),
 		Body:  body,
 		CloudEvent: CloudEvent{
-			ID:      rec.EventID,
-			Type:    "com.amazonaws.s3." + rec.EventName,
+			ID:      rec.ResponseElements.RequestID + "." + rec.ResponseElements.HostID,
+			Type:    "com.amazonaws." + rec.EventName,
 			Source:  rec.EventSource + "." + rec.AWSRegion + "." + rec.S3.Bucket.Name,
 			Subject: rec.S3.Object.Key,
 			Time:    rec.EventTime.Time,

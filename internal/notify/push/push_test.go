@@ -46,7 +46,7 @@ func TestClassification(t *testing.T) {
 func TestNewMessage(t *testing.T) {
 	rec := event.New(event.Params{
 		Type: event.ObjectCreatedPut, Time: time.Unix(1, 0), Region: "zg", Bucket: "bk",
-		Key: "a b/c", EventID: "e1",
+		Key: "a b/c", EventID: "e1", RequestID: "req-1", HostID: "zone-a",
 	})
 	m, err := NewMessage("t1", rec)
 	if err != nil {
@@ -60,7 +60,8 @@ func TestNewMessage(t *testing.T) {
 		t.Fatal(err, string(m.Body))
 	}
 	ce := m.CloudEvent
-	if ce.ID != "e1" || ce.Type != "com.amazonaws.s3.ObjectCreated:Put" || ce.Source != "cairn:s3.zg.bk" || ce.Subject != "a+b/c" || !ce.Time.Equal(time.Unix(1, 0)) {
+	// RGW's headers: id request-id.host-id, type without "s3.", source from eventSource ceph:s3.
+	if ce.ID != "req-1.zone-a" || ce.Type != "com.amazonaws.ObjectCreated:Put" || ce.Source != "ceph:s3.zg.bk" || ce.Subject != "a+b/c" || !ce.Time.Equal(time.Unix(1, 0)) {
 		t.Fatalf("%+v", ce)
 	}
 }

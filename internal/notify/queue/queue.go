@@ -305,25 +305,56 @@ func (q *Queues) ForEach(ctx context.Context, fn func(Info) error) error {
 }
 
 // ShardStats is one shard's accounting.
+//
+// Keys are snake_case, radosgw-admin's style, at every level. Reservations
+// are pending writes: the class's reservations less the ones this gateway
+// holds idle in its pool (see pool.go), which are reported apart as
+// pooled_reservations. Other gateways' pools cannot be seen from here and
+// count as pending.
 type ShardStats struct {
-	Shard int    `json:"shard"`
-	OID   string `json:"oid"`
-	clsq.Stats
+	Shard              int       `json:"shard"`
+	OID                string    `json:"oid"`
+	Capacity           uint64    `json:"capacity"`
+	Entries            uint64    `json:"entries"`
+	Bytes              uint64    `json:"size"`
+	Reservations       uint64    `json:"reservations"`
+	ReservedBytes      uint64    `json:"reserved_size"`
+	PooledReservations uint64    `json:"pooled_reservations"`
+	PooledBytes        uint64    `json:"pooled_size"`
+	Oldest             time.Time `json:"oldest_entry_time,omitzero"` // absent when the shard is empty
 }
 
-// Stats is a queue's accounting summed over its shards.
+// Stats is a queue's accounting summed over its shards (fields as in
+// ShardStats).
 type Stats struct {
-	Shards        int       `json:"shards"`
-	Capacity      uint64    `json:"capacity"` // summed
-	Entries       uint64    `json:"entries"`
-	Bytes         uint64    `json:"size"`
-	Reservations  uint64    `json:"reservations"`
-	ReservedBytes uint64    `json:"reserved_size"`
-	Oldest        time.Time `json:"oldest_entry_time,omitzero"`
-	// OldestAge is the age of the oldest entry at the time of the call.
-	OldestAge time.Duration `json:"oldest_entry_age_ns"`
+	Shards             int       `json:"shards"`
+	Capacity           uint64    `json:"capacity"` // summed
+	Entries            uint64    `json:"entries"`
+	Bytes              uint64    `json:"size"`
+	Reservations       uint64    `json:"reservations"`
+	ReservedBytes      uint64    `json:"reserved_size"`
+	PooledReservations uint64    `json:"pooled_reservations"`
+	PooledBytes        uint64    `json:"pooled_size"`
+	Oldest             time.Time `json:"oldest_entry_time,omitzero"`
+	// OldestAge is the age of the oldest entry at the time of the call
+	// (absent when the queue is empty).
+	OldestAge time.Duration `json:"oldest_entry_age_ns,omitzero"`
 	// PerShard lists each shard; missing shards are absent.
 	PerShard []ShardStats `json:"per_shard"`
+}
+
+// shardStats converts the class's accounting, moving this gateway's
+// pooled reservations out of the pending ones. The pool is read after the
+// class, so a reservation taken in between may make pooled exceed the
+// class's count: clamp.
+func (q *Queues) shardStats(i int, oid string, st clsq.Stats) ShardStats {
+	pooled := min(uint64(q.Pooled(oid)), st.Reservations)
+	pooledBytes := min(pooled*q.opts.SlotSize, st.ReservedBytes)
+	return ShardStats{
+		Shard: i, OID: oid, Capacity: st.Capacity, Entries: st.Entries, Bytes: st.Bytes,
+		Reservations: st.Reservations - pooled, ReservedBytes: st.ReservedBytes - pooledBytes,
+		PooledReservations: pooled, PooledBytes: pooledBytes, Oldest: st.Oldest,
+	}
 }
 
 // Stats reads every shard of queue name (n shards) concurrently. Missing
@@ -344,7 +375,7 @@ func (q *Queues) Stats(ctx context.Context, name string, n int) (Stats, error) {
 			mu.Unlock()
 			return nil
 		}
-		res[i], ok[i] = ShardStats{Shard: i, OID: oid, Stats: st}, true
+		res[i], ok[i] = q.shardStats(i, oid, st), true
 		return nil
 	})
 	s := Stats{Shards: n}
@@ -358,6 +389,8 @@ func (q *Queues) Stats(ctx context.Context, name string, n int) (Stats, error) {
 		s.Bytes += r.Bytes
 		s.Reservations += r.Reservations
 		s.ReservedBytes += r.ReservedBytes
+		s.PooledReservations += r.PooledReservations
+		s.PooledBytes += r.PooledBytes
 		if !r.Oldest.IsZero() && (s.Oldest.IsZero() || r.Oldest.Before(s.Oldest)) {
 			s.Oldest = r.Oldest
 		}

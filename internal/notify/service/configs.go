@@ -41,10 +41,12 @@ func (s *Service) GetBucketNotification(ctx context.Context, b driver.BucketInfo
 	return c, err
 }
 
-// PutBucketNotification replaces b's configuration with c (validated by
-// config.Parse). Every topic ARN must name an existing topic; otherwise a
-// *config.Error (InvalidArgument) is returned and nothing changes. An
-// empty c removes the configuration.
+// PutBucketNotification sets b's configuration from c (validated by
+// config.Parse): in config.ModeAWS c replaces it, in config.ModeRGW c's
+// configurations are added or replace those with the same Id. Every topic
+// ARN must name an existing topic; otherwise a *config.Error
+// (InvalidArgument) is returned and nothing changes. An empty c removes
+// the configuration in both modes.
 func (s *Service) PutBucketNotification(ctx context.Context, b driver.BucketInfo, c *config.Configuration) error {
 	for _, tc := range c.Topics {
 		a, err := topic.ParseARN(tc.TopicARN)
@@ -62,11 +64,43 @@ func (s *Service) PutBucketNotification(ctx context.Context, b driver.BucketInfo
 	if len(c.Topics) == 0 {
 		return s.removeConfig(ctx, b)
 	}
+	if s.opts.ConfigMode == config.ModeRGW {
+		return s.mergeConfig(ctx, b, c)
+	}
 	data, err := config.Encode(c)
 	if err != nil {
 		return err
 	}
 	return s.confs.Operate(ctx, configOID(b), objstore.NewWriteOp().WriteFull(data))
+}
+
+// mergeConfig adds c to b's stored configuration as one guarded
+// read-modify-write, redone when another request changed it meanwhile.
+func (s *Service) mergeConfig(ctx context.Context, b driver.BucketInfo, c *config.Configuration) error {
+	for attempt := 0; ; attempt++ {
+		cur, ver, err := s.readConfig(ctx, b)
+		if err != nil {
+			return err
+		}
+		if err := cur.Merge(c); err != nil {
+			return err
+		}
+		data, err := config.Encode(cur)
+		if err != nil {
+			return err
+		}
+		op := objstore.NewWriteOp()
+		if ver == 0 {
+			op.Create(true) // none yet: fail if another request made one
+		} else {
+			op.AssertVersion(ver)
+		}
+		err = s.confs.Operate(ctx, configOID(b), op.WriteFull(data))
+		if (errors.Is(err, objstore.ErrCanceled) || errors.Is(err, objstore.ErrExists)) && attempt < 5 {
+			continue
+		}
+		return err
+	}
 }
 
 // DeleteBucketNotification removes b's notification id, or all of them

@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/notify/config"
 	"github.com/cairn-s3/cairn/internal/notify/event"
+	"github.com/cairn-s3/cairn/internal/notify/push"
 	"github.com/cairn-s3/cairn/internal/notify/queue"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
 	"github.com/cairn-s3/cairn/internal/objstore"
@@ -77,7 +78,7 @@ func (s *Service) Reserve(ctx context.Context, ev driver.PendingEvent) (driver.R
 			}
 			continue
 		}
-		qr, err := s.reserveOn(ctx, t, ev, estimate(ev, tc, t, driver.RequestFrom(ctx), s.opts.Zonegroup))
+		qr, err := s.reserveOn(ctx, t, ev, estimate(ev, tc, t, driver.RequestFrom(ctx), s.opts.Zonegroup+s.opts.EventSource))
 		if errors.Is(err, objstore.ErrNoSpace) {
 			r.Abort(ctx)
 			s.Counters.SlowDowns.Add(1)
@@ -191,11 +192,16 @@ func (r *reservation) Commit(ctx context.Context, obj driver.ObjectInfo) error {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.PushTimeout)
 		err := s.opts.Pusher.Push(pctx, tg.t, rec)
 		cancel()
+		// The request succeeds either way (RGW's behaviour for
+		// non-persistent topics); failures are logged per endpoint,
+		// rate-limited.
 		if err != nil {
 			s.Counters.PushFailed.Add(1)
-			s.log.Warn("non-persistent push failed; the request still succeeds", "topic", tg.t.Name,
-				"bucket", r.ev.Bucket.Name, "key", r.ev.Key, "err", err)
+			s.opts.FailureLog.Failed(tg.t.Settings.EndpointKey(), tg.t.Name, err, push.IsRetryable(err), s.opts.Now())
 			continue
+		}
+		if s.opts.FailureLog.AnyFailing() {
+			s.opts.FailureLog.OK(tg.t.Settings.EndpointKey(), s.opts.Now())
 		}
 		s.Counters.PushOK.Add(1)
 	}
@@ -245,7 +251,7 @@ func (r *reservation) record(ctx context.Context, obj driver.ObjectInfo) *event.
 		meta, tags = r.ev.Meta.UserMeta, r.ev.Meta.Tags
 	}
 	return event.New(event.Params{
-		Type: r.typ, Time: now, Region: s.opts.Zonegroup,
+		Type: r.typ, Time: now, Region: s.opts.Zonegroup, Source: s.opts.EventSource,
 		User: req.Principal, SourceIP: req.SourceIP, RequestID: req.RequestID, HostID: req.HostID,
 		Bucket: r.ev.Bucket.Name, BucketOwner: r.ev.Bucket.Owner, BucketID: r.ev.Bucket.ID,
 		Key: r.ev.Key, Size: obj.Size, ETag: obj.ETag, VersionID: obj.VersionID,
@@ -264,6 +270,7 @@ var baseRecordSize = func() int {
 // estimate bounds the size of the record for ev from above, so the commit
 // fits its reservation: JSON escapes at most 6 bytes per input byte, and
 // the encoded key is ASCII of at most 3 bytes per input byte.
+// region is the zonegroup and the eventSource together (both free text).
 func estimate(ev driver.PendingEvent, tc *config.TopicConfiguration, t *topic.Topic, req driver.RequestMeta, region string) uint64 {
 	n := baseRecordSize + 64
 	n += 3 * len(ev.Key)

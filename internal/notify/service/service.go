@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-s3/cairn/internal/notify/config"
 	"github.com/cairn-s3/cairn/internal/notify/event"
+	"github.com/cairn-s3/cairn/internal/notify/push"
 	"github.com/cairn-s3/cairn/internal/notify/queue"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
 	"github.com/cairn-s3/cairn/internal/objstore"
@@ -52,8 +53,18 @@ type Options struct {
 	CacheTTL time.Duration
 	// Zonegroup appears in ARNs and as awsRegion. Default "default".
 	Zonegroup string
+	// EventSource is the records' eventSource (notif-event-source);
+	// default event.DefaultSource, RGW's "ceph:s3".
+	EventSource string
+	// ConfigMode is the PutBucketNotification dialect
+	// (notification-config-mode): config.ModeAWS (default) replaces,
+	// config.ModeRGW merges by Id.
+	ConfigMode config.Mode
 	// Pusher for non-persistent topics; default NewHTTPPusher().
 	Pusher Pusher
+	// FailureLog reports failed synchronous pushes, rate-limited per
+	// endpoint; nil makes one on Logger.
+	FailureLog *push.FailureLog
 	// PushTimeout bounds a synchronous push. Default 5 s.
 	PushTimeout time.Duration
 	Logger      *slog.Logger
@@ -67,6 +78,12 @@ func (o *Options) ensureDefaults() {
 	if o.CacheTTL <= 0 {
 		o.CacheTTL = 5 * time.Second
 	}
+	if o.ConfigMode == "" {
+		o.ConfigMode = config.ModeAWS
+	}
+	if o.EventSource == "" {
+		o.EventSource = event.DefaultSource
+	}
 	if o.Zonegroup == "" {
 		o.Zonegroup = topic.DefaultZonegroup
 	}
@@ -75,6 +92,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.FailureLog == nil {
+		o.FailureLog = push.NewFailureLog(o.Logger, 0)
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -234,12 +235,12 @@ func TestFailedPutLeavesNothing(t *testing.T) {
 			for _, oid := range queue.ShardOIDs(":t", 11) {
 				pooled += e.svc.Queues().Pooled(oid)
 			}
-			if st.Entries != 0 || st.Reservations != uint64(pooled) {
+			if st.Entries != 0 || st.Reservations != 0 || st.PooledReservations != uint64(pooled) {
 				t.Fatalf("%+v, pooled %d", st, pooled)
 			}
 			e.svc.Queues().ReleasePool(context.Background())
 			st, _ = e.svc.TopicStats(context.Background(), "t")
-			if st.Reservations != 0 || st.ReservedBytes != 0 {
+			if st.Reservations != 0 || st.ReservedBytes != 0 || st.PooledReservations != 0 {
 				t.Fatalf("leaked reservations: %+v", st)
 			}
 		})
@@ -491,7 +492,8 @@ func TestNonPersistentPush(t *testing.T) {
 		w.WriteHeader(st)
 	}))
 	defer srv.Close()
-	e := newEnv(t, Options{PushTimeout: 2 * time.Second})
+	var logBuf bytes.Buffer
+	e := newEnv(t, Options{PushTimeout: 2 * time.Second, Logger: slog.New(slog.NewJSONHandler(&logBuf, nil))})
 	e.topic(t, "np", map[string]string{"push-endpoint": srv.URL + "/hook", "OpaqueData": "od"})
 	e.configure(t, notifConf(topicConf("n", "np", "")))
 	if _, err := e.put(t, "k1", []byte("x"), driver.ObjectMeta{}); err != nil {
@@ -514,6 +516,22 @@ func TestNonPersistentPush(t *testing.T) {
 	}
 	if e.svc.Counters.PushOK.Load() != 1 || e.svc.Counters.PushFailed.Load() != 1 {
 		t.Fatalf("ok %d failed %d", e.svc.Counters.PushOK.Load(), e.svc.Counters.PushFailed.Load())
+	}
+	// Failures are logged at warn once per endpoint (rate-limited), and
+	// the recovery once.
+	if _, err := e.put(t, "k3", []byte("x"), driver.ObjectMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	status = http.StatusOK
+	mu.Unlock()
+	if _, err := e.put(t, "k4", []byte("x"), driver.ObjectMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	logs := logBuf.String()
+	if n := strings.Count(logs, `"level":"WARN","msg":"notification push failed"`); n != 1 ||
+		strings.Count(logs, `"msg":"notification endpoint recovered"`) != 1 || !strings.Contains(logs, `"endpoint":"http://127.0.0.1`) {
+		t.Fatalf("%d warn lines for two failures:\n%s", n, logs)
 	}
 	// No queue objects for a non-persistent topic.
 	for _, oid := range e.notifObjects(t) {

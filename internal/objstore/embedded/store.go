@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
@@ -80,7 +81,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	lock, err := fs.Lock(fs.PathJoin(opts.Dir, "LOCK"))
 	if err != nil {
-		return nil, fmt.Errorf("embedded: data directory %s held by another process (%v)", opts.Dir, err)
+		return nil, lockError(opts.Dir, err)
 	}
 	s := &Store{
 		opts:     opts,
@@ -403,4 +404,17 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	p.l.Error(msg, "component", "pebble")
 	panic("pebble: " + msg)
+}
+
+// lockError says why the data directory's LOCK could not be taken: only a
+// lock conflict means another process; a read-only file system or missing
+// permission must not send the operator looking for one.
+func lockError(dir string, err error) error {
+	switch {
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("embedded: data directory %s is on a read-only file system (%w)", dir, err)
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return fmt.Errorf("embedded: data directory %s is read-only for this user: no permission to write %s (%w)", dir, "LOCK", err)
+	}
+	return fmt.Errorf("embedded: data directory %s held by another process (%v)", dir, err)
 }

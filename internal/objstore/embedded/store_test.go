@@ -3,13 +3,17 @@ package embedded
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand"
 	randv2 "math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -438,5 +442,28 @@ func TestDefaultCacheSizeIsClamped(t *testing.T) {
 	o.Dir = "x"
 	if o.EnsureDefaults().CacheSize != got {
 		t.Fatalf("EnsureDefaults left CacheSize %d, want %d", o.CacheSize, got)
+	}
+}
+
+// lockFailFS fails Lock with err, as a read-only mount (EROFS) or a
+// directory the user may not write (EACCES) does.
+type lockFailFS struct {
+	vfs.FS
+	err error
+}
+
+func (f lockFailFS) Lock(name string) (io.Closer, error) {
+	return nil, &os.PathError{Op: "open", Path: name, Err: f.err}
+}
+
+// A data directory that cannot be written is reported as read-only, not
+// as held by another process.
+func TestDirLockReadOnly(t *testing.T) {
+	for _, errno := range []error{syscall.EROFS, syscall.EACCES} {
+		_, err := Open(Options{Dir: "/d", FS: lockFailFS{vfs.NewMem(), errno}})
+		if err == nil || !strings.Contains(err.Error(), "read-only") || strings.Contains(err.Error(), "another process") ||
+			!errors.Is(err, errno) {
+			t.Errorf("%v: %v", errno, err)
+		}
 	}
 }

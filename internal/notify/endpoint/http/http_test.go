@@ -57,7 +57,7 @@ func receiver(t *testing.T, status func() int) (*httptest.Server, func() []recei
 
 func message(t *testing.T) push.Message {
 	rec := event.New(event.Params{Type: event.ObjectCreatedPut, Time: time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC),
-		Region: "default", Bucket: "bk", Key: "dir/a b.txt", Size: 5, EventID: "ev1"}).ForConfiguration("n1", "od")
+		Region: "default", Bucket: "bk", Key: "dir/a b.txt", Size: 5, EventID: "ev1", RequestID: "rq1", HostID: "h1"}).ForConfiguration("n1", "od")
 	m, err := push.NewMessage("t1", rec)
 	if err != nil {
 		t.Fatal(err)
@@ -98,8 +98,8 @@ func TestCloudEventsHeaders(t *testing.T) {
 	}
 	h := got()[0].header
 	want := map[string]string{
-		"ce-specversion": "1.0", "ce-type": "com.amazonaws.s3.ObjectCreated:Put", "ce-source": "cairn:s3.default.bk",
-		"ce-id": "ev1", "ce-time": "2026-01-02T03:04:05.006Z", "ce-subject": "dir/a+b.txt",
+		"ce-specversion": "1.0", "ce-type": "com.amazonaws.ObjectCreated:Put", "ce-source": "ceph:s3.default.bk",
+		"ce-id": "rq1.h1", "ce-time": "2026-01-02T03:04:05.006Z", "ce-subject": "dir/a+b.txt",
 	}
 	for k, v := range want {
 		if h.Get(k) != v {
@@ -190,8 +190,8 @@ func countingServer(t testing.TB, tls bool, h nethttp.HandlerFunc) (*httptest.Se
 func numbered(i int) push.Message {
 	return push.Message{
 		Body: []byte(fmt.Sprintf(`{"Records":[{"n":%d,"pad":%q}]}`, i, strings.Repeat("x", i%300))),
-		CloudEvent: push.CloudEvent{ID: fmt.Sprintf("id-%d", i), Type: "com.amazonaws.s3.ObjectCreated:Put",
-			Source: "cairn:s3.default.bk", Subject: fmt.Sprintf("k%d", i), Time: time.Date(2026, 1, 2, 3, 4, 5, i, time.UTC)},
+		CloudEvent: push.CloudEvent{ID: fmt.Sprintf("id-%d", i), Type: "com.amazonaws.ObjectCreated:Put",
+			Source: "ceph:s3.default.bk", Subject: fmt.Sprintf("k%d", i), Time: time.Date(2026, 1, 2, 3, 4, 5, i, time.UTC)},
 	}
 }
 

@@ -35,6 +35,29 @@ type Options struct {
 	// SASL; Mechanism defaults to PLAIN when User is set.
 	User, Password, Mechanism string
 	Timeout                   time.Duration
+	// Compression of produced batches: "none" (default, as RGW produces:
+	// every consumer reads it without codec packages), "gzip", "snappy",
+	// "lz4" or "zstd".
+	Compression string
+}
+
+// Compressions are the values Options.Compression accepts.
+var Compressions = []string{"none", "gzip", "snappy", "lz4", "zstd"}
+
+func codec(name string) (kgo.CompressionCodec, error) {
+	switch name {
+	case "", "none":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("kafka endpoint: compression %q: want one of %v", name, Compressions)
 }
 
 // Endpoint produces to Kafka through one client (connections are shared
@@ -55,8 +78,14 @@ func New(o Options) (*Endpoint, error) {
 	if o.AckLevel == "" {
 		o.AckLevel = topic.AckBroker
 	}
+	cc, err := codec(o.Compression)
+	if err != nil {
+		return nil, err
+	}
 	kopts := []kgo.Opt{
 		kgo.SeedBrokers(o.Brokers...),
+		// franz-go's default is snappy; RGW's consumers expect plain batches.
+		kgo.ProducerBatchCompression(cc),
 		kgo.AllowAutoTopicCreation(),
 		kgo.ProducerLinger(0),
 		kgo.DialTimeout(o.Timeout),
