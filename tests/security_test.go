@@ -542,7 +542,7 @@ func TestTopicPolicyGrants(t *testing.T) {
 	}
 
 	// The operator may allow attaching any topic.
-	g2 := StartGateway(t, "--topic-require-publish-policy", "false")
+	g2 := StartGateway(t, "--topic-require-publish-policy=false")
 	alice2 := createUser(t, g2, "alice")
 	bob2 := createUser(t, g2, "bob")
 	want(t, "topic", alice2.sns(t, g2, topicForm("CreateTopic", "Name", "granted")), 200, "")
