@@ -124,6 +124,10 @@ type Config struct {
 	// Now is the clock for entry ages, backoff schedules and membership
 	// expiry; default time.Now. Lease expiry is the store's clock.
 	Now func() time.Time
+
+	// afterRelease, when set (tests), runs in a worker after its lease
+	// was released and before the worker ends.
+	afterRelease func(Shard)
 }
 
 // EnsureDefaults fills zero fields and returns c.

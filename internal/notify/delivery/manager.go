@@ -169,12 +169,14 @@ func (m *Manager) abandon() {
 }
 
 // Owned returns the shards this gateway delivers right now, sorted by OID.
+// A shard being released (a rebalance, Stop) or whose lease may have
+// lapsed is not listed, although its worker may still be finishing pushes
+// in flight: the view never overlaps another gateway's.
 func (m *Manager) Owned() []Shard {
 	var out []Shard
+	now := time.Now()
 	for _, w := range m.allWorkers() {
-		select {
-		case <-w.done:
-		default:
+		if w.owns(now) {
 			out = append(out, w.shard)
 		}
 	}
@@ -429,6 +431,7 @@ func (m *Manager) acquireUpTo(ctx context.Context, shards []Shard, target int, a
 		if t == nil {
 			continue
 		}
+		sent := time.Now()
 		l, err := acquire(ctx, m.cfg.IO, sh.OID, m.cfg.Owner, m.cfg.LeaseDuration)
 		if err != nil {
 			if !errors.Is(err, objstore.ErrBusy) && !errors.Is(err, objstore.ErrNotFound) && ctx.Err() == nil {
@@ -442,7 +445,7 @@ func (m *Manager) acquireUpTo(ctx context.Context, shards []Shard, target int, a
 			_ = l.release(context.Background())
 			break
 		}
-		w := newWorker(m, sh, l, m.topicState(t))
+		w := newWorker(m, sh, l, m.topicState(t), sent)
 		m.workers[sh.OID] = w
 		m.mu.Unlock()
 		m.cfg.Logger.Info("notification shard leased", "shard", sh.OID, "owner", m.cfg.Owner)
