@@ -25,11 +25,11 @@ func TestFencedOpsAfterLeaseLoss(t *testing.T) {
 	oid := nq.ShardOID(nq.Name("", tp.Name), 0)
 	io := e.q.IO()
 	ctx := context.Background()
-	a, err := acquire(ctx, io, oid, "gwA", time.Minute)
+	a, _, err := acquire(ctx, io, oid, "gwA", time.Minute, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := acquire(ctx, io, oid, "gwB", time.Minute); !errors.Is(err, objstore.ErrBusy) {
+	if _, _, err := acquire(ctx, io, oid, "gwB", time.Minute, false); !errors.Is(err, objstore.ErrBusy) {
 		t.Fatalf("second acquire: %v, want ErrBusy", err)
 	}
 	page, err := a.list(ctx, "", 10)
@@ -44,7 +44,7 @@ func TestFencedOpsAfterLeaseLoss(t *testing.T) {
 	if err := a.commit(ctx, []clsq.Marker{first}, nil); !errors.Is(err, errLeaseLost) {
 		t.Fatalf("remove after expiry: %v, want errLeaseLost", err)
 	}
-	b, err := acquire(ctx, io, oid, "gwB", time.Minute)
+	b, _, err := acquire(ctx, io, oid, "gwB", time.Minute, false)
 	if err != nil {
 		t.Fatalf("takeover: %v", err)
 	}
@@ -84,7 +84,7 @@ func TestFencedOpsAfterLeaseLoss(t *testing.T) {
 	if err := e.q.Delete(ctx, nq.Name("", tp.Name)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := acquire(ctx, io, oid, "gwA", time.Minute); !errors.Is(err, objstore.ErrNotFound) {
+	if _, _, err := acquire(ctx, io, oid, "gwA", time.Minute, false); !errors.Is(err, objstore.ErrNotFound) {
 		t.Fatalf("acquire on deleted shard: %v, want ErrNotFound", err)
 	}
 	st := objstore.NewReadOp()
