@@ -238,6 +238,9 @@ func TestFairSpread(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "delivered by all three", func() bool { return rcv.delivered() == 100 })
 	rcv.checkOrder(t, want)
+	// The receiver counts an event before its answer reaches the gateway;
+	// an empty queue means every answer was handled (and counted).
+	eventually(t, 10*time.Second, "queues empty", func() bool { return e.entries(t1)+e.entries(t2) == 0 })
 	for i, m := range ms {
 		if m.Stats().PushesOK == 0 {
 			t.Errorf("gw%d delivered nothing", i)
