@@ -63,4 +63,25 @@ func TestNotificationsStartAndResumeAtOnce(t *testing.T) {
 	if !strings.Contains(g.Log.String(), "taken over from an earlier incarnation") {
 		t.Errorf("no lease taken over in the restarted gateway's log:\n%s", g.Log.String())
 	}
+
+	// A changed push-endpoint applies at once: the SNS request asks for a
+	// scan, which hands the owned shards the new settings. The old
+	// endpoint is down, so without the scan the event would keep being
+	// retried there for ten minutes.
+	rv.setDown(true)
+	rv2 := newReceiver(t)
+	awsCLI(t, g, "sns", "set-topic-attributes", "--topic-arn", arn,
+		"--attribute-name", "push-endpoint", "--attribute-value", rv2.srv.URL)
+	put("moved")
+	start := time.Now()
+	for len(rv2.snapshot()) == 0 {
+		if time.Since(start) > 60*time.Second {
+			t.Fatalf("no event at the new push-endpoint after 60s (scan 10m)")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if key := field(rv2.snapshot()[0], "s3", "object", "key"); key != "moved" {
+		t.Fatalf("new endpoint got %v, want the event of moved", key)
+	}
+	t.Logf("new push-endpoint in use %v after the change", time.Since(start).Round(time.Millisecond))
 }

@@ -112,6 +112,9 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // openNotifications builds the notification service (the driver's
 // Notifier) and returns a function that, once the driver and HTTP API exist,
 // mounts the SNS/bucket/admin handlers and starts delivery.
