@@ -70,8 +70,10 @@ func TestNotificationsStartAndResumeAtOnce(t *testing.T) {
 	// retried there for ten minutes.
 	rv.setDown(true)
 	rv2 := newReceiver(t)
-	awsCLI(t, g, "sns", "set-topic-attributes", "--topic-arn", arn,
-		"--attribute-name", "push-endpoint", "--attribute-value", rv2.srv.URL)
+	// (--cli-input-json: aws CLI v1 fetches a parameter that looks like
+	// a URL.)
+	awsCLI(t, g, "sns", "set-topic-attributes", "--cli-input-json",
+		`{"TopicArn": "`+arn+`", "AttributeName": "push-endpoint", "AttributeValue": "`+rv2.srv.URL+`"}`)
 	put("moved")
 	start := time.Now()
 	for len(rv2.snapshot()) == 0 {
