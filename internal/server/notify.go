@@ -1,12 +1,17 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
+	"syscall"
 
 	"github.com/cairn-s3/cairn/internal/config"
 	"github.com/cairn-s3/cairn/internal/driver"
@@ -44,14 +49,77 @@ func (p endpointPusher) Push(ctx context.Context, t *topic.Topic, rec *event.Rec
 	return ep.Push(ctx, msg)
 }
 
-// instanceID names this gateway process among the live ones (delivery
-// leases and membership).
-func instanceID() string {
+// deliveryIdentity names this gateway among the live ones (delivery
+// leases and membership). The id is kept in <data-dir>/gateway.id, so a
+// gateway restarted on the same data directory is the same gateway and
+// takes over its dead incarnation's leases at once (reclaim true). That is
+// only safe while no other live process uses the id, so the process holds
+// an exclusive flock on <data-dir>/gateway.lock for its lifetime (the OS
+// drops it when the process dies). Two gateways on one data directory
+// (possible on the RADOS backend) make the second one use a fresh id
+// without reclaiming.
+func (g *Gateway) deliveryIdentity(dataDir string) (id string, reclaim bool, err error) {
 	host, _ := os.Hostname()
-	b := make([]byte, 4)
+	fresh := func() string {
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		return fmt.Sprintf("%s.%d.%s", host, os.Getpid(), hex.EncodeToString(b))
+	}
+	f, err := os.OpenFile(filepath.Join(dataDir, "gateway.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", false, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		g.Log.Warn("data directory used by another live gateway: delivery runs under a fresh id", "data_dir", dataDir, "err", err)
+		return fresh(), false, nil
+	}
+	g.closers = append(g.closers, func() { _ = f.Close() })
+	path := filepath.Join(dataDir, "gateway.id")
+	if b, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(b)) > 0 {
+		return string(bytes.TrimSpace(b)), true, nil
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", false, err
+	}
+	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	return fmt.Sprintf("%s.%d.%s", host, os.Getpid(), hex.EncodeToString(b))
+	id = host + "." + hex.EncodeToString(b)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o600); err != nil {
+		return "", false, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", false, err
+	}
+	return id, true, nil
 }
+
+// rescanOnSuccess calls rescan after every successful SNS request: a new,
+// deleted or re-configured topic changes the shard set or its settings.
+// (The action is in the body, which the SNS handler consumes; a read-only
+// action costs one scan, and scans coalesce.)
+func rescanOnSuccess(h http.Handler, rescan func()) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		if sw.status < 300 {
+			rescan()
+		}
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // openNotifications builds the notification service (the driver's
 // Notifier) and returns a function that, once the driver and HTTP API exist,
@@ -90,16 +158,9 @@ func (g *Gateway) mountNotifications(cfg *config.Config, svc *service.Service, d
 		return err
 	}
 	var mgr *delivery.Manager
-	sns := a.SNS()
-	srv.SetSNSHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sns.ServeHTTP(w, r)
-		// A new, deleted or re-configured topic changes the shard set:
-		// look at the registry now instead of at the next scan.
-		switch r.Form.Get("Action") {
-		case "CreateTopic", "DeleteTopic", "SetTopicAttributes":
-			if mgr != nil {
-				mgr.Rescan()
-			}
+	srv.SetSNSHandler(rescanOnSuccess(a.SNS(), func() {
+		if mgr != nil {
+			mgr.Rescan()
 		}
 	}))
 	srv.HandleBucketSubresource("PUT", "notification", a.PutBucketNotification)
@@ -109,8 +170,12 @@ func (g *Gateway) mountNotifications(cfg *config.Config, svc *service.Service, d
 	srv.HandleAdmin("notification", a.AdminNotification)
 
 	cache := g.notifyCache
+	owner, reclaim, err := g.deliveryIdentity(cfg.DataDir)
+	if err != nil {
+		return err
+	}
 	m, err := delivery.New(delivery.Config{
-		Owner: instanceID(), IO: svc.Queues().IO(), Registry: svc.Queues(), Topics: svc,
+		Owner: owner, ReclaimOwnLeases: reclaim, IO: svc.Queues().IO(), Registry: svc.Queues(), Topics: svc,
 		Endpoints: delivery.EndpointsFunc(func(ctx context.Context, t *topic.Topic) (push.Endpoint, error) {
 			return endpoint.New(t.Settings, endpoint.Options{Cache: cache, MaxInFlight: -1, KafkaCompression: cfg.NotifKafkaCompression})
 		}),

@@ -42,6 +42,16 @@ type Config struct {
 	// object and the Locker of its leases). Required, unique per live
 	// gateway.
 	Owner string
+	// ReclaimOwnLeases says that Owner is stable across restarts and that
+	// no other live manager ever uses it (the server ties it to an
+	// exclusive lock on the gateway's data directory). A restarted gateway
+	// then takes over the leases its dead incarnation still holds at once
+	// (and frees those beyond its fair share) instead of waiting up to
+	// LeaseDuration for them to lapse. Leases held under other owners are
+	// never touched. Two live managers with the same Owner and this set
+	// would keep breaking each other's leases: fencing still holds, but
+	// pushes of one key could overlap.
+	ReclaimOwnLeases bool
 	// IO addresses the shard objects: pool default.rgw.log, namespace
 	// "notif". Required.
 	IO objstore.IOContext
@@ -127,6 +137,10 @@ type Config struct {
 	// Now is the clock for entry ages, backoff schedules and membership
 	// expiry; default time.Now. Lease expiry is the store's clock.
 	Now func() time.Time
+
+	// afterRelease, when set (tests), runs in a worker after its lease
+	// was released and before the worker ends.
+	afterRelease func(Shard)
 }
 
 // EnsureDefaults fills zero fields and returns c.

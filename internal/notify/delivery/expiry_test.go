@@ -29,6 +29,8 @@ func TestTTLExpiry(t *testing.T) {
 	}
 	e.clock.Advance(61 * time.Second)
 	eventually(t, 5*time.Second, "all expired", func() bool { return e.entries(tp) == 0 })
+	// Expiries are counted just after their removal is durable.
+	eventually(t, 5*time.Second, "expiries counted", func() bool { return m.Stats().Expired >= 10 })
 	if got := m.Stats().Expired; got != 10 {
 		t.Errorf("Expired = %d, want 10", got)
 	}
@@ -60,6 +62,8 @@ func TestMaxRetriesExpiry(t *testing.T) {
 		e.publish(glob, "glob", fmt.Sprintf("k%d", k))
 	}
 	eventually(t, 10*time.Second, "all expired", func() bool { return e.entries(own)+e.entries(glob) == 0 })
+	// Expiries are counted just after their removal is durable.
+	eventually(t, 5*time.Second, "expiries counted", func() bool { return m.Stats().Expired >= 9 })
 	reg := m.cfg.Registerer.(prometheus.Gatherer)
 	if got := counter(t, reg, "cairn_notify_delivery_events_expired_total", map[string]string{"topic": "retries", "reason": "max_retries"}); got != 6 {
 		t.Errorf("retries topic expired %v, want 6", got)
@@ -95,6 +99,8 @@ func TestPermanentFailureDrops(t *testing.T) {
 	e.publish(tp, "b", "bad")
 	e.publish(tp, "b", "good")
 	eventually(t, 5*time.Second, "queue drained", func() bool { return e.entries(tp) == 0 })
+	// Expiries are counted just after their removal is durable.
+	eventually(t, 5*time.Second, "drops counted", func() bool { return m.Stats().Expired >= 2 })
 	reg := m.cfg.Registerer.(prometheus.Gatherer)
 	if got := counter(t, reg, "cairn_notify_delivery_events_expired_total", map[string]string{"reason": "permanent"}); got != 2 {
 		t.Errorf("permanent drops %v, want 2", got)

@@ -22,7 +22,8 @@ var errShardGone = errors.New("delivery: shard object gone")
 
 // lease is one exclusive hold on a shard object's LockName lock. The cookie
 // is random per acquisition, so a restarted gateway (same Owner) cannot
-// renew or assert the hold of its previous incarnation.
+// renew or assert the hold of its previous incarnation; with
+// Config.ReclaimOwnLeases it breaks that hold instead (acquire).
 type lease struct {
 	io     objstore.IOContext
 	oid    string
@@ -43,14 +44,66 @@ func newCookie() string {
 // lock method creates missing objects and a deleted topic's shard must stay
 // deleted. Errors: ErrBusy (held by another gateway), ErrNotFound (no
 // shard object), others from the store.
-func acquire(ctx context.Context, io objstore.IOContext, oid, owner string, dur time.Duration) (*lease, error) {
-	l := &lease{io: io, oid: oid, owner: owner, cookie: newCookie(), dur: dur}
+//
+// With reclaim, a hold of owner under another cookie is taken over at
+// once: the caller guarantees that owner names this gateway only, so such
+// a hold is left by an earlier incarnation that died (or by one of its own
+// workers that ended without unlocking). The old hold is broken and the new
+// one taken in one op, guarded by the old cookie, so no other gateway can
+// slip in between and the old incarnation's fenced ops fail from then on.
+// prev is the cookie taken over, if any.
+func acquire(ctx context.Context, io objstore.IOContext, oid, owner string, dur time.Duration, reclaim bool) (l *lease, prev string, err error) {
+	l = &lease{io: io, oid: oid, owner: owner, cookie: newCookie(), dur: dur}
 	op := objstore.NewWriteOp().AssertExists()
 	lock.AddLock(op, l.options(false))
-	if err := io.Operate(ctx, oid, op); err != nil {
-		return nil, err
+	err = io.Operate(ctx, oid, op)
+	if err == nil {
+		return l, "", nil
 	}
-	return l, nil
+	if !reclaim || !errors.Is(err, objstore.ErrBusy) {
+		return nil, "", err
+	}
+	info, ierr := lock.GetInfo(ctx, io, oid, LockName)
+	if ierr != nil {
+		return nil, "", ierr
+	}
+	if len(info.Lockers) != 1 || info.Lockers[0].Locker != owner {
+		return nil, "", err // another gateway's: wait for it
+	}
+	prev = info.Lockers[0].Cookie
+	op = objstore.NewWriteOp().AssertExists()
+	lock.AddBreakLock(op, LockName, owner, prev)
+	lock.AddLock(op, l.options(false))
+	if err := io.Operate(ctx, oid, op); err != nil {
+		if errors.Is(err, objstore.ErrNotFound) {
+			// The old hold lapsed or changed meanwhile (or the shard
+			// went): the next scan tries again.
+			return nil, "", objstore.ErrBusy
+		}
+		return nil, "", err
+	}
+	return l, prev, nil
+}
+
+// breakOwn breaks a hold of owner on oid, if there is one, so that other
+// gateways can lease the shard at once. Same guarantee as acquire's
+// reclaim; it reports whether it broke one.
+func breakOwn(ctx context.Context, io objstore.IOContext, oid, owner string) (bool, error) {
+	info, err := lock.GetInfo(ctx, io, oid, LockName)
+	if err != nil {
+		if errors.Is(err, objstore.ErrNotFound) {
+			return false, nil
+		}
+		return false, err
+	}
+	if len(info.Lockers) != 1 || info.Lockers[0].Locker != owner {
+		return false, nil
+	}
+	err = lock.BreakLock(ctx, io, oid, LockName, owner, info.Lockers[0].Cookie)
+	if errors.Is(err, objstore.ErrNotFound) {
+		return false, nil // lapsed meanwhile
+	}
+	return err == nil, err
 }
 
 func (l *lease) options(renew bool) lock.Options {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -24,11 +25,11 @@ func TestFencedOpsAfterLeaseLoss(t *testing.T) {
 	oid := nq.ShardOID(nq.Name("", tp.Name), 0)
 	io := e.q.IO()
 	ctx := context.Background()
-	a, err := acquire(ctx, io, oid, "gwA", time.Minute)
+	a, _, err := acquire(ctx, io, oid, "gwA", time.Minute, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := acquire(ctx, io, oid, "gwB", time.Minute); !errors.Is(err, objstore.ErrBusy) {
+	if _, _, err := acquire(ctx, io, oid, "gwB", time.Minute, false); !errors.Is(err, objstore.ErrBusy) {
 		t.Fatalf("second acquire: %v, want ErrBusy", err)
 	}
 	page, err := a.list(ctx, "", 10)
@@ -43,7 +44,7 @@ func TestFencedOpsAfterLeaseLoss(t *testing.T) {
 	if err := a.commit(ctx, []clsq.Marker{first}, nil); !errors.Is(err, errLeaseLost) {
 		t.Fatalf("remove after expiry: %v, want errLeaseLost", err)
 	}
-	b, err := acquire(ctx, io, oid, "gwB", time.Minute)
+	b, _, err := acquire(ctx, io, oid, "gwB", time.Minute, false)
 	if err != nil {
 		t.Fatalf("takeover: %v", err)
 	}
@@ -83,7 +84,7 @@ func TestFencedOpsAfterLeaseLoss(t *testing.T) {
 	if err := e.q.Delete(ctx, nq.Name("", tp.Name)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := acquire(ctx, io, oid, "gwA", time.Minute); !errors.Is(err, objstore.ErrNotFound) {
+	if _, _, err := acquire(ctx, io, oid, "gwA", time.Minute, false); !errors.Is(err, objstore.ErrNotFound) {
 		t.Fatalf("acquire on deleted shard: %v, want ErrNotFound", err)
 	}
 	st := objstore.NewReadOp()
@@ -215,18 +216,7 @@ func TestFairSpread(t *testing.T) {
 	}
 	counts := func() (sum, hi, lo int) {
 		lo = 1 << 30
-		seen := map[string]string{}
-		for i, m := range ms {
-			if m == nil {
-				continue
-			}
-			o := m.Owned()
-			for _, s := range o {
-				if prev, dup := seen[s.OID]; dup {
-					t.Fatalf("shard %s owned by %s and gw%d at once", s.OID, prev, i)
-				}
-				seen[s.OID] = fmt.Sprintf("gw%d", i)
-			}
+		for _, o := range ownedSnapshot(t, ms) {
 			sum += len(o)
 			hi, lo = max(hi, len(o)), min(lo, len(o))
 		}
@@ -248,6 +238,9 @@ func TestFairSpread(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "delivered by all three", func() bool { return rcv.delivered() == 100 })
 	rcv.checkOrder(t, want)
+	// The receiver counts an event before its answer reaches the gateway;
+	// an empty queue means every answer was handled (and counted).
+	eventually(t, 10*time.Second, "queues empty", func() bool { return e.entries(t1)+e.entries(t2) == 0 })
 	for i, m := range ms {
 		if m.Stats().PushesOK == 0 {
 			t.Errorf("gw%d delivered nothing", i)
@@ -264,4 +257,71 @@ func TestFairSpread(t *testing.T) {
 		sum, hi, _ := counts()
 		return sum == 22 && hi == 11
 	})
+}
+
+// ownedSnapshot reads every manager's Owned (nil managers give nil) until
+// two reads in a row agree, so that the view is one instant: managers are
+// read one after the other, and a shard released by one after it was read
+// and leased by the next before that one is read is not owned twice. It
+// fails the test if a stable view lists a shard under two managers.
+func ownedSnapshot(t *testing.T, ms []*Manager) [][]Shard {
+	t.Helper()
+	read := func() [][]Shard {
+		out := make([][]Shard, len(ms))
+		for i, m := range ms {
+			if m != nil {
+				out[i] = m.Owned()
+			}
+		}
+		return out
+	}
+	prev := read()
+	for {
+		cur := read()
+		if reflect.DeepEqual(prev, cur) {
+			seen := map[string]int{}
+			for i, o := range cur {
+				for _, s := range o {
+					if j, dup := seen[s.OID]; dup {
+						t.Fatalf("shard %s owned by gw%d and gw%d at once", s.OID, j, i)
+					}
+					seen[s.OID] = i
+				}
+			}
+			return cur
+		}
+		prev = cur
+	}
+}
+
+// A released shard leaves Owned before the unlock is sent: while its old
+// worker is still ending (held here right after the unlock), the new owner
+// lists it and the old one does not. Owned used to list a shard until its
+// worker ended, after the release: a stale view that made TestFairSpread
+// report a shard owned by two gateways at once.
+func TestOwnedNotListedAfterRelease(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	e.createTopic("handover", rcv.url(), 1, nil)
+	released := make(chan Shard, 1)
+	resume := make(chan struct{})
+	a := e.manager("gwA", e.endpoints(nil), func(c *Config) {
+		c.afterRelease = func(s Shard) {
+			released <- s
+			<-resume
+		}
+	})
+	eventually(t, 10*time.Second, "A owns the shard", func() bool { return len(a.Owned()) == 1 })
+	stopped := make(chan error, 1)
+	go func() { stopped <- a.Stop(context.Background()) }()
+	sh := <-released
+	b := e.manager("gwB", e.endpoints(nil))
+	eventually(t, 10*time.Second, "B owns the shard", func() bool { return len(b.Owned()) == 1 })
+	if got := a.Owned(); len(got) != 0 {
+		t.Errorf("A still lists %v after releasing %s to B", got, sh.OID)
+	}
+	close(resume)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
 }

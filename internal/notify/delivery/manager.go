@@ -30,6 +30,9 @@ type Manager struct {
 
 	mu       sync.Mutex
 	workers  map[string]*worker // by shard OID
+	known    map[string]bool    // shard OIDs the last scan listed
+	swept    bool               // own holds of an earlier incarnation freed
+	scans    int64
 	lastLive int
 	gauged   map[string]bool  // topics with queue gauges set
 	flog     *push.FailureLog // push failures at warn, rate-limited per endpoint
@@ -54,6 +57,7 @@ func New(cfg Config) (*Manager, error) {
 		global:   make(chan struct{}, cfg.MaxInFlightTotal),
 		sems:     map[string]chan struct{}{},
 		workers:  map[string]*worker{},
+		known:    map[string]bool{},
 		lastLive: 1,
 		gauged:   map[string]bool{},
 		rescan:   make(chan struct{}, 1),
@@ -81,16 +85,23 @@ func (m *Manager) Start() error {
 }
 
 // wake tells the worker of shard oid, if this gateway owns it, that
-// entries were committed. It never blocks (wakes coalesce).
+// entries were committed. A commit to a shard the last scan did not list
+// (a topic created since, here or through another gateway) asks for a scan
+// now, so a new topic's first event does not wait for ScanInterval. It
+// never blocks (wakes and rescans coalesce).
 func (m *Manager) wake(oid string) {
 	m.mu.Lock()
 	w := m.workers[oid]
+	known := m.known[oid]
 	m.mu.Unlock()
-	if w != nil {
+	switch {
+	case w != nil:
 		select {
 		case w.poke <- struct{}{}:
 		default:
 		}
+	case !known:
+		m.Rescan()
 	}
 }
 
@@ -172,12 +183,14 @@ func (m *Manager) abandon() {
 }
 
 // Owned returns the shards this gateway delivers right now, sorted by OID.
+// A shard being released (a rebalance, Stop) or whose lease may have
+// lapsed is not listed, although its worker may still be finishing pushes
+// in flight: the view never overlaps another gateway's.
 func (m *Manager) Owned() []Shard {
 	var out []Shard
+	now := time.Now()
 	for _, w := range m.allWorkers() {
-		select {
-		case <-w.done:
-		default:
+		if w.owns(now) {
 			out = append(out, w.shard)
 		}
 	}
@@ -191,8 +204,14 @@ func (m *Manager) Stats() Stats {
 		PushesOK: m.met.nOK.Load(), PushesFailed: m.met.nFailed.Load(), Expired: m.met.nExpired.Load(),
 		LeasesLost: m.met.nLost.Load(), InFlight: m.met.nInflight.Load(), MaxInFlight: m.met.maxInflight.Load(),
 		Held: m.met.nHeld.Load(), MaxHeld: m.met.maxHeld.Load(),
-		Owned: len(m.Owned()),
+		Owned: len(m.Owned()), Scans: m.scanCount(),
 	}
+}
+
+func (m *Manager) scanCount() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.scans
 }
 
 func (m *Manager) allWorkers() []*worker {
@@ -349,9 +368,15 @@ func (m *Manager) scan(ctx context.Context) {
 		return
 	}
 	listed := make(map[string]Shard, len(shards))
+	known := make(map[string]bool, len(shards))
 	for _, s := range shards {
 		listed[s.OID] = s
+		known[s.OID] = true
 	}
+	m.mu.Lock()
+	m.known = known
+	m.scans++
+	m.mu.Unlock()
 	topics := map[string]*topic.Topic{}
 	// lookup reports the topic, or whether it is known to be gone (false,
 	// true) as opposed to unreadable right now (false, false).
@@ -405,8 +430,39 @@ func (m *Manager) scan(ctx context.Context) {
 	if len(active) < target && len(shards) > 0 {
 		active = m.acquireUpTo(ctx, shards, target, active, lookup)
 	}
+	if m.cfg.ReclaimOwnLeases && !m.swept && ctx.Err() == nil {
+		m.swept = m.freeOwn(ctx, shards)
+	}
 	m.met.owned.Set(float64(len(active)))
 	m.refreshQueues(ctx, active)
+}
+
+// freeOwn breaks, once after a start, the holds an earlier incarnation of
+// this gateway left on shards this one did not take (beyond its fair
+// share), so the other gateways lease them at their next scan instead of
+// after LeaseDuration. It reports whether it looked at every shard.
+func (m *Manager) freeOwn(ctx context.Context, shards []Shard) bool {
+	all := true
+	for _, sh := range shards {
+		m.mu.Lock()
+		_, mine := m.workers[sh.OID]
+		m.mu.Unlock()
+		if mine {
+			continue
+		}
+		broke, err := breakOwn(ctx, m.cfg.IO, sh.OID, m.cfg.Owner)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.cfg.Logger.Warn("notification shard: freeing an earlier incarnation's lease failed", "shard", sh.OID, "err", err)
+			}
+			all = false
+			continue
+		}
+		if broke {
+			m.cfg.Logger.Info("notification shard lease of an earlier incarnation freed", "shard", sh.OID, "owner", m.cfg.Owner)
+		}
+	}
+	return all
 }
 
 // acquireUpTo leases free shards until this gateway holds target. It starts
@@ -432,7 +488,8 @@ func (m *Manager) acquireUpTo(ctx context.Context, shards []Shard, target int, a
 		if t == nil {
 			continue
 		}
-		l, err := acquire(ctx, m.cfg.IO, sh.OID, m.cfg.Owner, m.cfg.LeaseDuration)
+		sent := time.Now()
+		l, prev, err := acquire(ctx, m.cfg.IO, sh.OID, m.cfg.Owner, m.cfg.LeaseDuration, m.cfg.ReclaimOwnLeases)
 		if err != nil {
 			if !errors.Is(err, objstore.ErrBusy) && !errors.Is(err, objstore.ErrNotFound) && ctx.Err() == nil {
 				m.cfg.Logger.Warn("notification shard lease failed", "shard", sh.OID, "err", err)
@@ -445,10 +502,14 @@ func (m *Manager) acquireUpTo(ctx context.Context, shards []Shard, target int, a
 			_ = l.release(context.Background())
 			break
 		}
-		w := newWorker(m, sh, l, m.topicState(t))
+		w := newWorker(m, sh, l, m.topicState(t), sent)
 		m.workers[sh.OID] = w
 		m.mu.Unlock()
-		m.cfg.Logger.Info("notification shard leased", "shard", sh.OID, "owner", m.cfg.Owner)
+		if prev != "" {
+			m.cfg.Logger.Info("notification shard lease taken over from an earlier incarnation", "shard", sh.OID, "owner", m.cfg.Owner)
+		} else {
+			m.cfg.Logger.Info("notification shard leased", "shard", sh.OID, "owner", m.cfg.Owner)
+		}
 		go w.run()
 		active = append(active, w)
 	}

@@ -94,4 +94,6 @@ type Stats struct {
 	Held, MaxHeld int64
 	// Owned is the number of shards leased right now.
 	Owned int
+	// Scans counts the scans that read the queue registry.
+	Scans int64
 }

@@ -71,6 +71,9 @@ type worker struct {
 	lost       atomic.Bool
 	abandoned  atomic.Bool
 	watchdog   *time.Timer
+	// validUntil (Unix ns) is the local horizon of the hold: the last
+	// successful lock or renew was sent at least leaseHorizon before it.
+	validUntil atomic.Int64
 	done       chan struct{}
 	err        error // why run ended; read after done
 
@@ -101,7 +104,9 @@ type worker struct {
 	epFails   uint32
 }
 
-func newWorker(m *Manager, sh Shard, l *lease, st *topicState) *worker {
+// newWorker starts the watchdog from sent, the time the lock op that
+// granted l was sent.
+func newWorker(m *Manager, sh Shard, l *lease, st *topicState, sent time.Time) *worker {
 	w := &worker{m: m, shard: sh, label: topicLabel(sh), lease: l, done: make(chan struct{}),
 		results: make(chan result, m.cfg.ShardWindow+1), keys: map[string]*keyQ{},
 		poke:      make(chan struct{}, 1),
@@ -110,7 +115,8 @@ func newWorker(m *Manager, sh Shard, l *lease, st *topicState) *worker {
 	w.gap = m.cfg.WakeGap
 	w.stopCtx, w.stop = context.WithCancel(context.Background())
 	w.pushCtx, w.cancelPush = context.WithCancel(context.Background())
-	w.watchdog = time.AfterFunc(m.leaseHorizon(), func() {
+	w.validUntil.Store(sent.Add(m.leaseHorizon()).UnixNano())
+	w.watchdog = time.AfterFunc(time.Until(sent.Add(m.leaseHorizon())), func() {
 		m.cfg.Logger.Warn("notification shard lease not renewed in time; stopping delivery",
 			"shard", sh.OID)
 		w.lose()
@@ -131,7 +137,19 @@ func topicLabel(sh Shard) string {
 // renewed moves the lease watchdog: the hold is good until horizon after
 // the renew request was sent.
 func (w *worker) renewed(sent time.Time) {
-	w.watchdog.Reset(time.Until(sent.Add(w.m.leaseHorizon())))
+	until := sent.Add(w.m.leaseHorizon())
+	w.validUntil.Store(until.UnixNano())
+	w.watchdog.Reset(time.Until(until))
+}
+
+// owns reports whether the worker delivers its shard at now: it was not
+// told to stop (a release or a loss starts with that, before the unlock is
+// sent) and its hold is within the local horizon, even if the watchdog has
+// not run yet (a stalled process). So two gateways' Owned never list one
+// shard at the same instant: another gateway can lock it only after the
+// unlock, or after the store's expiry, which is later than the horizon.
+func (w *worker) owns(now time.Time) bool {
+	return w.stopCtx.Err() == nil && now.UnixNano() < w.validUntil.Load()
 }
 
 // lose ends the worker at once without touching the shard again.
@@ -160,6 +178,9 @@ func (w *worker) run() {
 			err = w.lease.release(ctx)
 		}
 		cancel()
+		if err == nil && w.m.cfg.afterRelease != nil {
+			w.m.cfg.afterRelease(w.shard)
+		}
 	}
 	if err == nil && w.lost.Load() && !w.abandoned.Load() {
 		err = errLeaseLost
