@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -135,6 +136,10 @@ type PolicyOptions struct {
 	ResourceOK func(arn string) bool
 	// MaxSize is the document size limit; 0 means none.
 	MaxSize int
+	// ImplicitResource, if set, is the Resource of a statement that names
+	// none, and a document without statements is an empty policy: topic
+	// policies, attached to one topic, as RGW reads them.
+	ImplicitResource string
 }
 
 // ParseBucketPolicy parses and validates a bucket policy for bucket.
@@ -157,8 +162,10 @@ func ParseBucketPolicy(doc []byte, bucket string) (*Policy, error) {
 // ParseTopicPolicy parses and validates an SNS topic's Policy attribute.
 func ParseTopicPolicy(doc []byte) (*Policy, error) {
 	return ParsePolicy(doc, PolicyOptions{
-		Services: []string{"sns"},
-		MaxSize:  30 << 10,
+		Services:         []string{"sns"},
+		RequirePrincipal: true,
+		MaxSize:          30 << 10,
+		ImplicitResource: "*", // the topic the policy is attached to
 		ResourceOK: func(arn string) bool {
 			return arn == "*" || strings.HasPrefix(arn, "arn:aws:sns:")
 		},
@@ -199,6 +206,9 @@ func ParsePolicy(doc []byte, opts PolicyOptions) (*Policy, error) {
 		}
 	}
 	raw, ok := top["Statement"]
+	if !ok && opts.ImplicitResource != "" {
+		raw, ok = json.RawMessage("[]"), true
+	}
 	if !ok {
 		return nil, malformed("Missing required field Statement")
 	}
@@ -206,7 +216,7 @@ func ParsePolicy(doc []byte, opts PolicyOptions) (*Policy, error) {
 	if err := json.Unmarshal(raw, &stmts); err != nil {
 		stmts = []json.RawMessage{raw}
 	}
-	if len(stmts) == 0 {
+	if len(stmts) == 0 && opts.ImplicitResource == "" {
 		return nil, malformed("Could not parse the policy: Statement is empty!")
 	}
 	sids := map[string]bool{}
@@ -300,6 +310,9 @@ func parseStatement(raw json.RawMessage, idx int, opts PolicyOptions) (Statement
 	// Resource / NotResource.
 	rs, hasR := m["Resource"]
 	nrs, hasNR := m["NotResource"]
+	if !hasR && !hasNR && opts.ImplicitResource != "" {
+		rs, hasR = json.RawMessage(strconv.Quote(opts.ImplicitResource)), true
+	}
 	if hasR == hasNR {
 		if hasR {
 			return st, malformed("Statement cannot have both Resource and NotResource")

@@ -1,6 +1,10 @@
 package authz
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Principal is who makes a request, resolved once at authentication.
 type Principal struct {
@@ -72,4 +76,37 @@ type Request struct {
 	Action    Action
 	Resource  Resource
 	Context   Context
+}
+
+// Global is what the request-independent condition keys (aws:*) are made
+// of; every API (S3, SNS, admin) fills it the same way.
+type Global struct {
+	SourceIP string // the peer address, never a header
+	Secure   bool   // the request came over TLS
+	Now      time.Time
+	UserID   string // "" for anonymous
+}
+
+// GlobalContext returns the aws:* condition keys p reads, from g. Only
+// keys the policy reads are computed.
+func GlobalContext(p *Policy, g Global) Context {
+	c := Context{}
+	set := func(k string, v func() string) {
+		if p.Needs(k) {
+			c[k] = []string{v()}
+		}
+	}
+	set("aws:sourceip", func() string { return g.SourceIP })
+	set("aws:securetransport", func() string { return strconv.FormatBool(g.Secure) })
+	set("aws:currenttime", func() string { return g.Now.UTC().Format(time.RFC3339) })
+	set("aws:epochtime", func() string { return strconv.FormatInt(g.Now.Unix(), 10) })
+	if g.UserID != "" {
+		set("aws:username", func() string { return g.UserID })
+		set("aws:userid", func() string { return g.UserID })
+		set("aws:principaltype", func() string { return "User" })
+		set("aws:principalarn", func() string { return UserARN(g.UserID) })
+	} else {
+		set("aws:principaltype", func() string { return "Anonymous" })
+	}
+	return c
 }

@@ -328,6 +328,7 @@ type RequestMeta struct {
 	HostID    string
 	SourceIP  string
 	Principal string // user id
+	Secure    bool   // the request came over TLS
 }
 
 type requestKey struct{}

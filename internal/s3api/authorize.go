@@ -5,9 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
@@ -295,17 +293,13 @@ var headerKeys = func() []struct{ key, header string } {
 // parsed request, never from a blanket copy of headers (aws:SourceIp is
 // the peer address).
 func (s *Server) conditionContext(r *http.Request, rc *reqCtx, act authz.Action, p *authz.Policy) authz.Context {
-	c := authz.Context{}
+	c := authz.GlobalContext(p, authz.Global{SourceIP: sourceIP(r), Secure: r.TLS != nil, Now: s.cfg.Now(), UserID: rc.ident.User.ID})
 	set := func(k string, v func() []string) {
 		if p.Needs(k) {
 			c[k] = v()
 		}
 	}
 	one := func(v string) func() []string { return func() []string { return []string{v} } }
-	set("aws:sourceip", func() []string { return []string{sourceIP(r)} })
-	set("aws:securetransport", one(strconv.FormatBool(r.TLS != nil)))
-	set("aws:currenttime", func() []string { return []string{s.cfg.Now().UTC().Format(time.RFC3339)} })
-	set("aws:epochtime", func() []string { return []string{strconv.FormatInt(s.cfg.Now().Unix(), 10)} })
 	h := r.Header
 	for _, kv := range headerKeys {
 		if p.Needs(kv.key) {
@@ -313,14 +307,6 @@ func (s *Server) conditionContext(r *http.Request, rc *reqCtx, act authz.Action,
 				c[kv.key] = v[:1]
 			}
 		}
-	}
-	if id := rc.ident.User.ID; id != "" {
-		set("aws:username", one(id))
-		set("aws:userid", one(id))
-		set("aws:principaltype", one("User"))
-		set("aws:principalarn", func() []string { return []string{authz.UserARN(id)} })
-	} else {
-		set("aws:principaltype", one("Anonymous"))
 	}
 	q := r.URL.Query()
 	switch act {

@@ -276,6 +276,7 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 		HostID:    s.cfg.HostID,
 		SourceIP:  sourceIP(r),
 		Principal: ident.User.ID,
+		Secure:    r.TLS != nil,
 	})
 	ctx = context.WithValue(ctx, identityKey{}, ident)
 	r = r.WithContext(ctx)

@@ -151,7 +151,8 @@ func (g *Gateway) mountNotifications(cfg *config.Config, svc *service.Service, d
 		RequirePublishPolicy:  cfg.TopicRequirePublishPolicy,
 		Caller: func(ctx context.Context) (api.Caller, bool) {
 			id, ok := s3api.IdentityFrom(ctx)
-			return api.Caller{User: id.User.ID, Admin: id.User.Admin}, ok
+			rm := driver.RequestFrom(ctx)
+			return api.Caller{User: id.User.ID, Admin: id.User.Admin, SourceIP: rm.SourceIP, Secure: rm.Secure}, ok
 		},
 	})
 	if err != nil {

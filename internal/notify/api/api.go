@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
+	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/notify/config"
 	"github.com/cairn-s3/cairn/internal/notify/service"
@@ -20,6 +22,17 @@ import (
 type Caller struct {
 	User  string
 	Admin bool
+	// SourceIP and Secure (TLS) feed the aws:* condition keys of topic
+	// policies.
+	SourceIP string
+	Secure   bool
+}
+
+// principal and global are the caller as the authorizer sees it.
+func (c Caller) principal() authz.Principal { return authz.Principal{ID: c.User, Admin: c.Admin} }
+
+func (c Caller) global() authz.Global {
+	return authz.Global{SourceIP: c.SourceIP, Secure: c.Secure, Now: time.Now(), UserID: c.User}
 }
 
 // Options configure the handlers.

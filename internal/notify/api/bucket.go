@@ -45,9 +45,6 @@ func (a *API) PutBucketNotification(w http.ResponseWriter, r *http.Request, b dr
 // Missing topics are left to the service, which names them.
 func (a *API) mayPublish(ctx context.Context, c *config.Configuration) error {
 	caller, _ := a.opts.Caller(ctx)
-	if caller.Admin {
-		return nil
-	}
 	for _, tc := range c.Topics {
 		pa, err := topic.ParseARN(tc.TopicARN)
 		if err != nil {
@@ -60,11 +57,13 @@ func (a *API) mayPublish(ctx context.Context, c *config.Configuration) error {
 		if err != nil {
 			return err
 		}
-		// An explicit Deny binds the owner too; otherwise owners may.
-		if t.Owner == caller.User && t.MayAccess(caller.User, topic.ActionPublish) {
+		// Owners (and admins) may unless an explicit Deny binds them;
+		// others need sns:Publish from the Policy, unless that
+		// requirement is off.
+		if t.Owner != caller.User && !caller.Admin && !a.opts.RequirePublishPolicy {
 			continue
 		}
-		if t.Owner != caller.User && (!a.opts.RequirePublishPolicy || t.MayAccess(caller.User, topic.ActionPublish)) {
+		if t.MayAccess(caller.principal(), caller.global(), topic.ActionPublish) {
 			continue
 		}
 		return s3err.New(s3err.ErrAccessDenied, "Notification %q: topic %s does not allow sns:Publish to you.", tc.ID, tc.TopicARN)

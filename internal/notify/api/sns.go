@@ -49,10 +49,11 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 	topts := topic.Options{RequestTLS: tlsReq, AllowCleartextSecrets: a.opts.AllowCleartextSecrets}
 	ctx := r.Context()
 
-	// may is the topic access rule: admins may do anything, others what
-	// the topic's owner or Policy grants them (topic.MayAccess).
+	// may is the topic access rule, decided by the one authorizer
+	// (topic.MayAccess): owners and admins may, others what the topic's
+	// Policy grants; an explicit Deny binds everyone.
 	may := func(t *topic.Topic, action string) bool {
-		return caller.Admin || t.MayAccess(caller.User, action)
+		return t.MayAccess(caller.principal(), caller.global(), action)
 	}
 	// topicArg resolves TopicArn to a topic the caller may use for action.
 	topicArg := func(action string) (*topic.Topic, *topic.Error) {
