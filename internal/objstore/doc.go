@@ -7,7 +7,8 @@
 // every backend enforces, and the class registry. Names mirror librados (and
 // go-ceph's rados package) so that the Ceph backend is a thin translation.
 //
-// Backends live in subpackages (embedded, and later rados); the conformance
+// Backends live in subpackages (embedded, radosstore) and share one step
+// and class-method interpreter (interp); the conformance
 // suite every backend must pass is objstoretest. Object classes live in
 // internal/cls.
 package objstore

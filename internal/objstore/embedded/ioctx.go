@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cairn-s3/cairn/internal/objstore/interp"
 	"github.com/cockroachdb/pebble/v2"
 )
 
@@ -104,7 +105,7 @@ func (c *ioctx) Operate(ctx context.Context, oid string, op *objstore.WriteOp) e
 
 	err := t.load()
 	if err == nil {
-		err = t.runWrite(op.Steps)
+		err = interp.RunWrite(t, op.Steps)
 	}
 	if err != nil || !t.dirty {
 		// Nothing to apply; the result may still rest on unsynced state.
@@ -255,7 +256,7 @@ func (c *ioctx) OperateRead(ctx context.Context, oid string, op *objstore.ReadOp
 		err = objstore.Errorf(objstore.ErrNotFound, "object %q", oid)
 	}
 	if err == nil {
-		err = t.runRead(op.Steps)
+		err = interp.RunRead(t, op.Steps)
 	}
 	if err == nil {
 		t.publishCache()

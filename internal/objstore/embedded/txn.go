@@ -5,10 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cairn-s3/cairn/internal/objstore/interp"
 	"github.com/cockroachdb/pebble/v2"
 )
 
@@ -126,13 +126,6 @@ func (t *txn) touch(plain bool) {
 	}
 }
 
-func (t *txn) needObject() error {
-	if !t.exists {
-		return objstore.Errorf(objstore.ErrNotFound, "object does not exist")
-	}
-	return nil
-}
-
 func (t *txn) version() uint64 {
 	if !t.exists {
 		return 0
@@ -217,19 +210,12 @@ func (t *txn) dropChunks(from, size int64) error {
 	return nil
 }
 
-func tooBig(end int64) error {
-	if end > objstore.MaxObjectSize {
-		return objstore.Errorf(objstore.ErrTooBig, "object would be %d bytes, limit %d", end, objstore.MaxObjectSize)
-	}
-	return nil
-}
-
 func (t *txn) writeAt(off int64, data []byte, plain bool) error {
 	if off < 0 {
 		return objstore.Errorf(objstore.ErrInvalid, "negative offset")
 	}
 	end := off + int64(len(data))
-	if err := tooBig(end); err != nil {
+	if err := interp.TooBig(end); err != nil {
 		return err
 	}
 	t.touch(plain)
@@ -283,7 +269,7 @@ func (t *txn) truncate(size int64, plain bool) error {
 	if size < 0 {
 		return objstore.Errorf(objstore.ErrInvalid, "negative size")
 	}
-	if err := tooBig(size); err != nil {
+	if err := interp.TooBig(size); err != nil {
 		return err
 	}
 	t.touch(plain)
@@ -323,7 +309,7 @@ func (t *txn) create(exclusive, plain bool) error {
 }
 
 func (t *txn) remove(plain bool) error {
-	if err := t.needObject(); err != nil {
+	if err := interp.NeedObject(t); err != nil {
 		return err
 	}
 	if t.cur.blob == 0 {
@@ -367,7 +353,7 @@ func (t *txn) setXattr(name string, v []byte, plain bool) error {
 }
 
 func (t *txn) rmXattr(name string, plain bool) error {
-	if err := t.needObject(); err != nil {
+	if err := interp.NeedObject(t); err != nil {
 		return err
 	}
 	t.touch(plain)
@@ -437,7 +423,7 @@ func (t *txn) setOmap(pairs []objstore.KV, plain bool) error {
 }
 
 func (t *txn) rmOmapKeys(keys []string, plain bool) error {
-	if err := t.needObject(); err != nil {
+	if err := interp.NeedObject(t); err != nil {
 		return err
 	}
 	t.touch(plain)
@@ -450,7 +436,7 @@ func (t *txn) rmOmapKeys(keys []string, plain bool) error {
 }
 
 func (t *txn) omapRmRange(start, end string, plain bool) error {
-	if err := t.needObject(); err != nil {
+	if err := interp.NeedObject(t); err != nil {
 		return err
 	}
 	t.touch(plain)
@@ -462,7 +448,7 @@ func (t *txn) omapRmRange(start, end string, plain bool) error {
 }
 
 func (t *txn) omapClear(plain bool) error {
-	if err := t.needObject(); err != nil {
+	if err := interp.NeedObject(t); err != nil {
 		return err
 	}
 	t.touch(plain)
@@ -480,168 +466,6 @@ func (t *txn) omapHeader() ([]byte, error) {
 func (t *txn) setOmapHeader(h []byte, plain bool) error {
 	t.touch(plain)
 	return t.set(t.part(partHeader), h)
-}
-
-// ---- guards ----
-
-func cmpU64(stored []byte, op objstore.CmpOp, v uint64) (bool, error) {
-	var have uint64
-	if len(stored) > 0 {
-		var err error
-		if have, err = strconv.ParseUint(string(stored), 10, 64); err != nil {
-			return false, objstore.Errorf(objstore.ErrInvalid, "cmpxattr u64: stored value %q is not a decimal integer", stored)
-		}
-	}
-	c := 0
-	if have < v {
-		c = -1
-	} else if have > v {
-		c = 1
-	}
-	return op.Holds(c), nil
-}
-
-func (t *txn) guard(s objstore.Step) (handled bool, err error) {
-	switch s := s.(type) {
-	case *objstore.AssertExists:
-		return true, t.needObject()
-	case *objstore.AssertVersion:
-		if v := t.version(); v != s.Version {
-			return true, objstore.Errorf(objstore.ErrCanceled, "assert_version: object at %d, want %d", v, s.Version)
-		}
-		return true, nil
-	case *objstore.CmpXattr:
-		v, _, err := t.getXattr(s.Name)
-		if err != nil {
-			return true, err
-		}
-		ok := false
-		if s.Mode == objstore.CmpU64 {
-			if ok, err = cmpU64(v, s.Op, s.U64); err != nil {
-				return true, err
-			}
-		} else {
-			ok = s.Op.Holds(bytes.Compare(v, s.Value))
-		}
-		if !ok {
-			return true, objstore.Errorf(objstore.ErrCanceled, "cmpxattr %q failed", s.Name)
-		}
-		return true, nil
-	case *objstore.OmapCmp:
-		v, _, err := t.omapGet(s.Key)
-		if err != nil {
-			return true, err
-		}
-		if !s.Op.Holds(bytes.Compare(v, s.Value)) {
-			return true, objstore.Errorf(objstore.ErrCanceled, "omap_cmp %q failed", s.Key)
-		}
-		return true, nil
-	}
-	return false, nil
-}
-
-// ---- steps ----
-
-func (t *txn) runWrite(steps []objstore.Step) error {
-	for _, st := range steps {
-		if handled, err := t.guard(st); handled {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		var err error
-		switch s := st.(type) {
-		case *objstore.Create:
-			err = t.create(s.Exclusive, true)
-		case *objstore.WriteFull:
-			err = t.writeFull(s.Data, t.preBlobs[s], true)
-		case *objstore.Write:
-			err = t.writeAt(s.Offset, s.Data, true)
-		case *objstore.Append:
-			err = t.writeAt(t.cur.size, s.Data, true) // size is 0 when absent
-		case *objstore.Truncate:
-			err = t.truncate(s.Size, true)
-		case *objstore.Remove:
-			err = t.remove(true)
-		case *objstore.SetXattr:
-			err = t.setXattr(s.Name, s.Value, true)
-		case *objstore.RmXattr:
-			err = t.rmXattr(s.Name, true)
-		case *objstore.SetOmap:
-			err = t.setOmap(s.Pairs, true)
-		case *objstore.RmOmapKeys:
-			err = t.rmOmapKeys(s.Keys, true)
-		case *objstore.OmapRmRange:
-			err = t.omapRmRange(s.Start, s.End, true)
-		case *objstore.OmapClear:
-			err = t.omapClear(true)
-		case *objstore.SetOmapHeader:
-			err = t.setOmapHeader(s.Header, true)
-		case *objstore.SetMtime:
-			tm := s.Time
-			t.mtime = &tm
-		case *objstore.ExecStep:
-			t.execd = true
-			err = t.exec(s, false)
-		default:
-			err = objstore.Errorf(objstore.ErrInvalid, "step %T not allowed in a write op", st)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (t *txn) runRead(steps []objstore.Step) error {
-	for _, st := range steps {
-		if handled, err := t.guard(st); handled {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		var err error
-		switch s := st.(type) {
-		case *objstore.StatStep:
-			s.Exists = t.exists
-			s.Stat = objstore.Stat{}
-			if t.exists {
-				s.Stat = t.cur.stat()
-			}
-		case *objstore.ReadStep:
-			s.Data, err = t.readData(s.Offset, s.Length)
-		case *objstore.GetXattrStep:
-			s.Value, s.Found, err = t.getXattr(s.Name)
-			if err == nil && !s.Found && !s.Optional {
-				err = objstore.Errorf(objstore.ErrNotFound, "xattr %q", s.Name)
-			}
-		case *objstore.GetXattrsStep:
-			s.Attrs, err = t.getXattrs()
-		case *objstore.OmapValsStep:
-			s.Pairs, s.More, err = t.omapVals(s.StartAfter, s.Prefix, s.Max)
-		case *objstore.OmapKeysStep:
-			var kvs []objstore.KV
-			kvs, s.More, err = t.scan(partOmap, s.StartAfter, "", s.Max, false)
-			s.Keys = make([]string, len(kvs))
-			for i, kv := range kvs {
-				s.Keys[i] = kv.Key
-			}
-		case *objstore.OmapValsByKeysStep:
-			s.Pairs, err = t.omapByKeys(s.Keys)
-		case *objstore.OmapHeaderStep:
-			s.Header, err = t.omapHeader()
-		case *objstore.ExecStep:
-			err = t.exec(s, true)
-		default:
-			err = objstore.Errorf(objstore.ErrInvalid, "step %T not allowed in a read op", st)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // omapByKeys reads many omap keys with one iterator seeking through them

@@ -8,16 +8,14 @@ package radosstore
 import "C"
 
 import (
-	"bytes"
 	"context"
 	"math/rand/v2"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cairn-s3/cairn/internal/objstore/interp"
 )
 
 // model is one attempt of an optimistic transaction: the object as read at
@@ -159,13 +157,6 @@ func (m *model) guarded(steps ...objstore.Step) error {
 	return err
 }
 
-func (m *model) needObject() error {
-	if !m.exists {
-		return objstore.Errorf(objstore.ErrNotFound, "object does not exist")
-	}
-	return nil
-}
-
 func (m *model) version() uint64 {
 	if !m.exists {
 		return 0
@@ -239,18 +230,11 @@ func (m *model) readData(off, n int64) ([]byte, error) {
 	return append([]byte{}, d[off:end]...), nil
 }
 
-func tooBig(end int64) error {
-	if end > objstore.MaxObjectSize {
-		return objstore.Errorf(objstore.ErrTooBig, "object would be %d bytes, limit %d", end, objstore.MaxObjectSize)
-	}
-	return nil
-}
-
 func (m *model) writeAt(off int64, data []byte, plain bool) error {
 	if off < 0 {
 		return objstore.Errorf(objstore.ErrInvalid, "negative offset")
 	}
-	if err := tooBig(off + int64(len(data))); err != nil {
+	if err := interp.TooBig(off + int64(len(data))); err != nil {
 		return err
 	}
 	m.touch()
@@ -262,7 +246,7 @@ func (m *model) writeAt(off int64, data []byte, plain bool) error {
 }
 
 func (m *model) writeFull(data []byte, plain bool) error {
-	if err := tooBig(int64(len(data))); err != nil {
+	if err := interp.TooBig(int64(len(data))); err != nil {
 		return err
 	}
 	m.touch()
@@ -277,7 +261,7 @@ func (m *model) truncate(size int64, plain bool) error {
 	if size < 0 {
 		return objstore.Errorf(objstore.ErrInvalid, "negative size")
 	}
-	if err := tooBig(size); err != nil {
+	if err := interp.TooBig(size); err != nil {
 		return err
 	}
 	m.touch()
@@ -298,7 +282,7 @@ func (m *model) create(exclusive, plain bool) error {
 }
 
 func (m *model) remove(plain bool) error {
-	if err := m.needObject(); err != nil {
+	if err := interp.NeedObject(m); err != nil {
 		return err
 	}
 	m.exists, m.size, m.xattrs, m.header = false, 0, map[string][]byte{}, nil
@@ -344,7 +328,7 @@ func (m *model) rmXattr(name string, plain bool) error {
 	if err := checkUserXattr(name); err != nil {
 		return err
 	}
-	if err := m.needObject(); err != nil {
+	if err := interp.NeedObject(m); err != nil {
 		return err
 	}
 	delete(m.xattrs, name)
@@ -520,7 +504,7 @@ func (m *model) setOmap(pairs []objstore.KV, plain bool) error {
 }
 
 func (m *model) rmOmapKeys(keys []string, plain bool) error {
-	if err := m.needObject(); err != nil {
+	if err := interp.NeedObject(m); err != nil {
 		return err
 	}
 	for _, k := range keys {
@@ -531,7 +515,7 @@ func (m *model) rmOmapKeys(keys []string, plain bool) error {
 }
 
 func (m *model) omapRmRange(start, end string, plain bool) error {
-	if err := m.needObject(); err != nil {
+	if err := interp.NeedObject(m); err != nil {
 		return err
 	}
 	for k := range m.overlay {
@@ -545,182 +529,11 @@ func (m *model) omapRmRange(start, end string, plain bool) error {
 }
 
 func (m *model) omapClear(plain bool) error {
-	if err := m.needObject(); err != nil {
+	if err := interp.NeedObject(m); err != nil {
 		return err
 	}
 	m.omapCleared, m.overlay, m.rmRanges = true, map[string]ovVal{}, nil
 	m.emit(&objstore.OmapClear{}, plain)
-	return nil
-}
-
-// --- guards and steps ---
-
-func cmpU64(stored []byte, op objstore.CmpOp, v uint64) (bool, error) {
-	var have uint64
-	if len(stored) > 0 {
-		var err error
-		if have, err = strconv.ParseUint(string(stored), 10, 64); err != nil {
-			return false, objstore.Errorf(objstore.ErrInvalid, "cmpxattr u64: stored value %q is not a decimal integer", stored)
-		}
-	}
-	c := 0
-	if have < v {
-		c = -1
-	} else if have > v {
-		c = 1
-	}
-	return op.Holds(c), nil
-}
-
-func (m *model) guard(s objstore.Step) (bool, error) {
-	switch s := s.(type) {
-	case *objstore.AssertExists:
-		return true, m.needObject()
-	case *objstore.AssertVersion:
-		if v := m.version(); v != s.Version {
-			return true, objstore.Errorf(objstore.ErrCanceled, "assert_version: object at %d, want %d", v, s.Version)
-		}
-		return true, nil
-	case *objstore.CmpXattr:
-		v, _ := m.getXattr(s.Name)
-		ok := false
-		if s.Mode == objstore.CmpU64 {
-			var err error
-			if ok, err = cmpU64(v, s.Op, s.U64); err != nil {
-				return true, err
-			}
-		} else {
-			ok = s.Op.Holds(bytes.Compare(v, s.Value))
-		}
-		if !ok {
-			return true, objstore.Errorf(objstore.ErrCanceled, "cmpxattr %q failed", s.Name)
-		}
-		return true, nil
-	case *objstore.OmapCmp:
-		v, _, err := m.omapGet(s.Key)
-		if err != nil {
-			return true, err
-		}
-		if !s.Op.Holds(bytes.Compare(v, s.Value)) {
-			return true, objstore.Errorf(objstore.ErrCanceled, "omap_cmp %q failed", s.Key)
-		}
-		return true, nil
-	}
-	return false, nil
-}
-
-func (m *model) runWrite(steps []objstore.Step) error {
-	for _, st := range steps {
-		if handled, err := m.guard(st); handled {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		var err error
-		switch s := st.(type) {
-		case *objstore.Create:
-			err = m.create(s.Exclusive, true)
-		case *objstore.WriteFull:
-			err = m.writeFull(s.Data, true)
-		case *objstore.Write:
-			err = m.writeAt(s.Offset, s.Data, true)
-		case *objstore.Append:
-			err = m.writeAt(m.size, s.Data, true)
-		case *objstore.Truncate:
-			err = m.truncate(s.Size, true)
-		case *objstore.Remove:
-			err = m.remove(true)
-		case *objstore.SetXattr:
-			err = m.setXattr(s.Name, s.Value, true)
-		case *objstore.RmXattr:
-			err = m.rmXattr(s.Name, true)
-		case *objstore.SetOmap:
-			err = m.setOmap(s.Pairs, true)
-		case *objstore.RmOmapKeys:
-			err = m.rmOmapKeys(s.Keys, true)
-		case *objstore.OmapRmRange:
-			err = m.omapRmRange(s.Start, s.End, true)
-		case *objstore.OmapClear:
-			err = m.omapClear(true)
-		case *objstore.SetOmapHeader:
-			err = m.setHeader(s.Header, true)
-		case *objstore.SetMtime:
-			t := s.Time
-			m.mtime = &t
-		case *objstore.ExecStep:
-			err = m.exec(s, false)
-		default:
-			err = objstore.Errorf(objstore.ErrInvalid, "step %T not allowed in a write op", st)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (m *model) runRead(steps []objstore.Step) error {
-	for _, st := range steps {
-		if handled, err := m.guard(st); handled {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		var err error
-		switch s := st.(type) {
-		case *objstore.StatStep:
-			s.Exists, s.Stat = m.exists, objstore.Stat{}
-			if m.exists {
-				s.Stat = objstore.Stat{Size: m.size, ModTime: m.baseMtime, Version: m.baseVersion}
-			}
-		case *objstore.ReadStep:
-			s.Data, err = m.readData(s.Offset, s.Length)
-		case *objstore.GetXattrStep:
-			s.Value, s.Found = m.getXattr(s.Name)
-			if !s.Found && !s.Optional {
-				err = objstore.Errorf(objstore.ErrNotFound, "xattr %q", s.Name)
-			}
-		case *objstore.GetXattrsStep:
-			s.Attrs = m.getXattrs()
-		case *objstore.OmapValsStep:
-			s.Pairs, s.More, err = m.omapVals(s.StartAfter, s.Prefix, s.Max)
-		case *objstore.OmapKeysStep:
-			var kvs []objstore.KV
-			kvs, s.More, err = m.omapVals(s.StartAfter, "", s.Max)
-			s.Keys = make([]string, len(kvs))
-			for i, kv := range kvs {
-				s.Keys[i] = kv.Key
-			}
-		case *objstore.OmapValsByKeysStep:
-			keys := append([]string(nil), s.Keys...)
-			sort.Strings(keys)
-			s.Pairs = nil
-			for i, k := range keys {
-				if i > 0 && keys[i-1] == k {
-					continue
-				}
-				v, ok, gerr := m.omapGet(k)
-				if gerr != nil {
-					err = gerr
-					break
-				}
-				if ok {
-					s.Pairs = append(s.Pairs, objstore.KV{Key: k, Value: v})
-				}
-			}
-		case *objstore.OmapHeaderStep:
-			s.Header = m.getHeader()
-		case *objstore.ExecStep:
-			err = m.exec(s, true)
-		default:
-			err = objstore.Errorf(objstore.ErrInvalid, "step %T not allowed in a read op", st)
-		}
-		if err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
@@ -746,7 +559,7 @@ func (c *ioContext) operateTxn(ctx context.Context, io C.rados_ioctx_t, oid stri
 			err = m.load()
 		}
 		if err == nil {
-			err = m.runWrite(op.Steps)
+			err = interp.RunWrite(m, op.Steps)
 		}
 		if err == nil && !m.dirty && !m.conflict {
 			err = m.validate() // nothing to write: the result must not rest on a stale cache
@@ -817,7 +630,7 @@ func (c *ioContext) readTxn(ctx context.Context, io C.rados_ioctx_t, oid string,
 			return objstore.Errorf(objstore.ErrNotFound, "object %q does not exist", oid)
 		}
 		if err == nil {
-			err = m.runRead(op.Steps)
+			err = interp.RunRead(m, op.Steps)
 		}
 		if !m.conflict {
 			if err == nil && len(m.staged) > 0 {
