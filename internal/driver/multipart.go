@@ -72,6 +72,9 @@ func (d *Driver) CreateMultipartUpload(ctx context.Context, bucket, key string, 
 	if err != nil {
 		return "", err
 	}
+	if m := meta; d.lockForWrite(inst, &m) != nil {
+		return "", ErrNoLockConfig // lock headers on a bucket without object lock
+	}
 	id := randomID(16)
 	ui := UploadInfo{Bucket: bucket, Key: key, UploadID: id, Initiated: d.opts.Now().UTC(), Owner: inst.Owner, Meta: meta}
 	b, _ := json.Marshal(ui)
@@ -312,6 +315,9 @@ func (d *Driver) CompleteMultipartUploadCond(ctx context.Context, bucket, key, u
 		size += p.Size
 		m.Runs = append(m.Runs, p.Run)
 		used[p.PartNumber] = true
+	}
+	if err := d.lockForWrite(inst, &ui.Meta); err != nil {
+		return ObjectInfo{}, err
 	}
 	res, err := d.reserve(ctx, inst, key, "ObjectCreated:CompleteMultipartUpload", ui.Meta, size)
 	if err != nil {

@@ -38,6 +38,16 @@ var (
 	ErrMalformedXML        = errors.New("malformed XML")
 	// ErrMethodNotAllowed: GET/HEAD of a delete marker by version id.
 	ErrMethodNotAllowed = errors.New("method not allowed")
+	// Data management (tagging, object lock, lifecycle).
+	ErrInvalidBucketState = errors.New("invalid bucket state")
+	ErrNoSuchTagSet       = errors.New("no such tag set")
+	// ErrNoLockConfig: object lock asked of a bucket created without it.
+	ErrNoLockConfig = errors.New("bucket is missing object lock configuration")
+	// ErrNoSuchLockConfig: GetObjectLockConfiguration of such a bucket.
+	ErrNoSuchLockConfig = errors.New("object lock configuration does not exist")
+	// ErrNoSuchObjectLock: a version without retention / legal hold.
+	ErrNoSuchObjectLock = errors.New("object has no object lock configuration")
+	ErrNoSuchLifecycle  = errors.New("no lifecycle configuration")
 )
 
 // DeleteMarkerError is returned by GET/HEAD when the version asked for (or
@@ -121,6 +131,11 @@ type ObjectMeta struct {
 	// its base64 value as sent/returned in x-amz-checksum-*.
 	Checksums    map[string]string `json:"ck,omitempty"`
 	ChecksumType string            `json:"ckt,omitempty"` // FULL_OBJECT or COMPOSITE
+	// Object lock of this version: retention mode (GOVERNANCE, COMPLIANCE
+	// or "") and date, legal hold ("ON", "OFF", or "" never set).
+	LockMode  string    `json:"lm,omitempty"`
+	LockUntil time.Time `json:"lu,omitzero"`
+	LegalHold string    `json:"lh,omitempty"`
 }
 
 // ObjectInfo describes a stored object.
@@ -191,6 +206,10 @@ type CopyObjectInput struct {
 	ReplaceMeta bool
 	Meta        ObjectMeta
 	SrcCond     Conditions
+	// ReplaceTags is x-amz-tagging-directive: REPLACE (Meta.Tags is used);
+	// otherwise the source's tags are copied. Object lock never comes from
+	// the source: Meta's lock fields (headers) or the bucket default apply.
+	ReplaceTags bool
 }
 
 // DeleteObjectInput is one DELETE (or one DeleteObjects entry).
@@ -198,6 +217,11 @@ type DeleteObjectInput struct {
 	Bucket, Key string
 	VersionID   string // "" = the current object (a delete marker when versioned)
 	IfMatch     string // only if the object (or version) has this ETag
+	// BypassGovernance is x-amz-bypass-governance-retention from a caller
+	// allowed to use it (the handler decides who may).
+	BypassGovernance bool
+	// EventName overrides the notification event (lifecycle expiry).
+	EventName string
 }
 
 // DeleteResult says what a delete did, for x-amz-delete-marker and

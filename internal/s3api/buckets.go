@@ -132,14 +132,21 @@ func (s *Server) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx
 		}
 		shards = n
 	}
-	if strings.EqualFold(r.Header.Get("x-amz-bucket-object-lock-enabled"), "true") {
-		return s3err.New(s3err.ErrNotImplemented, "Object lock is not implemented.")
-	}
+	lock := strings.EqualFold(r.Header.Get("x-amz-bucket-object-lock-enabled"), "true")
 	location, err := readLocation(r)
 	if err != nil {
 		return err
 	}
-	if err := s.be.CreateBucket(r.Context(), rc.ident.User.ID, rc.bucket, location, shards); err != nil {
+	if lock {
+		lb, err := s.objectLock()
+		if err != nil {
+			return err
+		}
+		err = lb.CreateBucketWith(r.Context(), rc.ident.User.ID, rc.bucket, location, shards, true)
+		if err != nil {
+			return err
+		}
+	} else if err := s.be.CreateBucket(r.Context(), rc.ident.User.ID, rc.bucket, location, shards); err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/"+rc.bucket)

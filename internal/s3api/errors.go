@@ -56,6 +56,12 @@ var errorTable = []struct {
 	{driver.ErrKeyExists, errKeyExists},
 	{driver.ErrNoSuchReshard, errNoSuchReshard},
 	{driver.ErrNotEmptyUserBuckets, errUserHasBuckets},
+	{driver.ErrInvalidBucketState, s3err.ErrInvalidBucketState},
+	{driver.ErrNoSuchTagSet, s3err.ErrNoSuchTagSet},
+	{driver.ErrNoLockConfig, errNoLockConfig},
+	{driver.ErrNoSuchLockConfig, s3err.ErrNoSuchObjectLockConfig},
+	{driver.ErrNoSuchObjectLock, errNoSuchObjectLock},
+	{driver.ErrNoSuchLifecycle, s3err.ErrNoSuchLifecycleConfiguration},
 }
 
 // mapError turns any error into the *s3err.Error to send. An *s3err.Error
@@ -69,6 +75,9 @@ func (s *Server) mapError(err error) *s3err.Error { return MapError(err) }
 func MapError(err error) *s3err.Error {
 	var e *s3err.Error
 	if errors.As(err, &e) {
+		return e
+	}
+	if e, ok := codedError(err); ok {
 		return e
 	}
 	var a s3err.APIError

@@ -34,11 +34,11 @@ type route struct {
 // plain GET/PUT of the bucket or object.
 var unsupported = map[string]bool{
 	"accelerate": true, "acl": true, "analytics": true, "attributes": true, "cors": true,
-	"encryption": true, "intelligent-tiering": true, "inventory": true, "legal-hold": true,
-	"lifecycle": true, "logging": true, "metrics": true, "notification": true,
-	"object-lock": true, "ownershipControls": true, "policy": true, "policyStatus": true,
+	"encryption": true, "intelligent-tiering": true, "inventory": true,
+	"logging": true, "metrics": true, "notification": true,
+	"ownershipControls": true, "policy": true, "policyStatus": true,
 	"publicAccessBlock": true, "replication": true, "requestPayment": true, "restore": true,
-	"retention": true, "select": true, "session": true, "tagging": true, "torrent": true,
+	"select": true, "session": true, "torrent": true,
 	"website": true, "renameObject": true,
 	"metadataTable": true,
 }
@@ -128,6 +128,12 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 			return scoped("GetBucketAcl", s.getACL)
 		case q.Has("uploads"):
 			return scoped("ListMultipartUploads", s.listMultipartUploads)
+		case q.Has("tagging"):
+			return scoped("GetBucketTagging", s.getBucketTagging)
+		case q.Has("object-lock"):
+			return scoped("GetObjectLockConfiguration", s.getObjectLockConfiguration)
+		case q.Has("lifecycle"):
+			return scoped("GetBucketLifecycleConfiguration", s.getBucketLifecycle)
 		case subresource(q) != "":
 			return notImplemented("Bucket", "GET ?"+subresource(q))
 		case q.Get("list-type") == "2":
@@ -138,8 +144,15 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 	case http.MethodHead:
 		return scoped("HeadBucket", s.headBucket)
 	case http.MethodPut:
-		if q.Has("versioning") {
+		switch {
+		case q.Has("versioning"):
 			return scoped("PutBucketVersioning", s.putBucketVersioning)
+		case q.Has("tagging"):
+			return scoped("PutBucketTagging", s.putBucketTagging)
+		case q.Has("object-lock"):
+			return scoped("PutObjectLockConfiguration", s.putObjectLockConfiguration)
+		case q.Has("lifecycle"):
+			return scoped("PutBucketLifecycleConfiguration", s.putBucketLifecycle)
 		}
 		if sr := subresource(q); sr != "" {
 			return notImplemented("Bucket", "PUT ?"+sr)
@@ -148,6 +161,12 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 		// between BucketAlreadyExists and BucketAlreadyOwnedByYou.
 		return route{op: "CreateBucket", h: s.createBucket}
 	case http.MethodDelete:
+		switch {
+		case q.Has("tagging"):
+			return scoped("DeleteBucketTagging", s.deleteBucketTagging)
+		case q.Has("lifecycle"):
+			return scoped("DeleteBucketLifecycle", s.deleteBucketLifecycle)
+		}
 		if sr := subresource(q); sr != "" {
 			return notImplemented("Bucket", "DELETE ?"+sr)
 		}
@@ -169,6 +188,12 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 		switch {
 		case q.Has("acl"):
 			return scoped("GetObjectAcl", s.getACL)
+		case q.Has("tagging"):
+			return scoped("GetObjectTagging", s.getObjectTagging)
+		case q.Has("retention"):
+			return scoped("GetObjectRetention", s.getObjectRetention)
+		case q.Has("legal-hold"):
+			return scoped("GetObjectLegalHold", s.getObjectLegalHold)
 		case sr != "":
 			return notImplemented("Object", "GET ?"+sr)
 		case q.Has("uploadId"):
@@ -179,6 +204,12 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 		return scoped("HeadObject", s.getObject)
 	case http.MethodPut:
 		switch {
+		case q.Has("tagging"):
+			return scoped("PutObjectTagging", s.putObjectTagging)
+		case q.Has("retention"):
+			return scoped("PutObjectRetention", s.putObjectRetention)
+		case q.Has("legal-hold"):
+			return scoped("PutObjectLegalHold", s.putObjectLegalHold)
 		case sr != "":
 			return notImplemented("Object", "PUT ?"+sr)
 		case q.Has("uploadId") || q.Has("partNumber"):
@@ -200,6 +231,8 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 		return notImplemented("Object", "this POST request")
 	case http.MethodDelete:
 		switch {
+		case q.Has("tagging"):
+			return scoped("DeleteObjectTagging", s.deleteObjectTagging)
 		case sr != "":
 			return notImplemented("Object", "DELETE ?"+sr)
 		case q.Has("uploadId"):
