@@ -46,6 +46,10 @@ type Config struct {
 
 	CacheSize int64 // embedded block cache; 0 = automatic
 
+	LCDebugInterval time.Duration // length of a lifecycle day; 0 = real days
+	LCMaxObjs       int
+	LCRate          int
+
 	GCMinWait       time.Duration
 	ShutdownTimeout time.Duration
 	MaxHeaderBytes  int
@@ -133,6 +137,9 @@ var options = []option{
 	{"notif-lease", "how long a gateway owns a queue shard without renewing (a dead gateway's shards move after this)", "90s", durOpt(func(c *Config) *time.Duration { return &c.NotifLease })},
 	{"notif-scan-interval", "how often delivery reads the queue registry, heartbeats and rebalances shards", "30s", durOpt(func(c *Config) *time.Duration { return &c.NotifScan })},
 	{"cache-size", "block cache of the embedded backend (0 = an eighth of RAM, 64 MiB to 2 GiB); index lookups miss to disk when it is smaller than the hot index and filter blocks", "0", sizeOpt(func(c *Config) *int64 { return &c.CacheSize })},
+	{"lc-debug-interval", "length of a lifecycle day for tests (rgw_lc_debug_interval); 0 = real days", "0", durOpt(func(c *Config) *time.Duration { return &c.LCDebugInterval })},
+	{"lc-max-objs", "lifecycle registry shards, leased by gateways (rgw_lc_max_objs)", "32", intOpt(func(c *Config) *int { return &c.LCMaxObjs })},
+	{"lc-rate", "objects per second a gateway's lifecycle pass examines (0 = unlimited); pacing keeps foreground latency", "2000", intOpt(func(c *Config) *int { return &c.LCRate })},
 	{"gc-min-wait", "delay before replaced object data is collected (rgw_gc_obj_min_wait)", "30s", durOpt(func(c *Config) *time.Duration { return &c.GCMinWait })},
 	{"shutdown-timeout", "how long SIGTERM waits for in-flight requests", "30s", durOpt(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 	{"max-header-bytes", "request header limit (larger: 431 RequestHeaderSectionTooLarge)", "65536", intOpt(func(c *Config) *int { return &c.MaxHeaderBytes })},
@@ -235,6 +242,8 @@ func (c *Config) Validate() error {
 	check(c.CacheSize == 0 || c.CacheSize >= 1<<20, "cache-size must be 0 (automatic) or at least 1MB")
 	check(c.PersistMaxRetries >= 0, "topic-persistency-max-retries must not be negative")
 	check(c.PersistTTL >= 0 && c.PersistSleep >= 0, "topic persistency durations must not be negative")
+	check(c.LCDebugInterval >= 0 && c.LCRate >= 0, "lc-debug-interval and lc-rate must not be negative")
+	check(c.LCMaxObjs >= 1 && c.LCMaxObjs <= 65521, "lc-max-objs %d outside 1..65521", c.LCMaxObjs)
 	check(c.MaxHeaderBytes >= 8<<10, "max-header-bytes must be at least 8KB")
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

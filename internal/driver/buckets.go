@@ -337,6 +337,9 @@ func (d *Driver) DeleteBucket(ctx context.Context, name string) error {
 		return err
 	}
 	d.Invalidate(name)
+	if r := d.lifecycle(); r != nil && inst.Lifecycle != "" {
+		_ = r.Unregister(ctx, name) // a stale entry would only be skipped
+	}
 	_ = d.userBuckets().Operate(ctx, inst.Owner, objstore.NewWriteOp().RmOmapKeys(name))
 	// Collect the GC records the closed shards still hold before they go.
 	d.gc.drainIndex(ctx, ix)

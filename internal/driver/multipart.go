@@ -377,9 +377,22 @@ func (d *Driver) dropUpload(ctx context.Context, bucketID, key, uploadID string)
 // completed object already uses (a crash between complete's link and its
 // clean-up) are kept.
 func (d *Driver) AbortMultipartUpload(ctx context.Context, bucket, key, uploadID string) error {
-	inst, _, err := d.upload(ctx, bucket, key, uploadID)
+	return d.AbortMultipartUploadEvent(ctx, bucket, key, uploadID, "")
+}
+
+// AbortMultipartUploadEvent is AbortMultipartUpload notifying event (""
+// = none, as S3 sends for a client's abort): the lifecycle worker's
+// ObjectLifecycle:Expiration:AbortMultipartUpload.
+func (d *Driver) AbortMultipartUploadEvent(ctx context.Context, bucket, key, uploadID, event string) error {
+	inst, ui, err := d.upload(ctx, bucket, key, uploadID)
 	if err != nil {
 		return err
+	}
+	var res Reservation
+	if event != "" {
+		if res, err = d.reserve(ctx, inst, key, event, ui.Meta, 0); err != nil {
+			return err
+		}
 	}
 	prs, err := d.parts(ctx, inst.ID, uploadID)
 	if err != nil && !errors.Is(err, ErrNoSuchUpload) {
@@ -392,5 +405,10 @@ func (d *Driver) AbortMultipartUpload(ctx context.Context, bucket, key, uploadID
 		d.removeObjects(ctx, bucketindex.Manifest{Runs: []bucketindex.Run{p.Run}}.Objects())
 	}
 	d.dropUpload(ctx, inst.ID, key, uploadID)
+	if res != nil {
+		if err := res.Commit(ctx, ObjectInfo{Bucket: bucket, Key: key, Meta: ui.Meta, ModTime: d.opts.Now().UTC()}); err != nil {
+			return fmt.Errorf("commit notification: %w", err)
+		}
+	}
 	return nil
 }

@@ -49,9 +49,11 @@ type Status struct {
 	// Marker is the checkpoint of a pass in progress.
 	Marker string `json:"marker,omitempty"`
 	// Examined and Expired count the last (or current) pass.
-	Examined int64  `json:"examined"`
-	Expired  int64  `json:"expired"`
-	Error    string `json:"error,omitempty"`
+	Examined int64 `json:"examined"`
+	Expired  int64 `json:"expired"`
+	// Locked counts versions a rule would remove but object lock keeps.
+	Locked int64  `json:"locked,omitempty"`
+	Error  string `json:"error,omitempty"`
 	// Owner is the gateway that ran the last pass.
 	Owner string `json:"owner,omitempty"`
 }
@@ -367,7 +369,7 @@ func (w *Worker) processBucket(ctx context.Context, l *shardLease, st Status) er
 	w.mu.Unlock()
 	resume := st.State == "PROCESSING"
 	if !resume {
-		st.Marker, st.Examined, st.Expired = "", 0, 0
+		st.Marker, st.Examined, st.Expired, st.Locked = "", 0, 0, 0
 	}
 	st.State, st.Started, st.Owner, st.Error = "PROCESSING", w.cfg.Now().UTC(), w.cfg.Owner, ""
 	if err := w.put(ctx, l, st); err != nil {
@@ -440,6 +442,9 @@ func (p *Progress) Examined(n int, key string) error {
 
 // Expired counts an expiry carried out (for the status).
 func (p *Progress) Expired() { p.st.Expired++ }
+
+// Locked counts a version kept by object lock (for the status).
+func (p *Progress) Locked() { p.st.Locked++ }
 
 // Checkpoint writes the marker under the lease and renews it.
 func (p *Progress) Checkpoint() error {
