@@ -333,7 +333,7 @@ func (d *Driver) DeleteObjectVersion(ctx context.Context, in DeleteObjectInput) 
 		return DeleteResult{}, err
 	}
 	if in.VersionID == "" && inst.Versioning != "" {
-		return d.deleteMarker(ctx, inst, in.Key, ifETag, in.EventName)
+		return d.deleteMarker(ctx, inst, in.Key, ifETag, in.EventName, in.EventFirst)
 	}
 	return d.deleteVersion(ctx, inst, in, 0)
 }
@@ -379,6 +379,16 @@ func (d *Driver) deleteVersion(ctx context.Context, inst Instance, in DeleteObje
 	if err != nil {
 		return DeleteResult{}, err
 	}
+	if in.EventFirst && res != nil {
+		if ifETag != "" && cur.ETag != ifETag {
+			abort(ctx, res)
+			return DeleteResult{}, ErrPreconditionFailed
+		}
+		if err := res.Commit(ctx, versionInfo(in.Bucket, state, cur)); err != nil {
+			return DeleteResult{}, fmt.Errorf("commit notification: %w", err)
+		}
+		res = nil
+	}
 	var vr bucketindex.VersionResult
 	var shard string
 	err = d.withIndex(ctx, in.Bucket, func(_ Instance, ix bucketindex.Index) error {
@@ -421,10 +431,11 @@ func (d *Driver) deleteVersion(ctx context.Context, inst Instance, in DeleteObje
 }
 
 // deleteMarker writes a delete marker as the key's newest version.
-func (d *Driver) deleteMarker(ctx context.Context, inst Instance, key, ifETag, event string) (DeleteResult, error) {
+func (d *Driver) deleteMarker(ctx context.Context, inst Instance, key, ifETag, event string, eventFirst bool) (DeleteResult, error) {
 	// Filters see the current object's metadata, when there is one.
 	var meta ObjectMeta
-	if cur, err := d.lookup(ctx, inst.Name, key); err == nil {
+	cur, curErr := d.lookup(ctx, inst.Name, key)
+	if curErr == nil {
 		meta = entryInfo(inst.Name, cur).Meta
 	}
 	if event == "" {
@@ -433,6 +444,17 @@ func (d *Driver) deleteMarker(ctx context.Context, inst Instance, key, ifETag, e
 	res, err := d.reserve(ctx, inst, key, event, meta, 0)
 	if err != nil {
 		return DeleteResult{}, err
+	}
+	if eventFirst && res != nil {
+		// The event names the version the marker hides.
+		if curErr != nil || (ifETag != "" && cur.ETag != ifETag) {
+			abort(ctx, res)
+			return DeleteResult{}, ErrPreconditionFailed
+		}
+		if err := res.Commit(ctx, versionInfo(inst.Name, inst.Versioning, cur)); err != nil {
+			return DeleteResult{}, fmt.Errorf("commit notification: %w", err)
+		}
+		res = nil
 	}
 	e := bucketindex.Entry{Key: key, ModTime: d.opts.Now().UTC(), Owner: inst.Owner, Tag: d.newTag(), Marker: true}
 	oi, err := d.link(ctx, inst.Name, e, bucketindex.VersionCond{IfETag: ifETag}, res, false)

@@ -222,6 +222,11 @@ type DeleteObjectInput struct {
 	BypassGovernance bool
 	// EventName overrides the notification event (lifecycle expiry).
 	EventName string
+	// EventFirst makes the event durable before the change (lifecycle):
+	// a crash between the two then re-expires the same version on the
+	// next pass, emitting its event again (same request id), instead of
+	// losing the event of a version already gone.
+	EventFirst bool
 }
 
 // DeleteResult says what a delete did, for x-amz-delete-marker and

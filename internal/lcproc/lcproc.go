@@ -7,6 +7,8 @@ package lcproc
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"sort"
@@ -137,7 +139,7 @@ func (p *Processor) key(ctx context.Context, bucket, state string, vs []driver.O
 		if dec.Action == lifecycle.None {
 			continue
 		}
-		in := driver.DeleteObjectInput{Bucket: bucket, Key: v.Key, EventName: dec.Action.EventName()}
+		in := driver.DeleteObjectInput{Bucket: bucket, Key: v.Key, EventName: dec.Action.EventName(), EventFirst: true}
 		switch dec.Action {
 		case lifecycle.ExpireCurrent:
 			// Only if it is still the version decided on: a PUT since the
@@ -157,7 +159,7 @@ func (p *Processor) key(ctx context.Context, bucket, state string, vs []driver.O
 				in.VersionID = "null"
 			}
 		}
-		_, err := p.Driver.DeleteObjectVersion(ctx, in)
+		_, err := p.Driver.DeleteObjectVersion(expiryContext(ctx, bucket, v), in)
 		switch {
 		case errors.Is(err, driver.ErrPreconditionFailed):
 			continue // changed since listed: decided again next pass
@@ -193,6 +195,15 @@ func (p *Processor) uploads(ctx context.Context, bucket string, cfg *lifecycle.C
 		}
 		in.KeyMarker, in.UploadIDMarker = res.NextKeyMarker, res.NextUploadIDMarker
 	}
+}
+
+// expiryContext names the expiry of v with a request id derived from the
+// version, so an event emitted again after a crash (see
+// driver.DeleteObjectInput.EventFirst) carries the same
+// x-amz-request-id as the first: consumers can drop the repeat.
+func expiryContext(ctx context.Context, bucket string, v driver.ObjectInfo) context.Context {
+	h := sha256.Sum256([]byte(bucket + "\x00" + v.Key + "\x00" + v.VersionID + "\x00" + v.ETag + "\x00" + v.ModTime.UTC().Format(time.RFC3339Nano)))
+	return driver.WithRequest(ctx, driver.RequestMeta{RequestID: "lc-" + hex.EncodeToString(h[:12]), Principal: "rgw-lifecycle"})
 }
 
 func (p *Processor) logger() *slog.Logger {

@@ -35,7 +35,10 @@ func (g *Gateway) openLifecycle(ctx context.Context, cfg *config.Config, d *driv
 		// reclaims the leases its crashed incarnation held at once.
 		Owner:  host + "@" + cfg.Listen,
 		Shards: cfg.LCMaxObjs, Day: day, Rate: cfg.LCRate,
-		Logger: g.Log.With("component", "lifecycle"),
+		// About one checkpoint a second when paced: a restart redoes at
+		// most a second of examination.
+		CheckpointEvery: max(100, cfg.LCRate),
+		Logger:          g.Log.With("component", "lifecycle"),
 	})
 	if err != nil {
 		return err
