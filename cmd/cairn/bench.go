@@ -25,6 +25,8 @@ workloads:
   objstore  omap set/get, small writes vs concurrency; 4 MiB WriteFull vs raw disk
   s3        S3 load generator: put/get/delete/mixed against any endpoint
   notify    PUT/DELETE rate without notifications vs persistent topics (1, 11 shards)
+  versioning  PUT on an Enabled vs unversioned bucket; ListObjectsV2 with many
+            noncurrent versions and markers vs none; ListObjectVersions rate
 
 Each prints progress lines and, last, one JSON object with the results.
 Run 'cairn bench <workload> -h' for its flags.
@@ -34,10 +36,11 @@ Run 'cairn bench <workload> -h' for its flags.
 // (s3, notify, reshard, ...): write its Config/Run in internal/bench and add
 // one entry here binding flags to the config.
 var benchWorkloads = map[string]func(ctx context.Context, args []string, out io.Writer) error{
-	"append":   benchAppend,
-	"objstore": benchObjstore,
-	"s3":       benchS3,
-	"notify":   bench.NotifyMain,
+	"append":     benchAppend,
+	"objstore":   benchObjstore,
+	"s3":         benchS3,
+	"notify":     bench.NotifyMain,
+	"versioning": benchVersioning,
 }
 
 func runBench(args []string) int {
@@ -154,6 +157,42 @@ func benchS3(ctx context.Context, args []string, out io.Writer) error {
 	}
 	cfg.Size, cfg.Out = n, out
 	res, err := bench.RunS3(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return printJSON(out, res)
+}
+
+func benchVersioning(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("cairn bench versioning", flag.ContinueOnError)
+	var cfg bench.VersioningConfig
+	fs.StringVar(&cfg.Endpoint, "endpoint", "http://127.0.0.1:7480", "S3 endpoint URL")
+	fs.StringVar(&cfg.AccessKey, "access-key", "", "access key (default $CAIRN_ACCESS_KEY)")
+	fs.StringVar(&cfg.SecretKey, "secret-key", "", "secret key (default $CAIRN_SECRET_KEY)")
+	fs.StringVar(&cfg.Prefix, "prefix", "", "bucket name prefix (default random)")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "closed-loop workers")
+	size := fs.String("size", "4KiB", "PUT object size")
+	fs.DurationVar(&cfg.PutDuration, "put-duration", 10*time.Second, "PUT phase length per side (ABBA halves)")
+	fs.IntVar(&cfg.PutKeys, "put-keys", 1000, "keys the PUT phase overwrites at random")
+	fs.IntVar(&cfg.LiveKeys, "live-keys", 5000, "live keys of the listed buckets (the versioned one holds twice as many keys, half under delete markers)")
+	fs.IntVar(&cfg.Noncurrent, "noncurrent", 10, "noncurrent versions per key in the versioned listed bucket")
+	fs.IntVar(&cfg.ListPage, "list-page", 1000, "max-keys per listing page")
+	fs.DurationVar(&cfg.ListTime, "list-duration", 10*time.Second, "listing phase length per side")
+	if err := parseInterspersed(fs, args); err != nil {
+		return err
+	}
+	if cfg.AccessKey == "" {
+		cfg.AccessKey = os.Getenv("CAIRN_ACCESS_KEY")
+	}
+	if cfg.SecretKey == "" {
+		cfg.SecretKey = os.Getenv("CAIRN_SECRET_KEY")
+	}
+	n, err := config.ParseSize(*size)
+	if err != nil {
+		return fmt.Errorf("--size: %w", err)
+	}
+	cfg.Size, cfg.Out = n, out
+	res, err := bench.RunVersioning(ctx, cfg)
 	if err != nil {
 		return err
 	}

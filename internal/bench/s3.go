@@ -275,9 +275,18 @@ const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b785
 // do sends one signed request and drains the response. It returns the
 // bytes moved (request body for PUT, response body for GET).
 func (c *s3Client) do(ctx context.Context, method, key string, body []byte, buf []byte) (int64, error) {
+	return c.doQuery(ctx, method, key, "", body, buf, nil)
+}
+
+// doQuery is do with a query string (already encoded) and, when keep is
+// set, the response body copied into it instead of discarded.
+func (c *s3Client) doQuery(ctx context.Context, method, key, query string, body []byte, buf []byte, keep *bytes.Buffer) (int64, error) {
 	u := c.base + "/" + c.cfg.Bucket
 	if key != "" {
 		u += "/" + key
+	}
+	if query != "" {
+		u += "?" + query
 	}
 	var rd io.Reader
 	if body != nil {
@@ -308,7 +317,11 @@ func (c *s3Client) do(ctx context.Context, method, key string, body []byte, buf 
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		return 0, &s3Error{Status: resp.StatusCode, Code: s3ErrorCode(b)}
 	}
-	n, err := io.CopyBuffer(io.Discard, resp.Body, buf)
+	var sink io.Writer = io.Discard
+	if keep != nil {
+		sink = keep
+	}
+	n, err := io.CopyBuffer(sink, resp.Body, buf)
 	if body != nil {
 		n = int64(len(body))
 	}

@@ -460,7 +460,7 @@ func clsLinkVersion(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 		res.Entry, res.Freed, res.Current = e, t.gc, &e
 		return finish(t, res)
 	}
-	if newest == nil && bare != nil {
+	if newest == nil && bare != nil && bare.Seq == 0 {
 		// The legacy entry becomes the null version record, sequence 1.
 		conv := *bare
 		conv.Seq, conv.VersionID = 1, NullVersion
@@ -477,8 +477,11 @@ func clsLinkVersion(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 		bareRaw, newest, newestRaw = cb, &conv, cb
 	}
 	e.Seq = 1
-	if newest != nil {
+	switch {
+	case newest != nil:
 		e.Seq = newest.Seq + 1
+	case bare != nil:
+		e.Seq = bare.Seq + 1 // a head without its record: never reuse its sequence
 	}
 	if li.Mode == ModeEnabled {
 		e.VersionID = VersionID(e.Seq, e.Tag)

@@ -319,6 +319,8 @@ func (d *Driver) DeleteBucket(ctx context.Context, name string) error {
 		return err
 	}
 	st, err := ix.Stats(ctx)
+	// Noncurrent versions and delete markers keep a bucket alive, as in S3.
+	st.NumObjects = max(st.NumObjects, st.NumVersions)
 	if err == nil && st.NumObjects == 0 {
 		var ups ListUploadsResult
 		ups, err = d.ListMultipartUploads(ctx, ListUploadsInput{Bucket: name, MaxUploads: 1})

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +48,39 @@ type Options struct {
 	Logger    *slog.Logger
 	Notifier  Notifier // nil: no notifications
 	Now       func() time.Time
+	// Failpoint, when set, is called at named steps of the write path
+	// (crash drills: see ExitFailpoint): "put-after-data" (data written,
+	// not linked), "after-link" (version linked, before GC hand-off,
+	// notification commit and reply), "after-unlink" (version removed,
+	// before its data is collected).
+	Failpoint func(point string)
+}
+
+// ExitFailpoint returns a Failpoint that ends the process with status 137
+// (as kill -9 would) at the n-th hit of the point spec names ("point" or
+// "point:n", n from 1); nil for an empty spec.
+func ExitFailpoint(spec string) func(string) {
+	if spec == "" {
+		return nil
+	}
+	name, nth := spec, int64(1)
+	if i := strings.LastIndexByte(spec, ':'); i > 0 {
+		if n, err := strconv.ParseInt(spec[i+1:], 10, 64); err == nil && n > 0 {
+			name, nth = spec[:i], n
+		}
+	}
+	var hits atomic.Int64
+	return func(p string) {
+		if p == name && hits.Add(1) == nth {
+			os.Exit(137)
+		}
+	}
+}
+
+func (d *Driver) failpoint(p string) {
+	if d.opts.Failpoint != nil {
+		d.opts.Failpoint(p)
+	}
 }
 
 func (o *Options) ensureDefaults() {

@@ -108,6 +108,7 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 		abort(ctx, res)
 		return ObjectInfo{}, err
 	}
+	d.failpoint("put-after-data")
 	e := bucketindex.Entry{
 		Key: in.Key, Size: run.Size, ETag: hex.EncodeToString(sum), ModTime: d.opts.Now().UTC(),
 		Owner: inst.Owner, Tag: tag, Manifest: bucketindex.Manifest{Runs: []bucketindex.Run{run}},
@@ -177,6 +178,7 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 		}
 		return ObjectInfo{}, err
 	}
+	d.failpoint("after-link")
 	for _, f := range vr.Freed {
 		d.gc.enqueue(shard, f.Tag, f.Manifest)
 	}
@@ -418,6 +420,7 @@ func (d *Driver) deleteVersion(ctx context.Context, inst Instance, in DeleteObje
 		}
 		return DeleteResult{}, err
 	}
+	d.failpoint("after-unlink")
 	for _, f := range vr.Freed {
 		d.gc.enqueue(shard, f.Tag, f.Manifest)
 	}

@@ -274,3 +274,32 @@ func TestSlowPartUploadDoesNotReplaceItsRetry(t *testing.T) {
 		t.Fatalf("object %q", got)
 	}
 }
+
+// A bucket whose only remains are noncurrent versions and a delete marker
+// is not empty.
+func TestBucketWithVersionsIsNotEmpty(t *testing.T) {
+	ctx := context.Background()
+	d, _ := newDriver(t)
+	if err := d.CreateBucket(ctx, "u", "nb1", "", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.PutBucketVersioning(ctx, "nb1", driver.VersioningEnabled); err != nil {
+		t.Fatal(err)
+	}
+	v := put(t, d, "nb1", "k", []byte("x"))
+	dr, err := d.DeleteObjectVersion(ctx, driver.DeleteObjectInput{Bucket: "nb1", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DeleteBucket(ctx, "nb1"); !errors.Is(err, driver.ErrBucketNotEmpty) {
+		t.Fatalf("delete bucket with versions: %v", err)
+	}
+	for _, id := range []string{v.VersionID, dr.VersionID} {
+		if _, err := d.DeleteObjectVersion(ctx, driver.DeleteObjectInput{Bucket: "nb1", Key: "k", VersionID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.DeleteBucket(ctx, "nb1"); err != nil {
+		t.Fatalf("delete emptied bucket: %v", err)
+	}
+}

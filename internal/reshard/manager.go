@@ -502,7 +502,8 @@ func (m *Manager) Check(ctx context.Context, bucket string) (int, error) {
 	if st.ReshardState != "none" {
 		return 0, nil
 	}
-	n := DynamicShards(st.NumObjects, st.NumShards, m.cfg.MaxObjsPerShard, m.cfg.MaxDynamicShards)
+	// Every version is an index entry: count them all (RGW does too).
+	n := DynamicShards(max(st.NumObjects, st.NumVersions), st.NumShards, m.cfg.MaxObjsPerShard, m.cfg.MaxDynamicShards)
 	if n == 0 {
 		return 0, nil
 	}

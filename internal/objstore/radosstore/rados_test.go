@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-s3/cairn/internal/bucketindex"
+	"github.com/cairn-s3/cairn/internal/bucketindex/indextest"
 	"github.com/cairn-s3/cairn/internal/cls/clstest"
 	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cairn-s3/cairn/internal/objstore/objstoretest"
@@ -96,5 +98,38 @@ func TestClasses(t *testing.T) {
 		return func() objstore.Store {
 			return open(t, radosstore.Options{Classes: reg, Now: now, PoolPrefix: prefix})
 		}
+	})
+}
+
+// TestIndexVersions runs the cairn_index versions suite (link_version,
+// unlink_version, listing, reshard copy/replay) on RADOS: the class is the
+// same Go code as on the embedded store, run as a guarded transaction.
+func TestIndexVersions(t *testing.T) {
+	prefix := fmt.Sprintf("ix%d-%d.", os.Getpid(), prefixSeq.Add(1))
+	t.Cleanup(func() {
+		s := open(t, radosstore.Options{PoolPrefix: prefix})
+		defer s.Close()
+		pools, _ := s.ListPools(context.Background())
+		for _, p := range pools {
+			s.DeletePool(context.Background(), p)
+		}
+	})
+	n := 0
+	indextest.Run(t, func(t *testing.T) objstore.IOContext {
+		reg := objstore.NewRegistry()
+		bucketindex.Register(reg)
+		st := open(t, radosstore.Options{Classes: reg, PoolPrefix: prefix})
+		t.Cleanup(func() { st.Close() })
+		n++
+		pool := fmt.Sprintf("idx%d", n)
+		ctx := context.Background()
+		if err := st.CreatePool(ctx, pool); err != nil {
+			t.Fatal(err)
+		}
+		io, err := st.IOContext(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return io
 	})
 }
