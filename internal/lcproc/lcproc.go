@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/driver"
@@ -25,9 +26,12 @@ type Processor struct {
 	// Day is the lifecycle day (the worker's; lc-debug-interval).
 	Day time.Duration
 	// Page is the listing page size (default 1000).
-	Page   int
-	Logger *slog.Logger
-	Now    func() time.Time
+	Page int
+	// Workers is how many keys are decided and expired at once (default
+	// 4); the worker's Rate paces the total.
+	Workers int
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 var _ lifecycle.Processor = (*Processor)(nil)
@@ -89,20 +93,62 @@ func (p *Processor) versions(ctx context.Context, bucket, prefix, marker, state 
 	if page <= 0 {
 		page = 1000
 	}
+	workers := p.Workers
+	if workers <= 0 {
+		workers = 4
+	}
 	in := driver.ListVersionsInput{Bucket: bucket, Prefix: prefix, KeyMarker: marker, MaxKeys: page}
 	var cur []driver.ObjectInfo // the key being gathered (pages may split it)
-	flush := func() error {
-		if len(cur) == 0 {
+	var batch [][]driver.ObjectInfo
+	// run decides a batch of whole keys in parallel, then reports them in
+	// key order: the checkpoint never passes a key still being worked on.
+	run := func() error {
+		if len(batch) == 0 {
 			return nil
 		}
-		key := cur[0].Key
-		err := p.key(ctx, bucket, state, cur, cfg, now, prog)
-		n := len(cur)
-		cur = cur[:0]
-		if err != nil {
-			return err
+		type outcome struct {
+			expired, locked int
+			err             error
 		}
-		return prog.Examined(n, key)
+		out := make([]outcome, len(batch))
+		sem := make(chan struct{}, workers)
+		var wg sync.WaitGroup
+		for i, vs := range batch {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				o := &out[i]
+				o.expired, o.locked, o.err = p.key(ctx, bucket, state, vs, cfg, now)
+			}()
+		}
+		wg.Wait()
+		n := 0
+		for i, o := range out {
+			if o.err != nil {
+				return o.err
+			}
+			for range o.expired {
+				prog.Expired()
+			}
+			for range o.locked {
+				prog.Locked()
+			}
+			n += len(batch[i])
+		}
+		last := batch[len(batch)-1][0].Key
+		batch = batch[:0]
+		return prog.Examined(n, last)
+	}
+	push := func() error {
+		if len(cur) > 0 {
+			batch = append(batch, cur)
+			cur = nil
+		}
+		if len(batch) >= 16*workers {
+			return run()
+		}
+		return nil
 	}
 	for {
 		res, err := p.Driver.ListObjectVersions(ctx, in)
@@ -111,21 +157,25 @@ func (p *Processor) versions(ctx context.Context, bucket, prefix, marker, state 
 		}
 		for _, v := range res.Versions {
 			if len(cur) > 0 && cur[0].Key != v.Key {
-				if err := flush(); err != nil {
+				if err := push(); err != nil {
 					return err
 				}
 			}
 			cur = append(cur, v)
 		}
 		if !res.IsTruncated {
-			return flush()
+			if err := push(); err != nil {
+				return err
+			}
+			return run()
 		}
 		in.KeyMarker, in.VersionIDMarker = res.NextKeyMarker, res.NextVersionIDMarker
 	}
 }
 
-// key decides and applies the rules to one key's versions (newest first).
-func (p *Processor) key(ctx context.Context, bucket, state string, vs []driver.ObjectInfo, cfg *lifecycle.Configuration, now time.Time, prog *lifecycle.Progress) error {
+// key decides and applies the rules to one key's versions (newest first);
+// it returns how many it expired and how many object lock kept.
+func (p *Processor) key(ctx context.Context, bucket, state string, vs []driver.ObjectInfo, cfg *lifecycle.Configuration, now time.Time) (expired, locked int, err error) {
 	for i, v := range vs {
 		lv := lifecycle.Version{
 			Key: v.Key, Size: v.Size, ModTime: v.ModTime, Tags: v.Meta.Tags,
@@ -145,13 +195,10 @@ func (p *Processor) key(ctx context.Context, bucket, state string, vs []driver.O
 			// Only if it is still the version decided on: a PUT since the
 			// listing makes a new current object that is not due.
 			in.IfMatch = v.ETag
-			if state == "" {
-				in.VersionID = ""
-			}
 		default:
 			if p.Driver.Locked(v.Meta) {
 				p.logger().Debug("lifecycle: locked version kept", "bucket", bucket, "key", v.Key, "version", v.VersionID)
-				prog.Locked()
+				locked++
 				continue
 			}
 			in.VersionID = v.VersionID
@@ -164,11 +211,11 @@ func (p *Processor) key(ctx context.Context, bucket, state string, vs []driver.O
 		case errors.Is(err, driver.ErrPreconditionFailed):
 			continue // changed since listed: decided again next pass
 		case err != nil:
-			return err
+			return expired, locked, err
 		}
-		prog.Expired()
+		expired++
 	}
-	return nil
+	return expired, locked, nil
 }
 
 func (p *Processor) uploads(ctx context.Context, bucket string, cfg *lifecycle.Configuration, now time.Time, prog *lifecycle.Progress) error {
