@@ -148,6 +148,12 @@ func TestSDKVersioningWalkthrough(t *testing.T) {
 	if h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: aws.String("k"), VersionId: aws.String(v1)}); err != nil || aws.ToInt64(h.ContentLength) != 2 || aws.ToString(h.VersionId) != v1 {
 		t.Fatalf("head v1: %+v %v", h, err)
 	}
+	if _, err := c.GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: b, Key: aws.String("k"), VersionId: aws.String(v1)}); err != nil {
+		t.Fatalf("acl of v1: %v", err)
+	}
+	if _, err := c.GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: b, Key: aws.String("k"), VersionId: aws.String(strings.Repeat("0", 32))}); apiCode(err) != "NoSuchVersion" {
+		t.Fatalf("acl of an unknown version: %v", err)
+	}
 	// Bad input.
 	if _, _, err := sdkGet(t, c, "vers", "k", strings.Repeat("0", 32)); apiCode(err) != "NoSuchVersion" {
 		t.Fatalf("unknown version: %v", err)

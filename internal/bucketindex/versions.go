@@ -1,6 +1,7 @@
 package bucketindex
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,7 +155,7 @@ func scanField(raw []byte, field string) (int64, []byte, bool) {
 	if len(raw) < 8 || string(raw[:6]) != `{"k":"` {
 		return 0, nil, false
 	}
-	i := strings.Index(string(raw), field)
+	i := bytes.Index(raw, []byte(field))
 	if i < 0 {
 		return 0, nil, false
 	}
@@ -424,9 +425,8 @@ func clsLinkVersion(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 		bare = &b
 	}
 	var newest *Entry
-	var newestRaw []byte
 	if bare == nil || bare.Seq > 0 {
-		if newest, newestRaw, err = t.newest(e.Key); err != nil {
+		if newest, _, err = t.newest(e.Key); err != nil {
 			return nil, err
 		}
 	}
@@ -474,7 +474,7 @@ func clsLinkVersion(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 		if err := t.set(conv.Key, bareRaw, cb, "link"); err != nil {
 			return nil, err
 		}
-		bareRaw, newest, newestRaw = cb, &conv, cb
+		bareRaw, newest = cb, &conv
 	}
 	e.Seq = 1
 	switch {
@@ -515,7 +515,6 @@ func clsLinkVersion(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	_ = newestRaw
 	if e.Marker {
 		e.Size, e.ETag, e.Manifest, e.Parts = 0, "", Manifest{}, 0
 	}

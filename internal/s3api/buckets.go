@@ -230,9 +230,16 @@ type grant struct {
 // Cairn has: the bucket owner has FULL_CONTROL.
 func (s *Server) getACL(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
 	if rc.key != "" {
-		if _, err := s.be.HeadObject(r.Context(), rc.bucket, rc.key); err != nil {
+		vid, err := s.versionParam(r.URL.Query())
+		if err != nil {
 			return err
 		}
+		info, err := s.headVersion(r.Context(), rc.bucket, rc.key, vid)
+		if err != nil {
+			markerHeaders(w.Header(), err)
+			return err
+		}
+		setVersionHeader(w.Header(), info.VersionID)
 	}
 	o := owner{ID: rc.binfo.Owner, DisplayName: rc.binfo.Owner}
 	var g grant

@@ -86,7 +86,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		d, err := driver.New(ctx, driver.Options{
 			Store: st, DefaultShards: cfg.BucketIndexShards, GCMinWait: cfg.GCMinWait,
 			Logger: log.With("component", "driver"), Notifier: svc,
-			Failpoint: driver.ExitFailpoint(os.Getenv("CAIRN_DRIVER_FAILPOINT")), // crash drills
+			Failpoint: driver.ExitFailpoint(getenv("CAIRN_DRIVER_FAILPOINT")), // crash drills
 		})
 		if err != nil {
 			g.Close()

@@ -305,11 +305,36 @@ func (s *suite) versionsModelAndReshard(t *testing.T) {
 	m := model{}
 	keys := []string{"a", "a/b", "a\x01", "a\x01b", "b", "ba", "c/d/e", "é"}
 	tag := 0
+	// Legacy entries first (a never-versioned bucket), then versioning.
+	legacy := true
+	convert := func(k string) { // the first versioned write turns a legacy entry into the null record
+		if len(m[k]) == 1 && m[k][0].Seq == 0 {
+			m[k][0].Seq = 1
+		}
+	}
 	apply := func(ix bucketindex.Index) {
 		k := keys[rng.Intn(len(keys))]
 		tag++
+		if legacy {
+			res, err := ix.LinkVersion(ctx, bucketindex.ModeUnversioned, entry(k, int64(rng.Intn(100)), fmt.Sprintf("t%d", tag)), bucketindex.VersionCond{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Entry.VersionID = bucketindex.NullVersion // as listed
+			m[k] = []bucketindex.Entry{res.Entry}
+			// "z/"+k is never written again: it stays a legacy entry
+			// through the reshard below.
+			res, err = ix.LinkVersion(ctx, bucketindex.ModeUnversioned, entry("z/"+k, 5, fmt.Sprintf("z%d", tag)), bucketindex.VersionCond{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Entry.VersionID = bucketindex.NullVersion
+			m["z/"+k] = []bucketindex.Entry{res.Entry}
+			return
+		}
 		switch r := rng.Intn(10); {
 		case r < 5:
+			convert(k)
 			e := entry(k, int64(rng.Intn(100)), fmt.Sprintf("t%d", tag))
 			e.Marker = r == 4
 			res, err := ix.LinkVersion(ctx, bucketindex.ModeEnabled, e, bucketindex.VersionCond{})
@@ -324,6 +349,7 @@ func (s *suite) versionsModelAndReshard(t *testing.T) {
 			}
 			m[k] = append(m[k][:i], m[k][i+1:]...)
 		default:
+			convert(k)
 			e := entry(k, 3, fmt.Sprintf("t%d", tag))
 			res, err := ix.LinkVersion(ctx, bucketindex.ModeSuspended, e, bucketindex.VersionCond{})
 			if err != nil {
@@ -370,12 +396,18 @@ func (s *suite) versionsModelAndReshard(t *testing.T) {
 		}
 		var cur []string
 		var st bucketindex.Stats
-		sorted := append([]string(nil), keys...)
+		var sorted []string
+		for k := range m {
+			sorted = append(sorted, k)
+		}
 		sort.Strings(sorted)
 		for _, k := range sorted {
 			for _, v := range m[k] {
 				st.NumVersions++
 				st.VersionSize += uint64(v.Size)
+				if v.Seq == 0 {
+					st.Legacy++
+				}
 			}
 			if len(m[k]) > 0 && !m[k][0].Marker {
 				cur = append(cur, k+":"+m[k][0].Tag)
@@ -391,6 +423,11 @@ func (s *suite) versionsModelAndReshard(t *testing.T) {
 			t.Fatalf("%s: stats %+v want %+v", what, got, st)
 		}
 	}
+	for i := 0; i < 40; i++ {
+		apply(src)
+	}
+	check(src, "legacy entries")
+	legacy = false
 	for i := 0; i < 300; i++ {
 		apply(src)
 	}
