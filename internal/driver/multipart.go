@@ -368,6 +368,47 @@ func (d *Driver) completed(ctx context.Context, bucket, key, uploadID string) (O
 	return versionInfo(bucket, state, e), true
 }
 
+// uploadLinked reports whether a version of key (current or not) was
+// linked by the upload: a Complete that crashed before its clean-up. Its
+// parts are that version's data and must stay.
+func (d *Driver) uploadLinked(ctx context.Context, bucket, key, uploadID string) (bool, error) {
+	tag := "mp_" + uploadID
+	found := false
+	err := d.withIndex(ctx, bucket, func(inst Instance, ix bucketindex.Index) error {
+		found = false
+		if e, err := ix.Get(ctx, key); err == nil && e.Tag == tag {
+			found = true
+			return nil
+		} else if err != nil && !errors.Is(err, objstore.ErrNotFound) {
+			return err
+		}
+		if inst.Versioning == "" {
+			return nil
+		}
+		mark := bucketindex.VersionMark{}
+		for {
+			vs, more, err := ix.ListVersions(ctx, mark, key, 1000)
+			if err != nil {
+				return err
+			}
+			for _, v := range vs {
+				if v.Key != key {
+					return nil // past the key's versions
+				}
+				if v.Tag == tag {
+					found = true
+					return nil
+				}
+				mark = bucketindex.VersionMark{Key: v.Key, Seq: v.Seq}
+			}
+			if !more {
+				return nil
+			}
+		}
+	})
+	return found, err
+}
+
 func (d *Driver) dropUpload(ctx context.Context, bucketID, key, uploadID string) {
 	_ = d.index.Operate(ctx, uploadsOID(bucketID), objstore.NewWriteOp().RmOmapKeys(uploadKey(key, uploadID)))
 	_ = d.index.Operate(ctx, uploadOID(bucketID, uploadID), objstore.NewWriteOp().Remove())
@@ -398,7 +439,11 @@ func (d *Driver) AbortMultipartUploadEvent(ctx context.Context, bucket, key, upl
 	if err != nil && !errors.Is(err, ErrNoSuchUpload) {
 		return err
 	}
-	if e, err := d.lookup(ctx, bucket, key); err == nil && e.Tag == "mp_"+uploadID {
+	linked, err := d.uploadLinked(ctx, bucket, key, uploadID)
+	if err != nil {
+		return err
+	}
+	if linked {
 		prs = nil
 	}
 	for _, p := range prs {

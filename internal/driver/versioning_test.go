@@ -8,7 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/cairn-s3/cairn/internal/bucketindex"
+	"github.com/cairn-s3/cairn/internal/cls"
 	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cairn-s3/cairn/internal/objstore/embedded"
 )
 
 func getVersion(t *testing.T, d *driver.Driver, bucket, key, vid string) (driver.ObjectInfo, string, error) {
@@ -302,4 +308,71 @@ func TestBucketWithVersionsIsNotEmpty(t *testing.T) {
 	if err := d.DeleteBucket(ctx, "nb1"); err != nil {
 		t.Fatalf("delete emptied bucket: %v", err)
 	}
+}
+
+// An upload whose Complete linked a version but crashed before its
+// clean-up keeps its parts on Abort even after newer versions of the key
+// hid that version.
+func TestAbortKeepsPartsOfANoncurrentCompletedVersion(t *testing.T) {
+	ctx := context.Background()
+	crash := false
+	d := newDriverWith(t, func(o *driver.Options) {
+		o.Failpoint = func(p string) {
+			if crash && p == "after-link" {
+				panic("crash after link")
+			}
+		}
+	})
+	if err := d.CreateBucket(ctx, "u", "abk", "", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.PutBucketVersioning(ctx, "abk", driver.VersioningEnabled); err != nil {
+		t.Fatal(err)
+	}
+	id, err := d.CreateMultipartUpload(ctx, "abk", "k", driver.ObjectMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pi, err := d.UploadPart(ctx, "abk", "k", id, 1, strings.NewReader("part"), 4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Complete links the version, then "crashes" before its clean-up.
+	crash = true
+	func() {
+		defer func() { _ = recover() }()
+		d.CompleteMultipartUpload(ctx, "abk", "k", id, []driver.CompletePart{{PartNumber: 1, ETag: pi.ETag}})
+	}()
+	crash = false
+	mp, err := d.HeadObject(ctx, "abk", "k")
+	if err != nil || mp.Size != 4 {
+		t.Fatalf("the completed version: %+v %v", mp, err)
+	}
+	put(t, d, "abk", "k", []byte("newer"))
+	if err := d.AbortMultipartUpload(ctx, "abk", "k", id); err != nil {
+		t.Fatal(err)
+	}
+	d.CollectNow(ctx)
+	if _, body, err := getVersion(t, d, "abk", "k", mp.VersionID); err != nil || body != "part" {
+		t.Fatalf("the completed version after abort: %q %v", body, err)
+	}
+}
+
+func newDriverWith(t *testing.T, mod func(*driver.Options)) *driver.Driver {
+	t.Helper()
+	reg := objstore.NewRegistry()
+	cls.RegisterAll(reg)
+	bucketindex.Register(reg)
+	st, err := embedded.Open(embedded.Options{Dir: "/d", FS: vfs.NewMem(), Classes: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := driver.Options{Store: st, DefaultShards: 7, GCMinWait: -1}
+	mod(&o)
+	d, err := driver.New(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close(); st.Close() })
+	return d
 }
