@@ -24,6 +24,9 @@ func TestLifecycleKillDashNine(t *testing.T) {
 	ctx := context.Background()
 	const bucket, nExp, nKeep = "lccrash", 900, 100
 	awsCLI(t, g, "s3api", "create-bucket", "--bucket", bucket)
+	// Versioned: an expiry writes a delete marker, so a second expiry of
+	// an object would show as a second marker.
+	awsCLI(t, g, "s3api", "put-bucket-versioning", "--bucket", bucket, "--versioning-configuration", "Status=Enabled")
 	lifecycleTopic(t, g, rv, bucket)
 	stop := loadWorkers(8, func(w, i int) {
 		n := w + 8*i
@@ -57,9 +60,10 @@ func TestLifecycleKillDashNine(t *testing.T) {
 	}
 	stop()
 	awsCLI(t, g, "s3api", "put-bucket-lifecycle-configuration", "--bucket", bucket, "--lifecycle-configuration",
-		`{"Rules": [{"ID": "exp", "Status": "Enabled", "Filter": {"Prefix": "exp/"}, "Expiration": {"Days": 1}}]}`)
+		`{"Rules": [{"ID": "exp", "Status": "Enabled", "Filter": {"Prefix": "exp/"}, "Expiration": {"Date": "2020-01-01T00:00:00Z"}}]}`)
 
-	// Kill once a pass has checkpointed some expiries and has more to do.
+	// A past date: every exp/ object is due in the first pass, whenever it
+	// starts. Kill once it has checkpointed some expiries and has more to do.
 	deadline = time.Now().Add(2 * time.Minute)
 	for {
 		st := lcStatusOf(t, g, bucket)
@@ -92,6 +96,33 @@ func TestLifecycleKillDashNine(t *testing.T) {
 	ls, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
 	if err != nil || len(ls.Contents) != nKeep {
 		t.Fatalf("keep/ objects: %d (%v)", len(ls.Contents), err)
+	}
+	markers, versions := map[string]int{}, map[string]int{}
+	lv := &s3.ListObjectVersionsInput{Bucket: aws.String(bucket)}
+	for {
+		out, err := c.ListObjectVersions(ctx, lv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range out.DeleteMarkers {
+			markers[aws.ToString(m.Key)]++
+		}
+		for _, v := range out.Versions {
+			versions[aws.ToString(v.Key)]++
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			break
+		}
+		lv.KeyMarker, lv.VersionIdMarker = out.NextKeyMarker, out.NextVersionIdMarker
+	}
+	for i := 0; i < nExp+nKeep; i++ {
+		key, wantM := fmt.Sprintf("exp/%04d", i), 1
+		if i >= nExp {
+			key, wantM = fmt.Sprintf("keep/%04d", i), 0
+		}
+		if markers[key] != wantM || versions[key] != 1 {
+			t.Fatalf("%s: %d markers, %d versions (want %d, 1)", key, markers[key], versions[key], wantM)
+		}
 	}
 	deadline = time.Now().Add(time.Minute)
 	for len(rv.snapshot()) < nExp && time.Now().Before(deadline) {
