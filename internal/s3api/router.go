@@ -103,6 +103,18 @@ func subresource(q url.Values) string {
 	return ""
 }
 
+// wrongLevel names a data-management subresource asked of the wrong level
+// (?retention on a bucket, ?lifecycle on an object), which S3 does not
+// define: answered NotImplemented rather than served as a plain request.
+func wrongLevel(q url.Values, names ...string) string {
+	for _, n := range names {
+		if q.Has(n) {
+			return n
+		}
+	}
+	return ""
+}
+
 func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 	// Extension handlers (e.g. ?notification) win over built-ins.
 	s.mu.RLock()
@@ -115,6 +127,9 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 	s.mu.RUnlock()
 
 	scoped := func(op string, h handlerFunc) route { return route{op: op, h: h, bucketScoped: true} }
+	if n := wrongLevel(q, "retention", "legal-hold"); n != "" {
+		return notImplemented("Bucket", r.Method+" ?"+n)
+	}
 	switch r.Method {
 	case http.MethodGet:
 		switch {
@@ -183,6 +198,9 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 	scoped := func(op string, h handlerFunc) route { return route{op: op, h: h, bucketScoped: true} }
 	sr := subresource(q)
+	if n := wrongLevel(q, "lifecycle", "object-lock"); n != "" {
+		return notImplemented("Object", r.Method+" ?"+n)
+	}
 	switch r.Method {
 	case http.MethodGet:
 		switch {
