@@ -429,12 +429,6 @@ func (d *Driver) AbortMultipartUploadEvent(ctx context.Context, bucket, key, upl
 	if err != nil {
 		return err
 	}
-	var res Reservation
-	if event != "" {
-		if res, err = d.reserve(ctx, inst, key, event, ui.Meta, 0); err != nil {
-			return err
-		}
-	}
 	prs, err := d.parts(ctx, inst.ID, uploadID)
 	if err != nil && !errors.Is(err, ErrNoSuchUpload) {
 		return err
@@ -443,6 +437,19 @@ func (d *Driver) AbortMultipartUploadEvent(ctx context.Context, bucket, key, upl
 	if err != nil {
 		return err
 	}
+	if event != "" {
+		// Event first, as for lifecycle expiries: a crash before the drop
+		// makes the next pass abort (and notify) again, never silently.
+		res, err := d.reserve(ctx, inst, key, event, ui.Meta, 0)
+		if err != nil {
+			return err
+		}
+		if res != nil {
+			if err := res.Commit(ctx, ObjectInfo{Bucket: bucket, Key: key, Meta: ui.Meta, ModTime: d.opts.Now().UTC()}); err != nil {
+				return fmt.Errorf("commit notification: %w", err)
+			}
+		}
+	}
 	if linked {
 		prs = nil
 	}
@@ -450,10 +457,5 @@ func (d *Driver) AbortMultipartUploadEvent(ctx context.Context, bucket, key, upl
 		d.removeObjects(ctx, bucketindex.Manifest{Runs: []bucketindex.Run{p.Run}}.Objects())
 	}
 	d.dropUpload(ctx, inst.ID, key, uploadID)
-	if res != nil {
-		if err := res.Commit(ctx, ObjectInfo{Bucket: bucket, Key: key, Meta: ui.Meta, ModTime: d.opts.Now().UTC()}); err != nil {
-			return fmt.Errorf("commit notification: %w", err)
-		}
-	}
 	return nil
 }
