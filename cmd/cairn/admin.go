@@ -28,6 +28,7 @@ const adminUsage = `usage: cairn admin [--endpoint URL] <noun> <verb> [flags]
   bucket create --bucket B --uid OWNER [--num-shards N]
   bucket reshard --bucket B --num-shards N
   reshard list | reshard status --bucket B | reshard cancel --bucket B
+  lc list | lc status --bucket B | lc process --bucket B
   topic list | topic get --topic T | topic stats --topic T
   topic dump --topic T [--max-entries N] [--marker M] | topic rm --topic T
   notification list --bucket B | notification get --bucket B --notification-id ID
@@ -56,6 +57,9 @@ var adminRoutes = map[string]adminRoute{
 	"reshard list":      {http.MethodGet, "/admin/reshard", "list", nil},
 	"reshard status":    {http.MethodGet, "/admin/reshard", "status", []string{"bucket"}},
 	"reshard cancel":    {http.MethodDelete, "/admin/reshard", "", []string{"bucket"}},
+	"lc list":           {http.MethodGet, "/admin/lc", "list", nil},
+	"lc status":         {http.MethodGet, "/admin/lc", "status", []string{"bucket"}},
+	"lc process":        {http.MethodPost, "/admin/lc", "", []string{"bucket"}},
 	"topic list":        {http.MethodGet, "/admin/topic", "list", nil},
 	"topic get":         {http.MethodGet, "/admin/topic", "get", []string{"topic"}},
 	"topic stats":       {http.MethodGet, "/admin/topic", "stats", []string{"topic"}},

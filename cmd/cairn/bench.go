@@ -27,6 +27,8 @@ workloads:
   notify    PUT/DELETE rate without notifications vs persistent topics (1, 11 shards)
   versioning  PUT on an Enabled vs unversioned bucket; ListObjectsV2 with many
             noncurrent versions and markers vs none; ListObjectVersions rate
+  lifecycle a lifecycle pass over a filled bucket (half expiring): objects
+            examined/s, and the 4 KiB PUT rate during the pass vs without it
 
 Each prints progress lines and, last, one JSON object with the results.
 Run 'cairn bench <workload> -h' for its flags.
@@ -41,6 +43,7 @@ var benchWorkloads = map[string]func(ctx context.Context, args []string, out io.
 	"s3":         benchS3,
 	"notify":     bench.NotifyMain,
 	"versioning": benchVersioning,
+	"lifecycle":  benchLifecycle,
 }
 
 func runBench(args []string) int {
@@ -199,6 +202,39 @@ func benchVersioning(ctx context.Context, args []string, out io.Writer) error {
 	}
 	cfg.Size, cfg.Out = n, out
 	res, err := bench.RunVersioning(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return printJSON(out, res)
+}
+
+func benchLifecycle(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("cairn bench lifecycle", flag.ContinueOnError)
+	var cfg bench.LifecycleConfig
+	fs.StringVar(&cfg.Endpoint, "endpoint", "http://127.0.0.1:7480", "S3 endpoint URL (the gateway's lc-rate is what is measured)")
+	fs.StringVar(&cfg.AccessKey, "access-key", "", "admin access key (default $CAIRN_ACCESS_KEY)")
+	fs.StringVar(&cfg.SecretKey, "secret-key", "", "admin secret key (default $CAIRN_SECRET_KEY)")
+	fs.StringVar(&cfg.Prefix, "prefix", "", "bucket name prefix (default random)")
+	fs.IntVar(&cfg.Objects, "objects", 100000, "objects in the processed bucket (half expire)")
+	fs.IntVar(&cfg.FillConcurrency, "fill-concurrency", 32, "workers filling the bucket")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 8, "foreground PUT workers")
+	size := fs.String("size", "4KiB", "foreground PUT size")
+	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "length of each foreground phase")
+	if err := parseInterspersed(fs, args); err != nil {
+		return err
+	}
+	if cfg.AccessKey == "" {
+		cfg.AccessKey = os.Getenv("CAIRN_ACCESS_KEY")
+	}
+	if cfg.SecretKey == "" {
+		cfg.SecretKey = os.Getenv("CAIRN_SECRET_KEY")
+	}
+	n, err := config.ParseSize(*size)
+	if err != nil {
+		return fmt.Errorf("--size: %w", err)
+	}
+	cfg.Size, cfg.Out = n, out
+	res, err := bench.RunLifecycle(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,7 @@ func Register(reg *objstore.Registry) {
 	reg.Register(ClassName, "unlink", objstore.MethodWrite, clsUnlink)
 	reg.Register(ClassName, "link_version", objstore.MethodWrite, clsLinkVersion)
 	reg.Register(ClassName, "unlink_version", objstore.MethodWrite, clsUnlinkVersion)
+	reg.Register(ClassName, "set_version_meta", objstore.MethodWrite, clsSetVersionMeta)
 	reg.Register(ClassName, "gc_done", objstore.MethodWrite, clsGCDone)
 	reg.Register(ClassName, "set_state", objstore.MethodWrite, clsSetState)
 	reg.Register(ClassName, "apply", objstore.MethodWrite, clsApply)

@@ -550,6 +550,10 @@ type unlinkVersionIn struct {
 	Key       string `json:"k"`
 	VersionID string `json:"i"`           // "null" for the null (or legacy) version
 	IfETag    string `json:"m,omitempty"` // only if the version has this ETag
+	// CheckMeta: only if the version's metadata is still IfMeta (object
+	// lock: the state the caller checked), else ErrCanceled.
+	CheckMeta bool            `json:"cm,omitempty"`
+	IfMeta    json.RawMessage `json:"o,omitempty"`
 }
 
 // clsUnlinkVersion removes one version (or delete marker) of a key; when it
@@ -594,6 +598,9 @@ func clsUnlinkVersion(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 			if ui.IfETag != "" && bare.ETag != ui.IfETag {
 				return nil, objstore.Errorf(objstore.ErrCanceled, "key %q: etag does not match", key)
 			}
+			if ui.CheckMeta && !sameMeta(bare.Meta, ui.IfMeta) {
+				return nil, objstore.Errorf(objstore.ErrCanceled, "key %q: metadata changed", key)
+			}
 			if err := t.rmBare(key, bareRaw); err != nil {
 				return nil, err
 			}
@@ -630,6 +637,9 @@ func clsUnlinkVersion(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	}
 	if ui.IfETag != "" && rec.ETag != ui.IfETag {
 		return nil, objstore.Errorf(objstore.ErrCanceled, "version %q of %q: etag does not match", ui.VersionID, key)
+	}
+	if ui.CheckMeta && !sameMeta(rec.Meta, ui.IfMeta) {
+		return nil, objstore.Errorf(objstore.ErrCanceled, "version %q of %q: metadata changed", ui.VersionID, key)
 	}
 	newest, _, err := t.newest(key)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/bucketindex"
+	"github.com/cairn-s3/cairn/internal/objectlock"
 	"github.com/cairn-s3/cairn/internal/objstore"
 )
 
@@ -28,6 +29,13 @@ type Instance struct {
 	// Versioning is "", VersioningEnabled or VersioningSuspended; once set
 	// it never returns to "".
 	Versioning string `json:"versioning,omitempty"`
+	// Data management (datamgmt.go): bucket tags, object lock (enabled at
+	// creation, never off; its default retention) and the lifecycle
+	// configuration as validated XML.
+	Tags        map[string]string            `json:"tags,omitempty"`
+	ObjectLock  bool                         `json:"object_lock,omitempty"`
+	LockDefault *objectlock.DefaultRetention `json:"lock_default,omitempty"`
+	Lifecycle   string                       `json:"lifecycle,omitempty"`
 	// Reshard is the in-progress reshard, owned by the reshard package.
 	Reshard json.RawMessage `json:"reshard,omitempty"`
 	// CORS is the bucket's CORS configuration (PutBucketCors), nil if none.
@@ -82,6 +90,13 @@ func (d *Driver) userBuckets() objstore.IOContext { return d.meta.WithNamespace(
 // The bucket's name record is claimed last, with an exclusive create: that is
 // the commit point, so a crash before it leaves only an unreachable instance.
 func (d *Driver) CreateBucket(ctx context.Context, owner, name, location string, numShards int) error {
+	return d.CreateBucketWith(ctx, owner, name, location, numShards, false)
+}
+
+// CreateBucketWith is CreateBucket; objectLock creates the bucket with
+// object lock enabled (x-amz-bucket-object-lock-enabled), which turns
+// versioning on for good.
+func (d *Driver) CreateBucketWith(ctx context.Context, owner, name, location string, numShards int, objectLock bool) error {
 	if !ValidBucketName(name) {
 		return ErrInvalidBucketName
 	}
@@ -103,6 +118,9 @@ func (d *Driver) CreateBucket(ctx context.Context, owner, name, location string,
 	inst := Instance{
 		Name: name, ID: randomID(12), Owner: owner, Created: d.opts.Now().UTC(), Location: location,
 		Layout: bucketindex.Layout{Gen: 0, NumShards: numShards},
+	}
+	if objectLock {
+		inst.ObjectLock, inst.Versioning = true, VersioningEnabled
 	}
 	ix := d.indexFor(inst)
 	if err := ix.Init(ctx); err != nil {
@@ -371,6 +389,9 @@ func (d *Driver) DeleteBucket(ctx context.Context, name string) error {
 		return err
 	}
 	d.Invalidate(name)
+	if r := d.lifecycle(); r != nil && inst.Lifecycle != "" {
+		_ = r.Unregister(ctx, name) // a stale entry would only be skipped
+	}
 	_ = d.userBuckets().Operate(ctx, inst.Owner, objstore.NewWriteOp().RmOmapKeys(name))
 	// Collect the GC records the closed shards still hold before they go.
 	d.gc.drainIndex(ctx, ix)

@@ -124,6 +124,7 @@ type Driver struct {
 	akeys   keyCache
 
 	gc *collector
+	lc lcReg // lifecycle worker, set after construction
 }
 
 // New opens the driver, creating the RGW pools when missing, and starts the

@@ -72,6 +72,9 @@ func (d *Driver) CreateMultipartUpload(ctx context.Context, bucket, key string, 
 	if err != nil {
 		return "", err
 	}
+	if m := meta; d.lockForWrite(inst, &m) != nil {
+		return "", ErrNoLockConfig // lock headers on a bucket without object lock
+	}
 	id := randomID(16)
 	ui := UploadInfo{Bucket: bucket, Key: key, UploadID: id, Initiated: d.opts.Now().UTC(), Owner: inst.Owner, Meta: meta}
 	b, _ := json.Marshal(ui)
@@ -330,6 +333,9 @@ func (d *Driver) CompleteMultipartUploadCond(ctx context.Context, bucket, key, u
 		m.Runs = append(m.Runs, p.Run)
 		used[p.PartNumber] = true
 	}
+	if err := d.lockForWrite(inst, &ui.Meta); err != nil {
+		return ObjectInfo{}, err
+	}
 	alg, typ, value, err := d.completeChecksum(ctx, ui, listed, sum)
 	if err != nil {
 		return ObjectInfo{}, err
@@ -440,7 +446,14 @@ func (d *Driver) dropUpload(ctx context.Context, bucketID, key, uploadID string)
 // completed object already uses (a crash between complete's link and its
 // clean-up) are kept.
 func (d *Driver) AbortMultipartUpload(ctx context.Context, bucket, key, uploadID string) error {
-	inst, _, err := d.upload(ctx, bucket, key, uploadID)
+	return d.AbortMultipartUploadEvent(ctx, bucket, key, uploadID, "")
+}
+
+// AbortMultipartUploadEvent is AbortMultipartUpload notifying event (""
+// = none, as S3 sends for a client's abort): the lifecycle worker's
+// ObjectLifecycle:Expiration:AbortMultipartUpload.
+func (d *Driver) AbortMultipartUploadEvent(ctx context.Context, bucket, key, uploadID, event string) error {
+	inst, ui, err := d.upload(ctx, bucket, key, uploadID)
 	if err != nil {
 		return err
 	}
@@ -451,6 +464,19 @@ func (d *Driver) AbortMultipartUpload(ctx context.Context, bucket, key, uploadID
 	linked, err := d.uploadLinked(ctx, bucket, key, uploadID)
 	if err != nil {
 		return err
+	}
+	if event != "" {
+		// Event first, as for lifecycle expiries: a crash before the drop
+		// makes the next pass abort (and notify) again, never silently.
+		res, err := d.reserve(ctx, inst, key, event, ui.Meta, 0)
+		if err != nil {
+			return err
+		}
+		if res != nil {
+			if err := res.Commit(ctx, ObjectInfo{Bucket: bucket, Key: key, Meta: ui.Meta, ModTime: d.opts.Now().UTC()}); err != nil {
+				return fmt.Errorf("commit notification: %w", err)
+			}
+		}
 	}
 	if linked {
 		prs = nil

@@ -94,6 +94,9 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 	if in.EventName == "" {
 		in.EventName = "ObjectCreated:Put"
 	}
+	if err := d.lockForWrite(inst, &in.Meta); err != nil {
+		return ObjectInfo{}, err
+	}
 	res, err := d.reserve(ctx, inst, in.Key, in.EventName, in.Meta, in.Size)
 	if err != nil {
 		return ObjectInfo{}, err
@@ -335,8 +338,16 @@ func (d *Driver) DeleteObjectVersion(ctx context.Context, in DeleteObjectInput) 
 		return DeleteResult{}, err
 	}
 	if in.VersionID == "" && inst.Versioning != "" {
-		return d.deleteMarker(ctx, inst, in.Key, ifETag)
+		return d.deleteMarker(ctx, inst, in.Key, ifETag, in.EventName, in.EventFirst)
 	}
+	return d.deleteVersion(ctx, inst, in, 0)
+}
+
+// deleteVersion removes one version (DeleteObjectVersion with an id, or
+// the object of a never-versioned bucket); attempt counts restarts after
+// the version's lock state changed under it.
+func (d *Driver) deleteVersion(ctx context.Context, inst Instance, in DeleteObjectInput, attempt int) (DeleteResult, error) {
+	ifETag := strings.Trim(strings.TrimSpace(in.IfMatch), `"`)
 	vid := in.VersionID
 	if vid == "" {
 		vid = bucketindex.NullVersion
@@ -355,19 +366,49 @@ func (d *Driver) DeleteObjectVersion(ctx context.Context, in DeleteObjectInput) 
 	case err != nil:
 		return DeleteResult{}, err
 	}
+	// Object lock: refuse while the version is protected, and remove it
+	// only if its lock state is still the one checked here.
+	cond := bucketindex.UnlinkCond{IfETag: ifETag}
+	if !cur.Marker {
+		if err := d.checkLock(entryInfo(in.Bucket, cur).Meta, in.BypassGovernance); err != nil {
+			return DeleteResult{}, err
+		}
+		cond.CheckMeta, cond.IfMeta = true, cur.Meta
+	}
+	event := "ObjectRemoved:Delete"
+	if in.EventName != "" {
+		event = in.EventName
+	}
 	// The removed object's metadata and tags feed the filters.
-	res, err := d.reserve(ctx, inst, in.Key, "ObjectRemoved:Delete", entryInfo(in.Bucket, cur).Meta, cur.Size)
+	res, err := d.reserve(ctx, inst, in.Key, event, entryInfo(in.Bucket, cur).Meta, cur.Size)
 	if err != nil {
 		return DeleteResult{}, err
+	}
+	if in.EventFirst && res != nil {
+		if ifETag != "" && cur.ETag != ifETag {
+			abort(ctx, res)
+			return DeleteResult{}, ErrPreconditionFailed
+		}
+		if err := res.Commit(ctx, versionInfo(in.Bucket, state, cur)); err != nil {
+			return DeleteResult{}, fmt.Errorf("commit notification: %w", err)
+		}
+		res = nil
 	}
 	var vr bucketindex.VersionResult
 	var shard string
 	err = d.withIndex(ctx, in.Bucket, func(_ Instance, ix bucketindex.Index) error {
 		var err error
 		shard = ix.ShardFor(in.Key)
-		vr, err = ix.UnlinkVersion(ctx, in.Key, vid, ifETag)
+		vr, err = ix.UnlinkVersionIf(ctx, in.Key, vid, cond)
 		return err
 	})
+	if errors.Is(err, objstore.ErrCanceled) && cond.CheckMeta && attempt < 10 {
+		// An ETag mismatch, or the lock changed since checked: look again.
+		abort(ctx, res)
+		if now, _, err2 := d.lookupVersion(ctx, in.Bucket, in.Key, vid); err2 == nil && string(now.Meta) != string(cur.Meta) {
+			return d.deleteVersion(ctx, inst, in, attempt+1)
+		}
+	}
 	if errors.Is(err, objstore.ErrNotFound) {
 		abort(ctx, res)
 		if ifETag != "" {
@@ -396,15 +437,30 @@ func (d *Driver) DeleteObjectVersion(ctx context.Context, in DeleteObjectInput) 
 }
 
 // deleteMarker writes a delete marker as the key's newest version.
-func (d *Driver) deleteMarker(ctx context.Context, inst Instance, key, ifETag string) (DeleteResult, error) {
+func (d *Driver) deleteMarker(ctx context.Context, inst Instance, key, ifETag, event string, eventFirst bool) (DeleteResult, error) {
 	// Filters see the current object's metadata, when there is one.
 	var meta ObjectMeta
-	if cur, err := d.lookup(ctx, inst.Name, key); err == nil {
+	cur, curErr := d.lookup(ctx, inst.Name, key)
+	if curErr == nil {
 		meta = entryInfo(inst.Name, cur).Meta
 	}
-	res, err := d.reserve(ctx, inst, key, "ObjectRemoved:DeleteMarkerCreated", meta, 0)
+	if event == "" {
+		event = "ObjectRemoved:DeleteMarkerCreated"
+	}
+	res, err := d.reserve(ctx, inst, key, event, meta, 0)
 	if err != nil {
 		return DeleteResult{}, err
+	}
+	if eventFirst && res != nil {
+		// The event names the version the marker hides.
+		if curErr != nil || (ifETag != "" && cur.ETag != ifETag) {
+			abort(ctx, res)
+			return DeleteResult{}, ErrPreconditionFailed
+		}
+		if err := res.Commit(ctx, versionInfo(inst.Name, inst.Versioning, cur)); err != nil {
+			return DeleteResult{}, fmt.Errorf("commit notification: %w", err)
+		}
+		res = nil
 	}
 	e := bucketindex.Entry{Key: key, ModTime: d.opts.Now().UTC(), Owner: inst.Owner, Tag: d.newTag(), Marker: true}
 	oi, err := d.link(ctx, inst.Name, e, bucketindex.VersionCond{IfETag: ifETag}, res, false)
@@ -446,6 +502,13 @@ func (d *Driver) CopyObject(ctx context.Context, in CopyObjectInput) (ObjectInfo
 		meta.PartChecksums = nil
 		meta.Checksums, meta.ChecksumType, body = wholeChecksum(src.Meta, rd)
 	}
+	meta.Tags = src.Meta.Tags
+	if in.ReplaceTags {
+		meta.Tags = in.Meta.Tags
+	}
+	// A copy is a new version: its lock comes from the request or the
+	// destination bucket's default, never from the source.
+	meta.LockMode, meta.LockUntil, meta.LegalHold = in.Meta.LockMode, in.Meta.LockUntil, in.Meta.LegalHold
 	oi, err := d.PutObject(ctx, PutObjectInput{
 		Bucket: in.DstBucket, Key: in.DstKey, Body: body, Size: src.Size, Meta: meta,
 		EventName: "ObjectCreated:Copy",

@@ -46,6 +46,16 @@ var (
 	ErrMalformedXML     = errors.New("malformed XML")
 	// ErrMethodNotAllowed: GET/HEAD of a delete marker by version id.
 	ErrMethodNotAllowed = errors.New("method not allowed")
+	// Data management (tagging, object lock, lifecycle).
+	ErrInvalidBucketState = errors.New("invalid bucket state")
+	ErrNoSuchTagSet       = errors.New("no such tag set")
+	// ErrNoLockConfig: object lock asked of a bucket created without it.
+	ErrNoLockConfig = errors.New("bucket is missing object lock configuration")
+	// ErrNoSuchLockConfig: GetObjectLockConfiguration of such a bucket.
+	ErrNoSuchLockConfig = errors.New("object lock configuration does not exist")
+	// ErrNoSuchObjectLock: a version without retention / legal hold.
+	ErrNoSuchObjectLock = errors.New("object has no object lock configuration")
+	ErrNoSuchLifecycle  = errors.New("no lifecycle configuration")
 )
 
 // DeleteMarkerError is returned by GET/HEAD when the version asked for (or
@@ -140,6 +150,11 @@ type ObjectMeta struct {
 	// ACL is the object's ACL; its Owner is the object's owner. Nil means
 	// private, owned by the bucket owner (index entry Owner).
 	ACL *authz.ACL `json:"acl,omitempty"`
+	// Object lock of this version: retention mode (GOVERNANCE, COMPLIANCE
+	// or "") and date, legal hold ("ON", "OFF", or "" never set).
+	LockMode  string    `json:"lm,omitempty"`
+	LockUntil time.Time `json:"lu,omitzero"`
+	LegalHold string    `json:"lh,omitempty"`
 }
 
 // ObjectInfo describes a stored object.
@@ -212,6 +227,10 @@ type CopyObjectInput struct {
 	SrcCond     Conditions
 	// ACL is the new object's ACL (nil: private, bucket owner's).
 	ACL *authz.ACL
+	// ReplaceTags is x-amz-tagging-directive: REPLACE (Meta.Tags is used);
+	// otherwise the source's tags are copied. Object lock never comes from
+	// the source: Meta's lock fields (headers) or the bucket default apply.
+	ReplaceTags bool
 }
 
 // DeleteObjectInput is one DELETE (or one DeleteObjects entry).
@@ -219,6 +238,16 @@ type DeleteObjectInput struct {
 	Bucket, Key string
 	VersionID   string // "" = the current object (a delete marker when versioned)
 	IfMatch     string // only if the object (or version) has this ETag
+	// BypassGovernance is x-amz-bypass-governance-retention from a caller
+	// allowed to use it (the handler decides who may).
+	BypassGovernance bool
+	// EventName overrides the notification event (lifecycle expiry).
+	EventName string
+	// EventFirst makes the event durable before the change (lifecycle):
+	// a crash between the two then re-expires the same version on the
+	// next pass, emitting its event again (same request id), instead of
+	// losing the event of a version already gone.
+	EventFirst bool
 }
 
 // DeleteResult says what a delete did, for x-amz-delete-marker and

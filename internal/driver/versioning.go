@@ -33,6 +33,9 @@ func (d *Driver) PutBucketVersioning(ctx context.Context, bucket, status string)
 		if inst.Versioning == status {
 			return nil
 		}
+		if inst.ObjectLock && status == VersioningSuspended {
+			return fmt.Errorf("%w: versioning cannot be suspended on a bucket with object lock", ErrInvalidBucketState)
+		}
 		inst.Versioning = status
 		err = d.WriteInstance(ctx, inst, ver)
 		if !errors.Is(err, objstore.ErrCanceled) {

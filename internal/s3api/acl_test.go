@@ -276,7 +276,8 @@ func TestPolicyExistingObjectTag(t *testing.T) {
 func TestRoutesCarryActions(t *testing.T) {
 	h := newHarness(t)
 	queries := []string{"", "location", "versioning", "acl", "uploads", "list-type=2", "policy", "policyStatus",
-		"publicAccessBlock", "ownershipControls", "delete", "uploadId=1", "partNumber=1&uploadId=1"}
+		"publicAccessBlock", "ownershipControls", "delete", "uploadId=1", "partNumber=1&uploadId=1",
+		"versions", "tagging", "retention", "legal-hold", "object-lock", "lifecycle", "cors", "attributes"}
 	seen := map[string]bool{}
 	for _, path := range []string{"/bk", "/bk/key"} {
 		for _, m := range []string{"GET", "HEAD", "PUT", "POST", "DELETE"} {

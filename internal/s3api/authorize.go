@@ -56,6 +56,12 @@ var opActions = map[string]authz.Action{
 	// lifecycle, POST uploads).
 	"ListObjectVersions":              authz.S3ListBucketVersions,
 	"GetObjectTagging":                authz.S3GetObjectTagging,
+	"GetObjectRetention":              authz.S3GetObjectRetention,
+	"PutObjectRetention":              authz.S3PutObjectRetention,
+	"GetObjectLegalHold":              authz.S3GetObjectLegalHold,
+	"PutObjectLegalHold":              authz.S3PutObjectLegalHold,
+	"GetObjectLockConfiguration":      authz.S3GetBucketObjectLockConfiguration,
+	"PutObjectLockConfiguration":      authz.S3PutBucketObjectLockConfiguration,
 	"PutObjectTagging":                authz.S3PutObjectTagging,
 	"DeleteObjectTagging":             authz.S3DeleteObjectTagging,
 	"GetBucketTagging":                authz.S3GetBucketTagging,

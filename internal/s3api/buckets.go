@@ -134,9 +134,7 @@ func (s *Server) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx
 		}
 		shards = n
 	}
-	if strings.EqualFold(r.Header.Get("x-amz-bucket-object-lock-enabled"), "true") {
-		return s3err.New(s3err.ErrNotImplemented, "Object lock is not implemented.")
-	}
+	lock := strings.EqualFold(r.Header.Get("x-amz-bucket-object-lock-enabled"), "true")
 	location, err := readLocation(r)
 	if err != nil {
 		return err
@@ -148,7 +146,16 @@ func (s *Server) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	if err != nil {
 		return err
 	}
-	if err := s.be.CreateBucket(r.Context(), rc.ident.User.ID, rc.bucket, location, shards); err != nil {
+	if lock {
+		lb, err := s.objectLock()
+		if err != nil {
+			return err
+		}
+		err = lb.CreateBucketWith(r.Context(), rc.ident.User.ID, rc.bucket, location, shards, true)
+		if err != nil {
+			return err
+		}
+	} else if err := s.be.CreateBucket(r.Context(), rc.ident.User.ID, rc.bucket, location, shards); err != nil {
 		return err
 	}
 	if access != nil {

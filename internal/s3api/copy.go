@@ -119,11 +119,19 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	if src.bucket == rc.bucket && src.key == rc.key && src.versionID == "" && !replace {
 		return s3err.New(s3err.ErrInvalidRequest, "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 	}
-	var meta driver.ObjectMeta
-	if replace {
-		if meta, err = objectMeta(r.Header); err != nil {
-			return err
-		}
+	replaceTags := false
+	switch d := r.Header.Get("x-amz-tagging-directive"); d {
+	case "", "COPY":
+	case "REPLACE":
+		replaceTags = true
+	default:
+		return s3err.New(s3err.ErrInvalidArgument, "Unknown tagging directive.")
+	}
+	// Parsed whatever the directives: tags (REPLACE) and object lock
+	// headers apply to the copy either way.
+	meta, err := objectMeta(r.Header)
+	if err != nil {
+		return err
 	}
 	acl, err := s.requestObjectACL(r, rc)
 	if err != nil {
@@ -139,6 +147,7 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 		ReplaceMeta:  replace,
 		Meta:         meta,
 		SrcCond:      copyConditions(r.Header),
+		ReplaceTags:  replaceTags,
 	})
 	if err != nil {
 		return err

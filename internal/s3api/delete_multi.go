@@ -89,6 +89,7 @@ func (s *Server) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqCt
 	errs := make([]error, len(req.Objects))
 	results := make([]driver.DeleteResult, len(req.Objects))
 	vb, versioned := s.versioning()
+	bypass := s.bypassGovernance(r, rc)
 	sem := make(chan struct{}, deleteParallelism)
 	var wg sync.WaitGroup
 	for i, o := range req.Objects {
@@ -117,6 +118,7 @@ func (s *Server) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqCt
 			}
 			results[i], errs[i] = vb.DeleteObjectVersion(r.Context(), driver.DeleteObjectInput{
 				Bucket: rc.bucket, Key: o.Key, VersionID: o.VersionID, IfMatch: o.ETag,
+				BypassGovernance: bypass,
 			})
 		}()
 	}

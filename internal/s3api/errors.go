@@ -61,6 +61,12 @@ var errorTable = []struct {
 	{driver.ErrNoSuchReshard, errNoSuchReshard},
 	{driver.ErrNotEmptyUserBuckets, errUserHasBuckets},
 	{driver.ErrTooManyBuckets, s3err.ErrTooManyBuckets},
+	{driver.ErrInvalidBucketState, s3err.ErrInvalidBucketState},
+	{driver.ErrNoSuchTagSet, s3err.ErrNoSuchTagSet},
+	{driver.ErrNoLockConfig, errNoLockConfig},
+	{driver.ErrNoSuchLockConfig, s3err.ErrNoSuchObjectLockConfig},
+	{driver.ErrNoSuchObjectLock, errNoSuchObjectLock},
+	{driver.ErrNoSuchLifecycle, s3err.ErrNoSuchLifecycleConfiguration},
 }
 
 // mapError turns any error into the *s3err.Error to send. An *s3err.Error
@@ -74,6 +80,9 @@ func (s *Server) mapError(err error) *s3err.Error { return MapError(err) }
 func MapError(err error) *s3err.Error {
 	var e *s3err.Error
 	if errors.As(err, &e) {
+		return e
+	}
+	if e, ok := codedError(err); ok {
 		return e
 	}
 	var a s3err.APIError

@@ -71,6 +71,9 @@ func objectMeta(h http.Header) (driver.ObjectMeta, error) {
 		}
 		m.Tags = tags
 	}
+	if err := lockMeta(h, &m); err != nil {
+		return m, err
+	}
 	return m, nil
 }
 
@@ -87,28 +90,6 @@ func stripAWSChunked(ce string) string {
 		}
 	}
 	return strings.Join(keep, ",")
-}
-
-// parseTagging parses x-amz-tagging (URL-query encoded) with S3's limits.
-func parseTagging(s string) (map[string]string, error) {
-	vals, err := url.ParseQuery(s)
-	if err != nil {
-		return nil, s3err.New(s3err.ErrInvalidArgument, "The header 'x-amz-tagging' shall be encoded as UTF-8 then URLEncoded URL query parameters without tag name duplicates.")
-	}
-	if len(vals) > 10 {
-		return nil, s3err.New(s3err.ErrInvalidTag, "Object tags cannot be greater than 10")
-	}
-	tags := make(map[string]string, len(vals))
-	for k, vs := range vals {
-		if len(vs) != 1 {
-			return nil, s3err.New(s3err.ErrInvalidTag, "Cannot provide multiple Tags with the same key")
-		}
-		if k == "" || len(k) > 128 || len(vs[0]) > 256 {
-			return nil, s3err.New(s3err.ErrInvalidTag, "The TagKey or TagValue you have provided is too long or empty.")
-		}
-		tags[k] = vs[0]
-	}
-	return tags, nil
 }
 
 func (s *Server) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
@@ -200,6 +181,7 @@ func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	}
 	res, err := vb.DeleteObjectVersion(r.Context(), driver.DeleteObjectInput{
 		Bucket: rc.bucket, Key: rc.key, VersionID: vid, IfMatch: r.Header.Get("If-Match"),
+		BypassGovernance: s.bypassGovernance(r, rc),
 	})
 	if err != nil {
 		return err
@@ -246,6 +228,7 @@ func writeObjectHeaders(h http.Header, info driver.ObjectInfo, q url.Values, wit
 	for k, v := range info.Meta.UserMeta {
 		h["X-Amz-Meta-"+k] = []string{v} // keep the stored (lower-case) name
 	}
+	lockHeaders(h, info.Meta)
 	if n := len(info.Meta.Tags); n > 0 {
 		h.Set("x-amz-tagging-count", strconv.Itoa(n))
 	}

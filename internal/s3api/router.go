@@ -41,10 +41,10 @@ type route struct {
 // plain GET/PUT of the bucket or object.
 var unsupported = map[string]bool{
 	"accelerate": true, "analytics": true, "attributes": true,
-	"encryption": true, "intelligent-tiering": true, "inventory": true, "legal-hold": true,
-	"lifecycle": true, "logging": true, "metrics": true, "notification": true,
-	"object-lock": true, "replication": true, "requestPayment": true, "restore": true,
-	"retention": true, "select": true, "session": true, "tagging": true, "torrent": true,
+	"encryption": true, "intelligent-tiering": true, "inventory": true,
+	"logging": true, "metrics": true, "notification": true,
+	"replication": true, "requestPayment": true, "restore": true,
+	"select": true, "session": true, "torrent": true,
 	"website": true, "renameObject": true,
 	"metadataTable": true,
 }
@@ -131,6 +131,18 @@ func subresource(q url.Values) string {
 	return ""
 }
 
+// wrongLevel names a data-management subresource asked of the wrong level
+// (?retention on a bucket, ?lifecycle on an object), which S3 does not
+// define: answered NotImplemented rather than served as a plain request.
+func wrongLevel(q url.Values, names ...string) string {
+	for _, n := range names {
+		if q.Has(n) {
+			return n
+		}
+	}
+	return ""
+}
+
 func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 	// Extension handlers (e.g. ?notification) win over built-ins.
 	s.mu.RLock()
@@ -143,6 +155,9 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 	s.mu.RUnlock()
 
 	scoped := func(op string, h handlerFunc) route { return route{op: op, h: h, bucketScoped: true} }
+	if n := wrongLevel(q, "retention", "legal-hold"); n != "" {
+		return notImplemented("Bucket", r.Method+" ?"+n)
+	}
 	switch r.Method {
 	case http.MethodGet:
 		switch {
@@ -166,6 +181,12 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 			return scoped("ListMultipartUploads", s.listMultipartUploads)
 		case q.Has("cors"):
 			return scoped("GetBucketCors", s.getBucketCors)
+		case q.Has("tagging"):
+			return scoped("GetBucketTagging", s.getBucketTagging)
+		case q.Has("object-lock"):
+			return scoped("GetObjectLockConfiguration", s.getObjectLockConfiguration)
+		case q.Has("lifecycle"):
+			return scoped("GetBucketLifecycleConfiguration", s.getBucketLifecycle)
 		case subresource(q) != "":
 			return notImplemented("Bucket", "GET ?"+subresource(q))
 		case q.Get("list-type") == "2":
@@ -189,6 +210,12 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 			return scoped("PutPublicAccessBlock", s.putPublicAccessBlock)
 		case q.Has("ownershipControls"):
 			return scoped("PutBucketOwnershipControls", s.putOwnershipControls)
+		case q.Has("tagging"):
+			return scoped("PutBucketTagging", s.putBucketTagging)
+		case q.Has("object-lock"):
+			return scoped("PutObjectLockConfiguration", s.putObjectLockConfiguration)
+		case q.Has("lifecycle"):
+			return scoped("PutBucketLifecycleConfiguration", s.putBucketLifecycle)
 		}
 		if sr := subresource(q); sr != "" {
 			return notImplemented("Bucket", "PUT ?"+sr)
@@ -206,6 +233,10 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 			return scoped("DeletePublicAccessBlock", s.deletePublicAccessBlock)
 		case q.Has("ownershipControls"):
 			return scoped("DeleteBucketOwnershipControls", s.deleteOwnershipControls)
+		case q.Has("tagging"):
+			return scoped("DeleteBucketTagging", s.deleteBucketTagging)
+		case q.Has("lifecycle"):
+			return scoped("DeleteBucketLifecycle", s.deleteBucketLifecycle)
 		}
 		if sr := subresource(q); sr != "" {
 			return notImplemented("Bucket", "DELETE ?"+sr)
@@ -226,6 +257,9 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 	scoped := func(op string, h handlerFunc) route { return route{op: op, h: h, bucketScoped: true} }
 	sr := subresource(q)
+	if n := wrongLevel(q, "lifecycle", "object-lock"); n != "" {
+		return notImplemented("Object", r.Method+" ?"+n)
+	}
 	switch r.Method {
 	case http.MethodGet:
 		switch {
@@ -233,6 +267,12 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 			return scoped("GetObjectAcl", s.getObjectACL)
 		case q.Has("attributes"):
 			return scoped("GetObjectAttributes", s.getObjectAttributes)
+		case q.Has("tagging"):
+			return scoped("GetObjectTagging", s.getObjectTagging)
+		case q.Has("retention"):
+			return scoped("GetObjectRetention", s.getObjectRetention)
+		case q.Has("legal-hold"):
+			return scoped("GetObjectLegalHold", s.getObjectLegalHold)
 		case sr != "":
 			return notImplemented("Object", "GET ?"+sr)
 		case q.Has("uploadId"):
@@ -245,6 +285,12 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 		switch {
 		case q.Has("acl"):
 			return scoped("PutObjectAcl", s.putObjectACL)
+		case q.Has("tagging"):
+			return scoped("PutObjectTagging", s.putObjectTagging)
+		case q.Has("retention"):
+			return scoped("PutObjectRetention", s.putObjectRetention)
+		case q.Has("legal-hold"):
+			return scoped("PutObjectLegalHold", s.putObjectLegalHold)
 		case sr != "":
 			return notImplemented("Object", "PUT ?"+sr)
 		case q.Has("uploadId") || q.Has("partNumber"):
@@ -268,6 +314,8 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 		return notImplemented("Object", "this POST request")
 	case http.MethodDelete:
 		switch {
+		case q.Has("tagging"):
+			return scoped("DeleteObjectTagging", s.deleteObjectTagging)
 		case sr != "":
 			return notImplemented("Object", "DELETE ?"+sr)
 		case q.Has("uploadId"):

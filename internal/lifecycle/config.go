@@ -1,0 +1,320 @@
+// Package lifecycle is S3 bucket lifecycle configuration: the XML document
+// (PutBucketLifecycleConfiguration), its validation with the error codes AWS
+// returns, and the pure decision "what does the configuration do to this
+// object version now". It does no I/O: the lifecycle worker lists the bucket
+// index, asks Evaluate per version, and carries out the answer through the
+// driver (so expiry respects object lock and emits the normal events).
+package lifecycle
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Limits AWS documents for a lifecycle configuration.
+const (
+	MaxRules    = 1000
+	MaxIDLength = 255
+)
+
+// Error is a validation failure; Code is the S3 error code
+// (MalformedXML, InvalidArgument, InvalidRequest, NotImplemented).
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+func malformed(format string, a ...any) error {
+	return &Error{Code: "MalformedXML", Message: fmt.Sprintf(format, a...)}
+}
+
+func invalid(format string, a ...any) error {
+	return &Error{Code: "InvalidArgument", Message: fmt.Sprintf(format, a...)}
+}
+
+// Configuration is a bucket's LifecycleConfiguration.
+type Configuration struct {
+	XMLName xml.Name `xml:"LifecycleConfiguration"`
+	Rules   []Rule   `xml:"Rule"`
+}
+
+// Rule is one lifecycle rule.
+type Rule struct {
+	ID     string  `xml:"ID,omitempty"`
+	Status string  `xml:"Status"`
+	Filter *Filter `xml:"Filter,omitempty"`
+	// Prefix is the deprecated rule-level prefix (no Filter element).
+	Prefix *string `xml:"Prefix,omitempty"`
+
+	Expiration                     *Expiration                     `xml:"Expiration,omitempty"`
+	NoncurrentVersionExpiration    *NoncurrentVersionExpiration    `xml:"NoncurrentVersionExpiration,omitempty"`
+	AbortIncompleteMultipartUpload *AbortIncompleteMultipartUpload `xml:"AbortIncompleteMultipartUpload,omitempty"`
+	Transitions                    []xmlAny                        `xml:"Transition,omitempty"`
+	NoncurrentVersionTransitions   []xmlAny                        `xml:"NoncurrentVersionTransition,omitempty"`
+}
+
+// xmlAny keeps an element we refuse, so it round-trips in error messages.
+type xmlAny struct {
+	Inner []byte `xml:",innerxml"`
+}
+
+// Tag is one key/value filter tag.
+type Tag struct {
+	Key   string `xml:"Key"`
+	Value string `xml:"Value"`
+}
+
+// Filter selects the objects a rule applies to: at most one of Prefix,
+// Tag, the size bounds, or And (which combines them).
+type Filter struct {
+	Prefix                *string `xml:"Prefix,omitempty"`
+	Tag                   *Tag    `xml:"Tag,omitempty"`
+	ObjectSizeGreaterThan *int64  `xml:"ObjectSizeGreaterThan,omitempty"`
+	ObjectSizeLessThan    *int64  `xml:"ObjectSizeLessThan,omitempty"`
+	And                   *And    `xml:"And,omitempty"`
+}
+
+// And combines a prefix, tags and size bounds; all must match.
+type And struct {
+	Prefix                *string `xml:"Prefix,omitempty"`
+	Tags                  []Tag   `xml:"Tag,omitempty"`
+	ObjectSizeGreaterThan *int64  `xml:"ObjectSizeGreaterThan,omitempty"`
+	ObjectSizeLessThan    *int64  `xml:"ObjectSizeLessThan,omitempty"`
+}
+
+// Expiration expires current versions (a delete marker on versioned
+// buckets) or removes expired object delete markers.
+type Expiration struct {
+	Days                      *int    `xml:"Days,omitempty"`
+	Date                      *string `xml:"Date,omitempty"`
+	ExpiredObjectDeleteMarker *bool   `xml:"ExpiredObjectDeleteMarker,omitempty"`
+
+	date time.Time
+}
+
+// NoncurrentVersionExpiration removes noncurrent versions NoncurrentDays
+// after they became noncurrent, keeping the NewerNoncurrentVersions newest.
+type NoncurrentVersionExpiration struct {
+	NoncurrentDays          *int `xml:"NoncurrentDays,omitempty"`
+	NewerNoncurrentVersions *int `xml:"NewerNoncurrentVersions,omitempty"`
+}
+
+// AbortIncompleteMultipartUpload aborts uploads this many days after they
+// were initiated.
+type AbortIncompleteMultipartUpload struct {
+	DaysAfterInitiation *int `xml:"DaysAfterInitiation,omitempty"`
+}
+
+// Parse decodes and validates a LifecycleConfiguration document. Errors
+// are *Error with the code AWS returns.
+func Parse(body []byte) (*Configuration, error) {
+	var c Configuration
+	d := xml.NewDecoder(bytes.NewReader(body))
+	if err := d.Decode(&c); err != nil {
+		return nil, malformed("The XML you provided was not well-formed or did not validate against our published schema.")
+	}
+	// Nothing but whitespace may follow the document.
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, malformed("trailing data after the document")
+		}
+		if cd, ok := tok.(xml.CharData); !ok || len(bytes.TrimSpace(cd)) > 0 {
+			if _, isComment := tok.(xml.Comment); !isComment {
+				return nil, malformed("trailing data after the document")
+			}
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Validate checks the configuration as AWS does; see Parse.
+func (c *Configuration) Validate() error {
+	if len(c.Rules) == 0 {
+		return malformed("The lifecycle configuration must contain at least one rule.")
+	}
+	if len(c.Rules) > MaxRules {
+		return malformed("The lifecycle configuration has %d rules; at most %d are allowed.", len(c.Rules), MaxRules)
+	}
+	ids := map[string]bool{}
+	for i := range c.Rules {
+		r := &c.Rules[i]
+		if len(r.ID) > MaxIDLength {
+			return invalid("ID length should not exceed allowed limit of %d", MaxIDLength)
+		}
+		if r.ID != "" {
+			if ids[r.ID] {
+				return invalid("Rule ID must be unique. Found same ID for more than one rule: %q", r.ID)
+			}
+			ids[r.ID] = true
+		}
+		if err := r.validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Rule) validate() error {
+	switch r.Status {
+	case "Enabled", "Disabled":
+	default:
+		return malformed("Status must be Enabled or Disabled, not %q", r.Status)
+	}
+	if r.Filter != nil && r.Prefix != nil {
+		return malformed("A rule may have a Filter or a Prefix, not both.")
+	}
+	if r.Filter == nil && r.Prefix == nil {
+		return malformed("A rule must have a Filter (or the legacy Prefix).")
+	}
+	if r.Filter != nil {
+		if err := r.Filter.validate(); err != nil {
+			return err
+		}
+	}
+	if len(r.Transitions) > 0 || len(r.NoncurrentVersionTransitions) > 0 {
+		return &Error{Code: "NotImplemented", Message: "Transitions are not supported: Cairn has one storage class."}
+	}
+	if r.Expiration == nil && r.NoncurrentVersionExpiration == nil && r.AbortIncompleteMultipartUpload == nil {
+		return invalid("At least one action needs to be specified in a rule")
+	}
+	if e := r.Expiration; e != nil {
+		n := 0
+		if e.Days != nil {
+			n++
+			if *e.Days <= 0 {
+				return invalid("'Days' for Expiration action must be a positive integer")
+			}
+		}
+		if e.Date != nil {
+			n++
+			t, err := time.Parse(time.RFC3339, strings.TrimSpace(*e.Date))
+			if err != nil {
+				t, err = time.Parse("2006-01-02", strings.TrimSpace(*e.Date))
+			}
+			if err != nil {
+				return invalid("'Date' must be in ISO 8601 format")
+			}
+			t = t.UTC()
+			if !t.Equal(t.Truncate(24 * time.Hour)) {
+				return invalid("'Date' must be at midnight GMT")
+			}
+			e.date = t
+		}
+		if e.ExpiredObjectDeleteMarker != nil {
+			n++
+			if r.Filter != nil && r.Filter.hasTags() {
+				return invalid("ExpiredObjectDeleteMarker cannot be specified with object tag filters")
+			}
+		}
+		if n != 1 {
+			return malformed("Expiration must have exactly one of Days, Date or ExpiredObjectDeleteMarker.")
+		}
+	}
+	if nv := r.NoncurrentVersionExpiration; nv != nil {
+		if nv.NoncurrentDays == nil || *nv.NoncurrentDays <= 0 {
+			return invalid("'NoncurrentDays' for NoncurrentVersionExpiration action must be a positive integer")
+		}
+		if n := nv.NewerNoncurrentVersions; n != nil && (*n <= 0 || *n > 100) {
+			return invalid("'NewerNoncurrentVersions' must be between 1 and 100")
+		}
+	}
+	if a := r.AbortIncompleteMultipartUpload; a != nil {
+		if a.DaysAfterInitiation == nil || *a.DaysAfterInitiation <= 0 {
+			return invalid("'DaysAfterInitiation' for AbortIncompleteMultipartUpload action must be a positive integer")
+		}
+		if r.Filter != nil && r.Filter.hasTags() {
+			return invalid("AbortIncompleteMultipartUpload cannot be specified with object tag filters")
+		}
+	}
+	return nil
+}
+
+func (f *Filter) hasTags() bool {
+	return f.Tag != nil || (f.And != nil && len(f.And.Tags) > 0)
+}
+
+func (f *Filter) validate() error {
+	n := 0
+	for _, set := range []bool{f.Prefix != nil, f.Tag != nil, f.ObjectSizeGreaterThan != nil, f.ObjectSizeLessThan != nil, f.And != nil} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		return malformed("Filter must have exactly one of Prefix, Tag, ObjectSizeGreaterThan, ObjectSizeLessThan or And.")
+	}
+	if f.Tag != nil && f.Tag.Key == "" {
+		return invalid("The tag key must not be empty.")
+	}
+	if err := sizeBounds(f.ObjectSizeGreaterThan, f.ObjectSizeLessThan); err != nil {
+		return err
+	}
+	if a := f.And; a != nil {
+		parts := len(a.Tags)
+		if a.Prefix != nil {
+			parts++
+		}
+		if a.ObjectSizeGreaterThan != nil {
+			parts++
+		}
+		if a.ObjectSizeLessThan != nil {
+			parts++
+		}
+		if parts < 2 {
+			return malformed("And must combine at least two of Prefix, Tag and the size bounds.")
+		}
+		seen := map[string]bool{}
+		for _, t := range a.Tags {
+			if t.Key == "" {
+				return invalid("The tag key must not be empty.")
+			}
+			if seen[t.Key] {
+				return invalid("Duplicate Tag Keys are not allowed.")
+			}
+			seen[t.Key] = true
+		}
+		if err := sizeBounds(a.ObjectSizeGreaterThan, a.ObjectSizeLessThan); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sizeBounds(gt, lt *int64) error {
+	if gt != nil && *gt < 0 {
+		return invalid("ObjectSizeGreaterThan must be a non-negative integer")
+	}
+	if lt != nil && *lt <= 0 {
+		return invalid("ObjectSizeLessThan must be a positive integer")
+	}
+	if gt != nil && lt != nil && *gt >= *lt {
+		return invalid("ObjectSizeGreaterThan must be less than ObjectSizeLessThan")
+	}
+	return nil
+}
+
+// Marshal returns the document as stored and returned by
+// GetBucketLifecycleConfiguration.
+func (c *Configuration) Marshal() ([]byte, error) {
+	out, err := xml.Marshal(struct {
+		XMLName xml.Name `xml:"http://s3.amazonaws.com/doc/2006-03-01/ LifecycleConfiguration"`
+		Rules   []Rule   `xml:"Rule"`
+	}{Rules: c.Rules})
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(xml.Header), out...), nil
+}
