@@ -357,7 +357,7 @@ func TestCrossUserMatrix(t *testing.T) {
 		{"GetBucketNotification", "GET", "/mx-alice?notification", "", nil},
 		{"PutBucketNotification", "PUT", "/mx-alice?notification", notif, nil},
 		{"DeleteBucketNotification", "DELETE", "/mx-alice?notification", "", nil},
-		{"GetBucketTagging(501)", "GET", "/mx-alice?tagging", "", nil},
+		{"GetBucketLogging(501)", "GET", "/mx-alice?logging", "", nil},
 		{"PutBucketCors(501)", "PUT", "/mx-alice?cors", "<CORSConfiguration/>", nil},
 		{"DeleteBucketLifecycle(501)", "DELETE", "/mx-alice?lifecycle", "", nil},
 		{"PostBucket(501)", "POST", "/mx-alice?restore", "", nil},
@@ -366,7 +366,7 @@ func TestCrossUserMatrix(t *testing.T) {
 		{"DeleteBucket", "DELETE", "/mx-alice", "", nil},
 		{"GetObject", "GET", "/mx-alice/k", "", nil},
 		{"GetObjectAcl", "GET", "/mx-alice/k?acl", "", nil},
-		{"GetObjectTagging(501)", "GET", "/mx-alice/k?tagging", "", nil},
+		{"GetObjectTorrent(501)", "GET", "/mx-alice/k?torrent", "", nil},
 		{"PutObjectRetention(501)", "PUT", "/mx-alice/k?retention", "<Retention/>", nil},
 		{"PutObject", "PUT", "/mx-alice/new", "bob was here", nil},
 		{"PutObject(overwrite)", "PUT", "/mx-alice/k", "bob was here", nil},
@@ -460,9 +460,9 @@ func TestCrossUserMatrix(t *testing.T) {
 
 	// Missing buckets: NoSuchBucket whatever the subresource, even an
 	// unimplemented one; only the owner learns about NotImplemented.
-	want(t, "missing bucket ?tagging", bob.do(t, g, "GET", "/mx-nobucket?tagging", ""), 404, "NoSuchBucket")
+	want(t, "missing bucket ?logging", bob.do(t, g, "GET", "/mx-nobucket?logging", ""), 404, "NoSuchBucket")
 	want(t, "missing bucket PUT ?cors", bob.do(t, g, "PUT", "/mx-nobucket?cors", "<CORSConfiguration/>"), 404, "NoSuchBucket")
-	want(t, "owner ?tagging", alice.do(t, g, "GET", "/mx-alice?tagging", ""), 501, "NotImplemented")
+	want(t, "owner ?logging", alice.do(t, g, "GET", "/mx-alice?logging", ""), 501, "NotImplemented")
 
 	// Nothing changed.
 	if got := alice.do(t, g, "GET", "/mx-alice/k", ""); got.status != 200 || got.body != "alice data" {
