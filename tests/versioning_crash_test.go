@@ -46,6 +46,7 @@ func versionedCrash(t *testing.T, fp string) {
 	models := make([]map[string][]vver, workers)
 	doubt := make([]string, workers) // the key whose last operation got no answer
 	doubtVersion := make([]string, workers)
+	doubtPut := make([]bool, workers) // the unanswered operation was a PUT
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		models[w] = map[string][]vver{}
@@ -74,7 +75,7 @@ func versionedCrash(t *testing.T, fp string) {
 					body := fmt.Sprintf("%s#%d", key, i)
 					out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader(body)})
 					if err != nil {
-						doubt[w] = key
+						doubt[w], doubtPut[w] = key, true
 						return
 					}
 					m[key] = append([]vver{{id: aws.ToString(out.VersionId), body: body}}, m[key]...)
@@ -169,15 +170,24 @@ func versionedCrash(t *testing.T, fp string) {
 		return
 	}
 	// The collector (restarted: it sweeps the GC records) brings the data
-	// pool down to exactly the listed versions' stripes.
+	// pool down to the listed versions' stripes. The other workers' PUTs
+	// in flight when the process died may have written their data without
+	// linking it (the put-after-data case, not collected: see
+	// docs/design/versioning.md); each adds at most one stripe.
+	inflightPuts := 0
+	for w := range doubtPut {
+		if doubtPut[w] {
+			inflightPuts++
+		}
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		n := dataPoolObjects(t, g)
-		if n == stripes {
+		if n >= stripes && n <= stripes+inflightPuts {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d data objects, %d expected: orphans or lost data", n, stripes)
+			t.Fatalf("%d data objects, want %d (+ up to %d from unanswered PUTs): orphans or lost data", n, stripes, inflightPuts)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
