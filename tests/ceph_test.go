@@ -435,7 +435,7 @@ func TestCephOSDFailure(t *testing.T) {
 // acknowledged key is listed afterwards through the third gateway.
 func TestCephGatewaysReshard(t *testing.T) {
 	conf, _ := cephCluster(t)
-	gws := startRadosGateways(t, conf, 3, "--bucket-index-shards", "3", "--dynamic-resharding", "false")
+	gws := startRadosGateways(t, conf, 3, "--bucket-index-shards", "3", "--dynamic-resharding=false")
 	clients := make([]*s3.Client, len(gws))
 	for i, g := range gws {
 		clients[i] = sdkClient(g, g.AccessKey, g.SecretKey)
