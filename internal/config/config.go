@@ -235,6 +235,11 @@ func Load(args []string, getenv func(string) string) (*Config, error) {
 		return nil, &UsageError{err}
 	}
 	if fs.NArg() > 0 {
+		if v := strings.ToLower(fs.Arg(0)); v == "true" || v == "false" {
+			// "--dynamic-resharding false": Go's boolean flags take no
+			// separate value.
+			return nil, &UsageError{fmt.Errorf("unexpected arguments: %v (boolean options take their value after '=', e.g. --dynamic-resharding=%s)", fs.Args(), v)}
+		}
 		return nil, &UsageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
 	}
 	var errs []error

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,5 +110,17 @@ func TestLimitsAndTLSOptions(t *testing.T) {
 	}
 	if _, err := Load([]string{"--tls-listen", ":7443"}, env(nil)); err == nil || !strings.Contains(err.Error(), "tls-listen") {
 		t.Errorf("tls-listen without a certificate: %v", err)
+	}
+}
+
+func TestBoolWithSeparateValueHints(t *testing.T) {
+	_, err := Load([]string{"--dynamic-resharding", "false"}, env(nil))
+	var ue *UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--dynamic-resharding=false") {
+		t.Fatalf("Load = %v, want a usage error naming --dynamic-resharding=false", err)
+	}
+	c, err := Load([]string{"--dynamic-resharding=false"}, env(nil))
+	if err != nil || c.DynamicResharding {
+		t.Fatalf("Load = %+v, %v", c, err)
 	}
 }
