@@ -154,12 +154,7 @@ func benchS3(ctx context.Context, args []string, out io.Writer) error {
 	if err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
-	if cfg.AccessKey == "" {
-		cfg.AccessKey = os.Getenv("CAIRN_ACCESS_KEY")
-	}
-	if cfg.SecretKey == "" {
-		cfg.SecretKey = os.Getenv("CAIRN_SECRET_KEY")
-	}
+	envKeys(&cfg.AccessKey, &cfg.SecretKey)
 	n, err := config.ParseSize(*size)
 	if err != nil {
 		return fmt.Errorf("--size: %w", err)
@@ -190,12 +185,7 @@ func benchVersioning(ctx context.Context, args []string, out io.Writer) error {
 	if err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
-	if cfg.AccessKey == "" {
-		cfg.AccessKey = os.Getenv("CAIRN_ACCESS_KEY")
-	}
-	if cfg.SecretKey == "" {
-		cfg.SecretKey = os.Getenv("CAIRN_SECRET_KEY")
-	}
+	envKeys(&cfg.AccessKey, &cfg.SecretKey)
 	n, err := config.ParseSize(*size)
 	if err != nil {
 		return fmt.Errorf("--size: %w", err)
@@ -223,12 +213,7 @@ func benchLifecycle(ctx context.Context, args []string, out io.Writer) error {
 	if err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
-	if cfg.AccessKey == "" {
-		cfg.AccessKey = os.Getenv("CAIRN_ACCESS_KEY")
-	}
-	if cfg.SecretKey == "" {
-		cfg.SecretKey = os.Getenv("CAIRN_SECRET_KEY")
-	}
+	envKeys(&cfg.AccessKey, &cfg.SecretKey)
 	n, err := config.ParseSize(*size)
 	if err != nil {
 		return fmt.Errorf("--size: %w", err)
@@ -297,4 +282,15 @@ func parseFlagsAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
 	// Hand the positionals back through fs.Args as well.
 	_ = fs.Parse(append([]string{"--"}, pos...))
 	return pos, nil
+}
+
+// envKeys fills unset bench credentials from CAIRN_ACCESS_KEY and
+// CAIRN_SECRET_KEY, as cairn admin does.
+func envKeys(ak, sk *string) {
+	if *ak == "" {
+		*ak = os.Getenv("CAIRN_ACCESS_KEY")
+	}
+	if *sk == "" {
+		*sk = os.Getenv("CAIRN_SECRET_KEY")
+	}
 }

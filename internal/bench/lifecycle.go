@@ -138,7 +138,7 @@ func RunLifecycle(ctx context.Context, cfg LifecycleConfig) (*LifecycleResult, e
 	fmt.Fprintf(cfg.Out, "fill: %d objects at %.0f PUT/s\n", cfg.Objects, res.FillPerSec)
 
 	put := func(d time.Duration, stop func() bool, seed int64) (float64, float64) {
-		lctx, cancel := context.WithTimeout(ctx, d)
+		lctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		if stop != nil {
 			go func() {
@@ -151,30 +151,9 @@ func RunLifecycle(ctx context.Context, cfg LifecycleConfig) (*LifecycleResult, e
 				}
 			}()
 		}
-		start := time.Now()
-		var ok, bad atomic.Int64
-		var wg sync.WaitGroup
-		for w := 0; w < cfg.Concurrency; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := rand.New(rand.NewPCG(uint64(w), uint64(seed)))
-				for lctx.Err() == nil {
-					_, err := fg.do(lctx, http.MethodPut, fmt.Sprintf("put/%d", r.IntN(1000)), fg.body, nil)
-					switch {
-					case lctx.Err() != nil:
-					case err != nil:
-						bad.Add(1)
-					default:
-						ok.Add(1)
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		el := time.Since(start).Seconds()
-		res.PutErrors += bad.Load()
-		return float64(ok.Load()) / el, el
+		ok, bad, el := fg.putLoop(lctx, 1000, d, seed)
+		res.PutErrors += bad
+		return float64(ok) / el.Seconds(), el.Seconds()
 	}
 	status := func() (lcStatusDoc, error) {
 		var st lcStatusDoc
