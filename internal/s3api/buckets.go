@@ -170,8 +170,7 @@ func (s *Server) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx
 		}
 	}
 	w.Header().Set("Location", "/"+rc.bucket)
-	w.Header().Set("Content-Length", "0")
-	w.WriteHeader(http.StatusOK)
+	writeEmptyOK(w, "")
 	return nil
 }
 

@@ -49,8 +49,7 @@ func (s *Server) putBucketLifecycle(w http.ResponseWriter, r *http.Request, rc *
 	if err := lb.PutBucketLifecycle(r.Context(), rc.bucket, doc); err != nil {
 		return err
 	}
-	w.Header().Set("Content-Length", "0")
-	w.WriteHeader(http.StatusOK)
+	writeEmptyOK(w, "")
 	return nil
 }
 

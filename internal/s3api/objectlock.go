@@ -119,8 +119,7 @@ func (s *Server) putObjectLockConfiguration(w http.ResponseWriter, r *http.Reque
 	if err := lb.PutObjectLockConfiguration(r.Context(), rc.bucket, def); err != nil {
 		return err
 	}
-	w.Header().Set("Content-Length", "0")
-	w.WriteHeader(http.StatusOK)
+	writeEmptyOK(w, "")
 	return nil
 }
 
@@ -167,9 +166,7 @@ func (s *Server) putObjectRetention(w http.ResponseWriter, r *http.Request, rc *
 	if err != nil {
 		return err
 	}
-	setVersionHeader(w.Header(), info.VersionID)
-	w.Header().Set("Content-Length", "0")
-	w.WriteHeader(http.StatusOK)
+	writeEmptyOK(w, info.VersionID)
 	return nil
 }
 
@@ -214,9 +211,7 @@ func (s *Server) putObjectLegalHold(w http.ResponseWriter, r *http.Request, rc *
 	if err != nil {
 		return err
 	}
-	setVersionHeader(w.Header(), info.VersionID)
-	w.Header().Set("Content-Length", "0")
-	w.WriteHeader(http.StatusOK)
+	writeEmptyOK(w, info.VersionID)
 	return nil
 }
 

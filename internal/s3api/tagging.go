@@ -118,9 +118,7 @@ func (s *Server) putObjectTagging(w http.ResponseWriter, r *http.Request, rc *re
 	if err != nil {
 		return err
 	}
-	setVersionHeader(w.Header(), info.VersionID)
-	w.Header().Set("Content-Length", "0")
-	w.WriteHeader(http.StatusOK)
+	writeEmptyOK(w, info.VersionID)
 	return nil
 }
 

@@ -98,6 +98,14 @@ func setVersionHeader(h http.Header, vid string) {
 	}
 }
 
+// writeEmptyOK answers 200 with no body (subresource PUTs and the like),
+// with x-amz-version-id when vid is set.
+func writeEmptyOK(w http.ResponseWriter, vid string) {
+	setVersionHeader(w.Header(), vid)
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
+}
+
 type versioningConfiguration struct {
 	XMLName   xml.Name `xml:"VersioningConfiguration"`
 	Xmlns     string   `xml:"xmlns,attr,omitempty"`
@@ -151,8 +159,7 @@ func (s *Server) putBucketVersioning(w http.ResponseWriter, r *http.Request, rc 
 	if err := vb.PutBucketVersioning(r.Context(), rc.bucket, cfg.Status); err != nil {
 		return err
 	}
-	w.Header().Set("Content-Length", "0")
-	w.WriteHeader(http.StatusOK)
+	writeEmptyOK(w, "")
 	return nil
 }
 
