@@ -7,8 +7,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/cairn-s3/cairn/internal/auth/checksum"
 	"github.com/cairn-s3/cairn/internal/bucketindex"
+	"github.com/cairn-s3/cairn/internal/checksum"
 )
 
 // Multipart checksums (AWS "Checking object integrity"). An upload created

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/cairn-s3/cairn/internal/auth/checksum"
+	"github.com/cairn-s3/cairn/internal/checksum"
 	"github.com/cairn-s3/cairn/internal/driver"
 )
 

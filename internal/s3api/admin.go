@@ -9,7 +9,7 @@ import (
 
 	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // Admin REST API, in the spirit of RGW's /admin/ ops (admin users only,

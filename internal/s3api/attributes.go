@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/cairn-s3/cairn/internal/driver"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // GetObjectAttributes (GET /bucket/key?attributes): the attributes named

@@ -7,7 +7,7 @@ import (
 	"net/http"
 
 	"github.com/cairn-s3/cairn/internal/driver"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // Authenticator verifies a request's signature (SigV4 header, presigned

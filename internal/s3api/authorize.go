@@ -9,7 +9,7 @@ import (
 
 	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // opActions gives each route's operation its authz action (AWS's S3

@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // guardBody wraps a request body so that a client that stops sending gets

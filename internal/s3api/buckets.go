@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/cairn-s3/cairn/internal/driver"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // BucketShardsHeader pre-shards a new bucket's index: CreateBucket with

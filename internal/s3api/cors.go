@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/cairn-s3/cairn/internal/driver"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // CORS: Put/Get/DeleteBucketCors, OPTIONS preflights answered from the

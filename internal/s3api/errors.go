@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/cairn-s3/cairn/internal/driver"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // RGW admin-API error codes that the S3 registry has no entry for.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // Parsers of client XML must never panic, must reject with a client error

@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/cairn-s3/cairn/internal/lifecycle"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // LifecycleBackend stores bucket lifecycle configurations (validated

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // FuzzDeclaredObjectChecksum: any header value either parses into a value

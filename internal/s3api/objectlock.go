@@ -10,7 +10,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/objectlock"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // ObjectLockBackend is the object lock part of the gateway services.

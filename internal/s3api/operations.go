@@ -3,7 +3,7 @@ package s3api
 import (
 	"net/http"
 
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // subresourceOps names the S3 operation of each subresource request, by

@@ -21,7 +21,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/auth/sigv4"
 	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // PostObject: browser uploads with an HTML form (AWS "Browser-based uploads

@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/cairn-s3/cairn/internal/auth/sigv2"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // v2Unsigned are the query parameters a SigV2 request may carry outside

@@ -9,7 +9,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/lifecycle"
 	"github.com/cairn-s3/cairn/internal/objectlock"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 	"github.com/cairn-s3/cairn/internal/tagging"
 )
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/cairn-s3/cairn/internal/driver"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // VersioningBackend is the versioning part of the gateway services. A

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 const s3Namespace = "http://s3.amazonaws.com/doc/2006-03-01/"

@@ -20,7 +20,7 @@ import (
 	"testing"
 
 	"github.com/cairn-s3/cairn/internal/config"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 	"github.com/cairn-s3/cairn/internal/server"
 )
 

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // SecretLookup returns the secret of an access key; an unknown key should

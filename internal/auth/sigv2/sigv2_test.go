@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // The worked example from the S3 SigV2 documentation (GET object).

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-s3/cairn/internal/auth/checksum"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/checksum"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // streamCtx is what the chunk decoder needs to verify chunk signatures.

@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/cairn-s3/cairn/internal/auth/sigv4"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // A PutObject handler: authenticate, stream the verified body to storage,

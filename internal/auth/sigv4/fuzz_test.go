@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // Fuzz targets. With plain `go test` they run on their seeds; explore with

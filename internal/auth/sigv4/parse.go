@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // authorization is a parsed SigV4 Authorization header or presigned query.

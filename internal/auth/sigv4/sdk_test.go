@@ -25,8 +25,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/cairn-s3/cairn/internal/auth/checksum"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/checksum"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 const (

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // Payload hash literals of x-amz-content-sha256.

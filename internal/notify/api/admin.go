@@ -8,7 +8,7 @@ import (
 
 	"github.com/cairn-s3/cairn/internal/notify/config"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // The admin handlers have s3api.AdminHandlerFunc's shape; the server has

@@ -15,7 +15,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/notify/service"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
 	"github.com/cairn-s3/cairn/internal/objstore"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // Caller is the authenticated principal of a request.

@@ -18,7 +18,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/notify/service"
 	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cairn-s3/cairn/internal/objstore/embedded"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 

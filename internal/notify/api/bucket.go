@@ -11,7 +11,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/notify/config"
 	"github.com/cairn-s3/cairn/internal/notify/service"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // The bucket handlers have s3api.BucketHandlerFunc's shape: the server has

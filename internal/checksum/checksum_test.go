@@ -7,7 +7,7 @@ import (
 	"hash/crc64"
 	"testing"
 
-	"github.com/cairn-s3/cairn/internal/s3api/s3err"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // Known-answer values: the CRC catalogue check values for "123456789"
