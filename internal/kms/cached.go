@@ -24,6 +24,11 @@ type CacheOptions struct {
 	// ErrTTL keeps any other error, ErrUnavailable included, so a KMS
 	// outage is not hammered by every read (default 10 s).
 	ErrTTL time.Duration
+	// StaleTTL lets an unsealed data key outlive HitTTL by this much, used
+	// only while the backend is unavailable (default 5 min): a KMS outage
+	// then does not stop reads of what was read recently (sealed user
+	// secrets: authentication). Negative disables.
+	StaleTTL time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -41,6 +46,12 @@ func (o *CacheOptions) ensureDefaults() {
 	if o.ErrTTL <= 0 {
 		o.ErrTTL = 10 * time.Second
 	}
+	if o.StaleTTL == 0 {
+		o.StaleTTL = 5 * time.Minute
+	}
+	if o.StaleTTL < 0 {
+		o.StaleTTL = 0
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -53,6 +64,9 @@ func (o *CacheOptions) ensureDefaults() {
 type CacheStats struct {
 	BackendGenerate, BackendDecrypt, BackendRewrap uint64
 	Hits, Shared                                   uint64
+	// Stale counts Decrypts answered with an expired key because the
+	// backend was unavailable.
+	Stale uint64
 }
 
 // Cached wraps a KMS with a bounded LRU of Decrypt answers, keyed by (key
@@ -69,7 +83,7 @@ type Cached struct {
 	m        map[cacheKey]*list.Element
 	inflight map[cacheKey]*flight
 
-	generate, decrypt, rewrap, hits, shared atomic.Uint64
+	generate, decrypt, rewrap, hits, shared, stale atomic.Uint64
 }
 
 var _ KMS = (*Cached)(nil)
@@ -85,6 +99,8 @@ type cacheEntry struct {
 	plain   []byte
 	err     error
 	expires time.Time
+	// staleUntil bounds serving plain past expires during an outage.
+	staleUntil time.Time
 }
 
 type flight struct {
@@ -106,7 +122,7 @@ func (c *Cached) Inner() KMS { return c.inner }
 func (c *Cached) Stats() CacheStats {
 	return CacheStats{
 		BackendGenerate: c.generate.Load(), BackendDecrypt: c.decrypt.Load(), BackendRewrap: c.rewrap.Load(),
-		Hits: c.hits.Load(), Shared: c.shared.Load(),
+		Hits: c.hits.Load(), Shared: c.shared.Load(), Stale: c.stale.Load(),
 	}
 }
 
@@ -163,7 +179,9 @@ func (c *Cached) Decrypt(ctx context.Context, keyID string, sealed, aad []byte) 
 			c.hits.Add(1)
 			return plain, err
 		}
-		c.removeLocked(el)
+		if !now.Before(e.staleUntil) {
+			c.removeLocked(el)
+		}
 	}
 	if f, ok := c.inflight[k]; ok {
 		c.mu.Unlock()
@@ -186,7 +204,18 @@ func (c *Cached) Decrypt(ctx context.Context, keyID string, sealed, aad []byte) 
 
 	c.mu.Lock()
 	delete(c.inflight, k)
-	if ctx.Err() == nil || f.err == nil {
+	servedStale := false
+	if errors.Is(f.err, ErrUnavailable) {
+		if el, ok := c.m[k]; ok {
+			if e := el.Value.(*cacheEntry); e.err == nil && c.o.Now().Before(e.staleUntil) {
+				// Serve the expired key, and spare the KMS for ErrTTL.
+				e.expires = minTime(c.o.Now().Add(c.o.ErrTTL), e.staleUntil)
+				f.plain, f.err, servedStale = clone(e.plain), nil, true
+				c.stale.Add(1)
+			}
+		}
+	}
+	if !servedStale && (ctx.Err() == nil || f.err == nil) {
 		ttl := c.o.ErrTTL
 		switch {
 		case f.err == nil:
@@ -194,7 +223,11 @@ func (c *Cached) Decrypt(ctx context.Context, keyID string, sealed, aad []byte) 
 		case errors.Is(f.err, ErrKeyNotFound) || errors.Is(f.err, ErrUnseal):
 			ttl = c.o.MissTTL
 		}
-		c.addLocked(&cacheEntry{k: k, plain: clone(f.plain), err: f.err, expires: c.o.Now().Add(ttl)})
+		e := &cacheEntry{k: k, plain: clone(f.plain), err: f.err, expires: c.o.Now().Add(ttl)}
+		if f.err == nil {
+			e.staleUntil = e.expires.Add(c.o.StaleTTL)
+		}
+		c.addLocked(e)
 	}
 	c.mu.Unlock()
 	close(f.done)
@@ -216,6 +249,13 @@ func (c *Cached) removeLocked(el *list.Element) {
 	clear(e.plain)
 	delete(c.m, e.k)
 	c.lru.Remove(el)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 func clone(b []byte) []byte {

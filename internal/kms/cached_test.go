@@ -189,3 +189,49 @@ func TestCachedSingleflight(t *testing.T) {
 		t.Fatalf("%d backend calls for %d concurrent identical Decrypts, want 1", got, n)
 	}
 }
+
+func TestCachedServesStaleDuringOutage(t *testing.T) {
+	ctx := context.Background()
+	mem := kmstest.NewMemory("k1")
+	var clk clock
+	c := kms.NewCached(mem, kms.CacheOptions{HitTTL: time.Minute, ErrTTL: 10 * time.Second, StaleTTL: 5 * time.Minute, Now: clk.Now})
+	dk, err := c.GenerateDataKey(ctx, "k1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Decrypt(ctx, "k1", dk.Sealed, nil); err != nil {
+		t.Fatal(err)
+	}
+	mem.SetUnavailable(true)
+	clk.advance(2 * time.Minute) // expired, within the stale window
+	p, err := c.Decrypt(ctx, "k1", dk.Sealed, nil)
+	if err != nil || !bytes.Equal(p, dk.Plaintext) {
+		t.Fatalf("during an outage: %v, want the stale key", err)
+	}
+	if _, err := c.Decrypt(ctx, "k1", dk.Sealed, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Stats(); s.Stale != 1 || s.BackendDecrypt != 2 {
+		t.Fatalf("%+v: want one stale answer, then the KMS spared for ErrTTL", s)
+	}
+	// Back up: the key is fetched fresh again.
+	mem.SetUnavailable(false)
+	clk.advance(10 * time.Second)
+	if _, err := c.Decrypt(ctx, "k1", dk.Sealed, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Stats(); s.BackendDecrypt != 3 {
+		t.Fatalf("%+v", s)
+	}
+	// Past HitTTL + StaleTTL an outage is an error.
+	mem.SetUnavailable(true)
+	clk.advance(7 * time.Minute)
+	if _, err := c.Decrypt(ctx, "k1", dk.Sealed, nil); !errors.Is(err, kms.ErrUnavailable) {
+		t.Fatalf("past the stale window: %v, want ErrUnavailable", err)
+	}
+	// A key never read is not invented.
+	dk2, _ := kmstest.NewMemory("k1").GenerateDataKey(ctx, "k1", nil)
+	if _, err := c.Decrypt(ctx, "k1", dk2.Sealed, nil); !errors.Is(err, kms.ErrUnavailable) {
+		t.Fatal(err)
+	}
+}
