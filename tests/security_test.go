@@ -248,14 +248,18 @@ func TestForgedSigV2(t *testing.T) {
 		for _, p := range []string{"uploadId=x", "partNumber=1", "versionId=v", "tagging", "acl", "delete", "uploads", "response-content-type=text/html"} {
 			want(t, "GET object &"+p, get(t, obj+"&"+p, ""), 403, "SignatureDoesNotMatch")
 		}
+		// Header parameters (x-amz-*, content-type) V2 signs as headers.
+		for _, p := range []string{"x-amz-foo=1", "content-type=text/html", "x-amz-acl=public-read"} {
+			want(t, "GET object &"+p, get(t, obj+"&"+p, ""), 403, "SignatureDoesNotMatch")
+		}
 		// Parameters V2 does not sign and that could select another
-		// operation: refused before they can matter.
-		for _, p := range []string{"attributes", "retention", "legal-hold", "encryption", "Action=ListTopics", "uid=alice", "x-amz-foo=1"} {
-			want(t, "GET object &"+p, get(t, obj+"&"+p, ""), 400, "InvalidRequest")
+		// operation: refused before they can matter, as a tampered URL.
+		for _, p := range []string{"attributes", "retention", "legal-hold", "encryption", "Action=ListTopics", "uid=alice"} {
+			want(t, "GET object &"+p, get(t, obj+"&"+p, ""), 403, "SignatureDoesNotMatch")
 		}
 		// A repeated signed parameter: V2 covers one value only.
 		upl := alice.presignV2(t, g, "GET", "/alicebkt?uploads", "")
-		want(t, "uploads twice", get(t, upl+"&uploads=2", ""), 400, "InvalidRequest")
+		want(t, "uploads twice", get(t, upl+"&uploads=2", ""), 403, "SignatureDoesNotMatch")
 		// Listing parameters only narrow what the signed listing grants.
 		list := alice.presignV2(t, g, "GET", "/alicebkt", "")
 		if got := get(t, list+"&prefix=k&max-keys=1&list-type=2", ""); got.status != 200 || !strings.Contains(got.body, "<Key>k</Key>") {
