@@ -22,6 +22,7 @@ import (
 
 	"github.com/cairn-s3/cairn/internal/auth/sigv2"
 	"github.com/cairn-s3/cairn/internal/bucketindex"
+	"github.com/cairn-s3/cairn/internal/buildinfo"
 	"github.com/cairn-s3/cairn/internal/cls"
 	"github.com/cairn-s3/cairn/internal/config"
 	"github.com/cairn-s3/cairn/internal/driver"
@@ -68,7 +69,11 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 	// reaches the log stream even if a log call passes one.
 	log = redact.Logger(log)
 	g := &Gateway{Config: cfg, Log: log, Registry: prometheus.NewRegistry()}
-	g.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	bi := buildinfo.Get()
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{Name: "cairn_build_info", Help: "Always 1; the labels say which build is running.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "commit": bi.Commit, "goversion": bi.GoVersion}})
+	buildInfo.Set(1)
+	g.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo)
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, err
 	}
@@ -236,7 +241,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(
 		}
 		addrs = append(addrs, scheme+"://"+ln.Addr().String())
 	}
-	log.Info("cairn serving", "listen", addrs, "data_dir", cfg.DataDir, "backend", cfg.Backend)
+	bi := buildinfo.Get()
+	log.Info("cairn serving", "listen", addrs, "data_dir", cfg.DataDir, "backend", cfg.Backend,
+		"region", cfg.Region, "version", bi.Version, "commit", bi.Commit, "go_version", bi.GoVersion)
 	select {
 	case err := <-errc:
 		_ = srv.Close()
@@ -318,9 +325,10 @@ func (a sigAuth) Authenticate(r *http.Request) (s3api.AuthResult, error) {
 }
 
 // bootstrapAdmin creates the admin user on a fresh data directory, with
-// CAIRN_ACCESS_KEY/CAIRN_SECRET_KEY if set, else generated keys. Either
-// way the keys go to <data-dir>/admin.credentials (0600) and nowhere else:
-// the console and the log only name the file.
+// CAIRN_ACCESS_KEY/CAIRN_SECRET_KEY if set, else generated keys. Generated
+// keys go to <data-dir>/admin.credentials (0600) and nowhere else: the
+// console and the log only name the file. Keys from the environment are
+// not written anywhere: their owner has them already.
 func bootstrapAdmin(ctx context.Context, d s3api.Backend, cfg *config.Config, getenv func(string) string, log *slog.Logger) error {
 	if u, err := d.GetUser(ctx, "admin"); err == nil {
 		warnIgnoredKeys(u, getenv, cfg, log)
@@ -339,15 +347,17 @@ func bootstrapAdmin(ctx context.Context, d s3api.Backend, cfg *config.Config, ge
 	if err != nil {
 		return fmt.Errorf("create admin user: %w", err)
 	}
+	if !generated {
+		log.Info("created admin user", "access_key", u.Keys[0].AccessKey, "generated_keys", false)
+		return nil
+	}
 	path := filepath.Join(cfg.DataDir, "admin.credentials")
 	body := fmt.Sprintf("CAIRN_ACCESS_KEY=%s\nCAIRN_SECRET_KEY=%s\n", u.Keys[0].AccessKey, u.Keys[0].SecretKey)
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		return err
 	}
-	if generated {
-		fmt.Fprintf(os.Stderr, "cairn: created admin user with generated keys; they are in %s (mode 0600)\n", path)
-	}
-	log.Info("created admin user", "credentials_file", path, "generated_keys", generated)
+	fmt.Fprintf(os.Stderr, "cairn: created admin user with generated keys; they are in %s (mode 0600)\n", path)
+	log.Info("created admin user", "credentials_file", path, "generated_keys", true)
 	return nil
 }
 
