@@ -61,9 +61,15 @@ func jsonExampleLines(t *testing.T, path string) []string {
 }
 
 // runDocScript runs script with bash in dir, in its own process group
-// (whatever it starts in the background dies with it), and returns its
-// combined output.
+// (whatever it starts in the background dies with it), with env added to
+// the test's environment, and returns its combined output.
 func runDocScript(t *testing.T, dir, script string, env []string) (string, error) {
+	t.Helper()
+	return runDocScriptEnv(t, dir, script, append(os.Environ(), env...))
+}
+
+// runDocScriptEnv is runDocScript with exactly env as the environment.
+func runDocScriptEnv(t *testing.T, dir, script string, env []string) (string, error) {
 	t.Helper()
 	// A failing command stops the run; the background processes end with it.
 	script = "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + script
@@ -83,7 +89,7 @@ func runDocScript(t *testing.T, dir, script string, env []string) (string, error
 	cmd := exec.CommandContext(ctx, "bash", "doc.sh")
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = outFile, outFile
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = env
 	// Own process group: the gateway and receiver the script starts in the
 	// background are killed with it (by the group id of the process this
 	// test started) whether it passes or fails.
