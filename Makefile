@@ -7,7 +7,7 @@ TEST_TIMEOUT ?= 15m
 # `cairn version` prints these; without them it falls back to the VCS
 # stamp go build records (debug.ReadBuildInfo).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
-COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
+COMMIT ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$c || echo $$c+dirty; })
 LDFLAGS := -X github.com/cairn-s3/cairn/internal/buildinfo.version=$(VERSION) -X github.com/cairn-s3/cairn/internal/buildinfo.commit=$(COMMIT)
 
 build:
