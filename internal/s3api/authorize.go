@@ -382,14 +382,20 @@ func adminAction(method, path string) authz.Action {
 	return authz.AdminRados
 }
 
-// authorizeKey decides act on one key of the request's bucket (the keys
-// of DeleteObjects), with the bucket state authorize loaded.
-func (s *Server) authorizeKey(r *http.Request, rc *reqCtx, act authz.Action, key string) error {
+// authorizeKey decides act on one key and version of the request's
+// bucket (deleteGate: each key of DeleteObjects, and DeleteObject), with
+// the bucket state authorize loaded; s3:versionid is vid's, not the
+// query's.
+func (s *Server) authorizeKey(r *http.Request, rc *reqCtx, act authz.Action, key, vid string) error {
 	in := authz.Input{Request: authz.Request{Principal: rc.principal(), Action: act,
-		Resource: authz.Resource{Bucket: rc.bucket, Key: key}}}
+		Resource: authz.Resource{Bucket: rc.bucket, Key: key, VersionID: vid}}}
 	s.fillBucket(&in, rc.bauth)
 	if in.Policy != nil {
 		in.Context = s.conditionContext(r, rc, act, in.Policy)
+		delete(in.Context, "s3:versionid")
+		if vid != "" && in.Policy.Needs("s3:versionid") {
+			in.Context["s3:versionid"] = []string{vid}
+		}
 	}
 	if s.decide(r.Context(), rc, &in).Allowed() {
 		return nil

@@ -129,14 +129,12 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	}
 	// Parsed whatever the directives: tags (REPLACE) and object lock
 	// headers apply to the copy either way.
-	meta, err := objectMeta(r.Header)
+	meta, err := s.writeMeta(r, rc, replaceTags)
 	if err != nil {
 		return err
 	}
-	acl, err := s.requestObjectACL(r, rc)
-	if err != nil {
-		return err
-	}
+	acl := meta.ACL // CopyObjectInput carries it apart from Meta
+	meta.ACL = nil
 	info, err := s.be.CopyObject(r.Context(), driver.CopyObjectInput{
 		ACL:          acl,
 		SrcBucket:    src.bucket,

@@ -31,11 +31,8 @@ func (s *Server) createMultipartUpload(w http.ResponseWriter, r *http.Request, r
 	if hasSSEC(r.Header) {
 		return s3err.New(s3err.ErrNotImplemented, "Server-side encryption with customer keys is not implemented.")
 	}
-	meta, err := objectMeta(r.Header)
+	meta, err := s.writeMeta(r, rc, true)
 	if err != nil {
-		return err
-	}
-	if meta.ACL, err = s.requestObjectACL(r, rc); err != nil {
 		return err
 	}
 	alg := strings.ToUpper(r.Header.Get("x-amz-checksum-algorithm"))
