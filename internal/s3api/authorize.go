@@ -396,6 +396,15 @@ func (s *Server) authorizeKey(r *http.Request, rc *reqCtx, act authz.Action, key
 		if vid != "" && in.Policy.Needs("s3:versionid") {
 			in.Context["s3:versionid"] = []string{vid}
 		}
+		if in.Policy.NeedsPrefix("s3:existingobjecttag/") {
+			// The tags of exactly this version decide.
+			info, err := s.headVersion(r.Context(), rc.bucket, key, vid)
+			if err == nil {
+				addObjectTags(in.Context, info)
+			} else if !versionMissing(err) {
+				return err
+			}
+		}
 	}
 	if s.decide(r.Context(), rc, &in).Allowed() {
 		return nil

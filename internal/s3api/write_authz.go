@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 
@@ -134,4 +135,12 @@ func (s *Server) authorizeNew(r *http.Request, rc *reqCtx, act authz.Action) err
 		return nil
 	}
 	return s3err.New(s3err.ErrAccessDenied, "")
+}
+
+// versionMissing reports whether a version lookup failed only because
+// there is no such version to read (the delete then answers for itself).
+func versionMissing(err error) bool {
+	var dm *driver.DeleteMarkerError
+	return errors.Is(err, driver.ErrNoSuchKey) || errors.Is(err, driver.ErrNoSuchVersion) ||
+		errors.Is(err, driver.ErrInvalidVersionID) || errors.As(err, &dm)
 }

@@ -172,3 +172,29 @@ func TestPostFormFieldsAuthorized(t *testing.T) {
 		t.Fatalf("BucketOwnerEnforced: %d %s", res.status, res.body)
 	}
 }
+
+// Per-key delete decisions read the key's own tags when the policy asks
+// for s3:ExistingObjectTag, single and multi alike.
+func TestDeleteExistingObjectTag(t *testing.T) {
+	h := newHarness(t)
+	h.bucket("t")
+	h.mustDo(req{method: "PUT", path: "/t/trash", body: "x", hdr: map[string]string{"x-amz-tagging": "class=trash"}}, 200)
+	h.mustDo(req{method: "PUT", path: "/t/trash2", body: "x", hdr: map[string]string{"x-amz-tagging": "class=trash"}}, 200)
+	h.put("t", "keep", "x")
+	h.put("t", "keep2", "x")
+	h.mustDo(req{method: "PUT", path: "/t?policy", body: `{"Statement":[{"Sid":"BobTrash","Effect":"Allow","Principal":{"AWS":"bob"},"Action":"s3:DeleteObject","Resource":"arn:aws:s3:::t/*","Condition":{"StringEquals":{"s3:ExistingObjectTag/class":"trash"}}}]}`}, 204)
+	h.mustDo(req{method: "DELETE", path: "/t/keep", key: bobKey}, 403)
+	h.mustDo(req{method: "DELETE", path: "/t/trash", key: bobKey}, 204)
+	body := `<Delete><Object><Key>trash2</Key></Object><Object><Key>keep2</Key></Object></Delete>`
+	res := h.mustDo(req{method: "POST", path: "/t?delete", key: bobKey, body: body, hdr: contentMD5(body)}, 200)
+	var out deleteResultXML
+	if err := xml.Unmarshal([]byte(res.body), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Deleted) != 1 || out.Deleted[0].Key != "trash2" || len(out.Error) != 1 || out.Error[0].Key != "keep2" {
+		t.Fatalf("%s", res.body)
+	}
+	if o := h.be.buckets["t"].objects; o["keep"] == nil || o["keep2"] == nil || o["trash"] != nil || o["trash2"] != nil {
+		t.Fatalf("left %v", o)
+	}
+}
