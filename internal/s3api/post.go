@@ -232,8 +232,8 @@ var postHeaderFields = map[string]string{
 // postRequest returns r with the form's fields as its headers, so the
 // upload goes through the same parsing, validation and authorization as
 // a PUT (writeMeta): metadata, tagging (an XML Tagging document in a
-// form), ACL, object lock. Of the real headers only the ones condition
-// keys read from the connection's client (Referer, User-Agent) remain.
+// form), ACL, object lock. Of the real headers only Referer and
+// User-Agent remain (aws:Referer, aws:UserAgent).
 func postRequest(r *http.Request, fv map[string]string) (*http.Request, error) {
 	h := http.Header{}
 	for _, k := range []string{"Referer", "User-Agent"} {
