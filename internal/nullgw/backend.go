@@ -735,8 +735,12 @@ func (b *Backend) UpdateBucketAccess(ctx context.Context, name string, fn func(d
 	return nil
 }
 
-// SetObjectACL replaces an object's ACL, keeping its owner.
-func (b *Backend) SetObjectACL(ctx context.Context, bucket, key string, acl authz.ACL) error {
+// SetObjectACL replaces an object's ACL, keeping its owner. Buckets are
+// unversioned: vid is "" or "null".
+func (b *Backend) SetObjectACL(ctx context.Context, bucket, key, vid string, acl authz.ACL) error {
+	if vid != "" && vid != "null" {
+		return driver.ErrNoSuchVersion
+	}
 	bk, err := b.bucket(bucket)
 	if err != nil {
 		return err

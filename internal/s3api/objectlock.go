@@ -54,7 +54,8 @@ func (s *Server) bypassGovernance(r *http.Request, rc *reqCtx) bool {
 	if !strings.EqualFold(r.Header.Get("x-amz-bypass-governance-retention"), "true") {
 		return false
 	}
-	return s.allowedOn(r, rc, authz.S3BypassGovernanceRetention, rc.bucket, rc.key) == nil
+	_, err := s.allowedOn(r, rc, authz.S3BypassGovernanceRetention, rc.bucket, rc.key, "")
+	return err == nil
 }
 
 // lockMeta reads the x-amz-object-lock-* headers of a write into m.
