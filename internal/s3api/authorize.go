@@ -207,8 +207,10 @@ func isMissing(err error) bool {
 // own bucket into AccessDenied for a caller who may not list the bucket
 // (S3: "If you don't have the s3:ListBucket permission, Amazon S3 returns
 // 403"), dropping the delete-marker headers that would tell the same.
+// Writes keep their answer (a conditional PutObject's NoSuchKey): a caller
+// allowed to write the key learns its existence from If-None-Match anyway.
 func (s *Server) hideMissing(w http.ResponseWriter, r *http.Request, rc *reqCtx, err error) error {
-	if rc.missingDecided || rc.key == "" || rc.bauth == nil || !isMissing(err) {
+	if rc.missingDecided || rc.key == "" || rc.bauth == nil || rc.act == authz.S3PutObject || !isMissing(err) {
 		return err
 	}
 	in := authz.Input{Request: authz.Request{Principal: rc.principal(),

@@ -251,6 +251,14 @@ func TestVersionActions(t *testing.T) {
 	expect(t, "GetObjectAttributes current", bob("GET", "?attributes", "", attrs), 200, "")
 	expect(t, "GetObject current", bob("GET", "", "", nil), 200, "")
 
+	// Reading tags is READ on the version's own ACL: bob's private object
+	// in alice's bucket is not hers to read.
+	h.policy("vbk", bobPolicy("vbk", []string{"s3:PutObject"}, ""))
+	bv := h.mustDo(req{method: "PUT", path: "/vbk/bobs", key: bobKey, body: "b"}, 200).header.Get("x-amz-version-id")
+	expect(t, "owner GetObjectTagging of bob's object", h.do(req{method: "GET", path: "/vbk/bobs?tagging"}), 403, "AccessDenied")
+	expect(t, "owner GetObjectTagging of bob's version", h.do(req{method: "GET", path: "/vbk/bobs?tagging&versionId=" + bv}), 403, "AccessDenied")
+	expect(t, "owner GetObject of bob's version", h.do(req{method: "GET", path: "/vbk/bobs?versionId=" + bv}), 403, "AccessDenied")
+
 	// GetObjectAttributes needs the read action too, and reads the
 	// version named.
 	h.policy("vbk", bobPolicy("vbk", []string{"s3:GetObjectVersionAttributes"}, ""))
