@@ -28,8 +28,11 @@ func httpStatus(err error) int {
 	return 0
 }
 
-func TestVersionAuthzProbe(t *testing.T) {
-	g := StartGateway(t)
+func TestVersionAuthzProbe(t *testing.T) { versionAuthzProbe(t, StartGateway(t)) }
+
+// versionAuthzProbe runs the probe on g (the embedded backend here, RADOS
+// in ceph_authz_test.go: the index class code is shared).
+func versionAuthzProbe(t *testing.T, g *Gateway) {
 	ctx := context.Background()
 	a, b := createUser(t, g, "alice"), createUser(t, g, "bob")
 	alice, bob := sdkClient(g, a.ak, a.sk), sdkClient(g, b.ak, b.sk)
