@@ -420,6 +420,11 @@ func (b *Backend) CopyObject(ctx context.Context, in driver.CopyObjectInput) (dr
 	if err != nil {
 		return driver.ObjectInfo{}, err
 	}
+	if in.SrcCheck != nil {
+		if err := in.SrcCheck(src); err != nil {
+			return driver.ObjectInfo{}, err
+		}
+	}
 	c, mod := in.SrcCond, src.ModTime.Truncate(time.Second)
 	if !((c.IfMatch == "" || etagMatches(c.IfMatch, src.ETag)) &&
 		(c.IfNoneMatch == "" || !etagMatches(c.IfNoneMatch, src.ETag)) &&

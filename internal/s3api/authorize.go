@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
 
@@ -302,40 +303,53 @@ func (s *Server) decideObject(r *http.Request, rc *reqCtx, act authz.Action, inf
 
 // allowedOn decides act on another bucket/key than the request's (the copy
 // source), version vid ("" = current), loading that bucket's state and
-// the version's ACL, and returns the version it decided on. A missing key
-// or version is NoSuchKey / NoSuchVersion only to a caller allowed to list
-// that bucket, AccessDenied to anyone else.
-func (s *Server) allowedOn(r *http.Request, rc *reqCtx, act authz.Action, bucket, key, vid string) (driver.ObjectInfo, error) {
+// the version's ACL, and returns the version it decided on and a check
+// that decides again on a version read later (the one a copy reads). A
+// missing key or version is NoSuchKey / NoSuchVersion only to a caller
+// allowed to list that bucket, AccessDenied to anyone else.
+func (s *Server) allowedOn(r *http.Request, rc *reqCtx, act authz.Action, bucket, key, vid string) (driver.ObjectInfo, func(driver.ObjectInfo) error, error) {
 	ctx := r.Context()
 	ba, err := s.be.BucketAuth(ctx, bucket)
 	if err != nil {
-		return driver.ObjectInfo{}, err
+		return driver.ObjectInfo{}, nil, err
 	}
 	in := authz.Input{Request: authz.Request{Principal: rc.principal(), Action: act,
 		Resource: authz.Resource{Bucket: bucket, Key: key, VersionID: vid}}}
 	s.fillBucket(&in, ba)
+	var base authz.Context
 	if in.Policy != nil {
-		in.Context = s.conditionContext(r, rc, act, in.Policy)
+		base = s.conditionContext(r, rc, act, in.Policy)
+	}
+	// check decides on a version that was read (ACL and tags are its own).
+	check := func(info driver.ObjectInfo) error {
+		d := in
+		d.ObjectACL = objectACL(info, ba)
+		if base != nil {
+			d.Context = maps.Clone(base)
+			addObjectTags(d.Context, info)
+		}
+		if s.decide(ctx, rc, &d).Allowed() {
+			return nil
+		}
+		return s3err.New(s3err.ErrAccessDenied, "")
 	}
 	info, err := s.headVersion(ctx, bucket, key, vid)
-	if err != nil && !isMissing(err) {
-		var dm *driver.DeleteMarkerError
-		if !errors.As(err, &dm) {
-			return info, err
-		}
+	var dm *driver.DeleteMarkerError
+	switch {
+	case err == nil:
+		return info, check, check(info)
+	case !isMissing(err) && !errors.As(err, &dm):
+		return info, check, err
 	}
-	in.ObjectACL = objectACL(info, ba)
-	if err == nil && in.Policy != nil {
-		addObjectTags(in.Context, info)
-	}
-	denied := s3err.New(s3err.ErrAccessDenied, "")
-	if !s.decide(ctx, rc, &in).Allowed() {
-		return info, denied
+	// Missing, or a delete marker: decided with the default ACL; who may
+	// not list learns nothing more.
+	if cerr := check(driver.ObjectInfo{}); cerr != nil {
+		return info, check, cerr
 	}
 	if isMissing(err) && !s.mayList(r, rc, &in) {
-		return info, denied
+		return info, check, s3err.New(s3err.ErrAccessDenied, "")
 	}
-	return info, err
+	return info, check, err
 }
 
 // headerKeys are the condition keys copied from one request header each,

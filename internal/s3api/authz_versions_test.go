@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/bucketindex"
 	"github.com/cairn-s3/cairn/internal/cls"
 	"github.com/cairn-s3/cairn/internal/driver"
@@ -343,4 +344,42 @@ func TestMissingKeyNeedsListBucket(t *testing.T) {
 	// The owner under an explicit Deny of ListBucket: 403 too.
 	h.policy("vbk", `{"Version":"2012-10-17","Statement":[{"Effect":"Deny","Principal":{"AWS":"alice"},"Action":"s3:ListBucket","Resource":"arn:aws:s3:::vbk"}]}`)
 	run("owner denied ListBucket", "", probes("")[:3], 403, "AccessDenied")
+}
+
+// staleHead answers HeadObject of src/k with a public-read ACL the stored
+// object no longer has: the ACL changed between the copy's decision and
+// its read.
+type staleHead struct{ *fakeBackend }
+
+func (f staleHead) HeadObject(ctx context.Context, bucket, key string) (driver.ObjectInfo, error) {
+	info, err := f.fakeBackend.HeadObject(ctx, bucket, key)
+	if err == nil && bucket == "src" && key == "k" {
+		pub, _ := authz.CannedACL("public-read", authz.Owner{ID: "alice"}, authz.Owner{ID: "alice"})
+		info.Meta.ACL = &pub
+	}
+	return info, err
+}
+
+// TestCopyDecidesOnTheVersionRead: a copy is authorized against the
+// source it actually reads, not only the one it looked at first.
+func TestCopyDecidesOnTheVersionRead(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Backend = staleHead{c.Backend.(*fakeBackend)} })
+	h.bucket("src")
+	h.put("src", "k", "private")
+	if err := h.be.CreateBucket(context.Background(), "bob", "bobs", "", 0); err != nil {
+		t.Fatal(err)
+	}
+	res := h.do(req{method: "PUT", path: "/bobs/c", key: bobKey, hdr: map[string]string{"x-amz-copy-source": "src/k"}})
+	expect(t, "CopyObject of a source whose ACL changed", res, 403, "AccessDenied")
+	if _, ok := h.be.buckets["bobs"].objects["c"]; ok {
+		t.Fatal("the refused copy was written")
+	}
+	res = h.mustDo(req{method: "POST", path: "/bobs/mp?uploads", key: bobKey}, 200)
+	id := res.body[strings.Index(res.body, "<UploadId>")+len("<UploadId>") : strings.Index(res.body, "</UploadId>")]
+	res = h.do(req{method: "PUT", path: "/bobs/mp?partNumber=1&uploadId=" + url.QueryEscape(id), key: bobKey,
+		hdr: map[string]string{"x-amz-copy-source": "src/k"}})
+	expect(t, "UploadPartCopy of a source whose ACL changed", res, 403, "AccessDenied")
+	if up := h.be.uploads[id]; up == nil || len(up.parts) != 0 {
+		t.Fatalf("the refused part copy stored a part: %+v", up)
+	}
 }

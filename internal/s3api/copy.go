@@ -50,27 +50,27 @@ func parseCopySource(v string) (copySrc, error) {
 // copySource parses the copy source and checks the caller may read that
 // version: s3:GetObject on the current one, s3:GetObjectVersion on one
 // named by id, each against the version's own ACL. It returns the version
-// it decided on; the copy reads that version, not whatever is current by
-// then.
-func (s *Server) copySource(r *http.Request, rc *reqCtx) (copySrc, driver.ObjectInfo, error) {
+// it decided on, and a check to run on the version the copy actually
+// reads (on an unversioned bucket the object may be replaced meanwhile).
+func (s *Server) copySource(r *http.Request, rc *reqCtx) (copySrc, driver.ObjectInfo, func(driver.ObjectInfo) error, error) {
 	src, err := parseCopySource(r.Header.Get("x-amz-copy-source"))
 	if err != nil {
-		return src, driver.ObjectInfo{}, err
+		return src, driver.ObjectInfo{}, nil, err
 	}
 	if _, ok := s.versioning(); !ok && src.versionID != "" && src.versionID != "null" {
-		return src, driver.ObjectInfo{}, s3err.New(s3err.ErrInvalidArgument, "Invalid version id specified")
+		return src, driver.ObjectInfo{}, nil, s3err.New(s3err.ErrInvalidArgument, "Invalid version id specified")
 	}
 	act := authz.S3GetObject
 	if src.versionID != "" {
 		act = authz.S3GetObjectVersion
 	}
 	rc.missingDecided = true // about the source bucket, decided here
-	info, err := s.allowedOn(r, rc, act, src.bucket, src.key, src.versionID)
+	info, check, err := s.allowedOn(r, rc, act, src.bucket, src.key, src.versionID)
 	var dm *driver.DeleteMarkerError
 	if errors.As(err, &dm) && src.versionID != "" {
-		return src, info, s3err.New(s3err.ErrInvalidRequest, "The source of a copy request may not specifically refer to a delete marker by version id.")
+		return src, info, nil, s3err.New(s3err.ErrInvalidRequest, "The source of a copy request may not specifically refer to a delete marker by version id.")
 	}
-	return src, info, err
+	return src, info, check, err
 }
 
 // pinned is the version id to read a copy source by: the one authorized.
@@ -127,7 +127,7 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	if hasSSEC(r.Header) {
 		return s3err.New(s3err.ErrNotImplemented, "Server-side encryption with customer keys is not implemented.")
 	}
-	src, srcInfo, err := s.copySource(r, rc)
+	src, srcInfo, srcCheck, err := s.copySource(r, rc)
 	if err != nil {
 		return err
 	}
@@ -171,6 +171,7 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 		Meta:         meta,
 		SrcCond:      copyConditions(r.Header),
 		ReplaceTags:  replaceTags,
+		SrcCheck:     srcCheck,
 	})
 	if err != nil {
 		return err

@@ -183,7 +183,7 @@ func (s *Server) uploadPartCopy(w http.ResponseWriter, r *http.Request, rc *reqC
 	if err != nil {
 		return err
 	}
-	src, info, err := s.copySource(r, rc)
+	src, info, check, err := s.copySource(r, rc)
 	if err != nil {
 		return err
 	}
@@ -209,6 +209,9 @@ func (s *Server) uploadPartCopy(w http.ResponseWriter, r *http.Request, rc *reqC
 	defer body.Close()
 	if got.ETag != info.ETag || got.VersionID != info.VersionID {
 		return s3err.New(s3err.ErrPreconditionFailed, "The copy source changed during the copy.")
+	}
+	if err := check(got); err != nil {
+		return err // its ACL changed since the decision
 	}
 	pinfo, err := s.be.UploadPart(ctx, rc.bucket, rc.key, id, part, body, length, nil)
 	if err != nil {

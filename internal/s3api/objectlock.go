@@ -54,7 +54,7 @@ func (s *Server) bypassGovernance(r *http.Request, rc *reqCtx) bool {
 	if !strings.EqualFold(r.Header.Get("x-amz-bypass-governance-retention"), "true") {
 		return false
 	}
-	_, err := s.allowedOn(r, rc, authz.S3BypassGovernanceRetention, rc.bucket, rc.key, "")
+	_, _, err := s.allowedOn(r, rc, authz.S3BypassGovernanceRetention, rc.bucket, rc.key, "")
 	return err == nil
 }
 
