@@ -70,9 +70,10 @@ const (
 	S3PutObjectLegalHold
 	S3BypassGovernanceRetention
 
-	// CairnBucketOwnerOnly is the fallback for a bucket operation without
-	// an action of its own: only the bucket owner (and admins) may call it;
-	// no policy statement can name it.
+	// CairnBucketOwnerOnly decides requests for bucket operations Cairn
+	// does not implement (they answer NotImplemented): only the bucket
+	// owner (and admins) learn that; no policy statement can name it.
+	// Served routes never use it: each has its own action.
 	CairnBucketOwnerOnly
 
 	// SNS.
