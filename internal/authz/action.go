@@ -92,6 +92,7 @@ const (
 	AdminTopicsRead
 	AdminTopicsWrite
 	AdminRados
+	AdminMetricsRead // scrape /metrics
 
 	numActions
 )
@@ -208,6 +209,7 @@ var actions = [numActions]actionInfo{
 	AdminTopicsRead:   {"admin:topics-read", ScopeAdmin, 0, 0},
 	AdminTopicsWrite:  {"admin:topics-write", ScopeAdmin, 0, 0},
 	AdminRados:        {"admin:rados", ScopeAdmin, 0, 0},
+	AdminMetricsRead:  {"admin:metrics-read", ScopeAdmin, 0, 0},
 }
 
 // String returns the action's reference name, e.g. "s3:GetObject".

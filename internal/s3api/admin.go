@@ -64,6 +64,24 @@ func (s *Server) AdminRoutes() []string {
 	return out
 }
 
+// AuthorizeAdmin authenticates r as an admin-API request (SigV4; SigV2
+// is refused) and decides act, an admin action, for the caller: nil when
+// allowed, else an s3err error (AccessDenied for anonymous and non-admin
+// callers). The gateway guards /metrics with it.
+func (s *Server) AuthorizeAdmin(r *http.Request, act authz.Action) error {
+	rc := &reqCtx{id: s.newRequestID(), op: "Admin", decodedLength: -1}
+	ident, err := s.authenticate(r, rc, kindAdmin)
+	if err != nil {
+		return err
+	}
+	rc.ident = ident
+	in := authz.Input{Request: authz.Request{Principal: rc.principal(), Action: act}}
+	if act.Scope() != authz.ScopeAdmin || !s.decide(r.Context(), rc, &in).Allowed() {
+		return s3err.New(s3err.ErrAccessDenied, "")
+	}
+	return nil
+}
+
 // HandleBucketSubresource routes method requests on a bucket that carry the
 // query parameter subresource (e.g. "PUT", "notification" for
 // PutBucketNotificationConfiguration) to h, ahead of the built-in routes.
