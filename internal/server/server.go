@@ -74,6 +74,9 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, err
 	}
+	if err := tightenDataDir(cfg.DataDir, log); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
+	}
 	// The null backend discards data: it measures the HTTP, auth and
 	// checksum path alone (benchmarks).
 	var be s3api.Backend = nullgw.New()
