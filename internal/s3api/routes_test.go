@@ -95,14 +95,22 @@ func TestRouterWalkEveryRouteHasAction(t *testing.T) {
 		t.Fatalf("only %d ops served: %v", len(served), served)
 	}
 	// Object-level routes are decided on the object ARN, bucket-level
-	// ones on the bucket ARN.
-	for op, act := range served {
-		if strings.HasPrefix(op, "Admin") {
+	// ones on the bucket ARN (Action.Scope picks the ARN), except the two
+	// bucket routes that name their keys in the body.
+	perKey := map[string]bool{"DeleteObjects": true, "PostObject": true}
+	for _, r := range routeProbes() {
+		ra := h.srv.Authorization(r)
+		if !ra.Served || ra.Kind != "s3" || ra.Unauthenticated {
 			continue
 		}
-		sc := act.Scope()
-		if sc != authz.ScopeBucket && sc != authz.ScopeObject && sc != authz.ScopeService {
-			t.Errorf("%s: action %v has scope %d", op, act, sc)
+		sc, level := ra.Action.Scope(), strings.Count(r.URL.Path, "/")
+		switch {
+		case level == 2 && sc != authz.ScopeObject:
+			t.Errorf("%s %s: object route %s decided as %v (not on the object ARN)", r.Method, r.URL, ra.Op, ra.Action)
+		case level == 1 && r.URL.Path != "/" && sc != authz.ScopeBucket && !perKey[ra.Op]:
+			t.Errorf("%s %s: bucket route %s decided as %v (not on the bucket ARN)", r.Method, r.URL, ra.Op, ra.Action)
+		case r.URL.Path == "/" && sc != authz.ScopeService:
+			t.Errorf("%s %s: service route %s decided as %v", r.Method, r.URL, ra.Op, ra.Action)
 		}
 	}
 }
