@@ -342,7 +342,7 @@ func (c *Config) Validate() error {
 	check(c.MetricsToken == "" || c.MetricsTokenFile == "", "metrics-token and metrics-token-file are exclusive")
 	check(c.MetricsToken == "" || len(c.MetricsToken) >= MinMetricsTokenLen, "metrics-token must be at least %d characters", MinMetricsTokenLen)
 	check(!c.MetricsPublic || (c.MetricsToken == "" && c.MetricsTokenFile == ""), "metrics-public contradicts metrics-token/metrics-token-file")
-	check(c.MetricsListen == "" || c.MetricsListen != c.Listen, "metrics-listen must differ from listen")
+	check(c.MetricsListen == "" || (c.MetricsListen != c.Listen && c.MetricsListen != c.TLSListen), "metrics-listen must differ from listen and tls-listen")
 	// Checked here, not only by delivery: a bad pair must fail before a
 	// new data directory is initialised.
 	check(c.NotifScan > 0 && c.NotifScan <= c.NotifLease/2, "notif-scan-interval %s must be positive and at most half of notif-lease %s", c.NotifScan, c.NotifLease)
