@@ -133,7 +133,10 @@ type actionInfo struct {
 }
 
 // actions is the action→ACL-permission table (AWS "Mapping of ACL
-// permissions and access policy permissions"; RGW op_to_perm).
+// permissions and access policy permissions"; RGW op_to_perm where AWS's
+// table is silent: READ → object tagging and attributes, bucket READ →
+// ListMultipartUploadParts, bucket WRITE → AbortMultipartUpload; see
+// docs/design/access-control.md).
 var actions = [numActions]actionInfo{
 	S3ListAllMyBuckets:                 {"s3:ListAllMyBuckets", ScopeService, 0, 0},
 	S3CreateBucket:                     {"s3:CreateBucket", ScopeBucket, 0, 0},
@@ -229,6 +232,12 @@ func (a Action) ACLPermission() (perm Permission, where Scope) {
 	i := actions[a]
 	return i.perm, i.aclScope
 }
+
+// ACLOwnerOnly reports whether a's ACL permission grants it only to the
+// bucket owner (s3:DeleteObjectVersion through bucket WRITE).
+// AWS: "when the grantee is the bucket owner, granting WRITE permission in
+// a bucket ACL allows the s3:DeleteObjectVersion action".
+func (a Action) ACLOwnerOnly() bool { return a == S3DeleteObjectVersion }
 
 // Service returns the service prefix ("s3", "sns", "admin").
 func (a Action) Service() string {
