@@ -170,6 +170,7 @@ func TestNotificationsWalkthrough(t *testing.T) {
 		`"key": "c/while-down.txt"`,
 		`"level":"WARN","msg":"notification push failed"`,
 		`cairn_notify_queue_entries{topic="fishtopic"} 1`,
+		"\n401\n", // an anonymous scrape is refused
 	) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
