@@ -28,10 +28,11 @@ type AppendConfig struct {
 	Dir string
 	// Out receives progress lines; nil discards them.
 	Out io.Writer
-	// Open returns a handle on a fresh pool for one mode ("append-plain",
-	// "append-guarded") and its cleanup. nil: a fresh embedded store in Dir
-	// per mode. cmd/cairn binds the Ceph backend here.
-	Open func(ctx context.Context, name string) (objstore.IOContext, func(), error)
+	// Open returns handles on a fresh pool for one mode ("append-plain",
+	// "append-guarded"), one per connection (client c uses handle c mod
+	// len), and its cleanup. nil: a fresh embedded store in Dir per mode.
+	// cmd/cairn binds the Ceph backend here.
+	Open func(ctx context.Context, name string) ([]objstore.IOContext, func(), error)
 	// Counters, if set, is sampled around each mode's slices and the
 	// differences are reported (the RADOS backend's optimistic-path
 	// counters: transactions, conflicts, state reads).
@@ -106,26 +107,27 @@ func RunAppend(ctx context.Context, cfg AppendConfig) (*AppendResult, error) {
 
 	open := cfg.Open
 	if open == nil {
-		open = func(ctx context.Context, name string) (objstore.IOContext, func(), error) {
-			return benchPool(ctx, cfg.Dir, name)
+		open = func(ctx context.Context, name string) ([]objstore.IOContext, func(), error) {
+			io, closeStore, err := benchPool(ctx, cfg.Dir, name)
+			return []objstore.IOContext{io}, closeStore, err
 		}
 	}
-	plainIO, closePlain, err := open(ctx, "append-plain")
+	plainIOs, closePlain, err := open(ctx, "append-plain")
 	if err != nil {
 		return nil, err
 	}
 	defer closePlain()
-	guardedIO, closeGuarded, err := open(ctx, "append-guarded")
+	guardedIOs, closeGuarded, err := open(ctx, "append-guarded")
 	if err != nil {
 		return nil, err
 	}
 	defer closeGuarded()
 
 	plainObj := newRollover("append.plain")
-	defer plainObj.remove(plainIO)
+	defer plainObj.remove(plainIOs[0])
 	plain := func(c, i int) error {
 		oid, _ := plainObj.current()
-		if err := plainIO.Operate(ctx, oid, objstore.NewWriteOp().Append(data)); err != nil {
+		if err := plainIOs[c%len(plainIOs)].Operate(ctx, oid, objstore.NewWriteOp().Append(data)); err != nil {
 			return fmt.Errorf("plain append: %w", err)
 		}
 		plainObj.add(len(data))
@@ -133,7 +135,7 @@ func RunAppend(ctx context.Context, cfg AppendConfig) (*AppendResult, error) {
 	}
 	const epoch = 1
 	guardedObj := newRollover("append.guarded")
-	defer guardedObj.remove(guardedIO)
+	defer guardedObj.remove(guardedIOs[0])
 	// Each log object is sealed once, by whoever first uses it.
 	var sealMu sync.Mutex
 	sealed := map[string]bool{}
@@ -141,14 +143,14 @@ func RunAppend(ctx context.Context, cfg AppendConfig) (*AppendResult, error) {
 		oid, _ := guardedObj.current()
 		sealMu.Lock()
 		if !sealed[oid] {
-			if _, err := guardlog.Seal(ctx, guardedIO, oid, epoch); err != nil {
+			if _, err := guardlog.Seal(ctx, guardedIOs[0], oid, epoch); err != nil {
 				sealMu.Unlock()
 				return fmt.Errorf("seal: %w", err)
 			}
 			sealed[oid] = true
 		}
 		sealMu.Unlock()
-		if _, err := guardlog.Append(ctx, guardedIO, oid, epoch, data); err != nil {
+		if _, err := guardlog.Append(ctx, guardedIOs[c%len(guardedIOs)], oid, epoch, data); err != nil {
 			return fmt.Errorf("guarded append: %w", err)
 		}
 		guardedObj.add(len(data))
