@@ -71,6 +71,19 @@ func createdKey(r map[string]any, versioned bool) (string, bool) {
 // events must not miss an object. It returns how many versions it checked.
 func checkVisibleHaveEvents(t *testing.T, c *s3.Client, rv *receiver, bucket string, versioned bool) int {
 	t.Helper()
+	n, missing := visibleWithoutEvents(t, c, rv, bucket, versioned)
+	if len(missing) > 0 {
+		t.Fatalf("%d of %d visible versions have no ObjectCreated event after 60s (visible without event): %v",
+			len(missing), n, missing)
+	}
+	return n
+}
+
+// visibleWithoutEvents lists bucket's versions and waits (up to 60 s) for
+// each one's ObjectCreated event; it returns how many versions it listed
+// and those whose event never came.
+func visibleWithoutEvents(t *testing.T, c *s3.Client, rv *receiver, bucket string, versioned bool) (int, []string) {
+	t.Helper()
 	ctx := context.Background()
 	vs, err := visibleVersions(ctx, c, bucket)
 	if err != nil {
@@ -94,13 +107,9 @@ func checkVisibleHaveEvents(t *testing.T, c *s3.Client, rv *receiver, bucket str
 				missing = append(missing, v.key+" "+v.id)
 			}
 		}
-		if len(missing) == 0 {
-			return len(vs)
-		}
-		if time.Now().After(deadline) {
+		if len(missing) == 0 || time.Now().After(deadline) {
 			sort.Strings(missing)
-			t.Fatalf("%d of %d visible versions have no ObjectCreated event after 60s (visible without event): %v",
-				len(missing), len(vs), missing)
+			return len(vs), missing
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -224,7 +233,7 @@ func TestEventsAcrossKills(t *testing.T) {
 	topic := notifyBucket(t, g, rv, bucket)
 	const workers, kills = 8, 10
 	seen := map[string]bool{} // event ids delivered before the current kill
-	totalDups, totalChecked := 0, 0
+	totalDups, totalChecked, totalMissing := 0, 0, 0
 	var perKill []int
 	for round := 0; round < kills; round++ {
 		var acked atomic.Int64
@@ -256,7 +265,12 @@ func TestEventsAcrossKills(t *testing.T) {
 		g.Kill()
 		stop()
 		g.Start()
-		totalChecked += checkVisibleHaveEvents(t, c, rv, bucket, false)
+		n, missing := visibleWithoutEvents(t, c, rv, bucket, false)
+		if len(missing) > 0 {
+			t.Errorf("round %d: %d of %d visible versions without their event: %v", round, len(missing), n, missing)
+		}
+		totalChecked += n
+		totalMissing += len(missing)
 		waitQueueEmpty(t, g, topic)
 		recs := rv.snapshot()
 		lastBefore := map[string]string{} // key -> last event id received before the kill
@@ -296,6 +310,6 @@ func TestEventsAcrossKills(t *testing.T) {
 		perKill = append(perKill, dups)
 		totalDups += dups
 	}
-	t.Logf("%d kills: %d events delivered again (per kill %v), %d visible versions checked, %d events in all",
-		kills, totalDups, perKill, totalChecked, len(rv.snapshot()))
+	t.Logf("%d kills: %d events delivered again (per kill %v), %d visible versions checked, %d without event, %d events in all",
+		kills, totalDups, perKill, totalChecked, totalMissing, len(rv.snapshot()))
 }
