@@ -221,8 +221,9 @@ func TestLinkedButUncommittedVersionGetsItsEvent(t *testing.T) {
 // restart every visible version has its event, and the events delivered
 // again are bounded by what was in flight at the kill: each is its key's
 // last event before the kill (at most one per key), and their number stays
-// within a small multiple of the client requests in flight (a removal
-// batched for a whole wake gap let it grow to hundreds per ten kills).
+// within a small multiple of the client requests in flight (removals
+// batched for a whole wake gap let it reach 470-850 per ten kills; acks
+// removed at once give 10-20).
 func TestEventsAcrossKills(t *testing.T) {
 	rv := newReceiver(t)
 	g := StartGateway(t, "--notif-shards", "3")
@@ -301,7 +302,11 @@ func TestEventsAcrossKills(t *testing.T) {
 				t.Errorf("round %d: %s: %d events delivered again (at most its one in flight may be)", round, key, n)
 			}
 		}
-		if dups > 3*workers {
+		// In flight at a kill: the pushes not yet answered and the acks
+		// waiting for (or riding in) the removal op, which a stalled sync on
+		// a loaded machine lets grow for a while; not a whole wake gap of
+		// every shard's acks.
+		if dups > 6*workers {
 			t.Errorf("round %d: %d events delivered again with %d requests in flight at the kill", round, dups, workers)
 		}
 		for _, r := range recs {
@@ -309,6 +314,10 @@ func TestEventsAcrossKills(t *testing.T) {
 		}
 		perKill = append(perKill, dups)
 		totalDups += dups
+	}
+	if totalDups > kills*workers {
+		t.Errorf("%d events delivered again over %d kills with %d requests in flight at each (at most %d expected)",
+			totalDups, kills, workers, kills*workers)
 	}
 	t.Logf("%d kills: %d events delivered again (per kill %v), %d visible versions checked, %d without event, %d events in all",
 		kills, totalDups, perKill, totalChecked, totalMissing, len(rv.snapshot()))
