@@ -196,7 +196,8 @@ func (w *worker) loop() error {
 		// Acknowledged removals first, before listing or pushing more:
 		// an entry the endpoint has but the queue still holds is what a
 		// crash delivers again, so that window is one op, not a timer.
-		if len(w.removes) > 0 {
+		// (After a failed op, wait a poll interval before the next.)
+		if len(w.removes) > 0 && time.Since(w.lastErr) >= cfg.PollInterval {
 			if err := w.flush(w.stopCtx); err != nil {
 				if fatal(err) {
 					return err
