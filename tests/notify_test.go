@@ -22,7 +22,6 @@ import (
 type receiver struct {
 	mu      sync.Mutex
 	records []map[string]any
-	at      []time.Time // when each record arrived
 	down    bool
 	srv     *httptest.Server
 }
@@ -45,9 +44,6 @@ func newReceiver(t *testing.T) *receiver {
 			return
 		}
 		rv.records = append(rv.records, msg.Records...)
-		for range msg.Records {
-			rv.at = append(rv.at, time.Now())
-		}
 	}))
 	t.Cleanup(rv.srv.Close)
 	return rv
