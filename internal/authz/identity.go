@@ -76,8 +76,8 @@ func (ip *IdentityPolicies) Needs(k string) bool {
 // managedPolicies are the AWS managed policies Cairn knows, by ARN (RGW
 // ships the same ones: rgw_iam_managed_policy.cc).
 var managedPolicies = map[string]string{
-	"arn:aws:iam::aws:policy/AmazonS3FullAccess": `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*","s3-object-lambda:*"],"Resource":"*"}]}`,
-	"arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess": `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:Get*","s3:List*","s3:Describe*","s3-object-lambda:Get*","s3-object-lambda:List*"],"Resource":"*"}]}`,
+	"arn:aws:iam::aws:policy/AmazonS3FullAccess":      `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*","s3-object-lambda:*"],"Resource":"*"}]}`,
+	"arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess":  `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:Get*","s3:List*","s3:Describe*","s3-object-lambda:Get*","s3-object-lambda:List*"],"Resource":"*"}]}`,
 	"arn:aws:iam::aws:policy/AmazonSNSFullAccess":     `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["sns:*"],"Resource":"*"}]}`,
 	"arn:aws:iam::aws:policy/AmazonSNSReadOnlyAccess": `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["sns:GetTopicAttributes","sns:List*"],"Resource":"*"}]}`,
 	"arn:aws:iam::aws:policy/IAMFullAccess":           `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["iam:*"],"Resource":"*"}]}`,
