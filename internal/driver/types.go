@@ -99,6 +99,24 @@ type User struct {
 	// unlimited, negative forbids creating buckets (RGW's max_buckets).
 	// Nil uses the gateway default.
 	MaxBuckets *int `json:"max_buckets,omitempty"`
+
+	// Account is the IAM account the user belongs to ("" outside accounts,
+	// as every user before accounts). DisplayName is then its IAM user
+	// name, unique case-insensitively within the account (as RGW).
+	Account string `json:"account_id,omitempty"`
+	// AccountRoot marks the account's root user (radosgw-admin
+	// --account-root).
+	AccountRoot bool `json:"account_root,omitempty"`
+	// Path is the IAM user path ("/" when empty).
+	Path string `json:"path,omitempty"`
+	// Policies are the inline identity policies by name (JSON documents,
+	// RGW's user-policy attribute); ManagedPolicies the ARNs of attached
+	// managed policies.
+	Policies        map[string]string `json:"user_policies,omitempty"`
+	ManagedPolicies []string          `json:"managed_policies,omitempty"`
+	// Identity is Policies and ManagedPolicies compiled, set by
+	// LookupAccessKey (cached with the key); never stored.
+	Identity *authz.IdentityPolicies `json:"-"`
 }
 
 // Key is one S3 access key pair.
@@ -106,6 +124,10 @@ type Key struct {
 	User      string `json:"user"`
 	AccessKey string `json:"access_key"`
 	SecretKey string `json:"secret_key"`
+	// Inactive keys do not authenticate (IAM UpdateAccessKey); the zero
+	// value keeps keys stored before statuses existed active.
+	Inactive bool      `json:"inactive,omitempty"`
+	Created  time.Time `json:"create_date,omitzero"`
 }
 
 // BucketInfo is what HEAD/ListBuckets need.

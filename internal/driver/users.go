@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 
+	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/objstore"
 )
 
@@ -41,10 +43,22 @@ func (d *Driver) emails() objstore.IOContext {
 // CreateUser stores u, generating a key pair when u has none. Access keys are
 // claimed with exclusive creates, so two users can never share one.
 func (d *Driver) CreateUser(ctx context.Context, u User) (User, error) {
-	if !uidRE.MatchString(u.ID) {
+	return d.createUser(ctx, u, true)
+}
+
+// CreateUserWithoutKeys stores u with exactly the keys it has, possibly
+// none (an IAM user starts without keys).
+func (d *Driver) CreateUserWithoutKeys(ctx context.Context, u User) (User, error) {
+	return d.createUser(ctx, u, false)
+}
+
+func (d *Driver) createUser(ctx context.Context, u User, genKey bool) (User, error) {
+	if !uidRE.MatchString(u.ID) || authz.IsAccountID(u.ID) {
+		// Account ids name accounts in policies and ACLs: no user may
+		// take one's shape.
 		return User{}, fmt.Errorf("%w: user id %q", ErrInvalidArgument, u.ID)
 	}
-	if len(u.Keys) == 0 {
+	if len(u.Keys) == 0 && genKey {
 		ak, sk := NewKeyPair()
 		u.Keys = []Key{{AccessKey: ak, SecretKey: sk}}
 	}
@@ -54,6 +68,9 @@ func (d *Driver) CreateUser(ctx context.Context, u User) (User, error) {
 	u.Created = d.opts.Now().UTC()
 	for i := range u.Keys {
 		u.Keys[i].User = u.ID
+		if u.Keys[i].Created.IsZero() {
+			u.Keys[i].Created = u.Created
+		}
 		if len(u.Keys[i].AccessKey) < 3 || len(u.Keys[i].SecretKey) < 8 {
 			return User{}, fmt.Errorf("%w: access key or secret too short", ErrInvalidArgument)
 		}
@@ -144,11 +161,110 @@ func (d *Driver) LookupAccessKey(ctx context.Context, accessKey string) (User, s
 	}
 	for _, k := range u.Keys {
 		if k.AccessKey == accessKey {
+			if k.Inactive {
+				return User{}, "", ErrInvalidAccessKey
+			}
+			u.Identity = CompileIdentity(u)
 			d.akeys.put(accessKey, u, k.SecretKey, gen, loaded)
 			return u, k.SecretKey, nil
 		}
 	}
 	return User{}, "", ErrInvalidAccessKey
+}
+
+// denyAll stands in for a stored policy that no longer parses: the user
+// fails closed.
+var denyAll, _ = authz.ParseIdentityPolicy([]byte(`{"Statement":[{"Effect":"Deny","Action":["s3:*","sns:*","iam:*"],"Resource":"*"}]}`))
+
+// CompileIdentity compiles u's inline and attached managed policies, in
+// name order; nil when it has none.
+func CompileIdentity(u User) *authz.IdentityPolicies {
+	if len(u.Policies) == 0 && len(u.ManagedPolicies) == 0 {
+		return nil
+	}
+	ip := &authz.IdentityPolicies{}
+	names := make([]string, 0, len(u.Policies))
+	for n := range u.Policies {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p, err := authz.ParseIdentityPolicy([]byte(u.Policies[n]))
+		if err != nil {
+			p = denyAll
+		}
+		ip.Policies = append(ip.Policies, authz.NamedPolicy{Name: n, Policy: p})
+	}
+	for _, arn := range u.ManagedPolicies {
+		p, ok := authz.ManagedPolicy(arn)
+		if !ok {
+			p = denyAll
+		}
+		ip.Policies = append(ip.Policies, authz.NamedPolicy{Name: arn, Policy: p})
+	}
+	return ip
+}
+
+// UpdateUser applies fn to the stored user uid and writes it back,
+// guarded by the object version (retrying on a concurrent change), so
+// two gateways' edits never lose one another. fn may change anything but
+// the id and the access keys' owner; it must not keep state between
+// calls. Cached lookups of the user's keys, old and new, are dropped.
+func (d *Driver) UpdateUser(ctx context.Context, uid string, fn func(*User) error) (User, error) {
+	for attempt := 0; ; attempt++ {
+		op := objstore.NewReadOp()
+		r := op.Read(0, 0)
+		st := op.Stat()
+		err := d.users().OperateRead(ctx, uid, op)
+		if errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrInvalid) {
+			return User{}, ErrNoSuchUser
+		}
+		if err != nil {
+			return User{}, err
+		}
+		var u User
+		if err := json.Unmarshal(r.Data, &u); err != nil {
+			return User{}, fmt.Errorf("user %s: %w", uid, err)
+		}
+		old := u.Keys
+		if err := fn(&u); err != nil {
+			return User{}, err
+		}
+		u.ID = uid
+		body, _ := json.Marshal(u)
+		d.akeys.forget(old)
+		err = d.users().Operate(ctx, uid, objstore.NewWriteOp().AssertVersion(st.Stat.Version).WriteFull(body))
+		d.akeys.forget(old)
+		d.akeys.forget(u.Keys)
+		if errors.Is(err, objstore.ErrCanceled) && attempt < 20 {
+			continue
+		}
+		if err != nil {
+			return User{}, err
+		}
+		return u, nil
+	}
+}
+
+// ClaimAccessKey reserves access key ak for user uid (an exclusive
+// create: ErrKeyExists if any user holds it). The caller then adds the
+// key to the user with UpdateUser, or releases the claim.
+func (d *Driver) ClaimAccessKey(ctx context.Context, ak, uid string) error {
+	err := d.keys().Operate(ctx, ak, objstore.NewWriteOp().Create(true).WriteFull([]byte(uid)))
+	if errors.Is(err, objstore.ErrExists) {
+		return ErrKeyExists
+	}
+	return err
+}
+
+// ReleaseAccessKey removes the claim on ak (after the key left its user).
+func (d *Driver) ReleaseAccessKey(ctx context.Context, ak string) error {
+	d.akeys.forget([]Key{{AccessKey: ak}})
+	err := d.keys().Operate(ctx, ak, objstore.NewWriteOp().Remove())
+	if errors.Is(err, objstore.ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // ListUsers returns every user id in order.
