@@ -124,3 +124,44 @@ func ManagedPolicyARNs() []string {
 func ManagedPolicyName(arn string) string {
 	return arn[strings.LastIndexByte(arn, '/')+1:]
 }
+
+// keys returns the union of the condition keys the policies read.
+func (ip *IdentityPolicies) keys() map[string]struct{} {
+	if ip == nil {
+		return nil
+	}
+	var m map[string]struct{}
+	for _, np := range ip.Policies {
+		for k := range np.Policy.keys {
+			if m == nil {
+				m = map[string]struct{}{}
+			}
+			m[k] = struct{}{}
+		}
+	}
+	return m
+}
+
+// WithIdentityKeys returns p (the resource policy, possibly nil) such that
+// Needs also reports the condition keys ip reads, so callers that build
+// the request context from the resource policy build what the identity
+// policies read too. p itself is returned when ip reads no key; otherwise
+// a copy sharing p's statements.
+func WithIdentityKeys(p *Policy, ip *IdentityPolicies) *Policy {
+	ik := ip.keys()
+	if len(ik) == 0 {
+		return p
+	}
+	out := &Policy{keys: make(map[string]struct{}, len(ik))}
+	if p != nil {
+		*out = *p
+		out.keys = make(map[string]struct{}, len(p.keys)+len(ik))
+		for k := range p.keys {
+			out.keys[k] = struct{}{}
+		}
+	}
+	for k := range ik {
+		out.keys[k] = struct{}{}
+	}
+	return out
+}

@@ -345,3 +345,11 @@ func listAll(ctx context.Context, io objstore.IOContext) ([]string, error) {
 		marker = oids[len(oids)-1]
 	}
 }
+
+// Principal is who u is for authz: an account's user carries its
+// account, IAM name and path, and its compiled identity policies (set by
+// LookupAccessKey; CompileIdentity otherwise).
+func (u User) Principal() authz.Principal {
+	return authz.Principal{ID: u.ID, Admin: u.Admin, Account: u.Account, Root: u.AccountRoot,
+		Name: u.DisplayName, Path: u.Path, Identity: u.Identity}
+}
