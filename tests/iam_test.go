@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -124,6 +125,13 @@ func TestIAMAccounts(t *testing.T) {
 	// IAM itself needs identity policies too.
 	if _, err := aliceIAM.CreateUser(ctx, &iam.CreateUserInput{UserName: aws.String("mallory")}); apiCode(err) != "AccessDenied" {
 		t.Fatalf("alice creates a user: %v", err)
+	}
+	// SNS too: identity policies decide for an account's users.
+	if st, body := snsCreateTopic(t, http.DefaultClient, g.Endpoint, aws.ToString(key.AccessKey.AccessKeyId), aws.ToString(key.AccessKey.SecretAccessKey), "alice-topic", nil); st != http.StatusForbidden {
+		t.Fatalf("alice creates a topic without an sns policy: %d %s", st, body)
+	}
+	if st, body := snsCreateTopic(t, http.DefaultClient, g.Endpoint, "ACMEROOTKEY000000001", "ACMEROOTKEY000000001-secret", "acme-topic", nil); st != http.StatusOK {
+		t.Fatalf("the root creates a topic: %d %s", st, body)
 	}
 	// A malformed policy is refused and changes nothing.
 	if _, err := root.PutUserPolicy(ctx, &iam.PutUserPolicyInput{UserName: aws.String("alice"), PolicyName: aws.String("io"),
