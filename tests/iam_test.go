@@ -207,6 +207,29 @@ func TestIAMAccounts(t *testing.T) {
 		t.Fatalf("carol after detach: %v", err)
 	}
 
+	// Even with every IAM permission a user never reaches the root's keys
+	// or policies (the root is the account, not an IAM user).
+	if _, err := root.PutUserPolicy(ctx, &iam.PutUserPolicyInput{UserName: aws.String("alice"), PolicyName: aws.String("admin"),
+		PolicyDocument: aws.String(`{"Statement":[{"Effect":"Allow","Action":"iam:*","Resource":"*"}]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := aliceIAM.CreateAccessKey(ctx, &iam.CreateAccessKeyInput{UserName: aws.String("acme-root")}); apiCode(err) != "NoSuchEntity" {
+		t.Fatalf("alice makes a root key: %v", err)
+	}
+	if _, err := aliceIAM.PutUserPolicy(ctx, &iam.PutUserPolicyInput{UserName: aws.String("acme-root"), PolicyName: aws.String("x"),
+		PolicyDocument: aws.String(`{"Statement":[{"Effect":"Deny","Action":"s3:*","Resource":"*"}]}`)}); apiCode(err) != "NoSuchEntity" {
+		t.Fatalf("alice puts a root policy: %v", err)
+	}
+	if _, err := aliceIAM.CreateUser(ctx, &iam.CreateUserInput{UserName: aws.String("helper")}); err != nil {
+		t.Fatalf("alice with iam:* creates a user: %v", err)
+	}
+	if _, err := root.DeleteUser(ctx, &iam.DeleteUserInput{UserName: aws.String("helper")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.DeleteUserPolicy(ctx, &iam.DeleteUserPolicyInput{UserName: aws.String("alice"), PolicyName: aws.String("admin")}); err != nil {
+		t.Fatal(err)
+	}
+
 	// Listing, summary, deletion rules.
 	lu, err := root.ListUsers(ctx, &iam.ListUsersInput{})
 	if err != nil || len(lu.Users) != 1 || aws.ToString(lu.Users[0].UserName) != "Alice" {

@@ -344,6 +344,11 @@ func (a *API) target(q *request, act authz.Action, selfDefault bool) (driver.Use
 		}
 		return driver.User{}, err
 	}
+	if u.AccountRoot && u.ID != q.caller.ID && !q.caller.Admin {
+		// The root is the account, not an IAM user: no user's policy
+		// reaches its keys or policies (AWS has no IAM API on the root).
+		return driver.User{}, errorf(http.StatusNotFound, "NoSuchEntity", "The user with name %s cannot be found.", name)
+	}
 	return u, a.authorize(q, act, acct, userARN(u))
 }
 
