@@ -106,10 +106,16 @@ func TestIAMAccounts(t *testing.T) {
 		t.Fatalf("alice writes out/: %v", err)
 	}
 	for name, err := range map[string]error{
-		"write in/":  put(alice, "in/c"),
-		"read out/":  get(alice, "out/b"),
-		"delete":     func() error { _, err := alice.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("acme-data"), Key: aws.String("in/a")}); return err }(),
-		"versioning": func() error { _, err := alice.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String("acme-data")}); return err }(),
+		"write in/": put(alice, "in/c"),
+		"read out/": get(alice, "out/b"),
+		"delete": func() error {
+			_, err := alice.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("acme-data"), Key: aws.String("in/a")})
+			return err
+		}(),
+		"versioning": func() error {
+			_, err := alice.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String("acme-data")})
+			return err
+		}(),
 		"create bucket": func() error {
 			_, err := alice.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("alice-own")})
 			return err
