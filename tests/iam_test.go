@@ -278,3 +278,86 @@ func TestIAMAccounts(t *testing.T) {
 		t.Fatal("removed an account that has users and buckets")
 	}
 }
+
+// TestIAMGroups: a group's policies reach its members at once, and leave
+// with them.
+func TestIAMGroups(t *testing.T) {
+	ctx := context.Background()
+	g := StartGateway(t)
+	newAccount(t, g, "initech", "INITECHROOTKEY000001")
+	root := iamClient(g, "INITECHROOTKEY000001", "INITECHROOTKEY000001-secret")
+	rootS3 := sdkClient(g, "INITECHROOTKEY000001", "INITECHROOTKEY000001-secret")
+	if _, err := rootS3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("tps")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rootS3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("tps"), Key: aws.String("report"), Body: strings.NewReader("r")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.CreateUser(ctx, &iam.CreateUserInput{UserName: aws.String("peter")}); err != nil {
+		t.Fatal(err)
+	}
+	k, err := root.CreateAccessKey(ctx, &iam.CreateAccessKeyInput{UserName: aws.String("peter")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peter := sdkClient(g, aws.ToString(k.AccessKey.AccessKeyId), aws.ToString(k.AccessKey.SecretAccessKey))
+	read := func() error {
+		_, err := peter.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("tps"), Key: aws.String("report")})
+		return err
+	}
+	if _, err := root.CreateGroup(ctx, &iam.CreateGroupInput{GroupName: aws.String("Readers")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.CreateGroup(ctx, &iam.CreateGroupInput{GroupName: aws.String("readers")}); apiCode(err) != "EntityAlreadyExists" {
+		t.Fatalf("readers again: %v", err)
+	}
+	if _, err := root.AttachGroupPolicy(ctx, &iam.AttachGroupPolicyInput{GroupName: aws.String("readers"), PolicyArn: aws.String("arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := read(); apiCode(err) != "AccessDenied" {
+		t.Fatalf("peter outside the group: %v", err)
+	}
+	if _, err := root.AddUserToGroup(ctx, &iam.AddUserToGroupInput{GroupName: aws.String("readers"), UserName: aws.String("peter")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := read(); err != nil {
+		t.Fatalf("peter in the group: %v", err)
+	}
+	// An inline group Deny applies to members at once.
+	if _, err := root.PutGroupPolicy(ctx, &iam.PutGroupPolicyInput{GroupName: aws.String("readers"), PolicyName: aws.String("noreports"),
+		PolicyDocument: aws.String(`{"Statement":[{"Effect":"Deny","Action":"s3:GetObject","Resource":"arn:aws:s3:::tps/report"}]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := read(); apiCode(err) != "AccessDenied" {
+		t.Fatalf("group deny: %v", err)
+	}
+	if _, err := root.DeleteGroupPolicy(ctx, &iam.DeleteGroupPolicyInput{GroupName: aws.String("readers"), PolicyName: aws.String("noreports")}); err != nil {
+		t.Fatal(err)
+	}
+	gg, err := root.GetGroup(ctx, &iam.GetGroupInput{GroupName: aws.String("readers")})
+	if err != nil || len(gg.Users) != 1 || aws.ToString(gg.Users[0].UserName) != "peter" {
+		t.Fatalf("get group: %+v %v", gg, err)
+	}
+	lg, err := root.ListGroupsForUser(ctx, &iam.ListGroupsForUserInput{UserName: aws.String("peter")})
+	if err != nil || len(lg.Groups) != 1 || aws.ToString(lg.Groups[0].GroupName) != "Readers" {
+		t.Fatalf("groups for user: %+v %v", lg, err)
+	}
+	if _, err := root.DeleteGroup(ctx, &iam.DeleteGroupInput{GroupName: aws.String("readers")}); apiCode(err) != "DeleteConflict" {
+		t.Fatalf("delete a group with members: %v", err)
+	}
+	if _, err := root.RemoveUserFromGroup(ctx, &iam.RemoveUserFromGroupInput{GroupName: aws.String("readers"), UserName: aws.String("peter")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := read(); apiCode(err) != "AccessDenied" {
+		t.Fatalf("peter after leaving: %v", err)
+	}
+	if _, err := root.DetachGroupPolicy(ctx, &iam.DetachGroupPolicyInput{GroupName: aws.String("readers"), PolicyArn: aws.String("arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.DeleteGroup(ctx, &iam.DeleteGroupInput{GroupName: aws.String("readers")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.GetGroup(ctx, &iam.GetGroupInput{GroupName: aws.String("readers")}); apiCode(err) != "NoSuchEntity" {
+		t.Fatalf("deleted group: %v", err)
+	}
+}

@@ -122,6 +122,9 @@ type Driver struct {
 	bmu     sync.Mutex
 	buckets map[string]*bucketCacheEntry
 	akeys   keyCache
+	// groupPolicies, when set (internal/iam), returns the policies of the
+	// groups an account user belongs to, for its compiled identity.
+	groupPolicies atomic.Pointer[GroupPolicyLoader]
 
 	gc *collector
 	lc lcReg // lifecycle worker, set after construction

@@ -114,6 +114,9 @@ type User struct {
 	// managed policies.
 	Policies        map[string]string `json:"user_policies,omitempty"`
 	ManagedPolicies []string          `json:"managed_policies,omitempty"`
+	// Groups are the account groups the user belongs to (their lower-case
+	// names).
+	Groups []string `json:"groups,omitempty"`
 	// Identity is Policies and ManagedPolicies compiled, set by
 	// LookupAccessKey (cached with the key); never stored.
 	Identity *authz.IdentityPolicies `json:"-"`

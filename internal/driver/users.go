@@ -165,6 +165,18 @@ func (d *Driver) LookupAccessKey(ctx context.Context, accessKey string) (User, s
 				return User{}, "", ErrInvalidAccessKey
 			}
 			u.Identity = CompileIdentity(u)
+			if l := d.groupPolicies.Load(); l != nil && len(u.Groups) > 0 {
+				gp, err := (*l)(ctx, u)
+				if err != nil {
+					return User{}, "", err
+				}
+				if len(gp) > 0 {
+					if u.Identity == nil {
+						u.Identity = &authz.IdentityPolicies{}
+					}
+					u.Identity.Policies = append(u.Identity.Policies, gp...)
+				}
+			}
 			d.akeys.put(accessKey, u, k.SecretKey, gen, loaded)
 			return u, k.SecretKey, nil
 		}
@@ -176,33 +188,51 @@ func (d *Driver) LookupAccessKey(ctx context.Context, accessKey string) (User, s
 // fails closed.
 var denyAll, _ = authz.ParseIdentityPolicy([]byte(`{"Statement":[{"Effect":"Deny","Action":["s3:*","sns:*","iam:*"],"Resource":"*"}]}`))
 
+// GroupPolicyLoader returns the compiled policies of u's groups.
+type GroupPolicyLoader func(ctx context.Context, u User) ([]authz.NamedPolicy, error)
+
+// SetGroupPolicyLoader installs the group policy source (internal/iam).
+func (d *Driver) SetGroupPolicyLoader(l GroupPolicyLoader) { d.groupPolicies.Store(&l) }
+
+// ForgetKeys drops cached lookups of keys, so the next request reloads
+// their user (a group's policies changed).
+func (d *Driver) ForgetKeys(keys []Key) { d.akeys.forget(keys) }
+
 // CompileIdentity compiles u's inline and attached managed policies, in
 // name order; nil when it has none.
 func CompileIdentity(u User) *authz.IdentityPolicies {
-	if len(u.Policies) == 0 && len(u.ManagedPolicies) == 0 {
+	ps := CompilePolicies("", u.Policies, u.ManagedPolicies)
+	if len(ps) == 0 {
 		return nil
 	}
-	ip := &authz.IdentityPolicies{}
-	names := make([]string, 0, len(u.Policies))
-	for n := range u.Policies {
+	return &authz.IdentityPolicies{Policies: ps}
+}
+
+// CompilePolicies compiles inline policies (in name order, each named
+// prefix+name) and attached managed ones (named by ARN). A document that
+// no longer parses, or an unknown managed ARN, compiles to deny-all.
+func CompilePolicies(prefix string, inline map[string]string, managed []string) []authz.NamedPolicy {
+	var out []authz.NamedPolicy
+	names := make([]string, 0, len(inline))
+	for n := range inline {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		p, err := authz.ParseIdentityPolicy([]byte(u.Policies[n]))
+		p, err := authz.ParseIdentityPolicy([]byte(inline[n]))
 		if err != nil {
 			p = denyAll
 		}
-		ip.Policies = append(ip.Policies, authz.NamedPolicy{Name: n, Policy: p})
+		out = append(out, authz.NamedPolicy{Name: prefix + n, Policy: p})
 	}
-	for _, arn := range u.ManagedPolicies {
+	for _, arn := range managed {
 		p, ok := authz.ManagedPolicy(arn)
 		if !ok {
 			p = denyAll
 		}
-		ip.Policies = append(ip.Policies, authz.NamedPolicy{Name: arn, Policy: p})
+		out = append(out, authz.NamedPolicy{Name: prefix + arn, Policy: p})
 	}
-	return ip
+	return out
 }
 
 // UpdateUser applies fn to the stored user uid and writes it back,

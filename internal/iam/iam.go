@@ -61,9 +61,12 @@ type Store struct {
 	now  func() time.Time
 }
 
-// New returns a Store over d's metadata pool.
+// New returns a Store over d's metadata pool, and makes d include group
+// policies in the identities it compiles.
 func New(d *driver.Driver) *Store {
-	return &Store{d: d, meta: d.MetaIO(), now: time.Now}
+	s := &Store{d: d, meta: d.MetaIO(), now: time.Now}
+	d.SetGroupPolicyLoader(s.groupPolicies)
+	return s
 }
 
 func (s *Store) accounts() objstore.IOContext { return s.meta.WithNamespace(nsAccounts) }
@@ -75,6 +78,7 @@ func (s *Store) userNames() objstore.IOContext {
 var (
 	nameRE       = regexp.MustCompile(`^[\w+=,.@-]{1,64}$`)
 	policyNameRE = regexp.MustCompile(`^[\w+=,.@-]{1,128}$`)
+	groupNameRE  = regexp.MustCompile(`^[\w+=,.@-]{1,128}$`)
 	pathRE       = regexp.MustCompile(`^/([\x21-\x2e\x30-\x7e]+/)*$`)
 )
 
@@ -373,14 +377,14 @@ func (s *Store) UpdateUser(ctx context.Context, account, name, newName, newPath 
 }
 
 // DeleteUser removes a user that has no access keys, inline or attached
-// policies (AWS's DeleteConflict otherwise), and its name claim.
+// policies or groups (AWS's DeleteConflict otherwise), and its name claim.
 func (s *Store) DeleteUser(ctx context.Context, account, name string) error {
 	u, err := s.GetUser(ctx, account, name)
 	if err != nil {
 		return err
 	}
-	if len(u.Keys) > 0 || len(u.Policies) > 0 || len(u.ManagedPolicies) > 0 {
-		return fmt.Errorf("%w: Cannot delete entity, must delete access keys and policies first.", ErrDeleteConflict)
+	if len(u.Keys) > 0 || len(u.Policies) > 0 || len(u.ManagedPolicies) > 0 || len(u.Groups) > 0 {
+		return fmt.Errorf("%w: Cannot delete entity, must delete access keys, policies and group memberships first.", ErrDeleteConflict)
 	}
 	return s.RemoveUser(ctx, u)
 }
@@ -464,14 +468,7 @@ func (s *Store) DeleteAccessKey(ctx context.Context, u driver.User, ak string) e
 // PutUserPolicy stores an inline policy after validating it; a malformed
 // document changes nothing.
 func (s *Store) PutUserPolicy(ctx context.Context, u driver.User, name, doc string) error {
-	if !policyNameRE.MatchString(name) {
-		return invalid("policy name %q", name)
-	}
-	if _, err := authz.ParseIdentityPolicy([]byte(doc)); err != nil {
-		var m *authz.MalformedPolicyError
-		if errors.As(err, &m) {
-			return fmt.Errorf("%w: %s", ErrMalformedPolicy, m.Reason)
-		}
+	if err := validatePolicy(name, doc); err != nil {
 		return err
 	}
 	_, err := s.d.UpdateUser(ctx, u.ID, func(x *driver.User) error {
@@ -482,6 +479,30 @@ func (s *Store) PutUserPolicy(ctx context.Context, u driver.User, name, doc stri
 		return nil
 	})
 	return err
+}
+
+func validatePolicy(name, doc string) error {
+	if !policyNameRE.MatchString(name) {
+		return invalid("policy name %q", name)
+	}
+	if _, err := authz.ParseIdentityPolicy([]byte(doc)); err != nil {
+		var m *authz.MalformedPolicyError
+		if errors.As(err, &m) {
+			return fmt.Errorf("%w: %s", ErrMalformedPolicy, m.Reason)
+		}
+		return err
+	}
+	return nil
+}
+
+func knownManaged(arn string) error {
+	if _, ok := authz.ManagedPolicy(arn); !ok {
+		if !strings.HasPrefix(arn, "arn:") {
+			return invalid("ARN %s is not valid.", arn)
+		}
+		return fmt.Errorf("%w: Policy %s does not exist or is not attachable.", ErrNoSuchEntity, arn)
+	}
+	return nil
 }
 
 // UserPolicy returns an inline policy's document.
@@ -518,11 +539,8 @@ func (s *Store) DeleteUserPolicy(ctx context.Context, u driver.User, name string
 // AttachUserPolicy attaches a managed policy by ARN (only the AWS managed
 // policies authz knows exist).
 func (s *Store) AttachUserPolicy(ctx context.Context, u driver.User, arn string) error {
-	if _, ok := authz.ManagedPolicy(arn); !ok {
-		if !strings.HasPrefix(arn, "arn:") {
-			return invalid("ARN %s is not valid.", arn)
-		}
-		return fmt.Errorf("%w: Policy %s does not exist or is not attachable.", ErrNoSuchEntity, arn)
+	if err := knownManaged(arn); err != nil {
+		return err
 	}
 	_, err := s.d.UpdateUser(ctx, u.ID, func(x *driver.User) error {
 		for _, a := range x.ManagedPolicies {

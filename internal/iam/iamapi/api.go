@@ -218,15 +218,27 @@ var actions = map[string]handler{
 	"DetachUserPolicy":         (*API).detachUserPolicy,
 	"ListAttachedUserPolicies": (*API).listAttachedUserPolicies,
 	"GetAccountSummary":        (*API).getAccountSummary,
+	// Groups (groups.go).
+	"CreateGroup":               (*API).createGroup,
+	"GetGroup":                  (*API).getGroup,
+	"ListGroups":                (*API).listGroups,
+	"DeleteGroup":               (*API).deleteGroup,
+	"AddUserToGroup":            (*API).addUserToGroup,
+	"RemoveUserFromGroup":       (*API).removeUserFromGroup,
+	"ListGroupsForUser":         (*API).listGroupsForUser,
+	"PutGroupPolicy":            (*API).putGroupPolicy,
+	"GetGroupPolicy":            (*API).getGroupPolicy,
+	"ListGroupPolicies":         (*API).listGroupPolicies,
+	"DeleteGroupPolicy":         (*API).deleteGroupPolicy,
+	"AttachGroupPolicy":         (*API).attachGroupPolicy,
+	"DetachGroupPolicy":         (*API).detachGroupPolicy,
+	"ListAttachedGroupPolicies": (*API).listAttachedGroupPolicies,
 }
 
 // notYet are IAM actions AWS has and Cairn does not serve yet.
 var notYet = map[string]bool{
-	"CreateGroup": true, "GetGroup": true, "ListGroups": true, "DeleteGroup": true, "UpdateGroup": true,
-	"AddUserToGroup": true, "RemoveUserFromGroup": true, "ListGroupsForUser": true,
-	"PutGroupPolicy": true, "GetGroupPolicy": true, "ListGroupPolicies": true, "DeleteGroupPolicy": true,
-	"AttachGroupPolicy": true, "DetachGroupPolicy": true, "ListAttachedGroupPolicies": true,
-	"CreateRole": true, "GetRole": true, "ListRoles": true, "DeleteRole": true, "UpdateRole": true,
+	"UpdateGroup": true,
+	"CreateRole":  true, "GetRole": true, "ListRoles": true, "DeleteRole": true, "UpdateRole": true,
 	"PutRolePolicy": true, "GetRolePolicy": true, "ListRolePolicies": true, "DeleteRolePolicy": true,
 	"AttachRolePolicy": true, "DetachRolePolicy": true, "ListAttachedRolePolicies": true,
 	"UpdateAssumeRolePolicy": true, "CreateOpenIDConnectProvider": true, "TagUser": true, "UntagUser": true,
@@ -680,6 +692,10 @@ func (a *API) getAccountSummary(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	groups, err := a.opts.Store.ListGroups(ctx, acct, "/")
+	if err != nil {
+		return nil, err
+	}
 	n := 0
 	for _, u := range users {
 		if !u.AccountRoot {
@@ -700,6 +716,6 @@ func (a *API) getAccountSummary(q *request) (any, error) {
 		{"Users", n}, {"UsersQuota", quota},
 		{"AccessKeysPerUserQuota", iam.MaxAccessKeysPerUser},
 		{"AttachedPoliciesPerUserQuota", iam.MaxAttachedPoliciesPerUser},
-		{"Groups", 0}, {"Roles", 0}, {"Policies", 0},
+		{"Groups", len(groups)}, {"GroupsPerUserQuota", iam.MaxGroupsPerUser}, {"Roles", 0}, {"Policies", 0},
 	}}, nil
 }
