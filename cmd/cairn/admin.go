@@ -37,6 +37,7 @@ const adminUsage = `usage: cairn admin [--endpoint URL] <noun> <verb> [flags]
   topic dump --topic T [--max-entries N] [--marker M] | topic rm --topic T
   notification list --bucket B | notification get --bucket B --notification-id ID
   notification rm --bucket B [--notification-id ID]
+  kms create-key --key-id K | kms rotate-key --key-id K | kms reseal
 
 Signs requests with CAIRN_ACCESS_KEY / CAIRN_SECRET_KEY (or --access-key-id /
 --secret-access-key) and prints the JSON the gateway returns.
@@ -76,11 +77,14 @@ var adminRoutes = map[string]adminRoute{
 	"notification list": {http.MethodGet, "/admin/notification", "list", []string{"bucket"}},
 	"notification get":  {http.MethodGet, "/admin/notification", "get", []string{"bucket", "notification-id"}},
 	"notification rm":   {http.MethodDelete, "/admin/notification", "", []string{"bucket"}},
+	"kms create-key":    {http.MethodPost, "/admin/kms", "create-key", []string{"key-id"}},
+	"kms rotate-key":    {http.MethodPost, "/admin/kms", "rotate-key", []string{"key-id"}},
+	"kms reseal":        {http.MethodPost, "/admin/kms", "reseal", nil},
 }
 
 // adminParams are the flags passed through as query parameters.
 var adminParams = []string{"uid", "display-name", "email", "access-key", "secret", "max-buckets", "bucket", "num-shards",
-	"topic", "max-entries", "marker", "notification-id", "account-name", "account-id"}
+	"topic", "max-entries", "marker", "notification-id", "key-id", "account-name", "account-id"}
 
 func runAdmin(args []string) int {
 	fs := quiet(flag.NewFlagSet("admin", flag.ContinueOnError))
@@ -164,7 +168,7 @@ func runAdmin(args []string) int {
 		}
 	}
 	if *ak == "" || *sk == "" {
-		fmt.Fprintln(os.Stderr, "cairn admin: set CAIRN_ACCESS_KEY and CAIRN_SECRET_KEY (see <data-dir>/admin.credentials)")
+		fmt.Fprintln(os.Stderr, "cairn admin: set CAIRN_ACCESS_KEY and CAIRN_SECRET_KEY (the keys the gateway was first started with; generated ones are in <data-dir>/admin.credentials)")
 		return 2
 	}
 	body, status, err := adminCall(context.Background(), *endpoint, *ak, *sk, rt.method, rt.path, q)

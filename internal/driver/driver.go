@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/cairn-s3/cairn/internal/kms/secret"
 	"log/slog"
 	"os"
 	"strconv"
@@ -61,6 +62,9 @@ type Options struct {
 	// notification commit and reply), "after-unlink" (version removed,
 	// before its data is collected).
 	Failpoint func(point string)
+	// Secrets seals user secret keys at rest; nil stores them in clear
+	// (records sealed earlier then fail to load: secret.ErrNoKMS).
+	Secrets *secret.Sealer
 }
 
 // ExitFailpoint returns a Failpoint that ends the process with status 137

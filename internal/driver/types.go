@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"github.com/cairn-s3/cairn/internal/kms/secret"
 
 	"errors"
 	"github.com/cairn-s3/cairn/internal/authz"
@@ -127,6 +128,10 @@ type Key struct {
 	User      string `json:"user"`
 	AccessKey string `json:"access_key"`
 	SecretKey string `json:"secret_key"`
+	// SealedSecret is SecretKey sealed at rest (Options.Secrets set):
+	// stored records then keep secret_key empty. The driver opens it on
+	// read; callers never see it set.
+	SealedSecret *secret.Box `json:"secret_sealed,omitempty"`
 	// Inactive keys do not authenticate (IAM UpdateAccessKey); the zero
 	// value keeps keys stored before statuses existed active.
 	Inactive bool      `json:"inactive,omitempty"`

@@ -3,10 +3,10 @@ package driver
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -78,7 +78,10 @@ func (d *Driver) createUser(ctx context.Context, u User, genKey bool) (User, err
 	if u.Email != "" && (!strings.Contains(u.Email, "@") || len(u.Email) > 254) {
 		return User{}, fmt.Errorf("%w: email %q", ErrInvalidArgument, u.Email)
 	}
-	body, _ := json.Marshal(u)
+	body, err := d.encodeUser(ctx, u)
+	if err != nil {
+		return User{}, err
+	}
 	if err := d.users().Operate(ctx, u.ID, objstore.NewWriteOp().Create(true).WriteFull(body)); err != nil {
 		if errors.Is(err, objstore.ErrExists) {
 			return User{}, ErrUserExists
@@ -128,11 +131,7 @@ func (d *Driver) GetUser(ctx context.Context, uid string) (User, error) {
 	if err != nil {
 		return User{}, err
 	}
-	var u User
-	if err := json.Unmarshal(b, &u); err != nil {
-		return User{}, fmt.Errorf("user %s: %w", uid, err)
-	}
-	return u, nil
+	return d.decodeUser(ctx, uid, b)
 }
 
 // LookupAccessKey returns the user owning accessKey and its secret.
@@ -252,16 +251,21 @@ func (d *Driver) UpdateUser(ctx context.Context, uid string, fn func(*User) erro
 		if err != nil {
 			return User{}, err
 		}
-		var u User
-		if err := json.Unmarshal(r.Data, &u); err != nil {
-			return User{}, fmt.Errorf("user %s: %w", uid, err)
+		// Secrets are opened and sealed again like any record write, so a
+		// key added here is never stored in clear under a KMS.
+		u, err := d.decodeUser(ctx, uid, r.Data)
+		if err != nil {
+			return User{}, err
 		}
-		old := u.Keys
+		old := slices.Clone(u.Keys)
 		if err := fn(&u); err != nil {
 			return User{}, err
 		}
 		u.ID = uid
-		body, _ := json.Marshal(u)
+		body, err := d.encodeUser(ctx, u)
+		if err != nil {
+			return User{}, err
+		}
 		d.akeys.forget(old)
 		err = d.users().Operate(ctx, uid, objstore.NewWriteOp().AssertVersion(st.Stat.Version).WriteFull(body))
 		d.akeys.forget(old)

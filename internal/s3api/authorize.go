@@ -79,16 +79,19 @@ var opActions = map[string]authz.Action{
 	"DeleteBucketEncryption":          authz.S3PutEncryptionConfiguration,
 	"GetObjectAttributes":             authz.S3GetObjectAttributes,
 	"PostObject":                      authz.S3PutObject,
-	// Extension subresources (HandleBucketSubresource).
-	"GET_notification":    authz.S3GetBucketNotification,
-	"PUT_notification":    authz.S3PutBucketNotification,
-	"DELETE_notification": authz.S3PutBucketNotification,
+	// Extension subresources (HandleBucketSubresource), named by
+	// subresourceOp. RGW's DeleteBucketNotification needs the Put action,
+	// as in RGW (AWS deletes by putting an empty configuration).
+	"GetBucketNotificationConfiguration":    authz.S3GetBucketNotification,
+	"PutBucketNotificationConfiguration":    authz.S3PutBucketNotification,
+	"DeleteBucketNotificationConfiguration": authz.S3PutBucketNotification,
 }
 
 // opAction returns the action of a route's op; with a versionId the
 // object actions become their version forms (AWS: a request naming a
 // version needs the version action, and the plain one is not required).
-// ok=false: the op has no entry (use fallbackAction).
+// ok=false: the op has no entry, and the route cannot be served
+// (routeAction).
 func opAction(op string, q map[string][]string) (authz.Action, bool) {
 	a, ok := opActions[op]
 	if ok && len(q["versionId"]) > 0 {
@@ -438,27 +441,36 @@ func addObjectTags(c authz.Context, info driver.ObjectInfo) {
 	}
 }
 
-// adminAction maps an admin API request to its action: the first path
-// element after /admin names the resource, GET reads, anything else
-// writes.
-func adminAction(method, path string) authz.Action {
-	res, _, _ := strings.Cut(strings.TrimPrefix(path, "/admin/"), "/")
-	read := method == http.MethodGet || method == http.MethodHead
-	pick := func(r, w authz.Action) authz.Action {
-		if read {
-			return r
-		}
-		return w
+// adminActions gives each admin route (HandleAdmin paths, the built-ins
+// and those internal/server and notify register) its read and write
+// action. A registered route missing here is refused (adminAction).
+var adminActions = map[string][2]authz.Action{
+	"/admin/user":          {authz.AdminUsersRead, authz.AdminUsersWrite},
+	"/admin/metadata/user": {authz.AdminUsersRead, authz.AdminUsersWrite},
+	"/admin/account":       {authz.AdminUsersRead, authz.AdminUsersWrite},
+	"/admin/account/user":  {authz.AdminUsersRead, authz.AdminUsersWrite},
+	"/admin/bucket":        {authz.AdminBucketsRead, authz.AdminBucketsWrite},
+	"/admin/reshard":       {authz.AdminBucketsRead, authz.AdminBucketsWrite},
+	"/admin/lc":            {authz.AdminBucketsRead, authz.AdminBucketsWrite},
+	"/admin/topic":         {authz.AdminTopicsRead, authz.AdminTopicsWrite},
+	"/admin/notification":  {authz.AdminTopicsRead, authz.AdminTopicsWrite},
+	"/admin/rados":         {authz.AdminRados, authz.AdminRados},
+	"/admin/kms":           {authz.AdminKMS, authz.AdminKMS},
+}
+
+// adminAction maps an admin API request to its action: GET and HEAD
+// read, anything else writes. ok=false: the path has no entry; such a
+// request is decided as AdminRados (the narrowest) and, if a handler is
+// registered for the path anyway, refused.
+func adminAction(method, path string) (authz.Action, bool) {
+	rw, ok := adminActions[path]
+	if !ok {
+		return authz.AdminRados, false
 	}
-	switch res {
-	case "user", "metadata":
-		return pick(authz.AdminUsersRead, authz.AdminUsersWrite)
-	case "bucket", "reshard":
-		return pick(authz.AdminBucketsRead, authz.AdminBucketsWrite)
-	case "topic", "notification":
-		return pick(authz.AdminTopicsRead, authz.AdminTopicsWrite)
+	if method == http.MethodGet || method == http.MethodHead {
+		return rw[0], true
 	}
-	return authz.AdminRados
+	return rw[1], true
 }
 
 // authorizeKey decides act on one key and version of the request's
@@ -491,19 +503,17 @@ func (s *Server) authorizeKey(r *http.Request, rc *reqCtx, act authz.Action, key
 	return s3err.New(s3err.ErrAccessDenied, "")
 }
 
-// fallbackAction authorizes a route whose op has no entry in opActions
-// (e.g. one added on another branch): object reads and writes as
-// GetObject / PutObject / DeleteObject, anything on the bucket as the
-// owner's alone. Never more open than S3's own default.
-func fallbackAction(method string, hasKey bool) authz.Action {
-	if !hasKey {
-		return authz.CairnBucketOwnerOnly
+// routeAction is the action serve decides a route with. A route that
+// would run a handler but whose op has no action is refused (ok=false):
+// an unmapped route fails closed, never falls back to a guess. Routes that
+// only answer NotImplemented (deferred) and have no S3 action are the
+// bucket owner's alone, so only the owner learns what is unimplemented.
+func routeAction(rt route, q map[string][]string) (authz.Action, bool) {
+	if a, ok := opAction(rt.op, q); ok {
+		return a, true
 	}
-	switch method {
-	case http.MethodGet, http.MethodHead:
-		return authz.S3GetObject
-	case http.MethodDelete:
-		return authz.S3DeleteObject
+	if rt.deferred != nil && rt.h == nil {
+		return authz.CairnBucketOwnerOnly, true
 	}
-	return authz.S3PutObject
+	return authz.ActionInvalid, false
 }

@@ -319,10 +319,11 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 		s.writeError(w, r, rc, rt.err)
 		return
 	}
-	act, ok := opAction(rt.op, r.URL.Query())
+	act, ok := routeAction(rt, r.URL.Query())
 	if !ok {
-		act = fallbackAction(r.Method, rc.key != "")
-		s.log.Warn("route without an authz action; using a fallback", "op", rt.op, "action", act.String())
+		// A route nobody gave an action: refuse rather than guess.
+		s.writeError(w, r, rc, fmt.Errorf("s3api: route %s has no authz action", rt.op))
+		return
 	}
 	rc.act = act
 	if err := s.authorize(r, rc, act); err != nil {

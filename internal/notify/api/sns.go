@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cairn-s3/cairn/internal/authz"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
+	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/notify/queue"
 	"github.com/cairn-s3/cairn/internal/notify/service"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
@@ -19,6 +19,26 @@ import (
 
 // maxFormBytes bounds an SNS request body.
 const maxFormBytes = 1 << 20
+
+// snsActions gives each SNS Action the API serves its authz action
+// (GetTopic is RGW's extension, a read of the attributes). An Action
+// missing here is answered InvalidAction before dispatch, so a case added
+// to serveSNS without an entry cannot be reached (TestSNSActionsMapped).
+var snsActions = map[string]authz.Action{
+	"CreateTopic":        authz.SNSCreateTopic,
+	"DeleteTopic":        authz.SNSDeleteTopic,
+	"GetTopic":           authz.SNSGetTopicAttributes,
+	"GetTopicAttributes": authz.SNSGetTopicAttributes,
+	"ListTopics":         authz.SNSListTopics,
+	"SetTopicAttributes": authz.SNSSetTopicAttributes,
+}
+
+// SNSAction returns the authz action of an SNS Action name; ok=false: the
+// API does not serve it.
+func SNSAction(name string) (authz.Action, bool) {
+	a, ok := snsActions[name]
+	return a, ok
+}
 
 // SNS returns the SNS query-API handler (s3api.Server.SetSNSHandler).
 func (a *API) SNS() http.Handler { return http.HandlerFunc(a.serveSNS) }
@@ -79,7 +99,17 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 		return t, nil
 	}
 
-	switch action := form.Get("Action"); action {
+	action := form.Get("Action")
+	act, served := snsActions[action]
+	switch {
+	case action == "":
+		fail(&topic.Error{Code: "MissingAction", Message: "missing Action", HTTPStatus: http.StatusBadRequest})
+		return
+	case !served:
+		fail(&topic.Error{Code: "InvalidAction", Message: fmt.Sprintf("unsupported action %q", action), HTTPStatus: http.StatusBadRequest})
+		return
+	}
+	switch action {
 	case "CreateTopic":
 		// An IAM account's user needs an identity policy for it (authz);
 		// any other authenticated user may, as before.
@@ -106,7 +136,7 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 		}
 		ok(topic.CreateTopicResponse(t.ARN, rid))
 	case "GetTopicAttributes", "GetTopic":
-		t, e := topicArg(topic.ActionGetTopicAttributes)
+		t, e := topicArg(act.String())
 		if e != nil {
 			fail(e)
 			return
@@ -141,7 +171,7 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 		}
 		ok(topic.ListTopicsResponse(shown, next, rid))
 	case "SetTopicAttributes":
-		t, e := topicArg(topic.ActionSetTopicAttributes)
+		t, e := topicArg(act.String())
 		if e != nil {
 			fail(e)
 			return
@@ -172,7 +202,7 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			fail(snsError(err))
 			return
 		}
-		if t != nil && !may(t, topic.ActionDeleteTopic) {
+		if t != nil && !may(t, act.String()) {
 			fail(snsError(service.ErrNotOwner))
 			return
 		}
@@ -182,10 +212,9 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		ok(topic.DeleteTopicResponse(rid))
-	case "":
-		fail(&topic.Error{Code: "MissingAction", Message: "missing Action", HTTPStatus: http.StatusBadRequest})
 	default:
-		fail(&topic.Error{Code: "InvalidAction", Message: fmt.Sprintf("unsupported action %q", action), HTTPStatus: http.StatusBadRequest})
+		// In snsActions but not served here: refuse, never guess.
+		fail(&topic.Error{Code: "InternalFailure", Message: fmt.Sprintf("action %q has no handler", action), HTTPStatus: http.StatusInternalServerError})
 	}
 }
 
