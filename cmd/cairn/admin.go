@@ -23,7 +23,11 @@ import (
 const adminUsage = `usage: cairn admin [--endpoint URL] <noun> <verb> [flags]
 
   user create --uid U [--display-name N] [--email E] [--access-key K --secret S] [--admin] [--max-buckets N]
+  user create --uid U --account-id ID [--account-root] [--display-name N] [--email E]
   user info --uid U | user list | user rm --uid U
+  account create --account-name N [--email E] [--account-id ID]
+  account info --account-id ID | --account-name N | account list
+  account rm --account-id ID | --account-name N
   bucket list [--uid U] | bucket stats --bucket B
   bucket create --bucket B --uid OWNER [--num-shards N]
   bucket reshard --bucket B --num-shards N
@@ -51,6 +55,10 @@ var adminRoutes = map[string]adminRoute{
 	"user info":         {http.MethodGet, "/admin/user", "", []string{"uid"}},
 	"user list":         {http.MethodGet, "/admin/user", "list", nil},
 	"user rm":           {http.MethodDelete, "/admin/user", "", []string{"uid"}},
+	"account create":    {http.MethodPut, "/admin/account", "", []string{"account-name"}},
+	"account info":      {http.MethodGet, "/admin/account", "info", nil},
+	"account list":      {http.MethodGet, "/admin/account", "list", nil},
+	"account rm":        {http.MethodDelete, "/admin/account", "", nil},
 	"bucket list":       {http.MethodGet, "/admin/bucket", "", nil},
 	"bucket stats":      {http.MethodGet, "/admin/bucket", "stats", []string{"bucket"}},
 	"bucket create":     {http.MethodPut, "/admin/bucket", "", []string{"bucket", "uid"}},
@@ -76,7 +84,7 @@ var adminRoutes = map[string]adminRoute{
 
 // adminParams are the flags passed through as query parameters.
 var adminParams = []string{"uid", "display-name", "email", "access-key", "secret", "max-buckets", "bucket", "num-shards",
-	"topic", "max-entries", "marker", "notification-id", "key-id"}
+	"topic", "max-entries", "marker", "notification-id", "key-id", "account-name", "account-id"}
 
 func runAdmin(args []string) int {
 	fs := quiet(flag.NewFlagSet("admin", flag.ContinueOnError))
@@ -89,6 +97,7 @@ func runAdmin(args []string) int {
 	ak := fs.String("access-key-id", "", "admin access key (default $CAIRN_ACCESS_KEY)")
 	sk := fs.String("secret-access-key", "", "admin secret key (default $CAIRN_SECRET_KEY)")
 	admin := fs.Bool("admin", false, "user create: make the user an admin")
+	acctRoot := fs.Bool("account-root", false, "user create: make the user its account's root user")
 	vals := map[string]*string{}
 	for _, p := range adminParams {
 		if p == "num-shards" || p == "max-entries" {
@@ -148,6 +157,9 @@ func runAdmin(args []string) int {
 	}
 	if *admin {
 		q.Set("admin", "true")
+	}
+	if *acctRoot {
+		q.Set("account-root", "true")
 	}
 	for _, r := range rt.required {
 		if *vals[r] == "" {
@@ -217,6 +229,7 @@ var adminParamHelp = map[string]string{
 	"secret": "user create: secret key", "bucket": "bucket name", "num-shards": "index shards (bucket create, bucket reshard)",
 	"topic": "topic name", "max-entries": "topic dump: page size", "marker": "topic dump: resume after this marker",
 	"notification-id": "notification get|rm: the notification's Id",
+	"account-name":    "account create|info|rm: the account's name", "account-id": "account info|rm, user create: the account's id (RGW + 17 digits)",
 }
 
 // adminError is the one shape every `cairn admin` failure is printed in

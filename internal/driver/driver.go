@@ -133,6 +133,9 @@ type Driver struct {
 	bmu     sync.Mutex
 	buckets map[string]*bucketCacheEntry
 	akeys   keyCache
+	// groupPolicies, when set (internal/iam), returns the policies of the
+	// groups an account user belongs to, for its compiled identity.
+	groupPolicies atomic.Pointer[GroupPolicyLoader]
 
 	gc      *collector
 	intents *intentRemover

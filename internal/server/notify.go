@@ -154,7 +154,8 @@ func (g *Gateway) mountNotifications(cfg *config.Config, svc *service.Service, d
 		Caller: func(ctx context.Context) (api.Caller, bool) {
 			id, ok := s3api.IdentityFrom(ctx)
 			rm := driver.RequestFrom(ctx)
-			return api.Caller{User: id.User.ID, Admin: id.User.Admin, SourceIP: rm.SourceIP, Secure: rm.Secure}, ok
+			p := id.User.Principal()
+			return api.Caller{User: id.User.ID, Admin: id.User.Admin, SourceIP: rm.SourceIP, Secure: rm.Secure, Principal: &p}, ok
 		},
 	})
 	if err != nil {

@@ -152,6 +152,10 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 	if g.Driver != nil {
 		api.HandleAdmin("rados", g.adminRados)
 		api.HandleAdmin("kms", g.adminKMS(svc))
+		if err := g.mountIAM(g.Driver, api); err != nil {
+			g.Close()
+			return nil, err
+		}
 		if err := g.mountNotifications(cfg, svc, g.Driver, api); err != nil {
 			g.Close()
 			return nil, err
