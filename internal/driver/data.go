@@ -16,18 +16,19 @@ import (
 // was written for, so an orphan sweep can tell whose it was.
 const ownerXattr = "cairn.owner"
 
-var stripePool = sync.Pool{New: func() any { b := make([]byte, StripeSize); return &b }}
+// Sized for the larger of clear and encrypted stripes.
+var stripePool = sync.Pool{New: func() any { b := make([]byte, max(StripeSize, EncStripeSize)); return &b }}
 
 // writeRun streams body into stripes prefix, prefix.1, ... and returns the
 // run and the MD5 of the bytes. The stripes are written with DeferSync: the
 // caller must commit the run with a synced op before acknowledging it. On any error every stripe written so far is
 // removed: a failed write leaves nothing behind.
-func (d *Driver) writeRun(ctx context.Context, prefix, owner string, body io.Reader, limit int64) (bucketindex.Run, []byte, error) {
-	run := bucketindex.Run{Prefix: prefix, StripeSize: StripeSize}
+func (d *Driver) writeRun(ctx context.Context, prefix, owner string, body io.Reader, limit, stripeSize int64) (bucketindex.Run, []byte, error) {
+	run := bucketindex.Run{Prefix: prefix, StripeSize: stripeSize}
 	h := md5.New()
 	bp := stripePool.Get().(*[]byte)
 	defer stripePool.Put(bp)
-	buf := *bp
+	buf := (*bp)[:stripeSize]
 	var written []string
 	fail := func(err error) (bucketindex.Run, []byte, error) {
 		d.removeObjects(context.WithoutCancel(ctx), written)

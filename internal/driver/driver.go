@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/cairn-s3/cairn/internal/kms"
 	"log/slog"
 	"os"
 	"strconv"
@@ -61,6 +62,12 @@ type Options struct {
 	// notification commit and reply), "after-unlink" (version removed,
 	// before its data is collected).
 	Failpoint func(point string)
+	// KMS seals the data keys of SSE-S3 and SSE-KMS objects; nil: only
+	// SSE-C is served.
+	KMS kms.KMS
+	// EncryptByDefault applies SSE-S3 to every new object that asks for no
+	// encryption in a bucket without a default (AWS's behaviour since 2023).
+	EncryptByDefault bool
 }
 
 // ExitFailpoint returns a Failpoint that ends the process with status 137

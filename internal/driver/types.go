@@ -155,6 +155,8 @@ type ObjectMeta struct {
 	LockMode  string    `json:"lm,omitempty"`
 	LockUntil time.Time `json:"lu,omitzero"`
 	LegalHold string    `json:"lh,omitempty"`
+	// SSE is the object's server-side encryption (sse.go); nil = clear.
+	SSE *SSERecord `json:"sse,omitempty"`
 }
 
 // ObjectInfo describes a stored object.
