@@ -78,6 +78,14 @@ type Config struct {
 	// AllowInsecureEndpointSecrets accepts topic credentials over plain
 	// HTTP (rgw_allow_notification_secrets_in_cleartext).
 	AllowInsecureEndpointSecrets bool
+
+	// Server-side encryption (README "Encryption", docs/format/kms-keyring.md).
+	KMSKeyring       string // key file of the local keyring; "" = <data-dir>/kms.keyring
+	KMSMasterKey     string // base64 of 32 bytes: the default key instead of the file's
+	KMSKeys          string // id=<base64 32 bytes>,... (rgw_crypt_s3_kms_encryption_keys)
+	KMSDefaultKey    string // key id SSE-S3 uses; "" = cairn-default
+	CryptRequireTLS  bool   // SSE-C only over HTTPS (rgw_crypt_require_ssl)
+	EncryptByDefault bool   // SSE-S3 for every new object that asks for no encryption
 }
 
 // ShardCap is the largest x-cairn-bucket-index-shards a user may ask for.
@@ -194,6 +202,12 @@ var options = []option{
 	{"tls-key", "PEM private key of tls-cert", "", strOpt(func(c *Config) *string { return &c.TLSKey })},
 	{"tls-listen", "address for HTTPS beside plain HTTP on listen (empty: listen serves HTTPS when tls-cert is set)", "", strOpt(func(c *Config) *string { return &c.TLSListen })},
 	{"allow-insecure-endpoint-secrets", "accept topic endpoint credentials over plain HTTP (rgw_allow_notification_secrets_in_cleartext)", "false", boolOpt(func(c *Config) *bool { return &c.AllowInsecureEndpointSecrets })},
+	{"kms-keyring", "key file of the local KMS keyring, created 0600 when absent (empty: <data-dir>/kms.keyring)", "", strOpt(func(c *Config) *string { return &c.KMSKeyring })},
+	{"kms-master-key", "base64 of 32 bytes: the keyring's default key, instead of the key file's (prefer the CAIRN_KMS_MASTER_KEY environment variable)", "", strOpt(func(c *Config) *string { return &c.KMSMasterKey })},
+	{"kms-keys", "named SSE-KMS keys id=<base64 32 bytes>,... (rgw_crypt_s3_kms_encryption_keys)", "", strOpt(func(c *Config) *string { return &c.KMSKeys })},
+	{"kms-default-key", "key id SSE-S3 (and SSE-KMS without a key id) uses; empty: cairn-default", "", strOpt(func(c *Config) *string { return &c.KMSDefaultKey })},
+	{"crypt-require-tls", "accept SSE-C keys only over HTTPS (rgw_crypt_require_ssl)", "true", boolOpt(func(c *Config) *bool { return &c.CryptRequireTLS })},
+	{"encrypt-by-default", "encrypt every new object that asks for no encryption with SSE-S3, as AWS does", "false", boolOpt(func(c *Config) *bool { return &c.EncryptByDefault })},
 }
 
 // UsageError is a command line that does not parse (unknown flag, missing

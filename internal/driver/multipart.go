@@ -130,7 +130,7 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 		d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
 		return PartInfo{}, err
 	}
-	pi := PartInfo{PartNumber: part, ETag: sseETag(ui.Meta.SSE, oek, sum), Size: run.DataSize(), ModTime: d.opts.Now().UTC(), Checksums: sums}
+	pi := PartInfo{PartNumber: part, ETag: sseETag(ui.Meta.SSE, oek, sum), Size: run.DataSize(), ModTime: d.opts.Now().UTC(), Checksums: sums, SSE: ui.Meta.SSE}
 	rec, _ := json.Marshal(partRecord{PartInfo: pi, Run: run, Started: started})
 	uo := uploadOID(inst.ID, uploadID)
 	// Read the part being replaced and swap it, guarded so a concurrent

@@ -302,6 +302,9 @@ type PartInfo struct {
 	Size       int64
 	ModTime    time.Time
 	Checksums  map[string]string
+	// SSE is the upload's encryption (UploadPart's answer; not stored
+	// with the part).
+	SSE *SSERecord `json:"-"`
 }
 
 // CompletePart is one part named in CompleteMultipartUpload.

@@ -71,8 +71,15 @@ func (s *Server) getObjectAttributes(w http.ResponseWriter, r *http.Request, rc 
 	if err != nil {
 		return err
 	}
+	sp, err := s.parseSSE(r, sseRead)
+	if err != nil {
+		return err
+	}
 	info, err := s.be.HeadObject(r.Context(), rc.bucket, rc.key)
 	if err != nil {
+		return err
+	}
+	if err := driver.CheckCustomerKey(info, sp.req.CustomerKey); err != nil {
 		return err
 	}
 	out := getObjectAttributesResponse{Xmlns: s3Namespace}
