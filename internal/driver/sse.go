@@ -447,4 +447,50 @@ func (d *Driver) DeleteBucketEncryption(ctx context.Context, bucket string) erro
 // KMSConfigured reports whether SSE-S3/SSE-KMS can be served.
 func (d *Driver) KMSConfigured() bool { return d.opts.KMS != nil }
 
-
+// RewrapKeys re-seals the data key of every SSE-S3 and SSE-KMS object
+// version in bucket under the newest version of its KMS key (after a
+// rotation), without reading or rewriting data. It returns how many
+// records it re-sealed. In-progress uploads keep their sealed keys (they
+// still open: old key versions are never removed).
+func (d *Driver) RewrapKeys(ctx context.Context, bucket string) (int, error) {
+	if d.opts.KMS == nil {
+		return 0, ErrKMSNotConfigured
+	}
+	n := 0
+	in := ListVersionsInput{Bucket: bucket, MaxKeys: 1000}
+	for {
+		res, err := d.ListObjectVersions(ctx, in)
+		if err != nil {
+			return n, err
+		}
+		for _, v := range res.Versions {
+			if v.DeleteMarker || v.Meta.SSE == nil || v.Meta.SSE.Mode == SSEModeC {
+				continue
+			}
+			_, err := d.updateVersionMeta(ctx, bucket, v.Key, v.VersionID, "", func(_ Instance, m *ObjectMeta) error {
+				if m.SSE == nil || m.SSE.Mode == SSEModeC {
+					return nil
+				}
+				s, err := d.opts.KMS.Rewrap(ctx, m.SSE.KeyID, m.SSE.Sealed, sseAAD(m.SSE.Mode, v.Key, m.SSE.Context))
+				if err != nil {
+					return err
+				}
+				rec := *m.SSE
+				rec.Sealed = s
+				m.SSE = &rec
+				return nil
+			})
+			if errors.Is(err, ErrNoSuchKey) || errors.Is(err, ErrNoSuchVersion) {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return n, fmt.Errorf("rewrap %s: %w", v.Key, err)
+			}
+			n++
+		}
+		if !res.IsTruncated {
+			return n, nil
+		}
+		in.KeyMarker, in.VersionIDMarker = res.NextKeyMarker, res.NextVersionIDMarker
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/cairn-s3/cairn/internal/kms"
 	"log/slog"
 	"net"
 	"net/http"
@@ -59,6 +60,7 @@ type Gateway struct {
 	Handler  http.Handler
 
 	notifyCache *endpoint.Cache
+	kms         kms.KMS
 	closers     []func()
 }
 
@@ -103,6 +105,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 			return nil, err
 		}
 		g.Driver = d
+		g.kms = km
 		g.closers = append(g.closers, func() { _ = d.Close() })
 		if n, err := d.SweepGC(ctx); err != nil {
 			log.Warn("gc sweep", "err", err)
@@ -137,6 +140,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 	g.API = api
 	if g.Driver != nil {
 		api.HandleAdmin("rados", g.adminRados)
+		api.HandleAdmin("kms", func(w http.ResponseWriter, r *http.Request) error { return adminKMS(g.kms, g.Driver, w, r) })
 		if err := g.mountNotifications(cfg, svc, g.Driver, api); err != nil {
 			g.Close()
 			return nil, err
