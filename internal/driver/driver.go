@@ -132,6 +132,8 @@ type Driver struct {
 
 	gc *collector
 	lc lcReg // lifecycle worker, set after construction
+
+	bkeys bucketKeys // SSE bucket keys (bucketkey.go)
 }
 
 // New opens the driver, creating the RGW pools when missing, and starts the

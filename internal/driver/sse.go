@@ -62,7 +62,10 @@ type SSERecord struct {
 	KeyID     string `json:"k,omitempty"` // KMS key that sealed the OEK
 	Context   string `json:"c,omitempty"` // SSE-KMS encryption context as sent (base64 JSON)
 	BucketKey bool   `json:"b,omitempty"`
-	Sealed    []byte `json:"s"`
+	// Sealed is the OEK sealed by the KMS, or with BucketKeySealed set,
+	// sealed locally under that bucket key (bucketkey.go).
+	Sealed          []byte `json:"s"`
+	BucketKeySealed []byte `json:"bk,omitempty"`
 }
 
 // SSESpec is the encryption a write asks for.
@@ -190,6 +193,21 @@ func (d *Driver) newSSE(ctx context.Context, inst Instance, key string) (*SSERec
 			return nil, nil, ErrKMSNotConfigured
 		}
 		rec.Context = spec.Context
+		if spec.BucketKey {
+			bk, err := d.genBucketKey(ctx, inst, rec.Mode, keyID, rec.Context)
+			if err != nil {
+				return nil, nil, err
+			}
+			oek := make([]byte, crypt.KeySize)
+			if _, err := rand.Read(oek); err != nil {
+				return nil, nil, err
+			}
+			if rec.Sealed, err = localSeal(bk.plain, oek, sseAAD(rec.Mode, key, rec.Context)); err != nil {
+				return nil, nil, err
+			}
+			rec.KeyID, rec.BucketKeySealed = bk.keyID, bk.sealed
+			return rec, oek, nil
+		}
 		dk, err := d.opts.KMS.GenerateDataKey(ctx, keyID, sseAAD(rec.Mode, key, rec.Context))
 		if err != nil {
 			return nil, nil, err
@@ -218,6 +236,13 @@ func (d *Driver) openSSE(ctx context.Context, rec *SSERecord, key string, ckey [
 		}
 		if d.opts.KMS == nil {
 			return nil, ErrKMSNotConfigured
+		}
+		if rec.BucketKeySealed != nil {
+			bk, err := d.openBucketKey(ctx, rec)
+			if err != nil {
+				return nil, err
+			}
+			return localOpen(bk, rec.Sealed, sseAAD(rec.Mode, key, rec.Context))
 		}
 		return d.opts.KMS.Decrypt(ctx, rec.KeyID, rec.Sealed, sseAAD(rec.Mode, key, rec.Context))
 	}
@@ -471,12 +496,18 @@ func (d *Driver) RewrapKeys(ctx context.Context, bucket string) (int, error) {
 				if m.SSE == nil || m.SSE.Mode == SSEModeC {
 					return nil
 				}
-				s, err := d.opts.KMS.Rewrap(ctx, m.SSE.KeyID, m.SSE.Sealed, sseAAD(m.SSE.Mode, v.Key, m.SSE.Context))
+				rec := *m.SSE
+				var err error
+				if rec.BucketKeySealed != nil {
+					// The OEK stays sealed under the bucket key; the bucket
+					// key itself is re-sealed.
+					rec.BucketKeySealed, err = d.opts.KMS.Rewrap(ctx, rec.KeyID, rec.BucketKeySealed, bucketKeyAAD(rec.Mode, rec.Context))
+				} else {
+					rec.Sealed, err = d.opts.KMS.Rewrap(ctx, rec.KeyID, rec.Sealed, sseAAD(rec.Mode, v.Key, rec.Context))
+				}
 				if err != nil {
 					return err
 				}
-				rec := *m.SSE
-				rec.Sealed = s
 				m.SSE = &rec
 				return nil
 			})

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 
@@ -312,5 +313,43 @@ func TestSSEMultipartCopyAndKMSDown(t *testing.T) {
 	oi = put(t, d, "bkt", "empty", nil)
 	if got, err := readAll(t, context.Background(), d, "empty", nil); err != nil || len(got) != 0 || oi.Size != 0 {
 		t.Fatalf("empty: %v %d", err, len(got))
+	}
+}
+
+// TestSSEBucketKeySavesKMSCalls: with a bucket key, many PUTs cost one
+// GenerateDataKey and reads open from cache; without, one call each.
+func TestSSEBucketKeySavesKMSCalls(t *testing.T) {
+	d, _, fk := newSSEDriver(t, false)
+	ctx := context.Background()
+	for _, bk := range []bool{false, true} {
+		fk.calls = 0
+		sctx := sseCtx(&driver.SSESpec{Mode: driver.SSEModeKMS, KMSKeyID: "testkey-1", BucketKey: bk}, nil, nil)
+		for i := 0; i < 10; i++ {
+			k := fmt.Sprintf("bk-%v-%d", bk, i)
+			if _, err := d.PutObject(sctx, driver.PutObjectInput{Bucket: "bkt", Key: k, Body: bytes.NewReader([]byte(k)), Size: int64(len(k))}); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := readAll(t, ctx, d, k, nil); err != nil || string(got) != k {
+				t.Fatalf("%s: %v", k, err)
+			}
+		}
+		want := 20
+		if bk {
+			want = 1
+		}
+		if fk.calls != want {
+			t.Fatalf("bucket key %v: %d KMS calls for 10 PUT+GET, want %d", bk, fk.calls, want)
+		}
+	}
+	// Rewrap re-seals bucket keys too, and the objects still open.
+	n, err := d.RewrapKeys(ctx, "bkt")
+	if err != nil || n != 20 {
+		t.Fatalf("rewrap: %d %v", n, err)
+	}
+	for i := 0; i < 10; i++ {
+		k := fmt.Sprintf("bk-true-%d", i)
+		if got, err := readAll(t, ctx, d, k, nil); err != nil || string(got) != k {
+			t.Fatalf("%s after rewrap: %v", k, err)
+		}
 	}
 }

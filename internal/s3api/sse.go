@@ -189,15 +189,15 @@ func sseHeaders(h http.Header, rec *driver.SSERecord, keyMD5 string) {
 		if rec.Context != "" {
 			h.Set(hSSEContext, rec.Context)
 		}
+		if rec.BucketKey {
+			// AWS reports bucket keys for SSE-KMS only.
+			h.Set(hSSEBucketKey, "true")
+		}
 	case driver.SSEModeC:
 		h.Set(hSSECAlg, "AES256")
 		if keyMD5 != "" {
 			h.Set("x-amz-server-side-encryption-customer-key-MD5", keyMD5)
 		}
-		return
-	}
-	if rec.BucketKey {
-		h.Set(hSSEBucketKey, "true")
 	}
 }
 
