@@ -90,46 +90,81 @@ func packageNonce(hdr []byte, seq uint32) []byte {
 	return n[:]
 }
 
-// Writer encrypts a stream: Write buffers plaintext and emits full
-// packages to the underlying writer; Close emits the final package.
-type Writer struct {
-	w     io.Writer
+// Sealer seals the packages of one stream in order: the building block of
+// Writer, for callers that manage their own buffers (no copy through an
+// io.Writer).
+type Sealer struct {
 	aead  cipher.AEAD
 	nonce [12]byte
 	seq   uint32
-	buf   []byte // pending plaintext, < PackageSize after each Write
-	out   []byte
-	err   error
+	done  bool
 }
 
-// NewWriter starts a stream under key with a fresh random stream nonce.
-func NewWriter(w io.Writer, key []byte) (*Writer, error) {
+// NewSealer starts a stream under key with a fresh random stream nonce.
+func NewSealer(key []byte) (*Sealer, error) {
 	aead, err := newAEAD(key)
 	if err != nil {
 		return nil, err
 	}
-	sw := &Writer{w: w, aead: aead, buf: make([]byte, 0, PackageSize), out: make([]byte, 0, MaxPackage)}
-	if _, err := rand.Read(sw.nonce[:]); err != nil {
+	s := &Sealer{aead: aead}
+	if _, err := rand.Read(s.nonce[:]); err != nil {
 		return nil, err
 	}
-	sw.nonce[0] &^= finalFlag
-	return sw, nil
+	s.nonce[0] &^= finalFlag
+	return s, nil
+}
+
+// Seal appends the next package, holding plaintext p (1 to PackageSize
+// bytes; only a final package may be shorter than PackageSize), to dst.
+func (s *Sealer) Seal(dst, p []byte, final bool) ([]byte, error) {
+	if s.done {
+		return dst, errors.New("crypt: stream already final")
+	}
+	if len(p) == 0 || len(p) > PackageSize || (!final && len(p) != PackageSize) {
+		return dst, fmt.Errorf("crypt: bad package length %d", len(p))
+	}
+	if s.seq == ^uint32(0) {
+		return dst, errors.New("crypt: stream too long")
+	}
+	var hdr [HeaderSize]byte
+	hdr[0], hdr[1] = Version, CipherAES256GCM
+	binary.LittleEndian.PutUint16(hdr[2:4], uint16(len(p)-1))
+	copy(hdr[4:], s.nonce[:])
+	if final {
+		hdr[4] |= finalFlag
+		s.done = true
+	}
+	dst = append(dst, hdr[:]...)
+	out := s.aead.Seal(dst, packageNonce(hdr[:], s.seq), p, hdr[:4])
+	s.seq++
+	return out, nil
+}
+
+// Writer encrypts a stream: Write buffers plaintext and emits full
+// packages to the underlying writer; Close emits the final package.
+type Writer struct {
+	w   io.Writer
+	s   *Sealer
+	buf []byte // pending plaintext, <= PackageSize
+	out []byte
+	err error
+}
+
+// NewWriter starts a stream under key with a fresh random stream nonce.
+func NewWriter(w io.Writer, key []byte) (*Writer, error) {
+	s, err := NewSealer(key)
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{w: w, s: s, buf: make([]byte, 0, PackageSize), out: make([]byte, 0, MaxPackage)}, nil
 }
 
 func (sw *Writer) seal(p []byte, final bool) error {
-	hdr := sw.out[:HeaderSize]
-	hdr[0], hdr[1] = Version, CipherAES256GCM
-	binary.LittleEndian.PutUint16(hdr[2:4], uint16(len(p)-1))
-	copy(hdr[4:], sw.nonce[:])
-	if final {
-		hdr[4] |= finalFlag
+	out, err := sw.s.Seal(sw.out[:0], p, final)
+	if err != nil {
+		return err
 	}
-	out := sw.aead.Seal(hdr, packageNonce(hdr, sw.seq), p, hdr[:4])
-	sw.seq++
-	if sw.seq == 0 {
-		return errors.New("crypt: stream too long")
-	}
-	_, err := sw.w.Write(out)
+	_, err = sw.w.Write(out)
 	return err
 }
 
@@ -210,21 +245,24 @@ func (o *Opener) Open(dst, pkg []byte, seq, plain int64) ([]byte, error) {
 
 // Reader decrypts plaintext bytes [off, off+n) of a stream of plain bytes.
 // src must yield exactly the stored bytes PackageRange names, from cOff.
+// Packages are opened in place in one MaxPackage buffer.
 type Reader struct {
-	src           io.Reader
-	op            *Opener
-	plain         int64
-	seq, last     int64
-	skip          int64 // plaintext bytes to drop from the first package
-	remain        int64 // plaintext bytes still to return
-	pkg, plainBuf []byte
-	buf           []byte
-	err           error
+	src    io.Reader
+	op     *Opener
+	plain  int64
+	seq    int64
+	skip   int64 // plaintext bytes to drop from the first package
+	remain int64 // plaintext bytes still to return
+	pkg    []byte
+	buf    []byte // opened plaintext not yet returned (inside pkg)
+	err    error
 }
 
 // NewReader returns a Reader over [off, off+n) of a stream of plain bytes
 // under key; src is positioned at the stored offset PackageRange returns.
-func NewReader(src io.Reader, key []byte, plain, off, n int64) (*Reader, error) {
+// buf, if at least MaxPackage long, is used as the package buffer (the
+// caller may pool it; it must not be used while the Reader is).
+func NewReader(src io.Reader, key []byte, plain, off, n int64, buf ...[]byte) (*Reader, error) {
 	op, err := NewOpener(key)
 	if err != nil {
 		return nil, err
@@ -234,12 +272,43 @@ func NewReader(src io.Reader, key []byte, plain, off, n int64) (*Reader, error) 
 	}
 	r := &Reader{src: src, op: op, plain: plain, remain: n}
 	if n > 0 {
-		r.seq, r.last, _, _ = PackageRange(plain, off, n)
+		r.seq, _, _, _ = PackageRange(plain, off, n)
 		r.skip = off - r.seq*PackageSize
-		r.pkg = make([]byte, MaxPackage)
-		r.plainBuf = make([]byte, 0, PackageSize)
+		if len(buf) > 0 && len(buf[0]) >= MaxPackage {
+			r.pkg = buf[0][:MaxPackage]
+		} else {
+			r.pkg = make([]byte, MaxPackage)
+		}
 	}
 	return r, nil
+}
+
+// next opens the next package into r.buf.
+func (r *Reader) next() error {
+	size := int64(MaxPackage)
+	if r.seq == Packages(r.plain)-1 {
+		size = r.plain - r.seq*PackageSize + Overhead
+	}
+	pkg := r.pkg[:size]
+	if _, err := io.ReadFull(r.src, pkg); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	// In place: the plaintext lands over the ciphertext.
+	out, err := r.op.Open(pkg[HeaderSize:HeaderSize], pkg, r.seq, r.plain)
+	if err != nil {
+		return err
+	}
+	out = out[r.skip:]
+	r.skip = 0
+	if int64(len(out)) > r.remain {
+		out = out[:r.remain]
+	}
+	r.buf = out
+	r.seq++
+	return nil
 }
 
 func (r *Reader) Read(p []byte) (int, error) {
@@ -250,34 +319,39 @@ func (r *Reader) Read(p []byte) (int, error) {
 		if r.remain == 0 {
 			return 0, io.EOF
 		}
-		size := int64(MaxPackage)
-		if r.seq == Packages(r.plain)-1 {
-			size = r.plain - r.seq*PackageSize + Overhead
+		if r.err = r.next(); r.err != nil {
+			return 0, r.err
 		}
-		if _, err := io.ReadFull(r.src, r.pkg[:size]); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			r.err = err
-			return 0, err
-		}
-		out, err := r.op.Open(r.plainBuf[:0], r.pkg[:size], r.seq, r.plain)
-		if err != nil {
-			r.err = err
-			return 0, err
-		}
-		out = out[r.skip:]
-		r.skip = 0
-		if int64(len(out)) > r.remain {
-			out = out[:r.remain]
-		}
-		r.buf = out
-		r.seq++
 	}
 	c := copy(p, r.buf)
 	r.buf = r.buf[c:]
 	r.remain -= int64(c)
 	return c, nil
+}
+
+// WriteTo writes the rest of the range to w a package at a time (no copy
+// through the caller's buffer).
+func (r *Reader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		if r.err != nil {
+			return total, r.err
+		}
+		if len(r.buf) > 0 {
+			n, err := w.Write(r.buf)
+			total += int64(n)
+			r.buf = r.buf[n:]
+			r.remain -= int64(n)
+			if err != nil {
+				return total, err
+			}
+			continue
+		}
+		if r.remain == 0 {
+			return total, nil
+		}
+		r.err = r.next()
+	}
 }
 
 // DeriveKey derives a stream key from an object key: HMAC-SHA256(oek,

@@ -184,3 +184,27 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkSeal4MiB(b *testing.B) {
+	key := randBytes(KeySize)
+	plain := randBytes(4 << 20)
+	b.SetBytes(int64(len(plain)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		w, _ := NewWriter(io.Discard, key)
+		w.Write(plain)
+		w.Close()
+	}
+}
+
+func BenchmarkOpen4MiB(b *testing.B) {
+	key := randBytes(KeySize)
+	plain := randBytes(4 << 20)
+	stored := seal(b, key, plain)
+	b.SetBytes(int64(len(plain)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		r, _ := NewReader(bytes.NewReader(stored), key, int64(len(plain)), 0, int64(len(plain)))
+		io.Copy(io.Discard, r)
+	}
+}

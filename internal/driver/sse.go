@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"sync"
 
 	"github.com/cairn-s3/cairn/internal/bucketindex"
 	"github.com/cairn-s3/cairn/internal/crypt"
@@ -298,56 +299,129 @@ func sseETag(rec *SSERecord, oek, sum []byte) string {
 
 func runKey(oek []byte, prefix string) []byte { return crypt.DeriveKey(oek, "cairn-sse run", prefix) }
 
+// pkgPool holds package-sized buffers (MaxPackage) of encryption and
+// decryption, so small encrypted PUTs and GETs allocate none.
+var pkgPool = sync.Pool{New: func() any { b := make([]byte, crypt.MaxPackage); return &b }}
+
+func getPkg() *[]byte  { return pkgPool.Get().(*[]byte) }
+func putPkg(b *[]byte) { pkgPool.Put(b) }
+
 // encReader encrypts src into the stored stream, hashing the plaintext.
+// It seals straight into the caller's buffer when a package fits (the
+// stripe buffer of writeRun), and reads one package ahead to know which
+// package is final.
 type encReader struct {
-	src   io.Reader
-	w     *crypt.Writer
-	out   bytes.Buffer
-	in    []byte
-	h     hash.Hash
-	plain int64
-	done  bool
+	src        io.Reader
+	s          *crypt.Sealer
+	h          hash.Hash
+	plain      int64
+	cur, spare []byte // plaintext of the next package to seal; the lookahead buffer
+	out        []byte // sealed bytes not yet returned
+	outBuf     []byte
+	started    bool
+	srcEOF     bool
+	done       bool
+	pooled     [3]*[]byte
 }
 
 func newEncReader(src io.Reader, key []byte) (*encReader, error) {
-	e := &encReader{src: src, h: md5.New(), in: make([]byte, crypt.PackageSize)}
-	w, err := crypt.NewWriter(&e.out, key)
+	s, err := crypt.NewSealer(key)
 	if err != nil {
 		return nil, err
 	}
-	e.w = w
+	e := &encReader{src: src, s: s, h: md5.New()}
+	for i := range e.pooled {
+		e.pooled[i] = getPkg()
+	}
+	e.cur, e.spare, e.outBuf = (*e.pooled[0])[:crypt.PackageSize], (*e.pooled[1])[:crypt.PackageSize], (*e.pooled[2])[:0]
 	return e, nil
 }
 
-func (e *encReader) Read(p []byte) (int, error) {
-	for e.out.Len() == 0 {
-		if e.done {
-			return 0, io.EOF
-		}
-		n, err := io.ReadFull(e.src, e.in)
-		e.h.Write(e.in[:n])
-		e.plain += int64(n)
-		if _, werr := e.w.Write(e.in[:n]); werr != nil {
-			return 0, werr
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-				return 0, err
-			}
-			if cerr := e.w.Close(); cerr != nil {
-				return 0, cerr
-			}
-			e.done = true
+// release returns the buffers; the reader is unusable after.
+func (e *encReader) release() {
+	for i, b := range e.pooled {
+		if b != nil {
+			putPkg(b)
+			e.pooled[i] = nil
 		}
 	}
-	return e.out.Read(p)
+	e.cur, e.spare, e.out, e.outBuf = nil, nil, nil, nil
+}
+
+// fill reads up to a package of plaintext into buf.
+func (e *encReader) fill(buf []byte) ([]byte, error) {
+	n, err := io.ReadFull(e.src, buf[:crypt.PackageSize])
+	if err != nil {
+		if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, err
+		}
+		e.srcEOF = true
+	}
+	e.h.Write(buf[:n])
+	e.plain += int64(n)
+	return buf[:n], nil
+}
+
+func (e *encReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		if len(e.out) > 0 {
+			c := copy(p[n:], e.out)
+			e.out = e.out[c:]
+			n += c
+			continue
+		}
+		if e.done {
+			break
+		}
+		if !e.started {
+			e.started = true
+			cur, err := e.fill(e.cur)
+			if err != nil {
+				return n, err
+			}
+			if len(cur) == 0 {
+				e.done = true // an empty stream has no packages
+				break
+			}
+			e.cur = cur
+		}
+		var next []byte
+		if !e.srcEOF {
+			var err error
+			if next, err = e.fill(e.spare); err != nil {
+				return n, err
+			}
+		}
+		final := len(next) == 0
+		var err error
+		if len(p)-n >= len(e.cur)+crypt.Overhead {
+			var out []byte
+			out, err = e.s.Seal(p[n:n], e.cur, final)
+			n += len(out)
+		} else {
+			e.out, err = e.s.Seal(e.outBuf[:0], e.cur, final)
+		}
+		if err != nil {
+			return n, err
+		}
+		if final {
+			e.done = true
+			continue
+		}
+		e.cur, e.spare = next, e.cur[:cap(e.cur)]
+	}
+	if n == 0 && e.done && len(e.out) == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 // writeData writes body as one run, encrypted under oek when it is set.
 // It returns the run and the MD5 of the plaintext.
 func (d *Driver) writeData(ctx context.Context, prefix, owner string, body io.Reader, limit int64, oek []byte) (bucketindex.Run, []byte, error) {
 	if oek == nil {
-		return d.writeRun(ctx, prefix, owner, body, limit, StripeSize)
+		return d.writeRun(ctx, prefix, owner, body, limit, StripeSize, true)
 	}
 	key := runKey(oek, prefix)
 	defer clear(key)
@@ -355,7 +429,8 @@ func (d *Driver) writeData(ctx context.Context, prefix, owner string, body io.Re
 	if err != nil {
 		return bucketindex.Run{}, nil, err
 	}
-	run, _, err := d.writeRun(ctx, prefix, owner, er, crypt.CipherSize(limit), EncStripeSize)
+	defer er.release()
+	run, _, err := d.writeRun(ctx, prefix, owner, er, crypt.CipherSize(limit), EncStripeSize, false)
 	if err != nil {
 		return run, nil, err
 	}
@@ -382,7 +457,45 @@ type decReader struct {
 	oek      []byte
 	off, end int64 // in the object's plaintext
 	runStart int64 // plaintext offset of runs[0]
-	cur      io.Reader
+	cur      *crypt.Reader
+	pkg      *[]byte // pooled package buffer of cur
+}
+
+// open makes r.cur the reader of the run holding r.off; false at the end.
+func (r *decReader) open() (bool, error) {
+	for {
+		if r.off >= r.end {
+			return false, nil
+		}
+		if len(r.runs) == 0 {
+			return false, io.ErrUnexpectedEOF
+		}
+		run := r.runs[0]
+		size := run.DataSize()
+		if r.off >= r.runStart+size {
+			r.runStart += size
+			r.runs = r.runs[1:]
+			continue
+		}
+		if !run.Enc {
+			return false, errors.New("sse: clear run in an encrypted object")
+		}
+		lo := r.off - r.runStart
+		ln := min(size-lo, r.end-r.off)
+		_, _, cOff, cLen := crypt.PackageRange(size, lo, ln)
+		src := newManifestReader(r.ctx, r.d.data, bucketindex.Manifest{Runs: []bucketindex.Run{run}}, cOff, cLen)
+		key := runKey(r.oek, run.Prefix)
+		if r.pkg == nil {
+			r.pkg = getPkg()
+		}
+		cr, err := crypt.NewReader(struct{ io.Reader }{src}, key, size, lo, ln, *r.pkg)
+		clear(key)
+		if err != nil {
+			return false, err
+		}
+		r.cur = cr
+		return true, nil
+	}
 }
 
 func (r *decReader) Read(p []byte) (int, error) {
@@ -399,38 +512,43 @@ func (r *decReader) Read(p []byte) (int, error) {
 			}
 			return n, err
 		}
-		if r.off >= r.end {
-			return 0, io.EOF
-		}
-		if len(r.runs) == 0 {
-			return 0, io.ErrUnexpectedEOF
-		}
-		run := r.runs[0]
-		size := run.DataSize()
-		if r.off >= r.runStart+size {
-			r.runStart += size
-			r.runs = r.runs[1:]
-			continue
-		}
-		if !run.Enc {
-			return 0, errors.New("sse: clear run in an encrypted object")
-		}
-		lo := r.off - r.runStart
-		ln := min(size-lo, r.end-r.off)
-		_, _, cOff, cLen := crypt.PackageRange(size, lo, ln)
-		src := newManifestReader(r.ctx, r.d.data, bucketindex.Manifest{Runs: []bucketindex.Run{run}}, cOff, cLen)
-		key := runKey(r.oek, run.Prefix)
-		cr, err := crypt.NewReader(struct{ io.Reader }{src}, key, size, lo, ln)
-		clear(key)
+		ok, err := r.open()
 		if err != nil {
 			return 0, err
 		}
-		r.cur = cr
+		if !ok {
+			return 0, io.EOF
+		}
+	}
+}
+
+// WriteTo decrypts straight into w, a package per write.
+func (r *decReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		if r.cur == nil {
+			ok, err := r.open()
+			if err != nil || !ok {
+				return total, err
+			}
+		}
+		n, err := r.cur.WriteTo(w)
+		total += n
+		r.off += n
+		r.cur = nil
+		if err != nil {
+			return total, err
+		}
 	}
 }
 
 func (r *decReader) Close() error {
 	clear(r.oek)
+	if r.pkg != nil {
+		r.cur = nil
+		putPkg(r.pkg)
+		r.pkg = nil
+	}
 	return nil
 }
 
