@@ -314,6 +314,7 @@ func benchSSE(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&cfg.Keys, "keys", 16, "4 MiB objects per bucket the GET phase reads")
 	rng := fs.String("range-object", "1GiB", "size of the in-process object for the range measurement (0: skip)")
 	fs.StringVar(&cfg.Dir, "dir", "", "parent directory of the in-process store (default the temp dir)")
+	fs.IntVar(&cfg.GatewayPID, "gateway-pid", 0, "the gateway's pid: also report its CPU time per operation (Linux /proc)")
 	if err := parseInterspersed(fs, args); err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -52,7 +53,11 @@ type SSEConfig struct {
 	// measurement; default 1 GiB, negative skips phase 2.
 	RangeObject int64
 	Dir         string // parent of the in-process store; "" = temp dir
-	Out         io.Writer
+	// GatewayPID, when set, is the gateway's process: each phase also
+	// reports its CPU time per operation (from /proc), a cost that machine
+	// load does not skew the way it skews rates.
+	GatewayPID int
+	Out        io.Writer
 }
 
 // EnsureDefaults fills in zero fields.
@@ -90,6 +95,34 @@ type SSEPhase struct {
 	EncOps   float64 `json:"encrypted_ops_s"`
 	Ratio    float64 `json:"encrypted_over_plain"`
 	Errors   int64   `json:"errors"`
+	// Gateway CPU milliseconds per operation (with GatewayPID).
+	PlainCPUms float64 `json:"plain_gateway_cpu_ms_per_op,omitempty"`
+	EncCPUms   float64 `json:"encrypted_gateway_cpu_ms_per_op,omitempty"`
+}
+
+// procCPU is a process's user+system CPU time from /proc (0 if unknown).
+func procCPU(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the parenthesised command: state is field 3; utime and
+	// stime are fields 14 and 15, in clock ticks (100 Hz on Linux).
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
 }
 
 // SSEResult is the workload's report.
@@ -178,12 +211,13 @@ func sseHTTP(ctx context.Context, cfg SSEConfig, res *SSEResult) error {
 		var ph SSEPhase
 		var ops [2]int64
 		var secs [2]float64
+		var cpu [2]time.Duration
 		for i, side := range []int{0, 1, 1, 0} {
 			c := cs[side]
 			lctx, cancel := context.WithTimeout(ctx, cfg.Duration/2)
 			var n, bad atomic.Int64
 			done := make(chan struct{})
-			start := time.Now()
+			start, cpu0 := time.Now(), procCPU(cfg.GatewayPID)
 			for w := 0; w < cfg.Concurrency; w++ {
 				go func(w int) {
 					defer func() { done <- struct{}{} }()
@@ -205,6 +239,7 @@ func sseHTTP(ctx context.Context, cfg SSEConfig, res *SSEResult) error {
 				<-done
 			}
 			cancel()
+			cpu[side] += procCPU(cfg.GatewayPID) - cpu0
 			ops[side] += n.Load()
 			secs[side] += min(time.Since(start), cfg.Duration/2).Seconds()
 			ph.Errors += bad.Load()
@@ -215,6 +250,11 @@ func sseHTTP(ctx context.Context, cfg SSEConfig, res *SSEResult) error {
 		ph.PlainOps, ph.EncOps = float64(ops[0])/secs[0], float64(ops[1])/secs[1]
 		ph.Ratio = ph.EncOps / ph.PlainOps
 		fmt.Fprintf(cfg.Out, "%s: plain %.1f ops/s, encrypted %.1f ops/s: %.3f× (%d errors)\n", name, ph.PlainOps, ph.EncOps, ph.Ratio, ph.Errors)
+		if cfg.GatewayPID != 0 && ops[0] > 0 && ops[1] > 0 {
+			ph.PlainCPUms = float64(cpu[0].Microseconds()) / 1000 / float64(ops[0])
+			ph.EncCPUms = float64(cpu[1].Microseconds()) / 1000 / float64(ops[1])
+			fmt.Fprintf(cfg.Out, "%s: gateway CPU per op: plain %.3f ms, encrypted %.3f ms\n", name, ph.PlainCPUms, ph.EncCPUms)
+		}
 		return ph, nil
 	}
 	put := func(c *s3Client, r *mrand.Rand, buf []byte) error {
