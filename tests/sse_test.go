@@ -249,6 +249,39 @@ func TestSSEModesWithSDK(t *testing.T) {
 		t.Fatal("copy kms -> c: wrong bytes")
 	}
 
+	// UploadPartCopy: an SSE-C source into an SSE-C upload under another key.
+	oalg, okey, omd5 := ssecArgs(other)
+	calg, ckey64, cmd5 := ssecArgs(ckey)
+	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: aws.String("upc"), SSECustomerAlgorithm: oalg, SSECustomerKey: okey, SSECustomerKeyMD5: omd5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := c.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: b, Key: aws.String("upc"), UploadId: up.UploadId, PartNumber: aws.Int32(1), CopySource: aws.String("sse/c"),
+		CopySourceSSECustomerAlgorithm: calg, CopySourceSSECustomerKey: ckey64, CopySourceSSECustomerKeyMD5: cmd5,
+		SSECustomerAlgorithm: oalg, SSECustomerKey: okey, SSECustomerKeyMD5: omd5})
+	if err != nil {
+		t.Fatalf("upload part copy: %v", err)
+	}
+	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: b, Key: aws.String("upc"), UploadId: up.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: pc.CopyPartResult.ETag}}}}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := c.GetObject(ctx, sseCase{ckey: ckey}.get(&s3.GetObjectInput{Bucket: b, Key: aws.String("c")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := io.ReadAll(src.Body)
+	src.Body.Close()
+	uc, err := c.GetObject(ctx, sseCase{ckey: other}.get(&s3.GetObjectInput{Bucket: b, Key: aws.String("upc")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ = io.ReadAll(uc.Body)
+	uc.Body.Close()
+	if !bytes.Equal(got, want) {
+		t.Fatal("upload part copy: wrong bytes")
+	}
+
 	// Bucket default encryption.
 	if _, err := c.GetBucketEncryption(ctx, &s3.GetBucketEncryptionInput{Bucket: b}); apiCode(err) != "ServerSideEncryptionConfigurationNotFoundError" {
 		t.Fatalf("get absent bucket encryption: %v", err)
