@@ -5,17 +5,20 @@ import (
 	"context"
 	"crypto/md5"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
@@ -452,4 +455,38 @@ func TestSSEKeyRotation(t *testing.T) {
 	}
 	g.Start()
 	check("old", "new")
+}
+
+// TestSSECOverTLS: with the default crypt-require-tls, SSE-C works over
+// HTTPS and the same request over plain HTTP is refused.
+func TestSSECOverTLS(t *testing.T) {
+	cert, key, pool := writeTestCert(t)
+	tlsAddr := freeAddr(t)
+	g := StartGateway(t, "--tls-listen", tlsAddr, "--tls-cert", cert, "--tls-key", key)
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	c := s3.New(s3.Options{BaseEndpoint: aws.String("https://" + tlsAddr), Region: "us-east-1", UsePathStyle: true, HTTPClient: hc,
+		Credentials: credentials.NewStaticCredentialsProvider(g.AccessKey, g.SecretKey, "")})
+	ctx := context.Background()
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("tlsc")}); err != nil {
+		t.Fatal(err)
+	}
+	ckey := make([]byte, 32)
+	rand.Read(ckey)
+	cs := sseCase{ckey: ckey}
+	if _, err := c.PutObject(ctx, cs.put(&s3.PutObjectInput{Bucket: aws.String("tlsc"), Key: aws.String("k"), Body: strings.NewReader("over tls")})); err != nil {
+		t.Fatalf("SSE-C PUT over HTTPS: %v", err)
+	}
+	out, err := c.GetObject(ctx, cs.get(&s3.GetObjectInput{Bucket: aws.String("tlsc"), Key: aws.String("k")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(out.Body)
+	out.Body.Close()
+	if string(got) != "over tls" {
+		t.Fatalf("got %q", got)
+	}
+	plain := sdkClient(g, g.AccessKey, g.SecretKey)
+	if _, err := plain.GetObject(ctx, cs.get(&s3.GetObjectInput{Bucket: aws.String("tlsc"), Key: aws.String("k")})); apiCode(err) != "InvalidRequest" {
+		t.Fatalf("SSE-C GET over HTTP: %v", err)
+	}
 }
