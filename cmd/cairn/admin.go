@@ -33,7 +33,8 @@ const adminUsage = `usage: cairn admin [--endpoint URL] <noun> <verb> [flags]
   topic dump --topic T [--max-entries N] [--marker M] | topic rm --topic T
   notification list --bucket B | notification get --bucket B --notification-id ID
   notification rm --bucket B [--notification-id ID]
-  kms list | kms rotate [--key ID] | kms rewrap --bucket B
+  kms create-key --key-id K | kms rotate-key --key-id K | kms reseal
+  kms rewrap --bucket B
 
 Signs requests with CAIRN_ACCESS_KEY / CAIRN_SECRET_KEY (or --access-key-id /
 --secret-access-key) and prints the JSON the gateway returns.
@@ -69,14 +70,15 @@ var adminRoutes = map[string]adminRoute{
 	"notification list": {http.MethodGet, "/admin/notification", "list", []string{"bucket"}},
 	"notification get":  {http.MethodGet, "/admin/notification", "get", []string{"bucket", "notification-id"}},
 	"notification rm":   {http.MethodDelete, "/admin/notification", "", []string{"bucket"}},
-	"kms list":          {http.MethodGet, "/admin/kms", "", nil},
-	"kms rotate":        {http.MethodPost, "/admin/kms", "rotate", nil},
+	"kms create-key":    {http.MethodPost, "/admin/kms", "create-key", []string{"key-id"}},
+	"kms rotate-key":    {http.MethodPost, "/admin/kms", "rotate-key", []string{"key-id"}},
+	"kms reseal":        {http.MethodPost, "/admin/kms", "reseal", nil},
 	"kms rewrap":        {http.MethodPost, "/admin/kms", "rewrap", []string{"bucket"}},
 }
 
 // adminParams are the flags passed through as query parameters.
 var adminParams = []string{"uid", "display-name", "email", "access-key", "secret", "max-buckets", "bucket", "num-shards",
-	"topic", "max-entries", "marker", "notification-id", "key"}
+	"topic", "max-entries", "marker", "notification-id", "key-id"}
 
 func runAdmin(args []string) int {
 	fs := quiet(flag.NewFlagSet("admin", flag.ContinueOnError))
@@ -217,7 +219,6 @@ var adminParamHelp = map[string]string{
 	"secret": "user create: secret key", "bucket": "bucket name", "num-shards": "index shards (bucket create, bucket reshard)",
 	"topic": "topic name", "max-entries": "topic dump: page size", "marker": "topic dump: resume after this marker",
 	"notification-id": "notification get|rm: the notification's Id",
-	"key":             "kms rotate: the key id (default: the default key)",
 }
 
 // adminError is the one shape every `cairn admin` failure is printed in

@@ -93,6 +93,7 @@ const (
 	AdminTopicsWrite
 	AdminRados
 	AdminMetricsRead // scrape /metrics
+	AdminKMS         // create and rotate KMS keys, re-seal secrets
 
 	numActions
 )
@@ -213,6 +214,7 @@ var actions = [numActions]actionInfo{
 	AdminTopicsWrite:  {"admin:topics-write", ScopeAdmin, 0, 0},
 	AdminRados:        {"admin:rados", ScopeAdmin, 0, 0},
 	AdminMetricsRead:  {"admin:metrics-read", ScopeAdmin, 0, 0},
+	AdminKMS:          {"admin:kms", ScopeAdmin, 0, 0},
 }
 
 // String returns the action's reference name, e.g. "s3:GetObject".

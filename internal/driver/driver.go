@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/cairn-s3/cairn/internal/kms"
+	"github.com/cairn-s3/cairn/internal/kms/secret"
 	"log/slog"
 	"os"
 	"strconv"
@@ -68,6 +69,9 @@ type Options struct {
 	// EncryptByDefault applies SSE-S3 to every new object that asks for no
 	// encryption in a bucket without a default (AWS's behaviour since 2023).
 	EncryptByDefault bool
+	// Secrets seals user secret keys at rest; nil stores them in clear
+	// (records sealed earlier then fail to load: secret.ErrNoKMS).
+	Secrets *secret.Sealer
 }
 
 // ExitFailpoint returns a Failpoint that ends the process with status 137

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"github.com/cairn-s3/cairn/internal/kms/secret"
 
 	"errors"
 	"github.com/cairn-s3/cairn/internal/authz"
@@ -106,6 +107,10 @@ type Key struct {
 	User      string `json:"user"`
 	AccessKey string `json:"access_key"`
 	SecretKey string `json:"secret_key"`
+	// SealedSecret is SecretKey sealed at rest (Options.Secrets set):
+	// stored records then keep secret_key empty. The driver opens it on
+	// read; callers never see it set.
+	SealedSecret *secret.Box `json:"secret_sealed,omitempty"`
 }
 
 // BucketInfo is what HEAD/ListBuckets need.

@@ -3,7 +3,6 @@ package driver
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -61,7 +60,10 @@ func (d *Driver) CreateUser(ctx context.Context, u User) (User, error) {
 	if u.Email != "" && (!strings.Contains(u.Email, "@") || len(u.Email) > 254) {
 		return User{}, fmt.Errorf("%w: email %q", ErrInvalidArgument, u.Email)
 	}
-	body, _ := json.Marshal(u)
+	body, err := d.encodeUser(ctx, u)
+	if err != nil {
+		return User{}, err
+	}
 	if err := d.users().Operate(ctx, u.ID, objstore.NewWriteOp().Create(true).WriteFull(body)); err != nil {
 		if errors.Is(err, objstore.ErrExists) {
 			return User{}, ErrUserExists
@@ -111,11 +113,7 @@ func (d *Driver) GetUser(ctx context.Context, uid string) (User, error) {
 	if err != nil {
 		return User{}, err
 	}
-	var u User
-	if err := json.Unmarshal(b, &u); err != nil {
-		return User{}, fmt.Errorf("user %s: %w", uid, err)
-	}
-	return u, nil
+	return d.decodeUser(ctx, uid, b)
 }
 
 // LookupAccessKey returns the user owning accessKey and its secret.

@@ -451,9 +451,7 @@ var adminActions = map[string][2]authz.Action{
 	"/admin/topic":         {authz.AdminTopicsRead, authz.AdminTopicsWrite},
 	"/admin/notification":  {authz.AdminTopicsRead, authz.AdminTopicsWrite},
 	"/admin/rados":         {authz.AdminRados, authz.AdminRados},
-	// Key ids and versions are no secret; rotating and re-sealing keys is
-	// as powerful as raw object access.
-	"/admin/kms": {authz.AdminBucketsRead, authz.AdminRados},
+	"/admin/kms":           {authz.AdminKMS, authz.AdminKMS},
 }
 
 // adminAction maps an admin API request to its action: GET and HEAD

@@ -1,78 +1,134 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
-
-	"github.com/cairn-s3/cairn/internal/driver"
-	"github.com/cairn-s3/cairn/internal/s3api"
 
 	"github.com/cairn-s3/cairn/internal/config"
+	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/kms"
-	"github.com/cairn-s3/cairn/internal/kms/keyring"
+	"github.com/cairn-s3/cairn/internal/kms/backend"
+	"github.com/cairn-s3/cairn/internal/kms/secret"
+	"github.com/cairn-s3/cairn/internal/notify/service"
+	"github.com/cairn-s3/cairn/internal/s3api"
 )
 
-// KeyringFile is the local keyring's key file under cfg.
-func KeyringFile(cfg *config.Config) string {
-	if cfg.KMSKeyring != "" {
-		return cfg.KMSKeyring
+// openKMS opens the configured KMS (nil for none) and the Sealer of
+// secrets at rest (nil when no KMS key is named).
+func (g *Gateway) openKMS(cfg *config.Config) error {
+	k, release, err := backend.Open(cfg)
+	if err != nil {
+		return fmt.Errorf("kms: %w", err)
 	}
-	return filepath.Join(cfg.DataDir, "kms.keyring")
-}
-
-// openKMS is the one place that picks the key-management backend of
-// server-side encryption: the local keyring (the only backend so far).
-func openKMS(cfg *config.Config) (kms.KMS, error) {
-	return keyring.Open(keyring.Options{
-		File:      KeyringFile(cfg),
-		Keys:      cfg.KMSKeys,
-		MasterKey: cfg.KMSMasterKey,
-		Default:   cfg.KMSDefaultKey,
-	})
-}
-
-// rotator is a KMS whose keys the gateway itself holds (the keyring).
-type rotator interface {
-	Rotate(id string) (uint32, error)
-	KeyVersions() map[string]uint32
-}
-
-// adminKMS serves /admin/kms: GET lists key ids and their newest versions
-// (never key material); POST ?rotate[&key=ID] adds a key version; POST
-// ?rewrap&bucket=B re-seals the bucket's data keys under the newest
-// versions.
-func adminKMS(km kms.KMS, d *driver.Driver, w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	rot, _ := km.(rotator)
-	switch {
-	case r.Method == http.MethodGet:
-		if rot == nil {
-			return fmt.Errorf("%w: this KMS backend lists no keys", driver.ErrInvalidArgument)
-		}
-		return s3api.WriteJSON(w, http.StatusOK, map[string]any{"default": km.DefaultKeyID(), "keys": rot.KeyVersions()})
-	case r.Method == http.MethodPost && q.Has("rotate"):
-		if rot == nil {
-			return fmt.Errorf("%w: rotate keys in the KMS itself", driver.ErrInvalidArgument)
-		}
-		id := q.Get("key")
-		if id == "" {
-			id = km.DefaultKeyID()
-		}
-		v, err := rot.Rotate(id)
-		if err != nil {
-			return fmt.Errorf("%w: %v", driver.ErrInvalidArgument, err)
-		}
-		return s3api.WriteJSON(w, http.StatusOK, map[string]any{"key": id, "version": v})
-	case r.Method == http.MethodPost && q.Has("rewrap"):
-		if q.Get("bucket") == "" {
-			return fmt.Errorf("%w: rewrap needs bucket", driver.ErrInvalidArgument)
-		}
-		n, err := d.RewrapKeys(r.Context(), q.Get("bucket"))
-		if err != nil {
-			return err
-		}
-		return s3api.WriteJSON(w, http.StatusOK, map[string]any{"bucket": q.Get("bucket"), "rewrapped": n})
+	g.closers = append(g.closers, release)
+	if k == nil {
+		return nil
 	}
-	return fmt.Errorf("%w: GET, POST ?rotate or POST ?rewrap", driver.ErrInvalidArgument)
+	g.KMS = k
+	g.secrets = secret.New(k, cfg.SecretsKey)
+	if !g.secrets.Enabled() {
+		g.Log.Warn("a KMS is configured but names no key for secrets (secrets-key, kmip-default-key): user secret keys and topic credentials stay in clear")
+	}
+	return nil
+}
+
+// sealSecretsAtStart seals user secret keys and topic credentials that
+// were stored in clear before a KMS was configured. A KMS that is down
+// only delays it to the next start: clear records still read.
+func (g *Gateway) sealSecretsAtStart(ctx context.Context, d *driver.Driver, svc *service.Service) {
+	if !g.secrets.Enabled() {
+		return
+	}
+	users, err := d.SealUserSecrets(ctx, false)
+	if err != nil {
+		g.Log.Warn("sealing user secret keys stored in clear", "err", err)
+	}
+	topics := 0
+	if svc != nil {
+		if topics, err = svc.SealTopicSecrets(ctx, false); err != nil {
+			g.Log.Warn("sealing topic credentials stored in clear", "err", err)
+		}
+	}
+	if users+topics > 0 {
+		g.Log.Info("sealed secrets stored in clear", "users", users, "topics", topics)
+	}
+}
+
+// adminKMS serves /admin/kms: POST ?rotate-key&key-id=K adds a version to
+// master key K (new data keys use it); POST ?create-key&key-id=K creates K
+// where the backend lets cairn (KMIP); POST ?reseal re-seals the sealed
+// user secret keys and topic credentials under the newest versions of
+// their keys, secrets unchanged; POST ?rewrap&bucket=B does the same for
+// the data keys of the bucket's SSE objects.
+func (g *Gateway) adminKMS(svc *service.Service) s3api.AdminHandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if r.Method != http.MethodPost {
+			return fmt.Errorf("%w: /admin/kms takes POST", driver.ErrInvalidArgument)
+		}
+		if g.KMS == nil {
+			return fmt.Errorf("%w: no KMS is configured (kms-backend)", driver.ErrInvalidArgument)
+		}
+		q := r.URL.Query()
+		id := q.Get("key-id")
+		switch {
+		case q.Has("rotate-key") || q.Has("create-key"):
+			if id == "" {
+				return fmt.Errorf("%w: key-id is required", driver.ErrInvalidArgument)
+			}
+			var err error
+			if q.Has("create-key") {
+				c, ok := g.KMS.Inner().(interface {
+					CreateKey(context.Context, string) error
+				})
+				if !ok {
+					return fmt.Errorf("%w: this KMS backend's keys are created by its operator", driver.ErrInvalidArgument)
+				}
+				err = c.CreateKey(r.Context(), id)
+			} else {
+				err = g.KMS.RotateKey(r.Context(), id)
+			}
+			if err != nil {
+				return kmsAdminError(err)
+			}
+			return s3api.WriteJSON(w, http.StatusOK, map[string]any{"key_id": id})
+		case q.Has("rewrap"):
+			// SSE: re-seal the bucket's object data keys under the newest
+			// key versions, data untouched.
+			if q.Get("bucket") == "" {
+				return fmt.Errorf("%w: rewrap needs bucket", driver.ErrInvalidArgument)
+			}
+			n, err := g.Driver.RewrapKeys(r.Context(), q.Get("bucket"))
+			if err != nil {
+				return kmsAdminError(err)
+			}
+			return s3api.WriteJSON(w, http.StatusOK, map[string]any{"bucket": q.Get("bucket"), "rewrapped": n})
+		case q.Has("reseal"):
+			if !g.secrets.Enabled() {
+				return fmt.Errorf("%w: no KMS key seals secrets (secrets-key)", driver.ErrInvalidArgument)
+			}
+			users, err := g.Driver.SealUserSecrets(r.Context(), true)
+			if err != nil {
+				return kmsAdminError(err)
+			}
+			topics := 0
+			if svc != nil {
+				if topics, err = svc.SealTopicSecrets(r.Context(), true); err != nil {
+					return kmsAdminError(err)
+				}
+			}
+			return s3api.WriteJSON(w, http.StatusOK, map[string]any{"users": users, "topics": topics})
+		}
+		return fmt.Errorf("%w: want ?rotate-key, ?create-key, ?rewrap or ?reseal", driver.ErrInvalidArgument)
+	}
+}
+
+// kmsAdminError keeps the KMS's own message (never key material) and
+// makes an unknown key a client error.
+func kmsAdminError(err error) error {
+	if errors.Is(err, kms.ErrKeyNotFound) {
+		return fmt.Errorf("%w: %v", driver.ErrInvalidArgument, err)
+	}
+	return err
 }

@@ -133,6 +133,7 @@ func (g *Gateway) openNotifications(ctx context.Context, cfg *config.Config) (*s
 		Queue:      queue.Options{Capacity: uint64(cfg.NotifQueueSize)},
 		Pusher:     endpointPusher{cache: cache, opts: endpoint.Options{KafkaCompression: cfg.NotifKafkaCompression}},
 		Logger:     g.Log.With("component", "notify"),
+		Secrets:    g.secrets,
 	})
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/cairn-s3/cairn/internal/kms"
+	"github.com/cairn-s3/cairn/internal/kms/secret"
 	"log/slog"
 	"net"
 	"net/http"
@@ -57,13 +58,15 @@ type Gateway struct {
 	Driver   *driver.Driver
 	API      *s3api.Server
 	Registry *prometheus.Registry
-	Handler  http.Handler
+	// KMS is the key-management backend (nil: none configured).
+	KMS     *kms.Cached
+	secrets *secret.Sealer
+	Handler http.Handler
 	// MetricsHandler serves /metrics and /healthz on the metrics-listen
 	// listener (nil unless metrics-listen is set).
 	MetricsHandler http.Handler
 
 	notifyCache *endpoint.Cache
-	kms         kms.KMS
 	closers     []func()
 }
 
@@ -95,28 +98,32 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		}
 		g.Store = st
 		g.closers = append(g.closers, func() { _ = st.Close() })
+		if err := g.openKMS(cfg); err != nil {
+			g.Close()
+			return nil, err
+		}
 		if svc, err = g.openNotifications(ctx, cfg); err != nil {
 			g.Close()
 			return nil, err
 		}
-		km, err := openKMS(cfg)
-		if err != nil {
-			g.Close()
-			return nil, err
+		var km kms.KMS // a nil *kms.Cached must stay a nil interface
+		if g.KMS != nil {
+			km = g.KMS
 		}
 		d, err := driver.New(ctx, driver.Options{
 			KMS: km, EncryptByDefault: cfg.EncryptByDefault,
 			Store: st, DefaultShards: cfg.BucketIndexShards, GCMinWait: cfg.GCMinWait,
 			Logger: log.With("component", "driver"), Notifier: svc, MaxBuckets: cfg.MaxBuckets,
 			Failpoint: driver.ExitFailpoint(getenv("CAIRN_DRIVER_FAILPOINT")), // crash drills
+			Secrets:   g.secrets,
 		})
 		if err != nil {
 			g.Close()
 			return nil, err
 		}
 		g.Driver = d
-		g.kms = km
 		g.closers = append(g.closers, func() { _ = d.Close() })
+		g.sealSecretsAtStart(ctx, d, svc)
 		if n, err := d.SweepGC(ctx); err != nil {
 			log.Warn("gc sweep", "err", err)
 		} else if n > 0 {
@@ -150,7 +157,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 	g.API = api
 	if g.Driver != nil {
 		api.HandleAdmin("rados", g.adminRados)
-		api.HandleAdmin("kms", func(w http.ResponseWriter, r *http.Request) error { return adminKMS(g.kms, g.Driver, w, r) })
+		api.HandleAdmin("kms", g.adminKMS(svc))
 		if err := g.mountNotifications(cfg, svc, g.Driver, api); err != nil {
 			g.Close()
 			return nil, err

@@ -300,6 +300,14 @@ func (k *Keyring) Rotate(id string) (uint32, error) {
 	return ver, nil
 }
 
+// RotateKey implements kms.Rotator (cairn admin kms rotate-key).
+func (k *Keyring) RotateKey(_ context.Context, id string) error {
+	_, err := k.Rotate(id)
+	return err
+}
+
+var _ kms.Rotator = (*Keyring)(nil)
+
 // KeyVersions lists key ids with their newest version (for admin output:
 // never key material).
 func (k *Keyring) KeyVersions() map[string]uint32 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cairn-s3/cairn/internal/kms"
+	"github.com/cairn-s3/cairn/internal/kms/kmstest"
 )
 
 var ctx = context.Background()
@@ -110,4 +111,35 @@ func TestBadConfigNeverEchoesKeys(t *testing.T) {
 			t.Fatalf("%q: %v", keys, err)
 		}
 	}
+}
+
+// TestConformance runs the kms conformance suite on the keyring (file-held
+// keys, so rotation applies) and on it behind kms.Cached.
+func TestConformance(t *testing.T) {
+	newKR := func(t *testing.T) *Keyring {
+		f := filepath.Join(t.TempDir(), "kms.keyring")
+		k, err := Open(Options{File: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"k1", "k2"} {
+			if _, err := k.Rotate(id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return k
+	}
+	rotate := func(t *testing.T, k kms.KMS, id string) {
+		if err := k.(kms.Rotator).RotateKey(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("Direct", func(t *testing.T) {
+		kmstest.Run(t, kmstest.Harness{New: func(t *testing.T) kms.KMS { return newKR(t) },
+			KeyID: "k1", OtherKeyID: "k2", MissingKeyID: "nope", Rotate: rotate})
+	})
+	t.Run("Cached", func(t *testing.T) {
+		kmstest.Run(t, kmstest.Harness{New: func(t *testing.T) kms.KMS { return kms.NewCached(newKR(t), kms.CacheOptions{}) },
+			KeyID: "k1", OtherKeyID: "k2", MissingKeyID: "nope", Rotate: rotate})
+	})
 }

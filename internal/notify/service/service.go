@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cairn-s3/cairn/internal/kms/secret"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -69,6 +70,9 @@ type Options struct {
 	PushTimeout time.Duration
 	Logger      *slog.Logger
 	Now         func() time.Time
+	// Secrets seals topic endpoint credentials at rest; nil stores them
+	// in clear (topics sealed earlier then fail to load).
+	Secrets *secret.Sealer
 }
 
 func (o *Options) ensureDefaults() {
