@@ -231,7 +231,7 @@ var options = []option{
 	{"kmip-key", "PEM private key of kmip-cert (rgw_crypt_kmip_client_key)", "", strOpt(func(c *Config) *string { return &c.KMIPKey })},
 	{"kmip-default-key", "KMIP key name used when a request names none (SSE-S3, sealed secrets); empty: none", "", strOpt(func(c *Config) *string { return &c.KMIPDefaultKey })},
 	{"kmip-timeout", "bound on one KMIP request, connecting included: past it the KMS counts as unavailable (503)", "5s", durOpt(func(c *Config) *time.Duration { return &c.KMIPTimeout })},
-	{"secrets-key", "KMS key id that seals user secret keys and topic credentials at rest (empty: the backend's default key; with no KMS key they stay in clear)", "", strOpt(func(c *Config) *string { return &c.SecretsKey })},
+	{"secrets-key", "KMS key id that seals user secret keys and topic credentials at rest (empty: with kmip the backend's default key; with the local keyring none, they stay in clear)", "", strOpt(func(c *Config) *string { return &c.SecretsKey })},
 	{"metrics-token", "bearer token a /metrics scrape may present (Authorization: Bearer); prefer metrics-token-file or the environment to a flag", "", strOpt(func(c *Config) *string { return &c.MetricsToken })},
 	{"metrics-token-file", "file holding the /metrics bearer token (read at each scrape, so it can be rotated in place)", "", strOpt(func(c *Config) *string { return &c.MetricsTokenFile })},
 	{"metrics-listen", "address serving /metrics (and /healthz) alone; the main listener then does not serve /metrics", "", strOpt(func(c *Config) *string { return &c.MetricsListen })},

@@ -27,6 +27,11 @@ func (g *Gateway) openKMS(cfg *config.Config) error {
 		return nil
 	}
 	g.KMS = k
+	if local := cfg.KMSBackend == "" || cfg.KMSBackend == "keyring"; local && cfg.SecretsKey == "" {
+		// The local keyring's key file sits beside the secrets: sealing
+		// them under it is opt-in (secrets-key), SSE needs no choice.
+		return nil
+	}
 	g.secrets = secret.New(k, cfg.SecretsKey)
 	if !g.secrets.Enabled() {
 		g.Log.Warn("a KMS is configured but names no key for secrets (secrets-key, kmip-default-key): user secret keys and topic credentials stay in clear")
