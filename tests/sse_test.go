@@ -21,6 +21,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/cairn-s3/cairn/internal/kms/kmip"
+	"github.com/cairn-s3/cairn/internal/kms/kmip/pykmip"
 )
 
 // testKMSKeys is a kms-keys value with the s3-tests key names.
@@ -485,5 +488,54 @@ func TestSSECOverTLS(t *testing.T) {
 	plain := sdkClient(g, g.AccessKey, g.SecretKey)
 	if _, err := plain.GetObject(ctx, cs.get(&s3.GetObjectInput{Bucket: aws.String("tlsc"), Key: aws.String("k")})); apiCode(err) != "InvalidRequest" {
 		t.Fatalf("SSE-C GET over HTTP: %v", err)
+	}
+}
+
+// TestSSEWithKMIP: SSE-S3 and SSE-KMS with the master keys in a real KMIP
+// server (PyKMIP): objects round-trip, the marker is nowhere on disk, and
+// a key the server does not hold is KMS.NotFoundException.
+func TestSSEWithKMIP(t *testing.T) {
+	srv := pykmip.Start(t)
+	k, err := kmip.New(kmip.Config{Endpoint: srv.Addr, CAFile: srv.CA, CertFile: srv.Cert, KeyFile: srv.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"sse-default", "sse-kms-1"} {
+		if err := k.CreateKey(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = k.Close()
+	g := StartGateway(t, "--kms-backend", "kmip", "--kmip-endpoint", srv.Addr, "--kmip-ca", srv.CA,
+		"--kmip-cert", srv.Cert, "--kmip-key", srv.Key, "--kmip-default-key", "sse-default")
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	b := aws.String("kmipsse")
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	marker := fmt.Sprintf("CAIRN-KMIP-SSE-MARKER-%d", os.Getpid())
+	body := markedBody(300_000, marker)
+	for _, tc := range []sseCase{{name: "s3", mode: types.ServerSideEncryptionAes256}, {name: "kms", mode: types.ServerSideEncryptionAwsKms, kmsID: "sse-kms-1"}} {
+		out, err := c.PutObject(ctx, tc.put(&s3.PutObjectInput{Bucket: b, Key: aws.String(tc.name), Body: bytes.NewReader(body)}))
+		if err != nil || out.ServerSideEncryption != tc.mode {
+			t.Fatalf("%s: put: %v", tc.name, err)
+		}
+		got, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: aws.String(tc.name)})
+		if err != nil {
+			t.Fatalf("%s: get: %v", tc.name, err)
+		}
+		data, _ := io.ReadAll(got.Body)
+		got.Body.Close()
+		if !bytes.Equal(data, body) {
+			t.Fatalf("%s: wrong bytes", tc.name)
+		}
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("x"), Body: strings.NewReader("x"),
+		ServerSideEncryption: types.ServerSideEncryptionAwsKms, SSEKMSKeyId: aws.String("no-such-key")}); apiCode(err) != "KMS.NotFoundException" {
+		t.Fatalf("unknown KMIP key: %v", err)
+	}
+	if hits := dataDirContains(t, g.DataDir, []byte(marker)); len(hits) > 0 {
+		t.Fatalf("plaintext in %v", hits)
 	}
 }
