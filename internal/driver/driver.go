@@ -76,11 +76,15 @@ type Options struct {
 
 // ExitFailpoint returns a Failpoint that ends the process with status 137
 // (as kill -9 would) at the n-th hit of the point spec names ("point" or
-// "point:n", n from 1); nil for an empty spec.
+// "point:n", n from 1); nil for an empty spec. With the suffix "/hang"
+// the request blocks there forever instead, so a test can make other
+// writes (and their syncs) happen before it kills the process.
 func ExitFailpoint(spec string) func(string) {
 	if spec == "" {
 		return nil
 	}
+	hang := strings.HasSuffix(spec, "/hang")
+	spec = strings.TrimSuffix(spec, "/hang")
 	name, nth := spec, int64(1)
 	if i := strings.LastIndexByte(spec, ':'); i > 0 {
 		if n, err := strconv.ParseInt(spec[i+1:], 10, 64); err == nil && n > 0 {
@@ -90,6 +94,9 @@ func ExitFailpoint(spec string) func(string) {
 	var hits atomic.Int64
 	return func(p string) {
 		if p == name && hits.Add(1) == nth {
+			if hang {
+				select {}
+			}
 			os.Exit(137)
 		}
 	}
@@ -134,8 +141,9 @@ type Driver struct {
 	buckets map[string]*bucketCacheEntry
 	akeys   keyCache
 
-	gc *collector
-	lc lcReg // lifecycle worker, set after construction
+	gc      *collector
+	intents *intentRemover
+	lc      lcReg // lifecycle worker, set after construction
 
 	bkeys bucketKeys // SSE bucket keys (bucketkey.go)
 }
@@ -168,11 +176,13 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 	// Time first, so names from later boots sort later (orphan sweeps by boot).
 	d.bootID = strconv.FormatInt(opts.Now().Unix(), 36) + hex.EncodeToString(b[:])
 	d.gc = newCollector(d)
+	d.intents = newIntentRemover(d)
 	return d, nil
 }
 
 // Close stops background work. In-flight requests must have finished.
 func (d *Driver) Close() error {
+	d.intents.stop()
 	d.gc.stop()
 	return nil
 }

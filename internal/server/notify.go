@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/cairn-s3/cairn/internal/config"
 	"github.com/cairn-s3/cairn/internal/driver"
@@ -175,6 +176,21 @@ func (g *Gateway) mountNotifications(cfg *config.Config, svc *service.Service, d
 	owner, reclaim, err := g.deliveryIdentity(cfg.DataDir)
 	if err != nil {
 		return err
+	}
+	// Writes record link intents under this identity; a dead incarnation's
+	// (same id, flock held) are resolved now, before serving, so every
+	// version it made visible has its event (docs/design/delivery.md).
+	svc.SetOwner(owner, reclaim)
+	if reclaim {
+		t0 := time.Now()
+		done, left, err := d.RecoverIntents(context.Background())
+		switch {
+		case err != nil:
+			g.Log.Warn("notification intent recovery failed; retried at the next start", "err", err)
+		case done > 0 || left > 0:
+			g.Log.Info("notification intents resolved", "resolved", done, "left", left,
+				"events_recovered", svc.Counters.Recovered.Load(), "took", time.Since(t0))
+		}
 	}
 	m, err := delivery.New(delivery.Config{
 		Owner: owner, ReclaimOwnLeases: reclaim, IO: svc.Queues().IO(), Registry: svc.Queues(), Topics: svc,

@@ -123,6 +123,7 @@ type Counters struct {
 	PushFailed   atomic.Uint64 // non-persistent pushes failed (request still succeeded)
 	Dropped      atomic.Uint64 // records for topics deleted meanwhile
 	CommitFailed atomic.Uint64 // commits that failed after retries (request failed)
+	Recovered    atomic.Uint64 // records committed from link intents at start-up (or found committed)
 }
 
 // Service stores topics and bucket notification configurations and
@@ -142,6 +143,8 @@ type Service struct {
 	cmu      sync.Mutex
 	cfgCache map[string]cfgEntry   // bucket id → configuration
 	topCache map[string]topicEntry // queue name → topic
+
+	owner atomic.Pointer[ownerID] // SetOwner
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
