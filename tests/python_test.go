@@ -37,3 +37,19 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// TestPythonSSE runs tests/python_sse (boto3 and the aws CLI, every
+// encryption mode) against a gateway with SSE-KMS test keys and SSE-C
+// allowed over plain HTTP.
+func TestPythonSSE(t *testing.T) {
+	requireTool(t, "python3", "-c", "import boto3, pytest")
+	requireTool(t, "aws", "--version")
+	g := StartGateway(t, "--kms-keys", testKMSKeys(), "--crypt-require-tls=false")
+	cmd := exec.Command("python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "python_sse")
+	cmd.Env = append(os.Environ(), "CAIRN_ENDPOINT="+g.Endpoint, "CAIRN_ACCESS_KEY="+g.AccessKey, "CAIRN_SECRET_KEY="+g.SecretKey, "CAIRN_DATA_DIR="+g.DataDir)
+	out, err := cmd.CombinedOutput()
+	t.Logf("pytest:\n%s", out)
+	if err != nil {
+		t.Fatalf("python SSE tests failed: %v\ngateway log tail:\n%s", err, tail(g.Log.String(), 4000))
+	}
+}

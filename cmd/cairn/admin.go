@@ -38,6 +38,7 @@ const adminUsage = `usage: cairn admin [--endpoint URL] <noun> <verb> [flags]
   notification list --bucket B | notification get --bucket B --notification-id ID
   notification rm --bucket B [--notification-id ID]
   kms create-key --key-id K | kms rotate-key --key-id K | kms reseal
+  kms rewrap --bucket B
 
 Signs requests with CAIRN_ACCESS_KEY / CAIRN_SECRET_KEY (or --access-key-id /
 --secret-access-key) and prints the JSON the gateway returns.
@@ -80,6 +81,7 @@ var adminRoutes = map[string]adminRoute{
 	"kms create-key":    {http.MethodPost, "/admin/kms", "create-key", []string{"key-id"}},
 	"kms rotate-key":    {http.MethodPost, "/admin/kms", "rotate-key", []string{"key-id"}},
 	"kms reseal":        {http.MethodPost, "/admin/kms", "reseal", nil},
+	"kms rewrap":        {http.MethodPost, "/admin/kms", "rewrap", []string{"bucket"}},
 }
 
 // adminParams are the flags passed through as query parameters.

@@ -30,6 +30,9 @@ workloads:
   lifecycle a lifecycle pass over a filled bucket (half expiring): objects
             examined/s, and the 4 KiB PUT rate during the pass vs without it
 
+  sse       encrypted vs plain on one gateway (ABBA): 4 MiB PUT/GET, 4 KiB PUT;
+            in process: store bytes a 1 MiB range GET reads, KMS calls per op
+
 Each prints progress lines and, last, one JSON object with the results.
 Run 'cairn bench <workload> -h' for its flags.
 `
@@ -44,6 +47,7 @@ var benchWorkloads = map[string]func(ctx context.Context, args []string, out io.
 	"notify":     bench.NotifyMain,
 	"versioning": benchVersioning,
 	"lifecycle":  benchLifecycle,
+	"sse":        benchSSE,
 }
 
 func runBench(args []string) int {
@@ -325,4 +329,40 @@ func envKeys(ak, sk *string) {
 	if *sk == "" {
 		*sk = os.Getenv("CAIRN_SECRET_KEY")
 	}
+}
+
+func benchSSE(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("cairn bench sse", flag.ContinueOnError)
+	var cfg bench.SSEConfig
+	fs.StringVar(&cfg.Endpoint, "endpoint", "http://127.0.0.1:7480", "S3 endpoint URL (empty: only the in-process measurements)")
+	fs.StringVar(&cfg.AccessKey, "access-key", "", "access key (default $CAIRN_ACCESS_KEY)")
+	fs.StringVar(&cfg.SecretKey, "secret-key", "", "secret key (default $CAIRN_SECRET_KEY)")
+	fs.StringVar(&cfg.Prefix, "prefix", "", "bucket name prefix (default random)")
+	fs.StringVar(&cfg.Algorithm, "algorithm", "AES256", "default encryption of the encrypted bucket: AES256 or aws:kms")
+	fs.StringVar(&cfg.KMSKeyID, "kms-key-id", "", "KMS key of the aws:kms rule")
+	fs.BoolVar(&cfg.BucketKey, "bucket-key", false, "BucketKeyEnabled on the encrypted bucket")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 8, "closed-loop workers")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "length of each phase per side (ABBA halves)")
+	fs.IntVar(&cfg.Keys, "keys", 16, "4 MiB objects per bucket the GET phase reads")
+	rng := fs.String("range-object", "1GiB", "size of the in-process object for the range measurement (0: skip)")
+	fs.StringVar(&cfg.Dir, "dir", "", "parent directory of the in-process store (default the temp dir)")
+	fs.IntVar(&cfg.GatewayPID, "gateway-pid", 0, "the gateway's pid: also report its CPU time per operation (Linux /proc)")
+	if err := parseInterspersed(fs, args); err != nil {
+		return err
+	}
+	envKeys(&cfg.AccessKey, &cfg.SecretKey)
+	n, err := config.ParseSize(*rng)
+	if err != nil {
+		return fmt.Errorf("--range-object: %w", err)
+	}
+	cfg.RangeObject = n
+	if n == 0 {
+		cfg.RangeObject = -1
+	}
+	cfg.Out = out
+	res, err := bench.RunSSE(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return printJSON(out, res)
 }

@@ -41,10 +41,23 @@ type Manifest struct {
 
 // Run is Size bytes stored as stripes of StripeSize bytes in objects
 // Prefix, Prefix.1, Prefix.2, ... (the first stripe keeps the bare name).
+//
+// An encrypted run (Enc, docs/format/sse.md) stores Plain bytes of
+// plaintext as Size bytes of packages; sizes seen by S3 come from DataSize.
 type Run struct {
 	Prefix     string `json:"p"`
 	Size       int64  `json:"s"`
 	StripeSize int64  `json:"z"`
+	Enc        bool   `json:"c,omitempty"`
+	Plain      int64  `json:"ps,omitempty"`
+}
+
+// DataSize is the run's size as the object's bytes: Plain when encrypted.
+func (r Run) DataSize() int64 {
+	if r.Enc {
+		return r.Plain
+	}
+	return r.Size
 }
 
 // StripeOID names stripe i of a run.

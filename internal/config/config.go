@@ -79,6 +79,14 @@ type Config struct {
 	// HTTP (rgw_allow_notification_secrets_in_cleartext).
 	AllowInsecureEndpointSecrets bool
 
+	// Server-side encryption (README "Encryption", docs/format/kms-keyring.md).
+	KMSKeyring       string // key file of the local keyring; "" = <data-dir>/kms.keyring
+	KMSMasterKey     string // base64 of 32 bytes: the default key instead of the file's
+	KMSKeys          string // id=<base64 32 bytes>,... (rgw_crypt_s3_kms_encryption_keys)
+	KMSDefaultKey    string // key id SSE-S3 uses; "" = cairn-default
+	CryptRequireTLS  bool   // SSE-C only over HTTPS (rgw_crypt_require_ssl)
+	EncryptByDefault bool   // SSE-S3 for every new object that asks for no encryption
+
 	// Key management (internal/kms; README "Encryption keys").
 	KMSBackend     string // keyring (default) or kmip
 	KMIPEndpoint   string // host:port (rgw_crypt_kmip_addr)
@@ -223,13 +231,19 @@ var options = []option{
 	{"kmip-key", "PEM private key of kmip-cert (rgw_crypt_kmip_client_key)", "", strOpt(func(c *Config) *string { return &c.KMIPKey })},
 	{"kmip-default-key", "KMIP key name used when a request names none (SSE-S3, sealed secrets); empty: none", "", strOpt(func(c *Config) *string { return &c.KMIPDefaultKey })},
 	{"kmip-timeout", "bound on one KMIP request, connecting included: past it the KMS counts as unavailable (503)", "5s", durOpt(func(c *Config) *time.Duration { return &c.KMIPTimeout })},
-	{"secrets-key", "KMS key id that seals user secret keys and topic credentials at rest (empty: the backend's default key; with no KMS key they stay in clear)", "", strOpt(func(c *Config) *string { return &c.SecretsKey })},
+	{"secrets-key", "KMS key id that seals user secret keys and topic credentials at rest (empty: with kmip the backend's default key; with the local keyring none, they stay in clear)", "", strOpt(func(c *Config) *string { return &c.SecretsKey })},
 	{"metrics-token", "bearer token a /metrics scrape may present (Authorization: Bearer); prefer metrics-token-file or the environment to a flag", "", strOpt(func(c *Config) *string { return &c.MetricsToken })},
 	{"metrics-token-file", "file holding the /metrics bearer token (read at each scrape, so it can be rotated in place)", "", strOpt(func(c *Config) *string { return &c.MetricsTokenFile })},
 	{"metrics-listen", "address serving /metrics (and /healthz) alone; the main listener then does not serve /metrics", "", strOpt(func(c *Config) *string { return &c.MetricsListen })},
 	{"metrics-public", "serve /metrics to anyone who can reach it, without credentials", "false", boolOpt(func(c *Config) *bool { return &c.MetricsPublic })},
 	{"metrics-tenant-labels", "export per-topic/per-bucket labels (tenant resource names) on /metrics; off: such series are summed over topics", "false", boolOpt(func(c *Config) *bool { return &c.MetricsTenantLabels })},
 	{"allow-insecure-endpoint-secrets", "accept topic endpoint credentials over plain HTTP (rgw_allow_notification_secrets_in_cleartext)", "false", boolOpt(func(c *Config) *bool { return &c.AllowInsecureEndpointSecrets })},
+	{"kms-keyring", "key file of the local KMS keyring, created 0600 when absent (empty: <data-dir>/kms.keyring)", "", strOpt(func(c *Config) *string { return &c.KMSKeyring })},
+	{"kms-master-key", "base64 of 32 bytes: the keyring's default key, instead of the key file's (prefer the CAIRN_KMS_MASTER_KEY environment variable)", "", strOpt(func(c *Config) *string { return &c.KMSMasterKey })},
+	{"kms-keys", "named SSE-KMS keys id=<base64 32 bytes>,... (rgw_crypt_s3_kms_encryption_keys)", "", strOpt(func(c *Config) *string { return &c.KMSKeys })},
+	{"kms-default-key", "key id SSE-S3 (and SSE-KMS without a key id) uses; empty: cairn-default", "", strOpt(func(c *Config) *string { return &c.KMSDefaultKey })},
+	{"crypt-require-tls", "accept SSE-C keys only over HTTPS (rgw_crypt_require_ssl)", "true", boolOpt(func(c *Config) *bool { return &c.CryptRequireTLS })},
+	{"encrypt-by-default", "encrypt every new object that asks for no encryption with SSE-S3, as AWS does", "false", boolOpt(func(c *Config) *bool { return &c.EncryptByDefault })},
 }
 
 // UsageError is a command line that does not parse (unknown flag, missing

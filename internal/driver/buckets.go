@@ -42,6 +42,8 @@ type Instance struct {
 	CORS []CORSRule `json:"cors,omitempty"`
 	// Access is the bucket's access-control state (access.go).
 	Access BucketAccess `json:"access,omitzero"`
+	// Encryption is the default encryption of new objects (sse.go).
+	Encryption *BucketEncryption `json:"encryption,omitempty"`
 }
 
 // entryPoint is the bucket name's record (namespace "root", object <name>).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"errors"
+	"hash"
 	"io"
 	"os"
 	"sync"
@@ -16,18 +17,23 @@ import (
 // was written for, so an orphan sweep can tell whose it was.
 const ownerXattr = "cairn.owner"
 
-var stripePool = sync.Pool{New: func() any { b := make([]byte, StripeSize); return &b }}
+// Sized for the larger of clear and encrypted stripes.
+var stripePool = sync.Pool{New: func() any { b := make([]byte, max(StripeSize, EncStripeSize)); return &b }}
 
 // writeRun streams body into stripes prefix, prefix.1, ... and returns the
 // run and the MD5 of the bytes. The stripes are written with DeferSync: the
 // caller must commit the run with a synced op before acknowledging it. On any error every stripe written so far is
 // removed: a failed write leaves nothing behind.
-func (d *Driver) writeRun(ctx context.Context, prefix, owner string, body io.Reader, limit int64) (bucketindex.Run, []byte, error) {
-	run := bucketindex.Run{Prefix: prefix, StripeSize: StripeSize}
-	h := md5.New()
+// hashData false skips the MD5 (encrypted runs hash their plaintext).
+func (d *Driver) writeRun(ctx context.Context, prefix, owner string, body io.Reader, limit, stripeSize int64, hashData bool) (bucketindex.Run, []byte, error) {
+	run := bucketindex.Run{Prefix: prefix, StripeSize: stripeSize}
+	var h hash.Hash = nopHash{}
+	if hashData {
+		h = md5.New()
+	}
 	bp := stripePool.Get().(*[]byte)
 	defer stripePool.Put(bp)
-	buf := *bp
+	buf := (*bp)[:stripeSize]
 	var written []string
 	fail := func(err error) (bucketindex.Run, []byte, error) {
 		d.removeObjects(context.WithoutCancel(ctx), written)
@@ -210,3 +216,12 @@ func (r *manifestReader) WriteTo(w io.Writer) (int64, error) {
 }
 
 func (r *manifestReader) Close() error { return nil }
+
+// nopHash stands in for the MD5 of runs that do not need it.
+type nopHash struct{}
+
+func (nopHash) Write(p []byte) (int, error) { return len(p), nil }
+func (nopHash) Sum(b []byte) []byte         { return b }
+func (nopHash) Reset()                      {}
+func (nopHash) Size() int                   { return 0 }
+func (nopHash) BlockSize() int              { return 1 }

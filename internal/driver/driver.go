@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/cairn-s3/cairn/internal/kms"
 	"github.com/cairn-s3/cairn/internal/kms/secret"
 	"log/slog"
 	"os"
@@ -62,6 +63,12 @@ type Options struct {
 	// notification commit and reply), "after-unlink" (version removed,
 	// before its data is collected).
 	Failpoint func(point string)
+	// KMS seals the data keys of SSE-S3 and SSE-KMS objects; nil: only
+	// SSE-C is served.
+	KMS kms.KMS
+	// EncryptByDefault applies SSE-S3 to every new object that asks for no
+	// encryption in a bucket without a default (AWS's behaviour since 2023).
+	EncryptByDefault bool
 	// Secrets seals user secret keys at rest; nil stores them in clear
 	// (records sealed earlier then fail to load: secret.ErrNoKMS).
 	Secrets *secret.Sealer
@@ -140,6 +147,8 @@ type Driver struct {
 	gc      *collector
 	intents *intentRemover
 	lc      lcReg // lifecycle worker, set after construction
+
+	bkeys bucketKeys // SSE bucket keys (bucketkey.go)
 }
 
 // New opens the driver, creating the RGW pools when missing, and starts the

@@ -142,7 +142,7 @@ func (d *Driver) completeChecksum(ctx context.Context, ui UploadInfo, parts []pa
 	}
 	sums := make([]checksum.Part, len(parts))
 	for i, p := range parts {
-		raw, err := d.partSum(ctx, a, p)
+		raw, err := d.partSum(ctx, a, p, ui)
 		if err != nil {
 			return "", "", "", err
 		}
@@ -204,7 +204,7 @@ func matchesDeclared(computed, declared string) bool {
 // partSum is a part's raw checksum with algorithm a: the recorded one, or,
 // for a part uploaded without it (an upload created without an algorithm
 // whose Complete declares one), computed by reading the part's data.
-func (d *Driver) partSum(ctx context.Context, a checksum.Algorithm, p partRecord) ([]byte, error) {
+func (d *Driver) partSum(ctx context.Context, a checksum.Algorithm, p partRecord, ui UploadInfo) ([]byte, error) {
 	if v := p.Checksums[string(a)]; v != "" {
 		raw, err := base64.StdEncoding.DecodeString(v)
 		if err == nil && len(raw) == a.Size() {
@@ -212,7 +212,17 @@ func (d *Driver) partSum(ctx context.Context, a checksum.Algorithm, p partRecord
 		}
 	}
 	h := a.New()
-	r := newManifestReader(ctx, d.data, bucketindex.Manifest{Runs: []bucketindex.Run{p.Run}}, 0, p.Run.Size)
+	var oek []byte
+	if p.Run.Enc {
+		// An encrypted part: its checksum is the plaintext's.
+		k, err := d.openSSE(ctx, ui.Meta.SSE, ui.Key, sseFrom(ctx).CustomerKey)
+		if err != nil {
+			return nil, err
+		}
+		oek = k
+	}
+	r := d.newDataReader(ctx, bucketindex.Manifest{Runs: []bucketindex.Run{p.Run}}, oek, 0, p.Run.DataSize())
+	defer r.Close()
 	if _, err := io.Copy(h, r); err != nil {
 		return nil, err
 	}

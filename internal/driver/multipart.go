@@ -75,6 +75,12 @@ func (d *Driver) CreateMultipartUpload(ctx context.Context, bucket, key string, 
 	if m := meta; d.lockForWrite(inst, &m) != nil {
 		return "", ErrNoLockConfig // lock headers on a bucket without object lock
 	}
+	rec, oek, err := d.newSSE(ctx, inst, key)
+	if err != nil {
+		return "", err
+	}
+	clear(oek) // each part opens it again
+	meta.SSE = rec
 	id := randomID(16)
 	ui := UploadInfo{Bucket: bucket, Key: key, UploadID: id, Initiated: d.opts.Now().UTC(), Owner: inst.Owner, Meta: meta}
 	b, _ := json.Marshal(ui)
@@ -102,11 +108,16 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 	if err != nil {
 		return PartInfo{}, err
 	}
+	oek, err := d.openSSE(ctx, ui.Meta.SSE, key, sseFrom(ctx).CustomerKey)
+	if err != nil {
+		return PartInfo{}, err
+	}
+	defer clear(oek)
 	ph := newPartHasher(ui, body, checksums)
 	started := d.opts.Now().UnixNano()
 	tag := d.newTag()
-	run, sum, err := d.writeRun(ctx, tag, inst.ID+"/"+key, ph.body, MaxPutSize)
-	if err == nil && size >= 0 && run.Size != size {
+	run, sum, err := d.writeData(ctx, tag, inst.ID+"/"+key, ph.body, MaxPutSize, oek)
+	if err == nil && size >= 0 && run.DataSize() != size {
 		d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
 		err = ErrIncompleteBody
 	}
@@ -119,7 +130,7 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 		d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
 		return PartInfo{}, err
 	}
-	pi := PartInfo{PartNumber: part, ETag: hex.EncodeToString(sum), Size: run.Size, ModTime: d.opts.Now().UTC(), Checksums: sums}
+	pi := PartInfo{PartNumber: part, ETag: sseETag(ui.Meta.SSE, oek, sum), Size: run.DataSize(), ModTime: d.opts.Now().UTC(), Checksums: sums, SSE: ui.Meta.SSE}
 	rec, _ := json.Marshal(partRecord{PartInfo: pi, Run: run, Started: started})
 	uo := uploadOID(inst.ID, uploadID)
 	// Read the part being replaced and swap it, guarded so a concurrent

@@ -2,7 +2,6 @@ package driver
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,7 +65,7 @@ func entryInfo(bucket string, e bucketindex.Entry) ObjectInfo {
 	if e.Parts > 0 && len(e.Manifest.Runs) == e.Parts { // complete writes one run per part
 		oi.PartSizes = make([]int64, e.Parts)
 		for i, r := range e.Manifest.Runs {
-			oi.PartSizes[i] = r.Size
+			oi.PartSizes[i] = r.DataSize()
 		}
 	}
 	if len(e.Meta) > 0 {
@@ -97,13 +96,21 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 	if err := d.lockForWrite(inst, &in.Meta); err != nil {
 		return ObjectInfo{}, err
 	}
+	// The key comes first: an unreachable KMS fails the PUT before any
+	// byte is written or any event reserved.
+	rec, oek, err := d.newSSE(ctx, inst, in.Key)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	defer clear(oek)
+	in.Meta.SSE = rec
 	res, err := d.reserve(ctx, inst, in.Key, in.EventName, in.Meta, in.Size)
 	if err != nil {
 		return ObjectInfo{}, err
 	}
 	tag := d.newTag()
-	run, sum, err := d.writeRun(ctx, tag, inst.ID+"/"+in.Key, in.Body, MaxPutSize)
-	if err == nil && in.Size >= 0 && run.Size != in.Size {
+	run, sum, err := d.writeData(ctx, tag, inst.ID+"/"+in.Key, in.Body, MaxPutSize, oek)
+	if err == nil && in.Size >= 0 && run.DataSize() != in.Size {
 		d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
 		err = ErrIncompleteBody
 	}
@@ -113,7 +120,7 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 	}
 	d.failpoint("put-after-data")
 	e := bucketindex.Entry{
-		Key: in.Key, Size: run.Size, ETag: hex.EncodeToString(sum), ModTime: d.opts.Now().UTC(),
+		Key: in.Key, Size: run.DataSize(), ETag: sseETag(rec, oek, sum), ModTime: d.opts.Now().UTC(),
 		Owner: inst.Owner, Tag: tag, Manifest: bucketindex.Manifest{Runs: []bucketindex.Run{run}},
 	}
 	e.Meta, _ = json.Marshal(in.Meta)
@@ -309,7 +316,13 @@ func (d *Driver) GetObject(ctx context.Context, bucket, key string, rng *Range) 
 }
 
 // GetObjectVersion is GetObject of version vid ("" = current).
+// An encrypted object opens with its key first: a missing or wrong SSE-C
+// key (WithSSE) fails here, before any data.
 func (d *Driver) GetObjectVersion(ctx context.Context, bucket, key, vid string, rng *Range) (ObjectInfo, io.ReadCloser, error) {
+	return d.getObjectVersion(ctx, bucket, key, vid, rng, sseFrom(ctx).CustomerKey)
+}
+
+func (d *Driver) getObjectVersion(ctx context.Context, bucket, key, vid string, rng *Range, ckey []byte) (ObjectInfo, io.ReadCloser, error) {
 	e, state, err := d.lookupVersion(ctx, bucket, key, vid)
 	if err != nil {
 		return ObjectInfo{}, nil, err
@@ -321,7 +334,12 @@ func (d *Driver) GetObjectVersion(ctx context.Context, bucket, key, vid string, 
 		}
 		off, n = rng.Start, rng.Length
 	}
-	return versionInfo(bucket, state, e), newManifestReader(ctx, d.data, e.Manifest, off, n), nil
+	info := versionInfo(bucket, state, e)
+	oek, err := d.openSSE(ctx, info.Meta.SSE, key, ckey)
+	if err != nil {
+		return ObjectInfo{}, nil, err
+	}
+	return info, d.newDataReader(ctx, e.Manifest, oek, off, n), nil
 }
 
 // DeleteObject deletes the current object; a missing key is success.
@@ -492,7 +510,7 @@ func (d *Driver) deleteMarker(ctx context.Context, inst Instance, key, ifETag, e
 // CopyObject copies data (no sharing: each object owns its data objects, so
 // collection never needs reference counts).
 func (d *Driver) CopyObject(ctx context.Context, in CopyObjectInput) (ObjectInfo, error) {
-	src, rd, err := d.GetObjectVersion(ctx, in.SrcBucket, in.SrcKey, in.SrcVersionID, nil)
+	src, rd, err := d.getObjectVersion(ctx, in.SrcBucket, in.SrcKey, in.SrcVersionID, nil, sseFrom(ctx).CopySourceKey)
 	var dm *DeleteMarkerError
 	if errors.As(err, &dm) && in.SrcVersionID != "" {
 		// S3: a delete marker is not a copy source (400 InvalidRequest).

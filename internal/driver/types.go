@@ -185,6 +185,8 @@ type ObjectMeta struct {
 	LockMode  string    `json:"lm,omitempty"`
 	LockUntil time.Time `json:"lu,omitzero"`
 	LegalHold string    `json:"lh,omitempty"`
+	// SSE is the object's server-side encryption (sse.go); nil = clear.
+	SSE *SSERecord `json:"sse,omitempty"`
 }
 
 // ObjectInfo describes a stored object.
@@ -334,6 +336,9 @@ type PartInfo struct {
 	Size       int64
 	ModTime    time.Time
 	Checksums  map[string]string
+	// SSE is the upload's encryption (UploadPart's answer; not stored
+	// with the part).
+	SSE *SSERecord `json:"-"`
 }
 
 // CompletePart is one part named in CompleteMultipartUpload.

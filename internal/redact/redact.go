@@ -20,7 +20,7 @@ var (
 	userinfoRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:)[^\s@/]*@`)
 	// key=value pairs (query strings, Authorization headers, form bodies)
 	// whose key names a credential.
-	paramRE = regexp.MustCompile(`(?i)((?:^|[?&;,\s"'])(?:x-amz-signature|x-amz-security-token|x-amz-credential|signature|awsaccesskeyid|access_token|token|password|passwd|pwd|secret|secret[-_]?key|secret[-_]?access[-_]?key|api[-_]?key|sig)=)[^&\s,;"']*`)
+	paramRE = regexp.MustCompile(`(?i)((?:^|[?&;,\s"'])(?:x-amz-signature|x-amz-security-token|x-amz-(?:copy-source-)?server-side-encryption-customer-key|x-amz-credential|signature|awsaccesskeyid|access_token|token|password|passwd|pwd|secret|secret[-_]?key|secret[-_]?access[-_]?key|api[-_]?key|sig)=)[^&\s,;"']*`)
 	// Authorization: <scheme> <credentials>
 	authRE = regexp.MustCompile(`(?i)(authorization"?\s*[:=]\s*"?)(?:[A-Za-z0-9-]+ )?[^"\r\n]*`)
 )

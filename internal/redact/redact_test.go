@@ -17,6 +17,7 @@ func TestString(t *testing.T) {
 		{"https://h/x?X-Amz-Signature=deadbeef&X-Amz-Credential=AK/2024", "https://h/x?X-Amz-Signature=REDACTED&X-Amz-Credential=REDACTED"},
 		{"Authorization: AWS4-HMAC-SHA256 Credential=AK/x, SignedHeaders=host, Signature=ff", "Authorization: REDACTED"},
 		{"password=pw1 user-name=bob", "password=REDACTED user-name=bob"},
+		{"/b/k?x-amz-server-side-encryption-customer-key=c2VjcmV0&x-amz-server-side-encryption-customer-key-MD5=bWQ1", "/b/k?x-amz-server-side-encryption-customer-key=REDACTED&x-amz-server-side-encryption-customer-key-MD5=bWQ1"},
 		{"http://user@host/path", "http://user@host/path"}, // no password
 		{"plain text, key=name", "plain text, key=name"},
 	} {

@@ -72,6 +72,10 @@ func (s *Server) getObjectAttributes(w http.ResponseWriter, r *http.Request, rc 
 	if err != nil {
 		return err
 	}
+	sp, err := s.parseSSE(r, sseRead)
+	if err != nil {
+		return err
+	}
 	vid, err := s.versionParam(r.URL.Query())
 	if err != nil {
 		return err
@@ -82,6 +86,9 @@ func (s *Server) getObjectAttributes(w http.ResponseWriter, r *http.Request, rc 
 		return err
 	}
 	if err := s.recheckObjectACL(r, rc, rc.act, info); err != nil {
+		return err
+	}
+	if err := driver.CheckCustomerKey(info, sp.req.CustomerKey); err != nil {
 		return err
 	}
 	// S3 wants the read permission as well: s3:GetObject, or

@@ -124,8 +124,9 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	if err := checkKey(rc.key); err != nil {
 		return err
 	}
-	if hasSSEC(r.Header) {
-		return s3err.New(s3err.ErrNotImplemented, "Server-side encryption with customer keys is not implemented.")
+	sp, err := s.parseSSE(r, sseWrite)
+	if err != nil {
+		return err
 	}
 	src, srcInfo, srcCheck, err := s.copySource(r, rc)
 	if err != nil {
@@ -139,7 +140,7 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	default:
 		return s3err.New(s3err.ErrInvalidArgument, "Unknown metadata directive.")
 	}
-	if src.bucket == rc.bucket && src.key == rc.key && src.versionID == "" && !replace {
+	if src.bucket == rc.bucket && src.key == rc.key && src.versionID == "" && !replace && sp.req.Put == nil {
 		return s3err.New(s3err.ErrInvalidRequest, "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 	}
 	replaceTags := false
@@ -158,7 +159,7 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	}
 	acl := meta.ACL // CopyObjectInput carries it apart from Meta
 	meta.ACL = nil
-	info, err := s.be.CopyObject(r.Context(), driver.CopyObjectInput{
+	info, err := s.be.CopyObject(withSSE(r.Context(), sp), driver.CopyObjectInput{
 		ACL:          acl,
 		SrcBucket:    src.bucket,
 		SrcKey:       src.key,
@@ -175,6 +176,7 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 		return err
 	}
 	setVersionHeader(w.Header(), info.VersionID)
+	sseHeaders(w.Header(), info.Meta.SSE, sp.keyMD5)
 	if info.SourceVersionID != "" {
 		w.Header().Set("x-amz-copy-source-version-id", info.SourceVersionID)
 	}

@@ -94,6 +94,11 @@ func MapError(err error) *s3err.Error {
 			return &s3err.Error{APIError: m.api, Message: detail(m.err, err), Cause: err}
 		}
 	}
+	for _, m := range sseErrorTable {
+		if errors.Is(err, m.err) {
+			return &s3err.Error{APIError: m.api, Cause: err}
+		}
+	}
 	return s3err.Wrap(s3err.ErrInternalError, err)
 }
 

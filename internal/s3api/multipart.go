@@ -28,8 +28,9 @@ func (s *Server) createMultipartUpload(w http.ResponseWriter, r *http.Request, r
 	if err := checkKey(rc.key); err != nil {
 		return err
 	}
-	if hasSSEC(r.Header) {
-		return s3err.New(s3err.ErrNotImplemented, "Server-side encryption with customer keys is not implemented.")
+	sp, err := s.parseSSE(r, sseWrite)
+	if err != nil {
+		return err
 	}
 	meta, err := s.writeMeta(r, rc, true)
 	if err != nil {
@@ -63,9 +64,14 @@ func (s *Server) createMultipartUpload(w http.ResponseWriter, r *http.Request, r
 		meta.Checksums = map[string]string{alg: ""}
 		meta.ChecksumType = typ
 	}
-	id, err := s.be.CreateMultipartUpload(r.Context(), rc.bucket, rc.key, meta)
+	ctx := withSSE(r.Context(), sp)
+	id, err := s.be.CreateMultipartUpload(ctx, rc.bucket, rc.key, meta)
 	if err != nil {
 		return err
+	}
+	// The upload's encryption (request or bucket default), as AWS reports it.
+	if lp, err := s.be.ListParts(ctx, rc.bucket, rc.key, id, 0, 1); err == nil {
+		sseHeaders(w.Header(), lp.Upload.Meta.SSE, sp.keyMD5)
 	}
 	if alg != "" {
 		w.Header().Set("x-amz-checksum-algorithm", alg)
@@ -105,6 +111,10 @@ func (s *Server) uploadPart(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	if err != nil {
 		return err
 	}
+	sp, err := s.parseSSE(r, ssePart)
+	if err != nil {
+		return err
+	}
 	p, err := newPayload(r, rc, maxPartSize)
 	if err != nil {
 		return err
@@ -114,12 +124,13 @@ func (s *Server) uploadPart(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 		// need not compute the upload's algorithm a second time.
 		p.checksums[p.alg] = ""
 	}
-	info, err := s.be.UploadPart(r.Context(), rc.bucket, rc.key, id, part, p.body, p.size, p.checksums)
+	info, err := s.be.UploadPart(withSSE(r.Context(), sp), rc.bucket, rc.key, id, part, p.body, p.size, p.checksums)
 	if err != nil {
 		return err
 	}
 	h := w.Header()
 	h.Set("ETag", quoteETag(info.ETag))
+	sseHeaders(h, info.SSE, sp.keyMD5)
 	sums := pick(info.Checksums, p.checksums)
 	for _, alg := range checksumAlgorithms {
 		if v := sums[alg]; v != "" {
@@ -184,7 +195,17 @@ func (s *Server) uploadPartCopy(w http.ResponseWriter, r *http.Request, rc *reqC
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
+	sp, err := s.parseSSE(r, ssePart)
+	if err != nil {
+		return err
+	}
+	// The source opens with the copy-source key, the part with the
+	// upload's.
+	ctx := driver.WithSSE(r.Context(), driver.SSERequest{CustomerKey: sp.req.CopySourceKey})
+	dstCtx := withSSE(r.Context(), sseParams{req: driver.SSERequest{CustomerKey: sp.req.CustomerKey}})
+	if err := driver.CheckCustomerKey(info, sp.req.CopySourceKey); err != nil {
+		return err
+	}
 	if err := checkCopyConditions(copyConditions(r.Header), info); err != nil {
 		return err
 	}
@@ -210,10 +231,11 @@ func (s *Server) uploadPartCopy(w http.ResponseWriter, r *http.Request, rc *reqC
 	if err := check(got); err != nil {
 		return err // its ACL changed since the decision
 	}
-	pinfo, err := s.be.UploadPart(ctx, rc.bucket, rc.key, id, part, body, length, nil)
+	pinfo, err := s.be.UploadPart(dstCtx, rc.bucket, rc.key, id, part, body, length, nil)
 	if err != nil {
 		return err
 	}
+	sseHeaders(w.Header(), pinfo.SSE, sp.keyMD5)
 	return writeXML(w, http.StatusOK, copyPartResult{
 		Xmlns:        s3Namespace,
 		LastModified: s3Time(pinfo.ModTime),
@@ -453,6 +475,10 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
+	sp, err := s.parseSSE(r, ssePart)
+	if err != nil {
+		return err
+	}
 	p, err := verifyXMLBody(r, rc)
 	if err != nil {
 		return err
@@ -465,11 +491,12 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
-	info, err := s.completeUpload(r, rc, id, parts, sum)
+	info, err := s.completeUpload(withSSE(r.Context(), sp), r, rc, id, parts, sum)
 	if err != nil {
 		return err
 	}
 	setVersionHeader(w.Header(), info.VersionID)
+	sseHeaders(w.Header(), info.Meta.SSE, sp.keyMD5)
 	out := completeMultipartUploadResult{
 		Xmlns:       s3Namespace,
 		Location:    objectURL(r, rc),

@@ -31,11 +31,6 @@ func checkVersionID(q url.Values) error {
 	return nil
 }
 
-func hasSSEC(h http.Header) bool {
-	return h.Get("x-amz-server-side-encryption-customer-algorithm") != "" ||
-		h.Get("x-amz-copy-source-server-side-encryption-customer-algorithm") != ""
-}
-
 // objectMeta reads the client-settable metadata of PutObject,
 // CreateMultipartUpload and CopyObject (REPLACE).
 func objectMeta(h http.Header) (driver.ObjectMeta, error) {
@@ -95,8 +90,9 @@ func (s *Server) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 	if err := checkKey(rc.key); err != nil {
 		return err
 	}
-	if hasSSEC(r.Header) {
-		return s3err.New(s3err.ErrNotImplemented, "Server-side encryption with customer keys is not implemented.")
+	sp, err := s.parseSSE(r, sseWrite)
+	if err != nil {
+		return err
 	}
 	inm := strings.TrimSpace(r.Header.Get("If-None-Match"))
 	if inm != "" && inm != "*" {
@@ -111,7 +107,7 @@ func (s *Server) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 		return err
 	}
 	meta.Checksums = p.checksums
-	info, err := s.be.PutObject(r.Context(), driver.PutObjectInput{
+	info, err := s.be.PutObject(withSSE(r.Context(), sp), driver.PutObjectInput{
 		Bucket:      rc.bucket,
 		Key:         rc.key,
 		Body:        p.body,
@@ -127,6 +123,7 @@ func (s *Server) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 	h.Set("ETag", quoteETag(info.ETag))
 	setVersionHeader(h, info.VersionID)
 	setChecksumHeaders(h, pick(info.Meta.Checksums, p.checksums), info.Meta.ChecksumType)
+	sseHeaders(h, info.Meta.SSE, sp.keyMD5)
 	h.Set("Content-Length", "0")
 	w.WriteHeader(http.StatusOK)
 	return nil
@@ -364,7 +361,11 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 		rangeHdr = "" // S3 rejects both; we let partNumber win
 	}
 	withChecksums := strings.EqualFold(r.Header.Get("x-amz-checksum-mode"), "ENABLED")
-	ctx := r.Context()
+	sp, err := s.parseSSE(r, sseRead)
+	if err != nil {
+		return err
+	}
+	ctx := withSSE(r.Context(), sp)
 
 	for attempt := 0; ; attempt++ {
 		var (
@@ -381,6 +382,10 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 		}
 		if err == nil {
 			err = s.recheckObjectACL(r, rc, rc.act, info)
+			if err == nil {
+				// HEAD reads no data: the key is checked here.
+				err = driver.CheckCustomerKey(info, sp.req.CustomerKey)
+			}
 			if err != nil && body != nil {
 				body.Close()
 			}
@@ -459,6 +464,7 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 
 		h := w.Header()
 		writeObjectHeaders(h, info, q, withChecksums && rng == nil)
+		sseHeaders(h, info.Meta.SSE, sp.keyMD5)
 		setVersionHeader(h, info.VersionID)
 		status, length := http.StatusOK, info.Size
 		if rng != nil {

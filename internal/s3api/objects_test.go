@@ -231,7 +231,13 @@ func TestPutObjectErrors(t *testing.T) {
 		{"bad tagging", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-tagging": "a=%zz"}}, 400, "InvalidArgument"},
 		{"key too long", req{method: "PUT", path: "/b/" + strings.Repeat("k", 1025), body: "data"}, 400, "KeyTooLongError"},
 		{"if-none-match etag", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"If-None-Match": `"abc"`}}, 501, "NotImplemented"},
-		{"sse-c", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-server-side-encryption-customer-algorithm": "AES256"}}, 501, "NotImplemented"},
+		{"sse-c over http", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-server-side-encryption-customer-algorithm": "AES256"}}, 400, "InvalidRequest"},
+		{"sse bogus", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-server-side-encryption": "bogus"}}, 400, "InvalidArgument"},
+		{"sse kms key without kms", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-server-side-encryption": "AES256", "x-amz-server-side-encryption-aws-kms-key-id": "k"}}, 400, "InvalidArgument"},
+		{"sse kms key alone", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-server-side-encryption-aws-kms-key-id": "k"}}, 400, "InvalidArgument"},
+		{"sse bad context", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-server-side-encryption": "aws:kms", "x-amz-server-side-encryption-context": "!!"}}, 400, "InvalidArgument"},
+		{"sse bucket key bogus", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-server-side-encryption": "AES256", "x-amz-server-side-encryption-bucket-key-enabled": "yes"}}, 400, "InvalidArgument"},
+		{"sse dsse", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-server-side-encryption": "aws:kms:dsse"}}, 501, "NotImplemented"},
 		{"unsupported subresource", req{method: "PUT", path: "/b/k?tagging", body: "<Tagging/>"}, 501, "NotImplemented"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -321,6 +321,20 @@ func (s *Server) postObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	if err != nil {
 		return err
 	}
+	// Encryption fields of the form are read as the PUT headers would be.
+	sh := http.Header{}
+	for k, v := range fv {
+		if strings.HasPrefix(k, "x-amz-server-side-encryption") {
+			sh.Set(k, v)
+		}
+	}
+	sr := r.Clone(ctx)
+	sr.Header = sh
+	sp, err := s.parseSSE(sr, sseWrite)
+	if err != nil {
+		return err
+	}
+	ctx = withSSE(ctx, sp)
 	info, err := s.be.PutObject(ctx, driver.PutObjectInput{
 		Bucket: rc.bucket, Key: key, Body: &postBody{r: f.file, min: lo, max: hi}, Size: -1, Meta: om,
 		EventName: "ObjectCreated:Post",

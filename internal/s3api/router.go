@@ -187,6 +187,8 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 			return scoped("GetObjectLockConfiguration", s.getObjectLockConfiguration)
 		case q.Has("lifecycle"):
 			return scoped("GetBucketLifecycleConfiguration", s.getBucketLifecycle)
+		case q.Has("encryption"):
+			return scoped("GetBucketEncryption", s.getBucketEncryption)
 		case subresource(q) != "":
 			return notImplemented("Bucket", "GET ?"+subresource(q))
 		case q.Get("list-type") == "2":
@@ -216,6 +218,8 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 			return scoped("PutObjectLockConfiguration", s.putObjectLockConfiguration)
 		case q.Has("lifecycle"):
 			return scoped("PutBucketLifecycleConfiguration", s.putBucketLifecycle)
+		case q.Has("encryption"):
+			return scoped("PutBucketEncryption", s.putBucketEncryption)
 		}
 		if sr := subresource(q); sr != "" {
 			return notImplemented("Bucket", "PUT ?"+sr)
@@ -237,6 +241,8 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 			return scoped("DeleteBucketTagging", s.deleteBucketTagging)
 		case q.Has("lifecycle"):
 			return scoped("DeleteBucketLifecycle", s.deleteBucketLifecycle)
+		case q.Has("encryption"):
+			return scoped("DeleteBucketEncryption", s.deleteBucketEncryption)
 		}
 		if sr := subresource(q); sr != "" {
 			return notImplemented("Bucket", "DELETE ?"+sr)

@@ -54,6 +54,9 @@ type Config struct {
 	HostID string
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// AllowSSECOverHTTP accepts SSE-C keys on plain-HTTP requests
+	// (crypt-require-tls=false, RGW's rgw_crypt_require_ssl=false).
+	AllowSSECOverHTTP bool
 }
 
 // Validate reports every problem with c.

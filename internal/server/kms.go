@@ -27,6 +27,11 @@ func (g *Gateway) openKMS(cfg *config.Config) error {
 		return nil
 	}
 	g.KMS = k
+	if local := cfg.KMSBackend == "" || cfg.KMSBackend == "keyring"; local && cfg.SecretsKey == "" {
+		// The local keyring's key file sits beside the secrets: sealing
+		// them under it is opt-in (secrets-key), SSE needs no choice.
+		return nil
+	}
 	g.secrets = secret.New(k, cfg.SecretsKey)
 	if !g.secrets.Enabled() {
 		g.Log.Warn("a KMS is configured but names no key for secrets (secrets-key, kmip-default-key): user secret keys and topic credentials stay in clear")
@@ -60,7 +65,8 @@ func (g *Gateway) sealSecretsAtStart(ctx context.Context, d *driver.Driver, svc 
 // master key K (new data keys use it); POST ?create-key&key-id=K creates K
 // where the backend lets cairn (KMIP); POST ?reseal re-seals the sealed
 // user secret keys and topic credentials under the newest versions of
-// their keys, secrets unchanged.
+// their keys, secrets unchanged; POST ?rewrap&bucket=B does the same for
+// the data keys of the bucket's SSE objects.
 func (g *Gateway) adminKMS(svc *service.Service) s3api.AdminHandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if r.Method != http.MethodPost {
@@ -92,6 +98,17 @@ func (g *Gateway) adminKMS(svc *service.Service) s3api.AdminHandlerFunc {
 				return kmsAdminError(err)
 			}
 			return s3api.WriteJSON(w, http.StatusOK, map[string]any{"key_id": id})
+		case q.Has("rewrap"):
+			// SSE: re-seal the bucket's object data keys under the newest
+			// key versions, data untouched.
+			if q.Get("bucket") == "" {
+				return fmt.Errorf("%w: rewrap needs bucket", driver.ErrInvalidArgument)
+			}
+			n, err := g.Driver.RewrapKeys(r.Context(), q.Get("bucket"))
+			if err != nil {
+				return kmsAdminError(err)
+			}
+			return s3api.WriteJSON(w, http.StatusOK, map[string]any{"bucket": q.Get("bucket"), "rewrapped": n})
 		case q.Has("reseal"):
 			if !g.secrets.Enabled() {
 				return fmt.Errorf("%w: no KMS key seals secrets (secrets-key)", driver.ErrInvalidArgument)
@@ -108,7 +125,7 @@ func (g *Gateway) adminKMS(svc *service.Service) s3api.AdminHandlerFunc {
 			}
 			return s3api.WriteJSON(w, http.StatusOK, map[string]any{"users": users, "topics": topics})
 		}
-		return fmt.Errorf("%w: want ?rotate-key, ?create-key or ?reseal", driver.ErrInvalidArgument)
+		return fmt.Errorf("%w: want ?rotate-key, ?create-key, ?rewrap or ?reseal", driver.ErrInvalidArgument)
 	}
 }
 

@@ -106,7 +106,12 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 			g.Close()
 			return nil, err
 		}
+		var km kms.KMS // a nil *kms.Cached must stay a nil interface
+		if g.KMS != nil {
+			km = g.KMS
+		}
 		d, err := driver.New(ctx, driver.Options{
+			KMS: km, EncryptByDefault: cfg.EncryptByDefault,
 			Store: st, DefaultShards: cfg.BucketIndexShards, GCMinWait: cfg.GCMinWait,
 			Logger: log.With("component", "driver"), Notifier: svc, MaxBuckets: cfg.MaxBuckets,
 			Failpoint: driver.ExitFailpoint(getenv("CAIRN_DRIVER_FAILPOINT")), // crash drills
@@ -143,6 +148,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		Backend: be, Auth: sigAuth{v4: v4, lookup: s3api.SecretLookup(be)}, Logger: log.With("component", "s3api"),
 		Registerer: g.Registry, Region: cfg.Region, DomainNames: domains,
 		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxRequestShards: cfg.ShardCap(), BodyIdleTimeout: cfg.RequestBodyIdleTimeout,
+		AllowSSECOverHTTP: !cfg.CryptRequireTLS,
 	})
 	if err != nil {
 		g.Close()
