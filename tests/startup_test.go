@@ -69,7 +69,8 @@ func TestStartupWarnsIgnoredKeys(t *testing.T) {
 // admin.credentials (only generated keys are written there); the start-up
 // log line and /metrics name the build.
 func TestStartupEnvKeysAndBuildInfo(t *testing.T) {
-	g := StartGateway(t)
+	const token = "build-info-scrape-token"
+	g := StartGateway(t, "--metrics-token", token)
 	if _, err := os.Stat(filepath.Join(g.DataDir, "admin.credentials")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("admin.credentials written for keys from the environment: %v", err)
 	}
@@ -99,7 +100,9 @@ func TestStartupEnvKeysAndBuildInfo(t *testing.T) {
 	if !started {
 		t.Fatalf("no start-up line:\n%s", g.Log.String())
 	}
-	res, err := http.Get(g.Endpoint + "/metrics")
+	req, _ := http.NewRequest("GET", g.Endpoint+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
