@@ -105,6 +105,9 @@ L4J
 		"${jvm[@]}" kafka.tools.StorageTool format -t "$id" -c "$dir/server.properties" \
 			>"$dir/format.log" 2>&1 || { cat "$dir/format.log" >&2; die "format failed"; }
 	fi
+	# Empty the log first: the background job truncates it only once it
+	# runs, and a restart's readiness check could meet the last run's line.
+	: >"$dir/server.log"
 	setsid "${jvm[@]}" kafka.Kafka "$dir/server.properties" >"$dir/server.log" 2>&1 </dev/null &
 	local pid=$!
 	echo "$pid" >"$dir/kafka.pid"
