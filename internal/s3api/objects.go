@@ -99,10 +99,7 @@ func (s *Server) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 	if hasSSEC(r.Header) {
 		return s3err.New(s3err.ErrNotImplemented, "Server-side encryption with customer keys is not implemented.")
 	}
-	inm := strings.TrimSpace(r.Header.Get("If-None-Match"))
-	if inm != "" && inm != "*" {
-		return s3err.New(s3err.ErrNotImplemented, "Conditional PUT supports only If-None-Match: *.")
-	}
+	inm := strings.TrimSpace(r.Header.Get("If-None-Match")) // "*" or an ETag (RGW)
 	meta, err := s.writeMeta(r, rc, true)
 	if err != nil {
 		return err
@@ -177,6 +174,10 @@ func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	if err != nil {
 		return err
 	}
+	mtime, size, err := deleteConditions(r.Header)
+	if err != nil {
+		return err
+	}
 	vb, ok := s.versioning()
 	if !ok {
 		if err := s.be.DeleteObject(r.Context(), rc.bucket, rc.key); err != nil {
@@ -187,7 +188,7 @@ func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	}
 	res, err := vb.DeleteObjectVersion(r.Context(), driver.DeleteObjectInput{
 		Bucket: rc.bucket, Key: rc.key, VersionID: vid, IfMatch: r.Header.Get("If-Match"),
-		BypassGovernance: bypass,
+		IfMatchModTime: mtime, IfMatchSize: size, BypassGovernance: bypass,
 	})
 	if err != nil {
 		return err

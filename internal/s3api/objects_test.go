@@ -230,7 +230,6 @@ func TestPutObjectErrors(t *testing.T) {
 		{"metadata too large", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-meta-big": strings.Repeat("x", 2100)}}, 400, "MetadataTooLarge"},
 		{"bad tagging", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-tagging": "a=%zz"}}, 400, "InvalidArgument"},
 		{"key too long", req{method: "PUT", path: "/b/" + strings.Repeat("k", 1025), body: "data"}, 400, "KeyTooLongError"},
-		{"if-none-match etag", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"If-None-Match": `"abc"`}}, 501, "NotImplemented"},
 		{"sse-c", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-server-side-encryption-customer-algorithm": "AES256"}}, 501, "NotImplemented"},
 		{"unsupported subresource", req{method: "PUT", path: "/b/k?tagging", body: "<Tagging/>"}, 501, "NotImplemented"},
 	} {
@@ -251,6 +250,10 @@ func TestPutObjectErrors(t *testing.T) {
 		t.Fatalf("conditional put: %s", res.body)
 	}
 	h.mustDo(req{method: "PUT", path: "/b/new", body: "x", hdr: map[string]string{"If-None-Match": "*"}}, 200)
+	// If-None-Match: <etag> (RGW): refused only when the current object has it.
+	etag := `"` + md5hex([]byte("data")) + `"`
+	h.mustDo(req{method: "PUT", path: "/b/k", body: "other", hdr: map[string]string{"If-None-Match": etag}}, 412)
+	h.mustDo(req{method: "PUT", path: "/b/k", body: "other", hdr: map[string]string{"If-None-Match": `"abc"`}}, 200)
 }
 
 func TestEntityTooLarge(t *testing.T) {

@@ -266,16 +266,13 @@ func (s *Server) listObjectVersions(w http.ResponseWriter, r *http.Request, rc *
 }
 
 // completeUpload completes through the versioning backend when there is one,
-// with If-None-Match: * / If-Match checked when the object is linked.
+// with If-None-Match / If-Match checked when the object is linked.
 func (s *Server) completeUpload(r *http.Request, rc *reqCtx, id string, parts []driver.CompletePart, sum driver.ObjectChecksum) (driver.ObjectInfo, error) {
 	vb, ok := s.versioning()
 	if !ok {
 		return s.be.CompleteMultipartUpload(r.Context(), rc.bucket, rc.key, id, parts, sum)
 	}
-	inm := strings.TrimSpace(r.Header.Get("If-None-Match"))
-	if inm != "" && inm != "*" {
-		return driver.ObjectInfo{}, s3err.New(s3err.ErrNotImplemented, "Conditional writes support only If-None-Match: *.")
-	}
+	inm := strings.TrimSpace(r.Header.Get("If-None-Match")) // "*" or an ETag (RGW)
 	return vb.CompleteMultipartUploadCond(r.Context(), rc.bucket, rc.key, id, parts, sum,
 		driver.Conditions{IfNoneMatch: inm, IfMatch: r.Header.Get("If-Match")})
 }

@@ -1,0 +1,245 @@
+package tests
+
+// Conformance details of issue 22, each checked with aws-sdk-go-v2 against
+// what the AWS API reference says the operation answers.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// httpStatus is the HTTP status of a failed SDK call (0: none).
+func httpStatus(err error) int {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+// wantErr fails unless err is the S3 error code with that HTTP status.
+func wantErr(t *testing.T, what string, err error, status int, code string) {
+	t.Helper()
+	if httpStatus(err) != status || apiCode(err) != code {
+		t.Fatalf("%s: got %d %q (%v), want %d %s", what, httpStatus(err), apiCode(err), err, status, code)
+	}
+}
+
+// CopyObject source conditions (AWS CopyObject: every failed
+// x-amz-copy-source-if-* is 412 PreconditionFailed, including
+// if-none-match matching and if-modified-since not modified, which GET
+// answers with 304), conditional writes (PutObject and
+// CompleteMultipartUpload If-Match / If-None-Match) and conditional deletes
+// (DeleteObject If-Match, x-amz-if-match-last-modified-time,
+// x-amz-if-match-size; DeleteObjects ETag, LastModifiedTime, Size).
+func TestConformConditionalRequests(t *testing.T) {
+	g := StartGateway(t)
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	for _, b := range []string{"condu", "condv"} {
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("condv"),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+	put := func(b, k, body string) *s3.PutObjectOutput {
+		t.Helper()
+		out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(k), Body: strings.NewReader(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	src := put("condu", "src", "source")
+	head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("condu"), Key: aws.String("src")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	past, future := head.LastModified.Add(-time.Hour), head.LastModified.Add(time.Hour)
+
+	t.Run("CopyObject", func(t *testing.T) {
+		cp := func(mod func(*s3.CopyObjectInput)) error {
+			in := &s3.CopyObjectInput{Bucket: aws.String("condu"), Key: aws.String("dst"), CopySource: aws.String("condu/src")}
+			mod(in)
+			_, err := c.CopyObject(ctx, in)
+			return err
+		}
+		for _, tc := range []struct {
+			name string
+			mod  func(*s3.CopyObjectInput)
+			ok   bool
+		}{
+			{"if-none-match matching", func(in *s3.CopyObjectInput) { in.CopySourceIfNoneMatch = src.ETag }, false},
+			{"if-none-match other", func(in *s3.CopyObjectInput) { in.CopySourceIfNoneMatch = aws.String(`"0123"`) }, true},
+			{"if-modified-since not modified", func(in *s3.CopyObjectInput) { in.CopySourceIfModifiedSince = aws.Time(future) }, false},
+			{"if-modified-since modified", func(in *s3.CopyObjectInput) { in.CopySourceIfModifiedSince = aws.Time(past) }, true},
+			{"if-match other", func(in *s3.CopyObjectInput) { in.CopySourceIfMatch = aws.String(`"0123"`) }, false},
+			{"if-unmodified-since modified", func(in *s3.CopyObjectInput) { in.CopySourceIfUnmodifiedSince = aws.Time(past) }, false},
+			// AWS: if-none-match false and if-modified-since true: 412.
+			{"if-none-match false, if-modified-since true", func(in *s3.CopyObjectInput) {
+				in.CopySourceIfNoneMatch, in.CopySourceIfModifiedSince = src.ETag, aws.Time(past)
+			}, false},
+			// AWS: if-match true and if-unmodified-since false: copied.
+			{"if-match true, if-unmodified-since false", func(in *s3.CopyObjectInput) {
+				in.CopySourceIfMatch, in.CopySourceIfUnmodifiedSince = src.ETag, aws.Time(past)
+			}, true},
+		} {
+			err := cp(tc.mod)
+			if tc.ok && err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			if !tc.ok && (httpStatus(err) != 412 || apiCode(err) != "PreconditionFailed") {
+				t.Errorf("%s: got %d %q (%v), want 412 PreconditionFailed", tc.name, httpStatus(err), apiCode(err), err)
+			}
+		}
+	})
+
+	t.Run("PutObject", func(t *testing.T) {
+		cur := put("condu", "w", "one")
+		p := func(body string, mod func(*s3.PutObjectInput)) (*s3.PutObjectOutput, error) {
+			in := &s3.PutObjectInput{Bucket: aws.String("condu"), Key: aws.String("w"), Body: strings.NewReader(body)}
+			mod(in)
+			return c.PutObject(ctx, in)
+		}
+		// If-None-Match: <etag> (RGW): refused while the object has it.
+		_, err := p("two", func(in *s3.PutObjectInput) { in.IfNoneMatch = cur.ETag })
+		wantErr(t, "If-None-Match current etag", err, 412, "PreconditionFailed")
+		two, err := p("two", func(in *s3.PutObjectInput) { in.IfNoneMatch = aws.String(`"0123"`) })
+		if err != nil {
+			t.Fatalf("If-None-Match other etag: %v", err)
+		}
+		if _, err := p("new", func(in *s3.PutObjectInput) {
+			in.Key, in.IfNoneMatch = aws.String("w-new"), cur.ETag
+		}); err != nil {
+			t.Fatalf("If-None-Match etag on a missing key: %v", err)
+		}
+		_, err = p("three", func(in *s3.PutObjectInput) { in.IfMatch = cur.ETag })
+		wantErr(t, "If-Match stale etag", err, 412, "PreconditionFailed")
+		if _, err := p("three", func(in *s3.PutObjectInput) { in.IfMatch = two.ETag }); err != nil {
+			t.Fatalf("If-Match current etag: %v", err)
+		}
+	})
+
+	t.Run("CompleteMultipartUpload", func(t *testing.T) {
+		cur := put("condu", "mp", "one")
+		complete := func(mod func(*s3.CompleteMultipartUploadInput)) (*s3.CompleteMultipartUploadOutput, error) {
+			cu, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("condu"), Key: aws.String("mp")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			part, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("condu"), Key: aws.String("mp"), UploadId: cu.UploadId,
+				PartNumber: aws.Int32(1), Body: bytes.NewReader([]byte("part"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := &s3.CompleteMultipartUploadInput{Bucket: aws.String("condu"), Key: aws.String("mp"), UploadId: cu.UploadId,
+				MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: part.ETag}}}}
+			mod(in)
+			return c.CompleteMultipartUpload(ctx, in)
+		}
+		_, err := complete(func(in *s3.CompleteMultipartUploadInput) { in.IfNoneMatch = cur.ETag })
+		wantErr(t, "complete If-None-Match current etag", err, 412, "PreconditionFailed")
+		_, err = complete(func(in *s3.CompleteMultipartUploadInput) { in.IfMatch = aws.String(`"0123"`) })
+		wantErr(t, "complete If-Match other etag", err, 412, "PreconditionFailed")
+		done, err := complete(func(in *s3.CompleteMultipartUploadInput) { in.IfNoneMatch = aws.String(`"0123"`) })
+		if err != nil {
+			t.Fatalf("complete If-None-Match other etag: %v", err)
+		}
+		if _, err := complete(func(in *s3.CompleteMultipartUploadInput) { in.IfMatch = done.ETag }); err != nil {
+			t.Fatalf("complete If-Match current: %v", err)
+		}
+	})
+
+	for _, b := range []string{"condu", "condv"} {
+		t.Run("DeleteObject/"+b, func(t *testing.T) {
+			del := func(mod func(*s3.DeleteObjectInput)) (*s3.DeleteObjectOutput, error) {
+				in := &s3.DeleteObjectInput{Bucket: aws.String(b), Key: aws.String("d")}
+				mod(in)
+				return c.DeleteObject(ctx, in)
+			}
+			// AWS: If-Match on a key that does not exist is 404 NoSuchKey.
+			_, err := del(func(in *s3.DeleteObjectInput) { in.IfMatch = aws.String("*") })
+			wantErr(t, "If-Match * on a missing key", err, 404, "NoSuchKey")
+			_, err = del(func(in *s3.DeleteObjectInput) { in.IfMatch = aws.String(`"0123"`) })
+			wantErr(t, "If-Match etag on a missing key", err, 404, "NoSuchKey")
+			// The time and size conditions hold when there is no object.
+			if _, err := del(func(in *s3.DeleteObjectInput) { in.IfMatchSize = aws.Int64(3) }); err != nil {
+				t.Fatalf("x-amz-if-match-size on a missing key: %v", err)
+			}
+
+			o := put(b, "d", "abc")
+			h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String("d")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				name string
+				mod  func(*s3.DeleteObjectInput)
+			}{
+				{"If-Match other etag", func(in *s3.DeleteObjectInput) { in.IfMatch = aws.String(`"0123"`) }},
+				{"x-amz-if-match-size other", func(in *s3.DeleteObjectInput) { in.IfMatchSize = aws.Int64(4) }},
+				{"x-amz-if-match-last-modified-time other", func(in *s3.DeleteObjectInput) {
+					in.IfMatchLastModifiedTime = aws.Time(h.LastModified.Add(-time.Minute))
+				}},
+				{"etag right, size wrong", func(in *s3.DeleteObjectInput) { in.IfMatch, in.IfMatchSize = o.ETag, aws.Int64(4) }},
+			} {
+				_, err := del(tc.mod)
+				wantErr(t, tc.name, err, 412, "PreconditionFailed")
+			}
+			if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String("d")}); err != nil {
+				t.Fatalf("a refused delete removed the object: %v", err)
+			}
+			if _, err := del(func(in *s3.DeleteObjectInput) {
+				in.IfMatch, in.IfMatchSize, in.IfMatchLastModifiedTime = o.ETag, aws.Int64(3), h.LastModified
+			}); err != nil {
+				t.Fatalf("all conditions right: %v", err)
+			}
+			put(b, "d", "abc")
+			if _, err := del(func(in *s3.DeleteObjectInput) { in.IfMatch = aws.String("*") }); err != nil {
+				t.Fatalf("If-Match * on an object: %v", err)
+			}
+			if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String("d")}); httpStatus(err) != 404 {
+				t.Fatalf("object still there: %v", err)
+			}
+		})
+	}
+
+	t.Run("DeleteObjects", func(t *testing.T) {
+		o := put("condu", "m", "abcd")
+		h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("condu"), Key: aws.String("m")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []types.ObjectIdentifier{
+			{Key: aws.String("m"), ETag: aws.String(`"0123"`)},
+			{Key: aws.String("m"), Size: aws.Int64(5)},
+			{Key: aws.String("m"), LastModifiedTime: aws.Time(h.LastModified.Add(time.Minute))},
+		} {
+			res, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String("condu"), Delete: &types.Delete{Objects: []types.ObjectIdentifier{id}}})
+			if err != nil || len(res.Errors) != 1 || len(res.Deleted) != 0 ||
+				aws.ToString(res.Errors[0].Code) != "PreconditionFailed" || aws.ToString(res.Errors[0].Key) != "m" {
+				t.Fatalf("DeleteObjects %+v: %+v %v", id, res, err)
+			}
+		}
+		res, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String("condu"), Delete: &types.Delete{Objects: []types.ObjectIdentifier{
+			{Key: aws.String("m"), ETag: o.ETag, Size: aws.Int64(4), LastModifiedTime: h.LastModified}}}})
+		if err != nil || len(res.Errors) != 0 || len(res.Deleted) != 1 {
+			t.Fatalf("DeleteObjects, conditions right: %+v %v", res, err)
+		}
+		if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("condu"), Key: aws.String("m")}); httpStatus(err) != 404 {
+			t.Fatalf("object still there: %v", err)
+		}
+	})
+}
