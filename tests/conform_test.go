@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -242,4 +243,110 @@ func TestConformConditionalRequests(t *testing.T) {
 			t.Fatalf("object still there: %v", err)
 		}
 	})
+}
+
+// Object lock (AWS PutObjectLockConfiguration, PutObjectRetention,
+// DeleteObjects): lock enabled on an existing versioned bucket, a zero or
+// negative default period refused with InvalidRetentionPeriod, GOVERNANCE
+// made COMPLIANCE or shortened only with the bypass, DeleteObjects honouring
+// x-amz-bypass-governance-retention.
+func TestConformObjectLock(t *testing.T) {
+	g := StartGateway(t)
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	for _, b := range []string{"lkplain", "lkvers"} {
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := func(days int32) *types.ObjectLockConfiguration {
+		return &types.ObjectLockConfiguration{ObjectLockEnabled: types.ObjectLockEnabledEnabled,
+			Rule: &types.ObjectLockRule{DefaultRetention: &types.DefaultRetention{Mode: types.ObjectLockRetentionModeGovernance, Days: aws.Int32(days)}}}
+	}
+	_, err := c.PutObjectLockConfiguration(ctx, &s3.PutObjectLockConfigurationInput{Bucket: aws.String("lkplain"), ObjectLockConfiguration: cfg(1)})
+	wantErr(t, "lock on an unversioned bucket", err, 409, "InvalidBucketState")
+
+	b := aws.String("lkvers")
+	if _, err := c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: b,
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+	old, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("old"), Body: strings.NewReader("before lock")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, days := range []int32{0, -1} {
+		_, err = c.PutObjectLockConfiguration(ctx, &s3.PutObjectLockConfigurationInput{Bucket: b, ObjectLockConfiguration: cfg(days)})
+		wantErr(t, fmt.Sprintf("Days %d", days), err, 400, "InvalidRetentionPeriod")
+	}
+	if _, err := c.PutObjectLockConfiguration(ctx, &s3.PutObjectLockConfigurationInput{Bucket: b, ObjectLockConfiguration: cfg(1)}); err != nil {
+		t.Fatalf("lock on an existing versioned bucket: %v", err)
+	}
+	got, err := c.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: b})
+	if err != nil || got.ObjectLockConfiguration.ObjectLockEnabled != types.ObjectLockEnabledEnabled ||
+		aws.ToInt32(got.ObjectLockConfiguration.Rule.DefaultRetention.Days) != 1 {
+		t.Fatalf("GetObjectLockConfiguration: %+v %v", got, err)
+	}
+	_, err = c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: b,
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusSuspended}})
+	wantErr(t, "suspend a locked bucket", err, 409, "InvalidBucketState")
+	// Versions written before the lock have none; new ones get the default.
+	if _, err := c.GetObjectRetention(ctx, &s3.GetObjectRetentionInput{Bucket: b, Key: aws.String("old"), VersionId: old.VersionId}); httpStatus(err) != 404 {
+		t.Fatalf("retention of a version older than the lock: %v", err)
+	}
+	v, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("g"), Body: strings.NewReader("governed")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ret, err := c.GetObjectRetention(ctx, &s3.GetObjectRetentionInput{Bucket: b, Key: aws.String("g"), VersionId: v.VersionId})
+	if err != nil || ret.Retention.Mode != types.ObjectLockRetentionModeGovernance {
+		t.Fatalf("default retention: %+v %v", ret, err)
+	}
+	until := *ret.Retention.RetainUntilDate
+	setRet := func(mode types.ObjectLockRetentionMode, u time.Time, bypass bool) error {
+		_, err := c.PutObjectRetention(ctx, &s3.PutObjectRetentionInput{Bucket: b, Key: aws.String("g"), VersionId: v.VersionId,
+			Retention: &types.ObjectLockRetention{Mode: mode, RetainUntilDate: aws.Time(u)}, BypassGovernanceRetention: aws.Bool(bypass)})
+		return err
+	}
+	wantErr(t, "GOVERNANCE -> COMPLIANCE without bypass", setRet(types.ObjectLockRetentionModeCompliance, until.Add(time.Hour), false), 403, "AccessDenied")
+	wantErr(t, "GOVERNANCE shortened without bypass", setRet(types.ObjectLockRetentionModeGovernance, until.Add(-time.Hour), false), 403, "AccessDenied")
+	if err := setRet(types.ObjectLockRetentionModeGovernance, until.Add(time.Hour), false); err != nil {
+		t.Fatalf("GOVERNANCE extended: %v", err)
+	}
+	if err := setRet(types.ObjectLockRetentionModeGovernance, until, true); err != nil {
+		t.Fatalf("GOVERNANCE shortened with bypass: %v", err)
+	}
+
+	// DeleteObjects: refused per key without the bypass, done with it.
+	del := func(bypass bool) *s3.DeleteObjectsOutput {
+		t.Helper()
+		out, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: b, BypassGovernanceRetention: aws.Bool(bypass),
+			Delete: &types.Delete{Objects: []types.ObjectIdentifier{{Key: aws.String("g"), VersionId: v.VersionId}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if out := del(false); len(out.Errors) != 1 || aws.ToString(out.Errors[0].Code) != "AccessDenied" || len(out.Deleted) != 0 {
+		t.Fatalf("DeleteObjects of a governed version without bypass: %+v", out)
+	}
+	if out := del(true); len(out.Errors) != 0 || len(out.Deleted) != 1 || aws.ToString(out.Deleted[0].VersionId) != aws.ToString(v.VersionId) {
+		t.Fatalf("DeleteObjects with bypass: %+v", out)
+	}
+	if err := setRet(types.ObjectLockRetentionModeCompliance, until, false); httpStatus(err) != 404 {
+		t.Fatalf("the version is still there: %v", err)
+	}
+
+	// With the bypass, GOVERNANCE may become COMPLIANCE.
+	v2, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("g"), Body: strings.NewReader("again")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v = v2
+	if err := setRet(types.ObjectLockRetentionModeCompliance, until.Add(time.Hour), true); err != nil {
+		t.Fatalf("GOVERNANCE -> COMPLIANCE with bypass: %v", err)
+	}
+	if out := del(true); len(out.Errors) != 1 || aws.ToString(out.Errors[0].Code) != "AccessDenied" {
+		t.Fatalf("DeleteObjects of a COMPLIANCE version with bypass: %+v", out)
+	}
 }
