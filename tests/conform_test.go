@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -348,5 +349,88 @@ func TestConformObjectLock(t *testing.T) {
 	}
 	if out := del(true); len(out.Errors) != 1 || aws.ToString(out.Errors[0].Code) != "AccessDenied" {
 		t.Fatalf("DeleteObjects of a COMPLIANCE version with bypass: %+v", out)
+	}
+}
+
+// Lifecycle documents (AWS PutBucketLifecycleConfiguration, RGW's Filter
+// forms): predicates side by side without And are their conjunction and
+// come back as And; a rule without ID gets a generated one; objects a rule
+// will expire carry x-amz-expiration on PUT, HEAD and GET (AWS: expiry-date
+// in HTTP date form at the midnight UTC after Days, and the rule's ID).
+func TestConformLifecycleDocuments(t *testing.T) {
+	g := StartGateway(t)
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	b := aws.String("lcdocs")
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: b,
+		LifecycleConfiguration: &types.BucketLifecycleConfiguration{Rules: []types.LifecycleRule{
+			{Status: types.ExpirationStatusEnabled, Expiration: &types.LifecycleExpiration{Days: aws.Int32(3)},
+				Filter: &types.LifecycleRuleFilter{Prefix: aws.String("logs/"), Tag: &types.Tag{Key: aws.String("k"), Value: aws.String("v")}}},
+			{ID: aws.String("big"), Status: types.ExpirationStatusEnabled, Expiration: &types.LifecycleExpiration{Days: aws.Int32(10)},
+				Filter: &types.LifecycleRuleFilter{ObjectSizeGreaterThan: aws.Int64(100)}},
+		}}}); err != nil {
+		t.Fatalf("Prefix and Tag without And: %v", err)
+	}
+	got, err := c.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: b})
+	if err != nil || len(got.Rules) != 2 {
+		t.Fatalf("GetBucketLifecycleConfiguration: %+v %v", got, err)
+	}
+	r := got.Rules[0]
+	id := aws.ToString(r.ID)
+	if len(id) != 48 || strings.Trim(id, "abcdefghijklmnopqrstuvwxyz0123456789") != "" {
+		t.Fatalf("generated rule ID %q", id)
+	}
+	if r.Filter == nil || r.Filter.And == nil || aws.ToString(r.Filter.And.Prefix) != "logs/" || len(r.Filter.And.Tags) != 1 ||
+		aws.ToString(r.Filter.And.Tags[0].Key) != "k" || r.Filter.Prefix != nil || r.Filter.Tag != nil {
+		t.Fatalf("filter returned %+v", r.Filter)
+	}
+
+	// The header AWS sends: expiry-date="<HTTP date>", rule-id="<id>".
+	want := func(mod time.Time, days int, rule string) string {
+		due := mod.UTC().Add(time.Duration(days) * 24 * time.Hour)
+		if m := due.Truncate(24 * time.Hour); m.Before(due) {
+			due = m.Add(24 * time.Hour)
+		}
+		return `expiry-date="` + due.Format(http.TimeFormat) + `", rule-id="` + rule + `"`
+	}
+	put, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("logs/a"), Body: strings.NewReader("x"), Tagging: aws.String("k=v")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: aws.String("logs/a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := want(*head.LastModified, 3, id)
+	if aws.ToString(put.Expiration) != exp || aws.ToString(head.Expiration) != exp {
+		t.Fatalf("x-amz-expiration: PUT %q, HEAD %q, want %q", aws.ToString(put.Expiration), aws.ToString(head.Expiration), exp)
+	}
+	get, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: aws.String("logs/a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get.Body.Close()
+	if aws.ToString(get.Expiration) != exp {
+		t.Fatalf("GET x-amz-expiration %q, want %q", aws.ToString(get.Expiration), exp)
+	}
+	// No tag: the first rule does not match; small: nor does the second.
+	put, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("logs/b"), Body: strings.NewReader("x")})
+	if err != nil || put.Expiration != nil {
+		t.Fatalf("untagged object: %v %v", aws.ToString(put.Expiration), err)
+	}
+	// Both rules match: the earlier expiry wins.
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("logs/c"), Body: strings.NewReader(strings.Repeat("x", 200)), Tagging: aws.String("k=v")}); err != nil {
+		t.Fatal(err)
+	}
+	head, err = c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: aws.String("logs/c")})
+	if err != nil || aws.ToString(head.Expiration) != want(*head.LastModified, 3, id) {
+		t.Fatalf("two rules: %q %v", aws.ToString(head.Expiration), err)
+	}
+	head, err = c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: aws.String("logs/b")})
+	if err != nil || head.Expiration != nil {
+		t.Fatalf("HEAD of an object no rule expires: %q %v", aws.ToString(head.Expiration), err)
 	}
 }

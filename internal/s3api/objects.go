@@ -124,6 +124,7 @@ func (s *Server) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 	h := w.Header()
 	h.Set("ETag", quoteETag(info.ETag))
 	setVersionHeader(h, info.VersionID)
+	s.setExpiration(r.Context(), h, rc.bucket, "", info)
 	setChecksumHeaders(h, pick(info.Meta.Checksums, p.checksums), info.Meta.ChecksumType)
 	h.Set("Content-Length", "0")
 	w.WriteHeader(http.StatusOK)
@@ -462,6 +463,7 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 		h := w.Header()
 		writeObjectHeaders(h, info, q, withChecksums && rng == nil)
 		setVersionHeader(h, info.VersionID)
+		s.setExpiration(ctx, h, rc.bucket, vid, info)
 		status, length := http.StatusOK, info.Size
 		if rng != nil {
 			status, length = http.StatusPartialContent, rng.Length
