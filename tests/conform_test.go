@@ -434,3 +434,79 @@ func TestConformLifecycleDocuments(t *testing.T) {
 		t.Fatalf("HEAD of an object no rule expires: %q %v", aws.ToString(head.Expiration), err)
 	}
 }
+
+// Buckets (AWS CreateBucket: "if you re-create an existing bucket that
+// you already own in the North Virginia Region, Amazon S3 returns 200 OK",
+// BucketAlreadyOwnedByYou in other regions; RGW answers BucketAlreadyExists
+// when the request asks for another bucket; DeleteBucket aborts the
+// incomplete uploads of an otherwise empty bucket, as RGW does).
+func TestConformBuckets(t *testing.T) {
+	g := StartGateway(t)
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	b := aws.String("recreate")
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b})
+	if err != nil || aws.ToString(out.Location) != "/recreate" {
+		t.Fatalf("owner's re-create in the default region: %+v %v", out, err)
+	}
+	_, err = c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b, ACL: types.BucketCannedACLPublicRead})
+	wantErr(t, "re-create with another ACL", err, 409, "BucketAlreadyExists")
+	_, err = c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b, ObjectLockEnabledForBucket: aws.Bool(true)})
+	wantErr(t, "re-create with object lock", err, 409, "BucketAlreadyExists")
+	if acl, err := c.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: b}); err != nil || len(acl.Grants) != 1 {
+		t.Fatalf("a refused re-create changed the ACL: %+v %v", acl, err)
+	}
+	if _, err := g.Admin("user", "create", "--uid", "other", "--display-name", "Other", "--access-key", "OTHERKEY", "--secret", "othersecret123"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = sdkClient(g, "OTHERKEY", "othersecret123").CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b})
+	wantErr(t, "another owner's bucket", err, 409, "BucketAlreadyExists")
+
+	// DeleteBucket: an object keeps the bucket (and its upload); incomplete
+	// uploads alone are aborted with it.
+	cu, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: aws.String("mp")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: b, Key: aws.String("mp"), UploadId: cu.UploadId,
+		PartNumber: aws.Int32(1), Body: strings.NewReader("part")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("obj"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: b})
+	wantErr(t, "bucket with an object", err, 409, "BucketNotEmpty")
+	if ups, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: b}); err != nil || len(ups.Uploads) != 1 {
+		t.Fatalf("the refused delete touched the upload: %+v %v", ups, err)
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: b, Key: aws.String("obj")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: b}); err != nil {
+		t.Fatalf("bucket with only an incomplete upload: %v", err)
+	}
+	_, err = c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: b})
+	wantErr(t, "deleted bucket", err, 404, "NotFound")
+	// Re-created, it has no upload left.
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	if ups, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: b}); err != nil || len(ups.Uploads) != 0 {
+		t.Fatalf("uploads of the deleted bucket: %+v %v", ups, err)
+	}
+
+	// Another region: AWS's BucketAlreadyOwnedByYou.
+	eu := StartGateway(t, "--region", "eu-west-1")
+	ce := sdkClient(eu, eu.AccessKey, eu.SecretKey)
+	ce2 := s3.New(ce.Options(), func(o *s3.Options) { o.Region = "eu-west-1" })
+	mk := &s3.CreateBucketInput{Bucket: b, CreateBucketConfiguration: &types.CreateBucketConfiguration{LocationConstraint: "eu-west-1"}}
+	if _, err := ce2.CreateBucket(ctx, mk); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ce2.CreateBucket(ctx, mk)
+	wantErr(t, "owner's re-create in eu-west-1", err, 409, "BucketAlreadyOwnedByYou")
+}
