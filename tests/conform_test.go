@@ -510,3 +510,83 @@ func TestConformBuckets(t *testing.T) {
 	_, err = ce2.CreateBucket(ctx, mk)
 	wantErr(t, "owner's re-create in eu-west-1", err, 409, "BucketAlreadyOwnedByYou")
 }
+
+// x-amz-expected-bucket-owner (AWS: 403 AccessDenied when the bucket has
+// another owner, on every bucket and object operation; the source's on
+// copies), anonymous ListBuckets (RGW: an empty list) and
+// GetBucketPolicyStatus without a policy (RGW: 200, public per the ACL).
+func TestConformBucketOwnerAndStatus(t *testing.T) {
+	g := StartGateway(t)
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	b := aws.String("owned")
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	acl, err := c.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	me, other := aws.ToString(acl.Owner.ID), aws.String("someone-else")
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("k"), Body: strings.NewReader("x"), ExpectedBucketOwner: aws.String(me)}); err != nil {
+		t.Fatalf("PutObject, right owner: %v", err)
+	}
+	for name, call := range map[string]func() error{
+		"PutObject": func() error {
+			_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("k2"), Body: strings.NewReader("x"), ExpectedBucketOwner: other})
+			return err
+		},
+		"GetObject": func() error {
+			_, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: aws.String("k"), ExpectedBucketOwner: other})
+			return err
+		},
+		"ListObjectsV2": func() error {
+			_, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: b, ExpectedBucketOwner: other})
+			return err
+		},
+		"GetBucketVersioning": func() error {
+			_, err := c.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: b, ExpectedBucketOwner: other})
+			return err
+		},
+		"DeleteObject": func() error {
+			_, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: b, Key: aws.String("k"), ExpectedBucketOwner: other})
+			return err
+		},
+		"DeleteBucket": func() error {
+			_, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: b, ExpectedBucketOwner: other})
+			return err
+		},
+		"CopyObject source": func() error {
+			_, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: b, Key: aws.String("k3"), CopySource: aws.String("owned/k"), ExpectedSourceBucketOwner: other})
+			return err
+		},
+	} {
+		wantErr(t, name+" with another expected owner", call(), 403, "AccessDenied")
+	}
+	if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: aws.String("k")}); err != nil {
+		t.Fatalf("refused DeleteObject deleted: %v", err)
+	}
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: b, Key: aws.String("k3"), CopySource: aws.String("owned/k"),
+		ExpectedBucketOwner: aws.String(me), ExpectedSourceBucketOwner: aws.String(me)}); err != nil {
+		t.Fatalf("CopyObject, right owners: %v", err)
+	}
+
+	anon := s3.New(s3.Options{BaseEndpoint: aws.String(g.Endpoint), Region: "us-east-1", UsePathStyle: true,
+		Credentials: aws.AnonymousCredentials{}})
+	lb, err := anon.ListBuckets(ctx, &s3.ListBucketsInput{})
+	if err != nil || len(lb.Buckets) != 0 {
+		t.Fatalf("anonymous ListBuckets: %+v %v", lb, err)
+	}
+
+	st, err := c.GetBucketPolicyStatus(ctx, &s3.GetBucketPolicyStatusInput{Bucket: b})
+	if err != nil || aws.ToBool(st.PolicyStatus.IsPublic) {
+		t.Fatalf("GetBucketPolicyStatus, private, no policy: %+v %v", st, err)
+	}
+	if _, err := c.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: b, ACL: types.BucketCannedACLPublicRead}); err != nil {
+		t.Fatal(err)
+	}
+	st, err = c.GetBucketPolicyStatus(ctx, &s3.GetBucketPolicyStatusInput{Bucket: b})
+	if err != nil || !aws.ToBool(st.PolicyStatus.IsPublic) {
+		t.Fatalf("GetBucketPolicyStatus, public-read ACL: %+v %v", st, err)
+	}
+}

@@ -87,9 +87,12 @@ func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 		max = n
 	}
 	prefix, after := q.Get("prefix"), q.Get("continuation-token")
-	buckets, err := s.be.ListBuckets(r.Context(), rc.ident.User.ID)
-	if err != nil {
-		return err
+	var buckets []driver.BucketInfo
+	if rc.ident.User.ID != "" { // anonymous: owns nothing, an empty list (RGW)
+		var err error
+		if buckets, err = s.be.ListBuckets(r.Context(), rc.ident.User.ID); err != nil {
+			return err
+		}
 	}
 	sort.Slice(buckets, func(i, j int) bool { return buckets[i].Name < buckets[j].Name })
 	res := listAllMyBucketsResult{

@@ -73,10 +73,10 @@ type policyStatus struct {
 }
 
 func (s *Server) getBucketPolicyStatus(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	if rc.bauth.Policy == nil {
-		return s3err.New(s3err.ErrNoSuchBucketPolicy, "")
-	}
-	return writeXML(w, http.StatusOK, policyStatus{Xmlns: s3Namespace, IsPublic: rc.bauth.Policy.IsPublic()})
+	// As RGW: always answered, public when the policy or the ACL is (AWS
+	// answers NoSuchBucketPolicy without a policy and looks at it alone).
+	public := (rc.bauth.Policy != nil && rc.bauth.Policy.IsPublic()) || rc.bauth.ACL.IsPublic()
+	return writeXML(w, http.StatusOK, policyStatus{Xmlns: s3Namespace, IsPublic: public})
 }
 
 func (s *Server) getPublicAccessBlock(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
