@@ -6,7 +6,6 @@ package tests
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -16,17 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
-
-// httpStatus is the HTTP status of a failed SDK call (0: none).
-func httpStatus(err error) int {
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
-		return re.HTTPStatusCode()
-	}
-	return 0
-}
 
 // wantErr fails unless err is the S3 error code with that HTTP status.
 func wantErr(t *testing.T, what string, err error, status int, code string) {

@@ -70,9 +70,10 @@ const (
 	S3PutObjectLegalHold
 	S3BypassGovernanceRetention
 
-	// CairnBucketOwnerOnly is the fallback for a bucket operation without
-	// an action of its own: only the bucket owner (and admins) may call it;
-	// no policy statement can name it.
+	// CairnBucketOwnerOnly decides requests for bucket operations Cairn
+	// does not implement (they answer NotImplemented): only the bucket
+	// owner (and admins) learn that; no policy statement can name it.
+	// Served routes never use it: each has its own action.
 	CairnBucketOwnerOnly
 
 	// SNS.
@@ -91,6 +92,7 @@ const (
 	AdminTopicsRead
 	AdminTopicsWrite
 	AdminRados
+	AdminMetricsRead // scrape /metrics
 
 	numActions
 )
@@ -210,6 +212,7 @@ var actions = [numActions]actionInfo{
 	AdminTopicsRead:   {"admin:topics-read", ScopeAdmin, 0, 0},
 	AdminTopicsWrite:  {"admin:topics-write", ScopeAdmin, 0, 0},
 	AdminRados:        {"admin:rados", ScopeAdmin, 0, 0},
+	AdminMetricsRead:  {"admin:metrics-read", ScopeAdmin, 0, 0},
 }
 
 // String returns the action's reference name, e.g. "s3:GetObject".

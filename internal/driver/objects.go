@@ -534,6 +534,11 @@ func (d *Driver) CopyObject(ctx context.Context, in CopyObjectInput) (ObjectInfo
 		return ObjectInfo{}, err
 	}
 	defer rd.Close()
+	if in.SrcCheck != nil {
+		if err := in.SrcCheck(src); err != nil {
+			return ObjectInfo{}, err
+		}
+	}
 	if err := CheckConditions(src, in.SrcCond); err != nil {
 		// x-amz-copy-source-if-none-match / -if-modified-since: a copy
 		// has no 304, every failed source condition is 412 (S3).

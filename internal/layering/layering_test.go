@@ -22,7 +22,7 @@ var layers = map[string]int{
 	"internal/s3err": 0, "internal/checksum": 0, "internal/authz": 0, "internal/config": 0,
 	"internal/redact": 0, "internal/tagging": 0, "internal/objectlock": 0, "internal/kms": 0,
 	"internal/crypt": 0, "internal/sse": 0, "internal/testenv": 0, "internal/notify/event": 0,
-	"internal/layering": 0, "internal/auth": 0,
+	"internal/layering": 0, "internal/auth": 0, "internal/buildinfo": 0,
 	// 1: the object layer and its backends.
 	"internal/objstore": 1, "internal/radoscli": 1,
 	// 2: object classes and what is built directly on them.

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/s3err"
 )
@@ -383,7 +382,7 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 			info, body, err = s.getVersion(ctx, rc.bucket, rc.key, vid, nil)
 		}
 		if err == nil {
-			err = s.recheckObjectACL(r, rc, authz.S3GetObject, info)
+			err = s.recheckObjectACL(r, rc, rc.act, info)
 			if err != nil && body != nil {
 				body.Close()
 			}
