@@ -579,3 +579,43 @@ func TestConformBucketOwnerAndStatus(t *testing.T) {
 		t.Fatalf("GetBucketPolicyStatus, public-read ACL: %+v %v", st, err)
 	}
 }
+
+// Listing (AWS ListObjectsV2 with encoding-type=url: Delimiter, Prefix,
+// Key and StartAfter come back URL-encoded; ListObjects v1 returns Prefix
+// as sent, as RGW does; an empty continuation token is no token).
+func TestConformListing(t *testing.T) {
+	g := StartGateway(t)
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	b := aws.String("listing")
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a b+c", "a b+d/e", "z"} {
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String(k), Body: strings.NewReader("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v2, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: b, Prefix: aws.String("a b"), Delimiter: aws.String("+"),
+		EncodingType: types.EncodingTypeUrl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aws.ToString(v2.Prefix) != "a%20b" || aws.ToString(v2.Delimiter) != "%2B" || len(v2.CommonPrefixes) != 1 ||
+		aws.ToString(v2.CommonPrefixes[0].Prefix) != "a%20b%2B" {
+		t.Fatalf("v2 encoded: prefix %q delimiter %q prefixes %d", aws.ToString(v2.Prefix), aws.ToString(v2.Delimiter), len(v2.CommonPrefixes))
+	}
+	v1, err := c.ListObjects(ctx, &s3.ListObjectsInput{Bucket: b, Prefix: aws.String("a b"), Delimiter: aws.String("+"),
+		EncodingType: types.EncodingTypeUrl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aws.ToString(v1.Prefix) != "a b" || aws.ToString(v1.Delimiter) != "%2B" || len(v1.CommonPrefixes) != 1 ||
+		aws.ToString(v1.CommonPrefixes[0].Prefix) != "a%20b%2B" {
+		t.Fatalf("v1: prefix %q delimiter %q prefixes %d", aws.ToString(v1.Prefix), aws.ToString(v1.Delimiter), len(v1.CommonPrefixes))
+	}
+	empty, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: b, ContinuationToken: aws.String(""), MaxKeys: aws.Int32(1)})
+	if err != nil || len(empty.Contents) != 1 || aws.ToString(empty.Contents[0].Key) != "a b+c" {
+		t.Fatalf("empty continuation token: %+v %v", empty, err)
+	}
+}
