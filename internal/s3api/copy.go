@@ -174,7 +174,7 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	if err != nil {
 		return err
 	}
-	setVersionHeader(w.Header(), info.VersionID)
+	setWriteVersionHeader(w.Header(), info.VersionID)
 	if info.SourceVersionID != "" {
 		w.Header().Set("x-amz-copy-source-version-id", info.SourceVersionID)
 	}

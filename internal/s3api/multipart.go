@@ -469,7 +469,7 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
-	setVersionHeader(w.Header(), info.VersionID)
+	setWriteVersionHeader(w.Header(), info.VersionID)
 	out := completeMultipartUploadResult{
 		Xmlns:       s3Namespace,
 		Location:    objectURL(r, rc),

@@ -122,7 +122,7 @@ func (s *Server) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 	}
 	h := w.Header()
 	h.Set("ETag", quoteETag(info.ETag))
-	setVersionHeader(h, info.VersionID)
+	setWriteVersionHeader(h, info.VersionID)
 	s.setExpiration(r.Context(), h, rc.bucket, "", info)
 	setChecksumHeaders(h, pick(info.Meta.Checksums, p.checksums), info.Meta.ChecksumType)
 	h.Set("Content-Length", "0")

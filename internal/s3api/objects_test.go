@@ -225,6 +225,7 @@ func TestPutObjectErrors(t *testing.T) {
 		{"bad digest", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"Content-MD5": base64.StdEncoding.EncodeToString(make([]byte, 16))}}, 400, "BadDigest"},
 		{"invalid digest", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"Content-MD5": "notbase64!"}}, 400, "InvalidDigest"},
 		{"short digest", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"Content-MD5": "AAAA"}}, 400, "InvalidDigest"},
+		{"empty digest", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"Content-MD5": ""}}, 400, "InvalidDigest"},
 		{"bad crc32", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-checksum-crc32": "AAAAAA=="}}, 400, "BadDigest"},
 		{"malformed crc32", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-checksum-crc32": "zz"}}, 400, "InvalidRequest"},
 		{"metadata too large", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-meta-big": strings.Repeat("x", 2100)}}, 400, "MetadataTooLarge"},

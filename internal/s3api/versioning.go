@@ -98,6 +98,15 @@ func setVersionHeader(h http.Header, vid string) {
 	}
 }
 
+// setWriteVersionHeader is setVersionHeader for the answer of a write
+// (PUT, copy, complete): a null version on a Suspended bucket is not
+// named, as AWS answers such writes without x-amz-version-id.
+func setWriteVersionHeader(h http.Header, vid string) {
+	if vid != "null" {
+		setVersionHeader(h, vid)
+	}
+}
+
 // writeEmptyOK answers 200 with no body (subresource PUTs and the like),
 // with x-amz-version-id when vid is set.
 func writeEmptyOK(w http.ResponseWriter, vid string) {
