@@ -619,3 +619,48 @@ func TestConformListing(t *testing.T) {
 		t.Fatalf("empty continuation token: %+v %v", empty, err)
 	}
 }
+
+// Multipart (AWS ListMultipartUploads / ListParts: Initiator is who
+// started the upload, Owner the object's owner to be; a duplicate part
+// number in Complete is InvalidPartOrder).
+func TestConformMultipartInitiator(t *testing.T) {
+	g := StartGateway(t)
+	alice := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	if _, err := g.Admin("user", "create", "--uid", "bob", "--display-name", "Bob", "--access-key", "BOBKEY", "--secret", "bobsecret123"); err != nil {
+		t.Fatal(err)
+	}
+	bob := sdkClient(g, "BOBKEY", "bobsecret123")
+	b := aws.String("mpowners")
+	if _, err := alice.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	policy := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam:::user/bob"},` +
+		`"Action":["s3:PutObject","s3:ListMultipartUploadParts"],"Resource":"arn:aws:s3:::mpowners/*"}]}`
+	if _, err := alice.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: b, Policy: aws.String(policy)}); err != nil {
+		t.Fatal(err)
+	}
+	cu, err := bob.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: aws.String("bobs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ups, err := alice.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: b})
+	if err != nil || len(ups.Uploads) != 1 {
+		t.Fatalf("ListMultipartUploads: %+v %v", ups, err)
+	}
+	u := ups.Uploads[0]
+	if aws.ToString(u.Initiator.ID) != "bob" || aws.ToString(u.Initiator.DisplayName) != "Bob" || aws.ToString(u.Owner.ID) != "bob" {
+		t.Fatalf("upload initiator %+v owner %+v", *u.Initiator, *u.Owner)
+	}
+	lp, err := bob.ListParts(ctx, &s3.ListPartsInput{Bucket: b, Key: aws.String("bobs"), UploadId: cu.UploadId})
+	if err != nil || aws.ToString(lp.Initiator.ID) != "bob" || aws.ToString(lp.Owner.ID) != "bob" {
+		t.Fatalf("ListParts: %+v %v", lp, err)
+	}
+	p, err := bob.UploadPart(ctx, &s3.UploadPartInput{Bucket: b, Key: aws.String("bobs"), UploadId: cu.UploadId, PartNumber: aws.Int32(1), Body: strings.NewReader("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bob.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: b, Key: aws.String("bobs"), UploadId: cu.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: p.ETag}, {PartNumber: aws.Int32(1), ETag: p.ETag}}}})
+	wantErr(t, "duplicate part number", err, 400, "InvalidPartOrder")
+}

@@ -332,8 +332,11 @@ type ObjectChecksum struct {
 type UploadInfo struct {
 	Bucket, Key, UploadID string
 	Initiated             time.Time
-	Owner                 string
+	Owner                 string // the completed object's owner
 	Meta                  ObjectMeta
+	// Initiator is who created the upload ("" for uploads older than the
+	// field: the owner).
+	Initiator string `json:",omitempty"`
 }
 
 // ListPartsResult is one page of ListParts.
