@@ -622,7 +622,7 @@ func TestConformListing(t *testing.T) {
 
 // Multipart (AWS ListMultipartUploads / ListParts: Initiator is who
 // started the upload, Owner the object's owner to be; a duplicate part
-// number in Complete is InvalidPartOrder).
+// number in Complete is InvalidPartOrder), and DisplayName in ACLs.
 func TestConformMultipartInitiator(t *testing.T) {
 	g := StartGateway(t)
 	alice := sdkClient(g, g.AccessKey, g.SecretKey)
@@ -639,6 +639,17 @@ func TestConformMultipartInitiator(t *testing.T) {
 		`"Action":["s3:PutObject","s3:ListMultipartUploadParts"],"Resource":"arn:aws:s3:::mpowners/*"}]}`
 	if _, err := alice.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: b, Policy: aws.String(policy)}); err != nil {
 		t.Fatal(err)
+	}
+	// ACL documents: CanonicalUser grantees carry DisplayName (AWS, RGW),
+	// canned ACLs included.
+	if _, err := alice.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: b, ACL: types.BucketCannedACLAuthenticatedRead}); err != nil {
+		t.Fatal(err)
+	}
+	acl, err := alice.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: b})
+	if err != nil || len(acl.Grants) != 2 || aws.ToString(acl.Owner.DisplayName) == "" ||
+		acl.Grants[0].Grantee.Type != types.TypeCanonicalUser || aws.ToString(acl.Grants[0].Grantee.DisplayName) != aws.ToString(acl.Owner.DisplayName) ||
+		acl.Grants[1].Grantee.Type != types.TypeGroup {
+		t.Fatalf("GetBucketAcl: %+v %v", acl, err)
 	}
 	cu, err := bob.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: aws.String("bobs")})
 	if err != nil {
