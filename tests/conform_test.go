@@ -578,6 +578,22 @@ func TestConformBucketOwnerAndStatus(t *testing.T) {
 	if err != nil || !aws.ToBool(st.PolicyStatus.IsPublic) {
 		t.Fatalf("GetBucketPolicyStatus, public-read ACL: %+v %v", st, err)
 	}
+
+	// Policies and ownership (AWS): BucketOwnerEnforced is refused while
+	// the bucket ACL grants others anything; NotPrincipal only with Deny.
+	enforce := &s3.PutBucketOwnershipControlsInput{Bucket: b, OwnershipControls: &types.OwnershipControls{
+		Rules: []types.OwnershipControlsRule{{ObjectOwnership: types.ObjectOwnershipBucketOwnerEnforced}}}}
+	_, err = c.PutBucketOwnershipControls(ctx, enforce)
+	wantErr(t, "BucketOwnerEnforced over a public ACL", err, 400, "InvalidBucketAclWithObjectOwnership")
+	if _, err := c.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: b, ACL: types.BucketCannedACLPrivate}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutBucketOwnershipControls(ctx, enforce); err != nil {
+		t.Fatalf("BucketOwnerEnforced over a private ACL: %v", err)
+	}
+	_, err = c.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: b, Policy: aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow",` +
+		`"NotPrincipal":{"AWS":"arn:aws:iam:::user/x"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::owned/*"}]}`)})
+	wantErr(t, "NotPrincipal with Allow", err, 400, "MalformedPolicy")
 }
 
 // Listing (AWS ListObjectsV2 with encoding-type=url: Delimiter, Prefix,

@@ -150,8 +150,14 @@ func TestObjectACLAndOwnership(t *testing.T) {
 	if o := h.be.buckets["shared"].objects["p"].info.Owner; o != "alice" {
 		t.Fatalf("preferred owner %q", o)
 	}
-	// BucketOwnerEnforced disables ACLs.
-	h.mustDo(req{method: "PUT", path: "/shared?ownershipControls", body: `<OwnershipControls><Rule><ObjectOwnership>BucketOwnerEnforced</ObjectOwnership></Rule></OwnershipControls>`}, 200)
+	// BucketOwnerEnforced disables ACLs; not while the bucket ACL grants
+	// others anything (AWS's InvalidBucketAclWithObjectOwnership).
+	enforce := req{method: "PUT", path: "/shared?ownershipControls", body: `<OwnershipControls><Rule><ObjectOwnership>BucketOwnerEnforced</ObjectOwnership></Rule></OwnershipControls>`}
+	if res := h.mustDo(enforce, 400); res.code() != "InvalidBucketAclWithObjectOwnership" {
+		t.Fatal(res.body)
+	}
+	h.mustDo(req{method: "PUT", path: "/shared?acl", hdr: map[string]string{"x-amz-acl": "private"}}, 200)
+	h.mustDo(enforce, 200)
 	for _, rq := range []req{
 		{method: "PUT", path: "/shared?acl", hdr: map[string]string{"x-amz-acl": "public-read"}},
 		{method: "PUT", path: "/shared/x", body: "x", hdr: map[string]string{"x-amz-acl": "public-read"}},

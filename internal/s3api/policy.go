@@ -143,7 +143,16 @@ func (s *Server) putOwnershipControls(w http.ResponseWriter, r *http.Request, rc
 	if err != nil {
 		return s3err.Wrap(s3err.ErrMalformedXML, err)
 	}
-	err = s.be.UpdateBucketAccess(r.Context(), rc.bucket, func(_ driver.Instance, a *driver.BucketAccess) error {
+	err = s.be.UpdateBucketAccess(r.Context(), rc.bucket, func(inst driver.Instance, a *driver.BucketAccess) error {
+		// AWS: BucketOwnerEnforced only on a bucket whose ACL grants
+		// nothing beyond its owner.
+		if o.ACLsDisabled() && a.ACL != nil {
+			for _, g := range a.ACL.Grants {
+				if g.Grantee.Type != authz.GranteeCanonicalUser || g.Grantee.ID != inst.Owner {
+					return s3err.New(s3err.ErrInvalidBucketAclWithOwnership, "")
+				}
+			}
+		}
 		a.Ownership = o
 		return nil
 	})
