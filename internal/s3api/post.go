@@ -294,9 +294,9 @@ func (s *Server) postObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	if !ok {
 		return missingField("key")
 	}
-	if _, ok := fv["bucket"]; !ok {
-		fv["bucket"] = rc.bucket
-	}
+	// The policy's $bucket is the bucket posted to, whatever a bucket
+	// field says: a form signed for another bucket fails its condition.
+	fv["bucket"] = rc.bucket
 	pr, err := postRequest(r.WithContext(ctx), fv)
 	if err != nil {
 		return err

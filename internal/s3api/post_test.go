@@ -165,6 +165,8 @@ func TestPostObjectErrors(t *testing.T) {
 		{"starts-with failed", v4Form(aliceKey, exp, []any{[]any{"starts-with", "$key", "user/"}}, withKey), "x", 403, "AccessDenied", "Policy Condition failed"},
 		{"exact failed", v4Form(aliceKey, exp, key, formField{"key", "other"}), "x", 403, "AccessDenied", "Policy Condition failed"},
 		{"bucket failed", v4Form(aliceKey, exp, append([]any{map[string]string{"bucket": "elsewhere"}}, key...), withKey), "x", 403, "AccessDenied", "Policy Condition failed"},
+		// A form for another bucket, its bucket field included: refused.
+		{"form for another bucket", v4Form(aliceKey, exp, append([]any{map[string]string{"bucket": "elsewhere"}}, key...), withKey, formField{"bucket", "elsewhere"}), "x", 403, "AccessDenied", "Policy Condition failed"},
 		{"extra field", v4Form(aliceKey, exp, key, withKey, formField{"x-amz-meta-extra", "1"}), "x", 403, "AccessDenied", "Extra input fields: x-amz-meta-extra"},
 		{"too large", v4Form(aliceKey, exp, rng(2, 4), withKey), "12345", 400, "EntityTooLarge", ""},
 		{"too small", v4Form(aliceKey, exp, rng(2, 4), withKey), "1", 400, "EntityTooSmall", ""},
