@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"mime"
 	"net/http"
 	"strings"
 	"testing"
@@ -690,4 +691,35 @@ func TestConformMultipartInitiator(t *testing.T) {
 	_, err = bob.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: b, Key: aws.String("bobs"), UploadId: cu.UploadId,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: p.ETag}, {PartNumber: aws.Int32(1), ETag: p.ETag}}}})
 	wantErr(t, "duplicate part number", err, 400, "InvalidPartOrder")
+}
+
+// UTF-8 user metadata round-trips as AWS returns it: RFC 2047 (=?UTF-8?B?)
+// when the value is not ASCII, unchanged when it is.
+func TestConformUTF8Metadata(t *testing.T) {
+	g := StartGateway(t)
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	b := aws.String("utf8meta")
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"name": "héllo wörld ✓", "plain": "ascii only"}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("k"), Body: strings.NewReader("x"), Metadata: want}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: aws.String("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := h.Metadata["name"]
+	if !strings.HasPrefix(enc, "=?UTF-8?b?") && !strings.HasPrefix(enc, "=?UTF-8?B?") {
+		t.Fatalf("non-ASCII value sent as %q, want RFC 2047", enc)
+	}
+	dec, err := new(mime.WordDecoder).DecodeHeader(enc)
+	if err != nil || dec != want["name"] {
+		t.Fatalf("decoded %q %v, want %q", dec, err, want["name"])
+	}
+	if h.Metadata["plain"] != want["plain"] {
+		t.Fatalf("ASCII value %q", h.Metadata["plain"])
+	}
 }

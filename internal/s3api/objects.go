@@ -3,6 +3,7 @@ package s3api
 import (
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -233,7 +234,9 @@ func writeObjectHeaders(h http.Header, info driver.ObjectInfo, q url.Values, wit
 		}
 	}
 	for k, v := range info.Meta.UserMeta {
-		h["X-Amz-Meta-"+k] = []string{v} // keep the stored (lower-case) name
+		// Non-ASCII values go out RFC 2047-encoded, as AWS sends them
+		// (clients read header bytes as Latin-1); ASCII ones unchanged.
+		h["X-Amz-Meta-"+k] = []string{mime.BEncoding.Encode("UTF-8", v)} // keep the stored (lower-case) name
 	}
 	lockHeaders(h, info.Meta)
 	if n := len(info.Meta.Tags); n > 0 {
