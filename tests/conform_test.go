@@ -723,3 +723,19 @@ func TestConformUTF8Metadata(t *testing.T) {
 		t.Fatalf("ASCII value %q", h.Metadata["plain"])
 	}
 }
+
+// RGW's notification dialect: a TopicConfiguration whose Id is sent empty
+// is refused (400 InvalidArgument), before its topic is looked at.
+func TestConformNotificationEmptyID(t *testing.T) {
+	g := StartGateway(t)
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	b := aws.String("emptyid")
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: b,
+		NotificationConfiguration: &types.NotificationConfiguration{TopicConfigurations: []types.TopicConfiguration{{
+			Id: aws.String(""), TopicArn: aws.String("arn:aws:sns:default::t"), Events: []types.Event{"s3:ObjectCreated:*"}}}}})
+	wantErr(t, "empty notification Id", err, 400, "InvalidArgument")
+}
