@@ -347,11 +347,13 @@ func (s *Server) postResponse(w http.ResponseWriter, r *http.Request, rc *reqCtx
 		redirect = fv["redirect"]
 	}
 	if u, err := url.Parse(redirect); redirect != "" && err == nil && u.Scheme != "" && u.Host != "" {
-		q := u.Query()
-		q.Set("bucket", rc.bucket)
-		q.Set("key", key)
-		q.Set("etag", etag)
-		u.RawQuery = q.Encode()
+		// AWS appends bucket, key and etag in that order to the query as
+		// the form gave it (url.Values would sort and re-encode it).
+		add := "bucket=" + url.QueryEscape(rc.bucket) + "&key=" + url.QueryEscape(key) + "&etag=" + url.QueryEscape(etag)
+		if u.RawQuery != "" {
+			add = u.RawQuery + "&" + add
+		}
+		u.RawQuery = add
 		h.Set("Location", u.String())
 		w.WriteHeader(http.StatusSeeOther)
 		return nil

@@ -137,6 +137,10 @@ func TestPostObjectV2AndResponses(t *testing.T) {
 	if err != nil || u.Host != "app.test" || u.Query().Get("bucket") != "up" || u.Query().Get("key") != "c d" || u.Query().Get("etag") != `"`+md5hex([]byte("ccc"))+`"` || u.Query().Get("x") != "1" {
 		t.Fatalf("Location %q", res.header.Get("Location"))
 	}
+	// AWS's order: the form's own query, then bucket, key, etag.
+	if want := "x=1&bucket=up&key=c+d&etag=" + url.QueryEscape(`"`+md5hex([]byte("ccc"))+`"`); u.RawQuery != want {
+		t.Fatalf("redirect query %q, want %q", u.RawQuery, want)
+	}
 	// A wrong SigV2 signature.
 	f := v2Form(aliceKey, exp, []any{map[string]string{"key": "d"}}, formField{"key", "d"})
 	f[len(f)-1].value = sigv2.Sign("wrong", f[len(f)-2].value)
