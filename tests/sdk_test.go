@@ -48,7 +48,9 @@ func TestSDKObjectLifecycle(t *testing.T) {
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("sdk-bucket")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("sdk-bucket")}); apiCode(err) != "BucketAlreadyOwnedByYou" {
+	// The owner's re-create: 200 in us-east-1 / RGW's "default" (AWS's
+	// legacy answer, RGW's); tests/conform_test.go checks the other cases.
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("sdk-bucket")}); err != nil {
 		t.Fatalf("second create: %v", err)
 	}
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("Bad_Name")}); apiCode(err) != "InvalidBucketName" {

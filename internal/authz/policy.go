@@ -142,14 +142,18 @@ type PolicyOptions struct {
 	// none, and a document without statements is an empty policy: topic
 	// policies, attached to one topic, as RGW reads them.
 	ImplicitResource string
+	// DenyOnlyNotPrincipal refuses NotPrincipal with Allow (AWS bucket
+	// policies: "NotPrincipal" is only for Deny statements).
+	DenyOnlyNotPrincipal bool
 }
 
 // ParseBucketPolicy parses and validates a bucket policy for bucket.
 func ParseBucketPolicy(doc []byte, bucket string) (*Policy, error) {
 	return ParsePolicy(doc, PolicyOptions{
-		Services:         []string{"s3"},
-		RequirePrincipal: true,
-		MaxSize:          MaxBucketPolicySize,
+		Services:             []string{"s3"},
+		RequirePrincipal:     true,
+		DenyOnlyNotPrincipal: true,
+		MaxSize:              MaxBucketPolicySize,
 		ResourceOK: func(arn string) bool {
 			rest, ok := strings.CutPrefix(arn, "arn:aws:s3:::")
 			if !ok {
@@ -275,6 +279,8 @@ func parseStatement(raw json.RawMessage, idx int, opts PolicyOptions) (Statement
 	switch {
 	case hasP && hasNP:
 		return st, malformed("Statement cannot have both Principal and NotPrincipal")
+	case hasNP && st.Effect == Allow && opts.DenyOnlyNotPrincipal:
+		return st, malformed("NotPrincipal is only supported with Effect Deny")
 	case hasP || hasNP:
 		if hasNP {
 			pr, st.notPrincipal = npr, true

@@ -202,6 +202,7 @@ func TestParsePolicyErrors(t *testing.T) {
 		{`{"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:ListBucket","Resource":"arn:aws:s3:::bk/*"}]}`, "Action does not apply"},
 		{`{"Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:s3:::x"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bk/*"}]}`, "Invalid principal"},
 		{`{"Statement":[{"Effect":"Allow","Principal":"alice","Action":"s3:GetObject","Resource":"arn:aws:s3:::bk/*"}]}`, "Invalid principal"},
+		{`{"Statement":[{"Effect":"Allow","NotPrincipal":{"AWS":"arn:aws:iam:::user/bob"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bk/*"}]}`, "only supported with Effect Deny"},
 		{`{"Statement":[{` + ok + `,"Condition":{"StringSorta":{"aws:Referer":"x"}}}]}`, "Invalid Condition type : StringSorta"},
 		{`{"Statement":[{` + ok + `,"Condition":{"NumericLessThan":{"s3:max-keys":"ten"}}}]}`, "Invalid value"},
 		{`{"Statement":[{` + ok + `,"Condition":{"IpAddress":{"aws:SourceIp":"300.1.1.1/8"}}}]}`, "Invalid value"},

@@ -370,6 +370,12 @@ type linkVersionIn struct {
 	IfAbsent bool   `json:"a,omitempty"`
 	IfExists bool   `json:"x,omitempty"`
 	IfETag   string `json:"m,omitempty"`
+	// IfNoneETag fails with ErrCanceled when the current object has this
+	// ETag (RGW's If-None-Match: <etag> on writes); IfTag fails with
+	// ErrCanceled unless the current object is still the write with this
+	// tag (conditions the caller checked on it), ErrNotFound when none is.
+	IfNoneETag string `json:"nm,omitempty"`
+	IfTag      string `json:"t,omitempty"`
 }
 
 // VersionResult is what link_version and unlink_version report.
@@ -444,6 +450,12 @@ func clsLinkVersion(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 		return nil, objstore.Errorf(objstore.ErrNotFound, "key %q", e.Key)
 	case li.IfETag != "" && bare.ETag != li.IfETag:
 		return nil, objstore.Errorf(objstore.ErrCanceled, "key %q: etag does not match", e.Key)
+	case li.IfNoneETag != "" && bare != nil && bare.ETag == li.IfNoneETag:
+		return nil, objstore.Errorf(objstore.ErrCanceled, "key %q: etag matches", e.Key)
+	case li.IfTag != "" && bare == nil:
+		return nil, objstore.Errorf(objstore.ErrNotFound, "key %q", e.Key)
+	case li.IfTag != "" && bare.Tag != li.IfTag:
+		return nil, objstore.Errorf(objstore.ErrCanceled, "key %q: replaced", e.Key)
 	}
 	res := VersionResult{}
 	if li.Mode == ModeUnversioned && newest == nil && !e.Marker {
@@ -550,6 +562,7 @@ type unlinkVersionIn struct {
 	Key       string `json:"k"`
 	VersionID string `json:"i"`           // "null" for the null (or legacy) version
 	IfETag    string `json:"m,omitempty"` // only if the version has this ETag
+	IfTag     string `json:"t,omitempty"` // only if the version is this write
 	// CheckMeta: only if the version's metadata is still IfMeta (object
 	// lock: the state the caller checked), else ErrCanceled.
 	CheckMeta bool            `json:"cm,omitempty"`
@@ -595,7 +608,7 @@ func clsUnlinkVersion(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 				return nil, objstore.Errorf(objstore.ErrNotFound, "version null of %q", key)
 			}
 			// A legacy entry: the key's only version.
-			if ui.IfETag != "" && bare.ETag != ui.IfETag {
+			if (ui.IfETag != "" && bare.ETag != ui.IfETag) || (ui.IfTag != "" && bare.Tag != ui.IfTag) {
 				return nil, objstore.Errorf(objstore.ErrCanceled, "key %q: etag does not match", key)
 			}
 			if ui.CheckMeta && !sameMeta(bare.Meta, ui.IfMeta) {
@@ -635,7 +648,7 @@ func clsUnlinkVersion(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if rec.VersionID != ui.VersionID {
 		return nil, objstore.Errorf(objstore.ErrNotFound, "version %q of %q", ui.VersionID, key)
 	}
-	if ui.IfETag != "" && rec.ETag != ui.IfETag {
+	if (ui.IfETag != "" && rec.ETag != ui.IfETag) || (ui.IfTag != "" && rec.Tag != ui.IfTag) {
 		return nil, objstore.Errorf(objstore.ErrCanceled, "version %q of %q: etag does not match", ui.VersionID, key)
 	}
 	if ui.CheckMeta && !sameMeta(rec.Meta, ui.IfMeta) {

@@ -12,6 +12,12 @@ import (
 
 // VersionCond makes LinkVersion conditional (see linkVersionIn).
 type VersionCond struct {
+	// IfNoneETag: fail when the current object has this ETag (RGW's
+	// If-None-Match: etag); IfTag: only if the current object is still
+	// the write with this tag (conditions checked on it by the caller).
+	IfNoneETag string
+	IfTag      string
+
 	IfAbsent  bool   // If-None-Match: *
 	IfExists  bool   // If-Match: *
 	IfETag    string // If-Match: etag
@@ -27,10 +33,10 @@ type VersionCond struct {
 // under the bucket's versioning mode, in one class call on e's shard. The
 // class assigns e's Seq and VersionID (returned in the result). A retried
 // call with the same e.Tag changes nothing and reports Retry. Errors:
-// ErrCanceled (a condition failed), ErrNotFound (IfExists/IfETag and no
-// current object), ErrStale (the layout changed).
+// ErrCanceled (a condition failed), ErrNotFound (IfExists/IfETag/IfTag and
+// no current object), ErrStale (the layout changed).
 func (x Index) LinkVersion(ctx context.Context, mode string, e Entry, c VersionCond) (VersionResult, error) {
-	in, err := json.Marshal(linkVersionIn{Entry: e, Mode: mode, IfAbsent: c.IfAbsent, IfExists: c.IfExists, IfETag: c.IfETag})
+	in, err := json.Marshal(linkVersionIn{Entry: e, Mode: mode, IfAbsent: c.IfAbsent, IfExists: c.IfExists, IfETag: c.IfETag, IfNoneETag: c.IfNoneETag, IfTag: c.IfTag})
 	if err != nil {
 		return VersionResult{}, err
 	}

@@ -136,6 +136,7 @@ func clsSetVersionMeta(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 // UnlinkCond makes UnlinkVersionIf conditional.
 type UnlinkCond struct {
 	IfETag string
+	IfTag  string // only if the version is still the write with this tag
 	// CheckMeta: only if the version's metadata is still IfMeta (what the
 	// caller read when it decided the version may go: object lock).
 	CheckMeta bool
@@ -145,7 +146,7 @@ type UnlinkCond struct {
 // UnlinkVersionIf is UnlinkVersion with conditions; a failed one is
 // ErrCanceled.
 func (x Index) UnlinkVersionIf(ctx context.Context, key, id string, c UnlinkCond) (VersionResult, error) {
-	ui := unlinkVersionIn{Key: key, VersionID: id, IfETag: c.IfETag, CheckMeta: c.CheckMeta}
+	ui := unlinkVersionIn{Key: key, VersionID: id, IfETag: c.IfETag, IfTag: c.IfTag, CheckMeta: c.CheckMeta}
 	if c.CheckMeta {
 		ui.IfMeta = rawOrNull(c.IfMeta)
 	}

@@ -367,6 +367,14 @@ func (d *Driver) DeleteBucket(ctx context.Context, name string) error {
 		return ErrReshardInProgress
 	}
 	ix := d.indexFor(inst)
+	// Incomplete uploads do not keep an empty bucket: they are aborted with
+	// it, as RGW does (its remove_bucket aborts multiparts); aborting reads
+	// the index, so before it closes.
+	if st, err := ix.Stats(ctx); err == nil && max(st.NumObjects, st.NumVersions) == 0 {
+		if err := d.abortAllUploads(ctx, name); err != nil {
+			return err
+		}
+	}
 	if err := ix.SetState(ctx, bucketindex.StateClosed); err != nil {
 		return err
 	}
@@ -377,7 +385,7 @@ func (d *Driver) DeleteBucket(ctx context.Context, name string) error {
 		var ups ListUploadsResult
 		ups, err = d.ListMultipartUploads(ctx, ListUploadsInput{Bucket: name, MaxUploads: 1})
 		if err == nil && len(ups.Uploads) > 0 {
-			st.NumObjects = 1 // in-progress uploads keep a bucket alive, as in S3
+			st.NumObjects = 1 // an upload started since they were aborted
 		}
 	}
 	if err != nil || st.NumObjects > 0 {
@@ -401,6 +409,26 @@ func (d *Driver) DeleteBucket(ctx context.Context, name string) error {
 	_ = d.index.Operate(ctx, uploadsOID(inst.ID), objstore.NewWriteOp().Remove())
 	_ = d.meta.WithNamespace(nsInstances).Operate(ctx, inst.ID, objstore.NewWriteOp().Remove())
 	return nil
+}
+
+// abortAllUploads aborts every incomplete upload of a bucket being removed.
+func (d *Driver) abortAllUploads(ctx context.Context, bucket string) error {
+	in := ListUploadsInput{Bucket: bucket, MaxUploads: 1000}
+	for {
+		ups, err := d.ListMultipartUploads(ctx, in)
+		if err != nil {
+			return err
+		}
+		for _, u := range ups.Uploads {
+			if err := d.AbortMultipartUpload(ctx, bucket, u.Key, u.UploadID); err != nil && !errors.Is(err, ErrNoSuchUpload) {
+				return err
+			}
+		}
+		if !ups.IsTruncated {
+			return nil
+		}
+		in.KeyMarker, in.UploadIDMarker = ups.NextKeyMarker, ups.NextUploadIDMarker
+	}
 }
 
 // BucketStats sums the index shards.

@@ -174,15 +174,18 @@ func (d *Driver) updateVersion(ctx context.Context, bucket, key, vid, event stri
 	}
 }
 
-// EnableObjectLock is not offered: like AWS before 2023 and RGW, object
-// lock is chosen at bucket creation (CreateBucketWith).
-
 // PutObjectLockConfiguration sets the bucket's default retention (nil:
-// none). A bucket created without object lock is ErrInvalidBucketState.
+// none), enabling object lock on a bucket created without it when its
+// versioning is Enabled (AWS since 2023); otherwise ErrInvalidBucketState.
 func (d *Driver) PutObjectLockConfiguration(ctx context.Context, bucket string, def *objectlock.DefaultRetention) error {
 	return d.UpdateInstance(ctx, bucket, func(inst *Instance) error {
 		if !inst.ObjectLock {
-			return fmt.Errorf("%w: object lock is not enabled on this bucket", ErrInvalidBucketState)
+			// AWS enables object lock on an existing bucket whose
+			// versioning is Enabled (and it can never be suspended again).
+			if inst.Versioning != VersioningEnabled {
+				return fmt.Errorf("%w: Versioning must be 'Enabled' on the bucket to apply a Object Lock configuration", ErrInvalidBucketState)
+			}
+			inst.ObjectLock = true
 		}
 		inst.LockDefault = def
 		return nil

@@ -82,7 +82,11 @@ func (d *Driver) CreateMultipartUpload(ctx context.Context, bucket, key string, 
 	clear(oek) // each part opens it again
 	meta.SSE = rec
 	id := randomID(16)
-	ui := UploadInfo{Bucket: bucket, Key: key, UploadID: id, Initiated: d.opts.Now().UTC(), Owner: inst.Owner, Meta: meta}
+	ui := UploadInfo{Bucket: bucket, Key: key, UploadID: id, Initiated: d.opts.Now().UTC(), Owner: inst.Owner, Meta: meta,
+		Initiator: RequestFrom(ctx).Principal}
+	if meta.ACL != nil && meta.ACL.Owner.ID != "" {
+		ui.Owner = meta.ACL.Owner.ID // the writer, as the completed object's
+	}
 	b, _ := json.Marshal(ui)
 	if err := d.index.Operate(ctx, uploadOID(inst.ID, id), objstore.NewWriteOp().Create(true)); err != nil {
 		return "", err

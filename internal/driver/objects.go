@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/cairn-s3/cairn/internal/bucketindex"
@@ -129,7 +130,12 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 
 // putCond turns If-None-Match / If-Match of a write into index conditions.
 func putCond(ifNoneMatch, ifMatch string) bucketindex.VersionCond {
-	c := bucketindex.VersionCond{IfAbsent: strings.TrimSpace(ifNoneMatch) == "*"}
+	c := bucketindex.VersionCond{}
+	if m := strings.TrimSpace(ifNoneMatch); m == "*" {
+		c.IfAbsent = true
+	} else if m != "" {
+		c.IfNoneETag = strings.Trim(m, `"`) // RGW: refuse only that content
+	}
 	if m := strings.TrimSpace(ifMatch); m == "*" {
 		c.IfExists = true
 	} else if m != "" {
@@ -363,7 +369,7 @@ func (d *Driver) DeleteObjectVersion(ctx context.Context, in DeleteObjectInput) 
 	ifETag := strings.Trim(strings.TrimSpace(in.IfMatch), `"`)
 	if !ValidKey(in.Key) {
 		if ifETag != "" {
-			return DeleteResult{}, ErrPreconditionFailed
+			return DeleteResult{}, ErrNoSuchKey
 		}
 		return DeleteResult{}, nil
 	}
@@ -372,7 +378,7 @@ func (d *Driver) DeleteObjectVersion(ctx context.Context, in DeleteObjectInput) 
 		return DeleteResult{}, err
 	}
 	if in.VersionID == "" && inst.Versioning != "" {
-		return d.deleteMarker(ctx, inst, in.Key, ifETag, in.EventName, in.EventFirst)
+		return d.deleteMarker(ctx, inst, in)
 	}
 	return d.deleteVersion(ctx, inst, in, 0)
 }
@@ -382,6 +388,10 @@ func (d *Driver) DeleteObjectVersion(ctx context.Context, in DeleteObjectInput) 
 // the version's lock state changed under it.
 func (d *Driver) deleteVersion(ctx context.Context, inst Instance, in DeleteObjectInput, attempt int) (DeleteResult, error) {
 	ifETag := strings.Trim(strings.TrimSpace(in.IfMatch), `"`)
+	exists := ifETag == "*" // If-Match: * asks only that it exists
+	if exists {
+		ifETag = ""
+	}
 	vid := in.VersionID
 	if vid == "" {
 		vid = bucketindex.NullVersion
@@ -393,7 +403,10 @@ func (d *Driver) deleteVersion(ctx context.Context, inst Instance, in DeleteObje
 	switch {
 	case errors.As(err, &dm):
 	case errors.Is(err, ErrNoSuchKey) || errors.Is(err, ErrNoSuchVersion):
-		if ifETag != "" {
+		switch {
+		case (ifETag != "" || exists) && in.VersionID == "":
+			return DeleteResult{}, ErrNoSuchKey // AWS: If-Match on a missing key
+		case ifETag != "" || exists:
 			return DeleteResult{}, ErrPreconditionFailed
 		}
 		return DeleteResult{VersionID: in.VersionID}, nil
@@ -403,6 +416,12 @@ func (d *Driver) deleteVersion(ctx context.Context, inst Instance, in DeleteObje
 	// Object lock: refuse while the version is protected, and remove it
 	// only if its lock state is still the one checked here.
 	cond := bucketindex.UnlinkCond{IfETag: ifETag}
+	if in.IfMatchModTime != nil || in.IfMatchSize != nil {
+		if !matchModTimeSize(cur, in) {
+			return DeleteResult{}, ErrPreconditionFailed
+		}
+		cond.IfTag = cur.Tag // still the version checked
+	}
 	if !cur.Marker {
 		if err := d.checkLock(entryInfo(in.Bucket, cur).Meta, in.BypassGovernance); err != nil {
 			return DeleteResult{}, err
@@ -445,7 +464,10 @@ func (d *Driver) deleteVersion(ctx context.Context, inst Instance, in DeleteObje
 	}
 	if errors.Is(err, objstore.ErrNotFound) {
 		abort(ctx, res)
-		if ifETag != "" {
+		switch {
+		case (ifETag != "" || exists) && in.VersionID == "":
+			return DeleteResult{}, ErrNoSuchKey
+		case ifETag != "" || exists:
 			return DeleteResult{}, ErrPreconditionFailed
 		}
 		return DeleteResult{VersionID: in.VersionID}, nil
@@ -470,13 +492,30 @@ func (d *Driver) deleteVersion(ctx context.Context, inst Instance, in DeleteObje
 	return DeleteResult{VersionID: in.VersionID, DeleteMarker: vr.Entry.Marker}, nil
 }
 
-// deleteMarker writes a delete marker as the key's newest version.
-func (d *Driver) deleteMarker(ctx context.Context, inst Instance, key, ifETag, event string, eventFirst bool) (DeleteResult, error) {
+// deleteMarker writes a delete marker as the key's newest version; the
+// If-Match conditions of in apply to the object it hides.
+func (d *Driver) deleteMarker(ctx context.Context, inst Instance, in DeleteObjectInput) (DeleteResult, error) {
+	key, event := in.Key, in.EventName
+	ifETag := strings.Trim(strings.TrimSpace(in.IfMatch), `"`)
 	// Filters see the current object's metadata, when there is one.
 	var meta ObjectMeta
 	cur, curErr := d.lookup(ctx, inst.Name, key)
 	if curErr == nil {
 		meta = entryInfo(inst.Name, cur).Meta
+	}
+	cond := bucketindex.VersionCond{IfETag: ifETag}
+	if ifETag == "*" {
+		cond = bucketindex.VersionCond{IfExists: true}
+	}
+	if in.IfMatchModTime != nil || in.IfMatchSize != nil {
+		switch {
+		case curErr == nil && !matchModTimeSize(cur, in):
+			return DeleteResult{}, ErrPreconditionFailed
+		case curErr == nil:
+			cond.IfTag = cur.Tag // still the object checked
+		case ifETag == "":
+			cond.IfAbsent = true // still none: the conditions hold vacuously
+		}
 	}
 	if event == "" {
 		event = "ObjectRemoved:DeleteMarkerCreated"
@@ -485,9 +524,9 @@ func (d *Driver) deleteMarker(ctx context.Context, inst Instance, key, ifETag, e
 	if err != nil {
 		return DeleteResult{}, err
 	}
-	if eventFirst && res != nil {
+	if in.EventFirst && res != nil {
 		// The event names the version the marker hides.
-		if curErr != nil || (ifETag != "" && cur.ETag != ifETag) {
+		if curErr != nil || (ifETag != "" && ifETag != "*" && cur.ETag != ifETag) {
 			abort(ctx, res)
 			return DeleteResult{}, ErrPreconditionFailed
 		}
@@ -497,14 +536,23 @@ func (d *Driver) deleteMarker(ctx context.Context, inst Instance, key, ifETag, e
 		res = nil
 	}
 	e := bucketindex.Entry{Key: key, ModTime: d.opts.Now().UTC(), Owner: inst.Owner, Tag: d.newTag(), Marker: true}
-	oi, err := d.link(ctx, inst.Name, e, bucketindex.VersionCond{IfETag: ifETag}, res, false)
-	if errors.Is(err, ErrNoSuchKey) {
-		return DeleteResult{}, ErrPreconditionFailed // If-Match and no current object
-	}
+	oi, err := d.link(ctx, inst.Name, e, cond, res, false)
 	if err != nil {
-		return DeleteResult{}, err
+		return DeleteResult{}, err // ErrNoSuchKey: If-Match and no current object (AWS: 404)
 	}
 	return DeleteResult{VersionID: oi.VersionID, DeleteMarker: true}, nil
+}
+
+// matchModTimeSize evaluates x-amz-if-match-last-modified-time and
+// x-amz-if-match-size on e (times compared to the second, as sent).
+func matchModTimeSize(e bucketindex.Entry, in DeleteObjectInput) bool {
+	if e.Marker {
+		return true // not an object: as if absent
+	}
+	if t := in.IfMatchModTime; t != nil && !e.ModTime.Truncate(time.Second).Equal(t.Truncate(time.Second)) {
+		return false
+	}
+	return in.IfMatchSize == nil || *in.IfMatchSize == e.Size
 }
 
 // CopyObject copies data (no sharing: each object owns its data objects, so
@@ -526,7 +574,9 @@ func (d *Driver) CopyObject(ctx context.Context, in CopyObjectInput) (ObjectInfo
 		}
 	}
 	if err := CheckConditions(src, in.SrcCond); err != nil {
-		return ObjectInfo{}, err
+		// x-amz-copy-source-if-none-match / -if-modified-since: a copy
+		// has no 304, every failed source condition is 412 (S3).
+		return ObjectInfo{}, ErrPreconditionFailed
 	}
 	meta := src.Meta
 	if in.ReplaceMeta {

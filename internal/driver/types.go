@@ -273,7 +273,13 @@ type CopyObjectInput struct {
 type DeleteObjectInput struct {
 	Bucket, Key string
 	VersionID   string // "" = the current object (a delete marker when versioned)
-	IfMatch     string // only if the object (or version) has this ETag
+	IfMatch     string // only if the object (or version) has this ETag ("*": exists)
+	// IfMatchModTime and IfMatchSize (x-amz-if-match-last-modified-time,
+	// x-amz-if-match-size): only if the object has this modification time
+	// (to the second) and size; unlike IfMatch, a missing object satisfies
+	// them (AWS).
+	IfMatchModTime *time.Time
+	IfMatchSize    *int64
 	// BypassGovernance is x-amz-bypass-governance-retention from a caller
 	// allowed to use it (the handler decides who may).
 	BypassGovernance bool
@@ -361,8 +367,11 @@ type ObjectChecksum struct {
 type UploadInfo struct {
 	Bucket, Key, UploadID string
 	Initiated             time.Time
-	Owner                 string
+	Owner                 string // the completed object's owner
 	Meta                  ObjectMeta
+	// Initiator is who created the upload ("" for uploads older than the
+	// field: the owner).
+	Initiator string `json:",omitempty"`
 }
 
 // ListPartsResult is one page of ListParts.

@@ -8,6 +8,7 @@ package lifecycle
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -78,6 +79,47 @@ type Filter struct {
 	ObjectSizeGreaterThan *int64  `xml:"ObjectSizeGreaterThan,omitempty"`
 	ObjectSizeLessThan    *int64  `xml:"ObjectSizeLessThan,omitempty"`
 	And                   *And    `xml:"And,omitempty"`
+
+	extra bool // And beside other predicates (refused)
+}
+
+// UnmarshalXML reads a Filter the way RGW does: besides AWS's forms (one
+// predicate, or And), several predicates side by side (Prefix and Tag,
+// several Tags, a size bound with another) are their conjunction. AWS
+// documents only And for that; such a filter is kept as its And form,
+// which is also how RGW returns it. And beside other predicates is
+// ambiguous and refused.
+func (f *Filter) UnmarshalXML(d *xml.Decoder, start xml.StartElement) error {
+	var raw struct {
+		Prefix                *string `xml:"Prefix"`
+		Tags                  []Tag   `xml:"Tag"`
+		ObjectSizeGreaterThan *int64  `xml:"ObjectSizeGreaterThan"`
+		ObjectSizeLessThan    *int64  `xml:"ObjectSizeLessThan"`
+		And                   *And    `xml:"And"`
+	}
+	if err := d.DecodeElement(&raw, &start); err != nil {
+		return err
+	}
+	n := len(raw.Tags)
+	for _, set := range []bool{raw.Prefix != nil, raw.ObjectSizeGreaterThan != nil, raw.ObjectSizeLessThan != nil} {
+		if set {
+			n++
+		}
+	}
+	*f = Filter{And: raw.And}
+	switch {
+	case raw.And != nil && n > 0:
+		f.extra = true
+	case n > 1:
+		f.And = &And{Prefix: raw.Prefix, Tags: raw.Tags,
+			ObjectSizeGreaterThan: raw.ObjectSizeGreaterThan, ObjectSizeLessThan: raw.ObjectSizeLessThan}
+	default:
+		f.Prefix, f.ObjectSizeGreaterThan, f.ObjectSizeLessThan = raw.Prefix, raw.ObjectSizeGreaterThan, raw.ObjectSizeLessThan
+		if n == 1 && len(raw.Tags) == 1 {
+			f.Tag = &raw.Tags[0]
+		}
+	}
+	return nil
 }
 
 // And combines a prefix, tags and size bounds; all must match.
@@ -253,8 +295,8 @@ func (f *Filter) validate() error {
 			n++
 		}
 	}
-	if n > 1 {
-		return malformed("Filter must have exactly one of Prefix, Tag, ObjectSizeGreaterThan, ObjectSizeLessThan or And.")
+	if n > 1 || f.extra {
+		return malformed("Filter must have And, or predicates without And, not both.")
 	}
 	if f.Tag != nil && f.Tag.Key == "" {
 		return invalid("The tag key must not be empty.")
@@ -273,8 +315,9 @@ func (f *Filter) validate() error {
 		if a.ObjectSizeLessThan != nil {
 			parts++
 		}
-		if parts < 2 {
-			return malformed("And must combine at least two of Prefix, Tag and the size bounds.")
+		// AWS documents two or more; RGW takes one, and so do we.
+		if parts < 1 {
+			return malformed("And must hold at least one of Prefix, Tag and the size bounds.")
 		}
 		seen := map[string]bool{}
 		for _, t := range a.Tags {
@@ -304,6 +347,24 @@ func sizeBounds(gt, lt *int64) error {
 		return invalid("ObjectSizeGreaterThan must be less than ObjectSizeLessThan")
 	}
 	return nil
+}
+
+// AssignIDs gives every rule without an ID a random one, as AWS and RGW do
+// (RGW: 48 lower-case letters and digits), so the rule can be named in
+// x-amz-expiration and in events.
+func (c *Configuration) AssignIDs() {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	for i := range c.Rules {
+		if c.Rules[i].ID != "" {
+			continue
+		}
+		b := make([]byte, 48)
+		_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
+		for j := range b {
+			b[j] = alphabet[int(b[j])%len(alphabet)]
+		}
+		c.Rules[i].ID = string(b)
+	}
 }
 
 // Marshal returns the document as stored and returned by

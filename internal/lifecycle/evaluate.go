@@ -151,6 +151,33 @@ func (r *Rule) action(v Version, now time.Time, day time.Duration) Action {
 	return None
 }
 
+// Expiry returns when the enabled rules expire v, a current version (the
+// earliest Expiration Days or Date among the rules that match it), and
+// which rule does: what x-amz-expiration tells a client. ok is false when
+// no rule expires it.
+func (c *Configuration) Expiry(v Version, day time.Duration) (at time.Time, ruleID string, ok bool) {
+	for i := range c.Rules {
+		r := &c.Rules[i]
+		e := r.Expiration
+		if r.Status != "Enabled" || e == nil || !r.matches(v) {
+			continue
+		}
+		var t time.Time
+		switch {
+		case e.Days != nil:
+			t = Due(v.ModTime, *e.Days, day)
+		case e.Date != nil && !e.date.IsZero():
+			t = e.date
+		default:
+			continue
+		}
+		if !ok || t.Before(at) {
+			at, ruleID, ok = t, r.ID, true
+		}
+	}
+	return at, ruleID, ok
+}
+
 // AbortUpload reports whether an incomplete multipart upload of key
 // initiated at initiated is to be aborted at now, and by which rule.
 func (c *Configuration) AbortUpload(key string, initiated, now time.Time, day time.Duration) (ruleID string, ok bool) {

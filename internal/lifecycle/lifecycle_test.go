@@ -32,8 +32,9 @@ func TestParseErrors(t *testing.T) {
 			`<Rule><ID>r</ID><Status>Enabled</Status><Filter/><Expiration><Days>1</Days></Expiration></Rule>`,
 			`<Rule><ID>r</ID><Status>Enabled</Status><Filter/><Expiration><Days>2</Days></Expiration></Rule>`)},
 		{"no action", "InvalidArgument", doc(`<Rule><Status>Enabled</Status><Filter/></Rule>`)},
-		{"two filter parts", "MalformedXML", doc(`<Rule><Status>Enabled</Status><Filter><Prefix>a</Prefix><Tag><Key>k</Key><Value>v</Value></Tag></Filter><Expiration><Days>1</Days></Expiration></Rule>`)},
-		{"and with one part", "MalformedXML", doc(`<Rule><Status>Enabled</Status><Filter><And><Prefix>a</Prefix></And></Filter><Expiration><Days>1</Days></Expiration></Rule>`)},
+		{"and beside a predicate", "MalformedXML", doc(`<Rule><Status>Enabled</Status><Filter><Prefix>a</Prefix><And><Prefix>b</Prefix><ObjectSizeLessThan>5</ObjectSizeLessThan></And></Filter><Expiration><Days>1</Days></Expiration></Rule>`)},
+		{"empty and", "MalformedXML", doc(`<Rule><Status>Enabled</Status><Filter><And></And></Filter><Expiration><Days>1</Days></Expiration></Rule>`)},
+		{"duplicate tags without and", "InvalidArgument", doc(`<Rule><Status>Enabled</Status><Filter><Tag><Key>k</Key><Value>1</Value></Tag><Tag><Key>k</Key><Value>2</Value></Tag></Filter><Expiration><Days>1</Days></Expiration></Rule>`)},
 		{"and duplicate tags", "InvalidArgument", doc(`<Rule><Status>Enabled</Status><Filter><And><Tag><Key>k</Key><Value>1</Value></Tag><Tag><Key>k</Key><Value>2</Value></Tag></And></Filter><Expiration><Days>1</Days></Expiration></Rule>`)},
 		{"size bounds inverted", "InvalidArgument", doc(`<Rule><Status>Enabled</Status><Filter><And><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan><ObjectSizeLessThan>5</ObjectSizeLessThan></And></Filter><Expiration><Days>1</Days></Expiration></Rule>`)},
 		{"noncurrent zero", "InvalidArgument", doc(`<Rule><Status>Enabled</Status><Filter/><NoncurrentVersionExpiration><NoncurrentDays>0</NoncurrentDays></NoncurrentVersionExpiration></Rule>`)},
@@ -194,4 +195,49 @@ func FuzzParse(f *testing.F) {
 		}
 		c.Evaluate(Version{Key: "k", IsLatest: true}, time.Now(), Day)
 	})
+}
+
+// RGW's Filter forms: predicates side by side are their conjunction,
+// stored and returned as And; And with one predicate is taken.
+func TestFilterWithoutAnd(t *testing.T) {
+	c, err := Parse(doc(
+		`<Rule><ID>pt</ID><Status>Enabled</Status><Filter><Prefix>a/</Prefix><Tag><Key>k</Key><Value>v</Value></Tag></Filter><Expiration><Days>1</Days></Expiration></Rule>`,
+		`<Rule><ID>tt</ID><Status>Enabled</Status><Filter><Tag><Key>x</Key><Value>1</Value></Tag><Tag><Key>y</Key><Value>2</Value></Tag></Filter><Expiration><Days>1</Days></Expiration></Rule>`,
+		`<Rule><ID>one</ID><Status>Enabled</Status><Filter><And><Prefix>b/</Prefix></And></Filter><Expiration><Days>1</Days></Expiration></Rule>`,
+		`<Rule><ID>sz</ID><Status>Enabled</Status><Filter><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan><ObjectSizeLessThan>20</ObjectSizeLessThan></Filter><Expiration><Days>1</Days></Expiration></Rule>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`<Filter><And><Prefix>a/</Prefix><Tag><Key>k</Key><Value>v</Value></Tag></And></Filter>`,
+		`<Filter><And><Tag><Key>x</Key><Value>1</Value></Tag><Tag><Key>y</Key><Value>2</Value></Tag></And></Filter>`,
+		`<Filter><And><Prefix>b/</Prefix></And></Filter>`,
+		`<Filter><And><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan><ObjectSizeLessThan>20</ObjectSizeLessThan></And></Filter>`,
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("stored document lacks %s:\n%s", want, out)
+		}
+	}
+	now := time.Date(2030, 1, 10, 0, 0, 0, 0, time.UTC)
+	old := now.Add(-10 * Day)
+	for _, tc := range []struct {
+		v    Version
+		rule string
+	}{
+		{Version{Key: "a/1", Size: 1, ModTime: old, IsLatest: true, Tags: map[string]string{"k": "v"}}, "pt"},
+		{Version{Key: "a/1", Size: 1, ModTime: old, IsLatest: true}, ""},
+		{Version{Key: "z", Size: 1, ModTime: old, IsLatest: true, Tags: map[string]string{"x": "1", "y": "2"}}, "tt"},
+		{Version{Key: "z", Size: 1, ModTime: old, IsLatest: true, Tags: map[string]string{"x": "1"}}, ""},
+		{Version{Key: "b/1", Size: 1, ModTime: old, IsLatest: true}, "one"},
+		{Version{Key: "q", Size: 15, ModTime: old, IsLatest: true}, "sz"},
+		{Version{Key: "q", Size: 25, ModTime: old, IsLatest: true}, ""},
+	} {
+		if got := c.Evaluate(tc.v, now, Day); got.RuleID != tc.rule {
+			t.Errorf("%+v: rule %q, want %q", tc.v, got.RuleID, tc.rule)
+		}
+	}
 }

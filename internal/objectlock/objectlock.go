@@ -76,7 +76,7 @@ func ParseConfiguration(body []byte) (*Configuration, error) {
 			return nil, fail("MalformedXML", "DefaultRetention must have exactly one of Days or Years")
 		}
 		if (d.Days != nil && *d.Days <= 0) || (d.Years != nil && *d.Years <= 0) {
-			return nil, fail("InvalidArgument", "Default retention period must be a positive integer value")
+			return nil, fail("InvalidRetentionPeriod", "Default retention period must be a positive integer value.")
 		}
 		if (d.Days != nil && *d.Days > 36500) || (d.Years != nil && *d.Years > 100) {
 			return nil, fail("InvalidArgument", "Default retention period is too large")
@@ -258,8 +258,9 @@ func Check(r Retention, legalHold bool, bypass bool, now time.Time) error {
 }
 
 // CheckRetentionChange is the rule for PutObjectRetention: a COMPLIANCE
-// retention may only be extended (same mode, later date); a GOVERNANCE
-// one may be shortened, removed or changed only with bypass.
+// retention may only be extended (same mode, later date); any other change
+// of a GOVERNANCE one (shortened, removed, or made COMPLIANCE, as AWS and
+// RGW decide) needs bypass.
 func CheckRetentionChange(cur, next Retention, bypass bool, now time.Time) error {
 	if !cur.Active(now) {
 		return nil
@@ -268,8 +269,8 @@ func CheckRetentionChange(cur, next Retention, bypass bool, now time.Time) error
 	if cur.Mode == Compliance && !extends {
 		return fail("AccessDenied", "Access Denied because object protected by object lock: a COMPLIANCE retention can only be extended.")
 	}
-	if cur.Mode == Governance && !extends && !(next.Mode == Compliance && !next.Until.Before(cur.Until)) && !bypass {
-		return fail("AccessDenied", "Access Denied because object protected by object lock: shortening or removing a GOVERNANCE retention needs x-amz-bypass-governance-retention.")
+	if cur.Mode == Governance && !extends && !bypass {
+		return fail("AccessDenied", "Access Denied because object protected by object lock: changing the mode of, shortening or removing a GOVERNANCE retention needs x-amz-bypass-governance-retention.")
 	}
 	return nil
 }

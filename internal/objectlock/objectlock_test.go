@@ -26,7 +26,8 @@ func TestParseConfiguration(t *testing.T) {
 		{`<ObjectLockConfiguration><ObjectLockEnabled>Disabled</ObjectLockEnabled></ObjectLockConfiguration>`, "MalformedXML"},
 		{`<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention><Mode>X</Mode><Days>3</Days></DefaultRetention></Rule></ObjectLockConfiguration>`, "MalformedXML"},
 		{`<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention><Mode>GOVERNANCE</Mode><Days>3</Days><Years>1</Years></DefaultRetention></Rule></ObjectLockConfiguration>`, "MalformedXML"},
-		{`<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention><Mode>GOVERNANCE</Mode><Days>0</Days></DefaultRetention></Rule></ObjectLockConfiguration>`, "InvalidArgument"},
+		{`<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention><Mode>GOVERNANCE</Mode><Days>0</Days></DefaultRetention></Rule></ObjectLockConfiguration>`, "InvalidRetentionPeriod"},
+		{`<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention><Mode>GOVERNANCE</Mode><Years>-1</Years></DefaultRetention></Rule></ObjectLockConfiguration>`, "InvalidRetentionPeriod"},
 		{`<ObjectLock`, "MalformedXML"},
 	}
 	for _, c := range cases {
@@ -105,8 +106,16 @@ func TestCheck(t *testing.T) {
 	if err := CheckRetentionChange(gov, Retention{}, true, now); err != nil {
 		t.Errorf("removing governance with bypass refused: %v", err)
 	}
-	if err := CheckRetentionChange(gov, longer, false, now); err != nil {
-		t.Errorf("governance -> longer compliance refused: %v", err)
+	// GOVERNANCE -> COMPLIANCE is a change of a governance retention:
+	// bypass only (AWS, RGW).
+	if code(CheckRetentionChange(gov, longer, false, now)) != "AccessDenied" {
+		t.Error("governance -> longer compliance allowed without bypass")
+	}
+	if err := CheckRetentionChange(gov, longer, true, now); err != nil {
+		t.Errorf("governance -> longer compliance with bypass refused: %v", err)
+	}
+	if err := CheckRetentionChange(gov, Retention{Mode: Governance, Until: later.Add(time.Hour)}, false, now); err != nil {
+		t.Errorf("extending governance refused: %v", err)
 	}
 }
 

@@ -172,6 +172,18 @@ func (s *Server) aclBody(r *http.Request, owner, bucketOwner authz.Owner) (authz
 
 func (s *Server) writeACL(w http.ResponseWriter, r *http.Request, acl authz.ACL) error {
 	acl.Owner = s.ownerOf(r.Context(), acl.Owner.ID)
+	// CanonicalUser grantees carry DisplayName, as AWS and RGW list them
+	// (canned ACLs are stored without it). A copy: acl may be shared.
+	acl.Grants = append([]authz.Grant(nil), acl.Grants...)
+	for i := range acl.Grants {
+		if g := &acl.Grants[i].Grantee; g.Type == authz.GranteeCanonicalUser && g.DisplayName == "" {
+			if g.ID == acl.Owner.ID {
+				g.DisplayName = acl.Owner.DisplayName
+			} else {
+				g.DisplayName = s.ownerOf(r.Context(), g.ID).DisplayName
+			}
+		}
+	}
 	out, err := acl.AppendXML(nil)
 	if err != nil {
 		return err

@@ -26,12 +26,16 @@ func TestAnonymousBeforeLookup(t *testing.T) {
 		// Without ListBucket, a missing key is AccessDenied...
 		{req{method: "GET", path: "/alices/missing", key: "-"}, 403, "AccessDenied"},
 		{req{method: "PUT", path: "/alices/new", key: "-", body: "x"}, 403, "AccessDenied"},
-		{req{method: "GET", path: "/", key: "-"}, 403, "AccessDenied"},
+		// Anonymous ListBuckets: an empty list (RGW), never all buckets.
+		{req{method: "GET", path: "/", key: "-"}, 200, ""},
 		{req{method: "PUT", path: "/anonbucket", key: "-"}, 403, "AccessDenied"},
 	} {
 		res := h.do(tc.rq)
 		if res.status != tc.status || res.code() != tc.code {
 			t.Errorf("%s %s: %d %s, want %d %s", tc.rq.method, tc.rq.path, res.status, res.code(), tc.status, tc.code)
+		}
+		if tc.rq.path == "/" && strings.Contains(res.body, "<Name>") {
+			t.Errorf("anonymous ListBuckets listed buckets: %s", res.body)
 		}
 	}
 	if _, ok := h.be.buckets["alices"].objects["new"]; ok {
@@ -146,8 +150,14 @@ func TestObjectACLAndOwnership(t *testing.T) {
 	if o := h.be.buckets["shared"].objects["p"].info.Owner; o != "alice" {
 		t.Fatalf("preferred owner %q", o)
 	}
-	// BucketOwnerEnforced disables ACLs.
-	h.mustDo(req{method: "PUT", path: "/shared?ownershipControls", body: `<OwnershipControls><Rule><ObjectOwnership>BucketOwnerEnforced</ObjectOwnership></Rule></OwnershipControls>`}, 200)
+	// BucketOwnerEnforced disables ACLs; not while the bucket ACL grants
+	// others anything (AWS's InvalidBucketAclWithObjectOwnership).
+	enforce := req{method: "PUT", path: "/shared?ownershipControls", body: `<OwnershipControls><Rule><ObjectOwnership>BucketOwnerEnforced</ObjectOwnership></Rule></OwnershipControls>`}
+	if res := h.mustDo(enforce, 400); res.code() != "InvalidBucketAclWithObjectOwnership" {
+		t.Fatal(res.body)
+	}
+	h.mustDo(req{method: "PUT", path: "/shared?acl", hdr: map[string]string{"x-amz-acl": "private"}}, 200)
+	h.mustDo(enforce, 200)
 	for _, rq := range []req{
 		{method: "PUT", path: "/shared?acl", hdr: map[string]string{"x-amz-acl": "public-read"}},
 		{method: "PUT", path: "/shared/x", body: "x", hdr: map[string]string{"x-amz-acl": "public-read"}},
@@ -177,7 +187,15 @@ func TestBucketPolicyHandlers(t *testing.T) {
 	h.put("pol", "pub/a", "A")
 	h.put("pol", "priv/b", "B")
 	h.mustDo(req{method: "GET", path: "/pol?policy"}, 404)
-	h.mustDo(req{method: "GET", path: "/pol?policyStatus"}, 404)
+	// No policy: 200, public as the ACL is (RGW).
+	if res := h.mustDo(req{method: "GET", path: "/pol?policyStatus"}, 200); !strings.Contains(res.body, "<IsPublic>false</IsPublic>") {
+		t.Fatal(res.body)
+	}
+	h.mustDo(req{method: "PUT", path: "/pol?acl", hdr: map[string]string{"x-amz-acl": "public-read"}}, 200)
+	if res := h.mustDo(req{method: "GET", path: "/pol?policyStatus"}, 200); !strings.Contains(res.body, "<IsPublic>true</IsPublic>") {
+		t.Fatal(res.body)
+	}
+	h.mustDo(req{method: "PUT", path: "/pol?acl", hdr: map[string]string{"x-amz-acl": "private"}}, 200)
 
 	good := `{"Version":"2012-10-17","Statement":[
 	 {"Sid":"PubRead","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::pol/pub/*"},

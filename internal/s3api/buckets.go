@@ -2,12 +2,15 @@ package s3api
 
 import (
 	"encoding/xml"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/s3err"
 )
@@ -84,9 +87,12 @@ func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 		max = n
 	}
 	prefix, after := q.Get("prefix"), q.Get("continuation-token")
-	buckets, err := s.be.ListBuckets(r.Context(), rc.ownerID())
-	if err != nil {
-		return err
+	var buckets []driver.BucketInfo
+	if rc.ident.User.ID != "" { // anonymous: owns nothing, an empty list (RGW)
+		var err error
+		if buckets, err = s.be.ListBuckets(r.Context(), rc.ownerID()); err != nil {
+			return err
+		}
 	}
 	sort.Slice(buckets, func(i, j int) bool { return buckets[i].Name < buckets[j].Name })
 	res := listAllMyBucketsResult{
@@ -152,10 +158,16 @@ func (s *Server) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx
 			return err
 		}
 		err = lb.CreateBucketWith(r.Context(), rc.ownerID(), rc.bucket, location, shards, true)
+		if errors.Is(err, driver.ErrBucketOwnedByYou) {
+			return s.recreateBucket(w, r, rc, location, lock, access)
+		}
 		if err != nil {
 			return err
 		}
 	} else if err := s.be.CreateBucket(r.Context(), rc.ownerID(), rc.bucket, location, shards); err != nil {
+		if errors.Is(err, driver.ErrBucketOwnedByYou) {
+			return s.recreateBucket(w, r, rc, location, lock, access)
+		}
 		return err
 	}
 	if access != nil {
@@ -172,6 +184,79 @@ func (s *Server) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	w.Header().Set("Location", "/"+rc.bucket)
 	writeEmptyOK(w, "")
 	return nil
+}
+
+// recreateBucket answers CreateBucket of a bucket its caller owns. AWS
+// answers 200 in us-east-1 (legacy compatibility) and
+// BucketAlreadyOwnedByYou in every other region. RGW answers 200 too, but
+// BucketAlreadyExists when the request asks for a bucket other than the one
+// there: another location, object lock it lacks, another ACL or ownership.
+// Nothing of the bucket changes. RGW's own default zonegroup, "default",
+// answers as us-east-1 (what SDKs pointed at it sign for).
+func (s *Server) recreateBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx, location string, lock bool, access *driver.BucketAccess) error {
+	if s.cfg.Region != "us-east-1" && s.cfg.Region != "default" {
+		return s3err.New(s3err.ErrBucketAlreadyOwnedByYou, "")
+	}
+	auth, err := s.be.BucketAuth(r.Context(), rc.bucket)
+	if err != nil {
+		return err
+	}
+	region := func(loc string) string {
+		loc, _, _ = strings.Cut(loc, ":")
+		if loc == "" {
+			return "us-east-1"
+		}
+		return loc
+	}
+	differs := region(location) != region(auth.Info.Location)
+	if lock {
+		lb, err := s.objectLock()
+		if err != nil {
+			return err
+		}
+		if _, err := lb.GetObjectLockConfiguration(r.Context(), rc.bucket); errors.Is(err, driver.ErrNoSuchLockConfig) {
+			differs = true
+		} else if err != nil {
+			return err
+		}
+	}
+	want := authz.ACL{}
+	if access != nil && access.ACL != nil {
+		want = *access.ACL
+	} else {
+		o := authz.Owner{ID: rc.ownerID()}
+		want, _ = authz.CannedACL("private", o, o)
+	}
+	if access != nil && access.Ownership != "" && access.Ownership != auth.Ownership {
+		differs = true
+	}
+	if differs || !sameGrants(want, auth.ACL) {
+		return s3err.New(s3err.ErrBucketAlreadyExists, "")
+	}
+	w.Header().Set("Location", "/"+rc.bucket)
+	writeEmptyOK(w, "")
+	return nil
+}
+
+// sameGrants compares two ACLs' grants as sets, by grantee identity and
+// permission (display names aside).
+func sameGrants(a, b authz.ACL) bool {
+	key := func(g authz.Grant) string {
+		return fmt.Sprint(g.Grantee.Type, "|", g.Grantee.ID, "|", g.Grantee.Email, "|", g.Grantee.URI, "|", g.Permission)
+	}
+	set := map[string]int{}
+	for _, g := range a.Grants {
+		set[key(g)]++
+	}
+	for _, g := range b.Grants {
+		set[key(g)]--
+	}
+	for _, n := range set {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // checkLocation accepts the constraints that name this gateway: none,

@@ -121,6 +121,9 @@ func newPayload(r *http.Request, rc *reqCtx, maxSize int64) (*payload, error) {
 // verifyBody wraps the request body in the Content-MD5 and checksum
 // verifier. size -1 skips the length check.
 func verifyBody(r *http.Request, rc *reqCtx, size int64) (*payload, error) {
+	if md5s, ok := r.Header["Content-Md5"]; ok && (len(md5s) == 0 || md5s[0] == "") {
+		return nil, s3err.New(s3err.ErrInvalidDigest, "") // sent empty: AWS's InvalidDigest
+	}
 	v := &verifier{r: r.Body, size: size, trailer: rc.trailer}
 	if r.Body == nil {
 		v.r = http.NoBody

@@ -175,7 +175,7 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	if err != nil {
 		return err
 	}
-	setVersionHeader(w.Header(), info.VersionID)
+	setWriteVersionHeader(w.Header(), info.VersionID)
 	sseHeaders(w.Header(), info.Meta.SSE, sp.keyMD5)
 	if info.SourceVersionID != "" {
 		w.Header().Set("x-amz-copy-source-version-id", info.SourceVersionID)

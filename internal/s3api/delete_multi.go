@@ -3,8 +3,10 @@ package s3api
 import (
 	"encoding/xml"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/s3err"
@@ -27,6 +29,59 @@ type deleteObjectID struct {
 	Key       string `xml:"Key"`
 	VersionID string `xml:"VersionId"`
 	ETag      string `xml:"ETag"` // delete only if the object has this ETag
+	// Delete only if the object has this modification time / size.
+	LastModifiedTime *objectIDTime `xml:"LastModifiedTime"`
+	Size             *int64        `xml:"Size"`
+}
+
+// objectIDTime is ObjectIdentifier's LastModifiedTime: an HTTP date in
+// AWS's model (the SDKs send that), ISO 8601 taken too.
+type objectIDTime time.Time
+
+func (t *objectIDTime) UnmarshalText(b []byte) error {
+	v, ok := parseHTTPTime(string(b))
+	if !ok {
+		var err error
+		if v, err = time.Parse(time.RFC3339, string(b)); err != nil {
+			return err
+		}
+	}
+	*t = objectIDTime(v)
+	return nil
+}
+
+func (t *objectIDTime) time() *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := time.Time(*t)
+	return &v
+}
+
+// deleteConditions reads DeleteObject's x-amz-if-match-last-modified-time
+// (an HTTP date, as the SDKs send it; ISO 8601 is taken too) and
+// x-amz-if-match-size.
+func deleteConditions(h http.Header) (*time.Time, *int64, error) {
+	var mtime *time.Time
+	if v := h.Get("x-amz-if-match-last-modified-time"); v != "" {
+		t, ok := parseHTTPTime(v)
+		if !ok {
+			var err error
+			if t, err = time.Parse(time.RFC3339, v); err != nil {
+				return nil, nil, s3err.New(s3err.ErrInvalidArgument, "Invalid x-amz-if-match-last-modified-time.")
+			}
+		}
+		mtime = &t
+	}
+	var size *int64
+	if v := h.Get("x-amz-if-match-size"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return nil, nil, s3err.New(s3err.ErrInvalidArgument, "Invalid x-amz-if-match-size.")
+		}
+		size = &n
+	}
+	return mtime, size, nil
 }
 
 type deleteResult struct {
@@ -120,7 +175,7 @@ func (s *Server) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqCt
 			}
 			results[i], errs[i] = vb.DeleteObjectVersion(r.Context(), driver.DeleteObjectInput{
 				Bucket: rc.bucket, Key: o.Key, VersionID: o.VersionID, IfMatch: o.ETag,
-				BypassGovernance: bypass,
+				IfMatchModTime: o.LastModifiedTime.time(), IfMatchSize: o.Size, BypassGovernance: bypass,
 			})
 		}()
 	}

@@ -302,7 +302,7 @@ func (f *fakeBackend) PutObject(ctx context.Context, in driver.PutObjectInput) (
 		return driver.ObjectInfo{}, err
 	}
 	old, exists := b.objects[in.Key]
-	if in.IfNoneMatch == "*" && exists {
+	if in.IfNoneMatch != "" && exists && etagMatches(in.IfNoneMatch, old.info.ETag) {
 		return driver.ObjectInfo{}, driver.ErrPreconditionFailed
 	}
 	if in.IfMatch != "" && (!exists || !etagMatches(in.IfMatch, old.info.ETag)) {

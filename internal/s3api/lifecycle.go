@@ -2,8 +2,12 @@ package s3api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/url"
+	"sync"
 
+	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/lifecycle"
 	"github.com/cairn-s3/cairn/internal/s3err"
 )
@@ -41,6 +45,7 @@ func (s *Server) putBucketLifecycle(w http.ResponseWriter, r *http.Request, rc *
 	if err != nil {
 		return err
 	}
+	cfg.AssignIDs()
 	// Stored re-marshalled: the canonical form, whatever the client sent.
 	doc, err := cfg.Marshal()
 	if err != nil {
@@ -75,4 +80,58 @@ func (s *Server) deleteBucketLifecycle(w http.ResponseWriter, r *http.Request, r
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// lifecycleCache keeps parsed lifecycle documents by their text, so that
+// x-amz-expiration costs a map lookup per GET/HEAD/PUT. The zero value is
+// ready; it is emptied when it reaches lifecycleCacheSize documents.
+type lifecycleCache struct {
+	mu   sync.Mutex
+	docs map[string]*lifecycle.Configuration
+}
+
+const lifecycleCacheSize = 1024
+
+func (c *lifecycleCache) parse(doc []byte) (*lifecycle.Configuration, error) {
+	c.mu.Lock()
+	cfg := c.docs[string(doc)]
+	c.mu.Unlock()
+	if cfg != nil {
+		return cfg, nil
+	}
+	cfg, err := lifecycle.Parse(doc)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.docs == nil || len(c.docs) >= lifecycleCacheSize {
+		c.docs = map[string]*lifecycle.Configuration{}
+	}
+	c.docs[string(doc)] = cfg
+	c.mu.Unlock()
+	return cfg, nil
+}
+
+// setExpiration sets x-amz-expiration on the answer of PUT, GET and HEAD
+// of a current object (vid "") that a lifecycle rule will expire, as AWS
+// does: expiry-date="<HTTP date>", rule-id="<URL-encoded ID>".
+func (s *Server) setExpiration(ctx context.Context, h http.Header, bucket, vid string, info driver.ObjectInfo) {
+	lb, ok := s.be.(LifecycleBackend)
+	if !ok || vid != "" {
+		return
+	}
+	doc, err := lb.GetBucketLifecycle(ctx, bucket)
+	if err != nil {
+		return // none (or unreadable: the header is advisory)
+	}
+	cfg, err := s.lc.parse(doc)
+	if err != nil {
+		return
+	}
+	at, id, ok := cfg.Expiry(lifecycle.Version{Key: info.Key, Size: info.Size, ModTime: info.ModTime,
+		Tags: info.Meta.Tags, IsLatest: true}, lifecycle.Day)
+	if !ok {
+		return
+	}
+	h.Set("x-amz-expiration", fmt.Sprintf(`expiry-date="%s", rule-id="%s"`, httpTime(at), url.PathEscape(id)))
 }

@@ -160,10 +160,10 @@ func (s *Server) listObjectsV1(w http.ResponseWriter, r *http.Request, rc *reqCt
 	out := listBucketResultV1{
 		Xmlns:        s3Namespace,
 		Name:         rc.bucket,
-		Prefix:       p.enc.enc(p.prefix),
+		Prefix:       p.prefix, // as sent, like RGW (v2 encodes it, as AWS)
 		Marker:       p.enc.enc(marker),
 		MaxKeys:      p.maxKeys,
-		Delimiter:    p.delimiter, // as sent, like RGW
+		Delimiter:    p.enc.enc(p.delimiter), // AWS encodes it under encoding-type=url
 		EncodingType: p.enc.typ(),
 		IsTruncated:  res.IsTruncated,
 	}
@@ -196,7 +196,7 @@ func (s *Server) listObjectsV2(w http.ResponseWriter, r *http.Request, rc *reqCt
 	}
 	startAfter, token := q.Get("start-after"), q.Get("continuation-token")
 	after := startAfter
-	if q.Has("continuation-token") {
+	if token != "" { // an empty token is no token (AWS, RGW)
 		if after, err = decodeToken(token); err != nil {
 			return err
 		}
@@ -212,7 +212,7 @@ func (s *Server) listObjectsV2(w http.ResponseWriter, r *http.Request, rc *reqCt
 		StartAfter:        p.enc.enc(startAfter),
 		ContinuationToken: token,
 		MaxKeys:           p.maxKeys,
-		Delimiter:         p.delimiter, // as sent, like RGW
+		Delimiter:         p.enc.enc(p.delimiter), // AWS encodes it under encoding-type=url
 		EncodingType:      p.enc.typ(),
 		IsTruncated:       res.IsTruncated,
 		KeyCount:          len(res.Objects) + len(res.CommonPrefixes),

@@ -116,11 +116,16 @@ func TestListObjectsV2(t *testing.T) {
 	if !reflect.DeepEqual(l3.entries(), []string{"e", "sp ace/1"}) || l3.StartAfter != "d/1" || l3.Contents[0].Owner == nil {
 		t.Fatalf("start-after: %+v", l3)
 	}
-	// encoding-type=url encodes keys and prefixes as AWS does ("/" stays,
-	// space and "+" escaped); the delimiter is returned as sent (RGW).
+	// encoding-type=url encodes keys, prefixes and the delimiter as AWS
+	// does ("/" stays, space and "+" escaped).
 	l4 := h.list("list-type=2&encoding-type=url&prefix=sp%20&delimiter=%2B")
-	if l4.EncodingType != "url" || len(l4.Contents) != 1 || l4.Contents[0].Key != "sp%20ace/1" || l4.Prefix != "sp%20" || l4.Delimiter != "+" {
+	if l4.EncodingType != "url" || len(l4.Contents) != 1 || l4.Contents[0].Key != "sp%20ace/1" || l4.Prefix != "sp%20" || l4.Delimiter != "%2B" {
 		t.Fatalf("encoding: %+v", l4)
+	}
+	// V1 returns the prefix as sent (RGW), the rest encoded.
+	l5 := h.list("encoding-type=url&prefix=sp%20&delimiter=%2B")
+	if len(l5.Contents) != 1 || l5.Contents[0].Key != "sp%20ace/1" || l5.Prefix != "sp " || l5.Delimiter != "%2B" {
+		t.Fatalf("v1 encoding: %+v", l5)
 	}
 	if got := encodeURLKey("a b+c/d%e\x01ü~"); got != "a%20b%2Bc/d%25e%01%C3%BC~" {
 		t.Fatalf("encodeURLKey: %s", got)
@@ -131,12 +136,15 @@ func TestListObjectsV2(t *testing.T) {
 		t.Fatalf("allow-unordered: %+v", l)
 	}
 	h.list("list-type=2&start-after=")
+	// An empty continuation token is no token: the first page.
+	if l := h.list("list-type=2&continuation-token=&max-keys=1"); !reflect.DeepEqual(l.entries(), []string{"a"}) || l.ContinuationToken != "" {
+		t.Fatalf("empty continuation token: %+v", l)
+	}
 	for _, tc := range []struct{ query, code string }{
 		{"list-type=2&encoding-type=xml", "InvalidArgument"},
 		{"list-type=2&max-keys=-1", "InvalidArgument"},
 		{"list-type=2&max-keys=ten", "InvalidArgument"},
 		{"list-type=2&continuation-token=%21%21", "InvalidArgument"},
-		{"list-type=2&continuation-token=", "InvalidArgument"}, // AWS: an empty token is incorrect
 		{"allow-unordered=true&delimiter=/", "InvalidArgument"},
 		{"list-type=2&allow-unordered=true&delimiter=/", "InvalidArgument"},
 		{"encoding-type=base64", "InvalidArgument"},

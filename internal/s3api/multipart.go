@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"cmp"
 	"encoding/xml"
 	"net/http"
 	"net/url"
@@ -300,13 +301,13 @@ func (s *Server) listParts(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 		return err
 	}
 	oc := &ownerCache{s: s, r: r}
-	ow := oc.owner(res.Upload.Owner)
+	ow, init := oc.owner(res.Upload.Owner), oc.owner(cmp.Or(res.Upload.Initiator, res.Upload.Owner))
 	out := listPartsResult{
 		Xmlns:                s3Namespace,
 		Bucket:               rc.bucket,
 		Key:                  rc.key,
 		UploadID:             id,
-		Initiator:            *ow,
+		Initiator:            *init,
 		Owner:                *ow,
 		StorageClass:         "STANDARD",
 		PartNumberMarker:     marker,
@@ -398,11 +399,11 @@ func (s *Server) listMultipartUploads(w http.ResponseWriter, r *http.Request, rc
 	}
 	oc := &ownerCache{s: s, r: r}
 	for _, u := range res.Uploads {
-		ow := oc.owner(u.Owner)
+		ow, init := oc.owner(u.Owner), oc.owner(cmp.Or(u.Initiator, u.Owner))
 		out.Uploads = append(out.Uploads, uploadXML{
 			Key:          enc.enc(u.Key),
 			UploadID:     u.UploadID,
-			Initiator:    *ow,
+			Initiator:    *init,
 			Owner:        *ow,
 			StorageClass: "STANDARD",
 			Initiated:    s3Time(u.Initiated),
@@ -495,7 +496,7 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
-	setVersionHeader(w.Header(), info.VersionID)
+	setWriteVersionHeader(w.Header(), info.VersionID)
 	sseHeaders(w.Header(), info.Meta.SSE, sp.keyMD5)
 	out := completeMultipartUploadResult{
 		Xmlns:       s3Namespace,

@@ -3,6 +3,7 @@ package s3api
 import (
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -94,10 +95,7 @@ func (s *Server) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 	if err != nil {
 		return err
 	}
-	inm := strings.TrimSpace(r.Header.Get("If-None-Match"))
-	if inm != "" && inm != "*" {
-		return s3err.New(s3err.ErrNotImplemented, "Conditional PUT supports only If-None-Match: *.")
-	}
+	inm := strings.TrimSpace(r.Header.Get("If-None-Match")) // "*" or an ETag (RGW)
 	meta, err := s.writeMeta(r, rc, true)
 	if err != nil {
 		return err
@@ -121,7 +119,8 @@ func (s *Server) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 	}
 	h := w.Header()
 	h.Set("ETag", quoteETag(info.ETag))
-	setVersionHeader(h, info.VersionID)
+	setWriteVersionHeader(h, info.VersionID)
+	s.setExpiration(r.Context(), h, rc.bucket, "", info)
 	setChecksumHeaders(h, pick(info.Meta.Checksums, p.checksums), info.Meta.ChecksumType)
 	sseHeaders(h, info.Meta.SSE, sp.keyMD5)
 	h.Set("Content-Length", "0")
@@ -173,6 +172,10 @@ func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	if err != nil {
 		return err
 	}
+	mtime, size, err := deleteConditions(r.Header)
+	if err != nil {
+		return err
+	}
 	vb, ok := s.versioning()
 	if !ok {
 		if err := s.be.DeleteObject(r.Context(), rc.bucket, rc.key); err != nil {
@@ -183,7 +186,7 @@ func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	}
 	res, err := vb.DeleteObjectVersion(r.Context(), driver.DeleteObjectInput{
 		Bucket: rc.bucket, Key: rc.key, VersionID: vid, IfMatch: r.Header.Get("If-Match"),
-		BypassGovernance: bypass,
+		IfMatchModTime: mtime, IfMatchSize: size, BypassGovernance: bypass,
 	})
 	if err != nil {
 		return err
@@ -228,7 +231,9 @@ func writeObjectHeaders(h http.Header, info driver.ObjectInfo, q url.Values, wit
 		}
 	}
 	for k, v := range info.Meta.UserMeta {
-		h["X-Amz-Meta-"+k] = []string{v} // keep the stored (lower-case) name
+		// Non-ASCII values go out RFC 2047-encoded, as AWS sends them
+		// (clients read header bytes as Latin-1); ASCII ones unchanged.
+		h["X-Amz-Meta-"+k] = []string{mime.BEncoding.Encode("UTF-8", v)} // keep the stored (lower-case) name
 	}
 	lockHeaders(h, info.Meta)
 	if n := len(info.Meta.Tags); n > 0 {
@@ -466,6 +471,7 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 		writeObjectHeaders(h, info, q, withChecksums && rng == nil)
 		sseHeaders(h, info.Meta.SSE, sp.keyMD5)
 		setVersionHeader(h, info.VersionID)
+		s.setExpiration(ctx, h, rc.bucket, vid, info)
 		status, length := http.StatusOK, info.Size
 		if rng != nil {
 			status, length = http.StatusPartialContent, rng.Length

@@ -225,12 +225,12 @@ func TestPutObjectErrors(t *testing.T) {
 		{"bad digest", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"Content-MD5": base64.StdEncoding.EncodeToString(make([]byte, 16))}}, 400, "BadDigest"},
 		{"invalid digest", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"Content-MD5": "notbase64!"}}, 400, "InvalidDigest"},
 		{"short digest", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"Content-MD5": "AAAA"}}, 400, "InvalidDigest"},
+		{"empty digest", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"Content-MD5": ""}}, 400, "InvalidDigest"},
 		{"bad crc32", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-checksum-crc32": "AAAAAA=="}}, 400, "BadDigest"},
 		{"malformed crc32", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-checksum-crc32": "zz"}}, 400, "InvalidRequest"},
 		{"metadata too large", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-meta-big": strings.Repeat("x", 2100)}}, 400, "MetadataTooLarge"},
 		{"bad tagging", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-tagging": "a=%zz"}}, 400, "InvalidArgument"},
 		{"key too long", req{method: "PUT", path: "/b/" + strings.Repeat("k", 1025), body: "data"}, 400, "KeyTooLongError"},
-		{"if-none-match etag", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"If-None-Match": `"abc"`}}, 501, "NotImplemented"},
 		{"sse-c over http", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-server-side-encryption-customer-algorithm": "AES256"}}, 400, "InvalidRequest"},
 		{"sse bogus", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-server-side-encryption": "bogus"}}, 400, "InvalidArgument"},
 		{"sse kms key without kms", req{method: "PUT", path: "/b/k", body: "data", hdr: map[string]string{"x-amz-server-side-encryption": "AES256", "x-amz-server-side-encryption-aws-kms-key-id": "k"}}, 400, "InvalidArgument"},
@@ -257,6 +257,10 @@ func TestPutObjectErrors(t *testing.T) {
 		t.Fatalf("conditional put: %s", res.body)
 	}
 	h.mustDo(req{method: "PUT", path: "/b/new", body: "x", hdr: map[string]string{"If-None-Match": "*"}}, 200)
+	// If-None-Match: <etag> (RGW): refused only when the current object has it.
+	etag := `"` + md5hex([]byte("data")) + `"`
+	h.mustDo(req{method: "PUT", path: "/b/k", body: "other", hdr: map[string]string{"If-None-Match": etag}}, 412)
+	h.mustDo(req{method: "PUT", path: "/b/k", body: "other", hdr: map[string]string{"If-None-Match": `"abc"`}}, 200)
 }
 
 func TestEntityTooLarge(t *testing.T) {

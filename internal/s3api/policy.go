@@ -82,10 +82,10 @@ type policyStatus struct {
 }
 
 func (s *Server) getBucketPolicyStatus(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	if rc.bauth.Policy == nil {
-		return s3err.New(s3err.ErrNoSuchBucketPolicy, "")
-	}
-	return writeXML(w, http.StatusOK, policyStatus{Xmlns: s3Namespace, IsPublic: rc.bauth.Policy.IsPublic()})
+	// As RGW: always answered, public when the policy or the ACL is (AWS
+	// answers NoSuchBucketPolicy without a policy and looks at it alone).
+	public := (rc.bauth.Policy != nil && rc.bauth.Policy.IsPublic()) || rc.bauth.ACL.IsPublic()
+	return writeXML(w, http.StatusOK, policyStatus{Xmlns: s3Namespace, IsPublic: public})
 }
 
 func (s *Server) getPublicAccessBlock(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
@@ -143,7 +143,16 @@ func (s *Server) putOwnershipControls(w http.ResponseWriter, r *http.Request, rc
 	if err != nil {
 		return s3err.Wrap(s3err.ErrMalformedXML, err)
 	}
-	err = s.be.UpdateBucketAccess(r.Context(), rc.bucket, func(_ driver.Instance, a *driver.BucketAccess) error {
+	err = s.be.UpdateBucketAccess(r.Context(), rc.bucket, func(inst driver.Instance, a *driver.BucketAccess) error {
+		// AWS: BucketOwnerEnforced only on a bucket whose ACL grants
+		// nothing beyond its owner.
+		if o.ACLsDisabled() && a.ACL != nil {
+			for _, g := range a.ACL.Grants {
+				if g.Grantee.Type != authz.GranteeCanonicalUser || g.Grantee.ID != inst.Owner {
+					return s3err.New(s3err.ErrInvalidBucketAclWithOwnership, "")
+				}
+			}
+		}
 		a.Ownership = o
 		return nil
 	})

@@ -294,9 +294,9 @@ func (s *Server) postObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	if !ok {
 		return missingField("key")
 	}
-	if _, ok := fv["bucket"]; !ok {
-		fv["bucket"] = rc.bucket
-	}
+	// The policy's $bucket is the bucket posted to, whatever a bucket
+	// field says: a form signed for another bucket fails its condition.
+	fv["bucket"] = rc.bucket
 	pr, err := postRequest(r.WithContext(ctx), fv)
 	if err != nil {
 		return err
@@ -361,11 +361,13 @@ func (s *Server) postResponse(w http.ResponseWriter, r *http.Request, rc *reqCtx
 		redirect = fv["redirect"]
 	}
 	if u, err := url.Parse(redirect); redirect != "" && err == nil && u.Scheme != "" && u.Host != "" {
-		q := u.Query()
-		q.Set("bucket", rc.bucket)
-		q.Set("key", key)
-		q.Set("etag", etag)
-		u.RawQuery = q.Encode()
+		// AWS appends bucket, key and etag in that order to the query as
+		// the form gave it (url.Values would sort and re-encode it).
+		add := "bucket=" + url.QueryEscape(rc.bucket) + "&key=" + url.QueryEscape(key) + "&etag=" + url.QueryEscape(etag)
+		if u.RawQuery != "" {
+			add = u.RawQuery + "&" + add
+		}
+		u.RawQuery = add
 		h.Set("Location", u.String())
 		w.WriteHeader(http.StatusSeeOther)
 		return nil

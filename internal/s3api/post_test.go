@@ -137,6 +137,10 @@ func TestPostObjectV2AndResponses(t *testing.T) {
 	if err != nil || u.Host != "app.test" || u.Query().Get("bucket") != "up" || u.Query().Get("key") != "c d" || u.Query().Get("etag") != `"`+md5hex([]byte("ccc"))+`"` || u.Query().Get("x") != "1" {
 		t.Fatalf("Location %q", res.header.Get("Location"))
 	}
+	// AWS's order: the form's own query, then bucket, key, etag.
+	if want := "x=1&bucket=up&key=c+d&etag=" + url.QueryEscape(`"`+md5hex([]byte("ccc"))+`"`); u.RawQuery != want {
+		t.Fatalf("redirect query %q, want %q", u.RawQuery, want)
+	}
 	// A wrong SigV2 signature.
 	f := v2Form(aliceKey, exp, []any{map[string]string{"key": "d"}}, formField{"key", "d"})
 	f[len(f)-1].value = sigv2.Sign("wrong", f[len(f)-2].value)
@@ -165,6 +169,8 @@ func TestPostObjectErrors(t *testing.T) {
 		{"starts-with failed", v4Form(aliceKey, exp, []any{[]any{"starts-with", "$key", "user/"}}, withKey), "x", 403, "AccessDenied", "Policy Condition failed"},
 		{"exact failed", v4Form(aliceKey, exp, key, formField{"key", "other"}), "x", 403, "AccessDenied", "Policy Condition failed"},
 		{"bucket failed", v4Form(aliceKey, exp, append([]any{map[string]string{"bucket": "elsewhere"}}, key...), withKey), "x", 403, "AccessDenied", "Policy Condition failed"},
+		// A form for another bucket, its bucket field included: refused.
+		{"form for another bucket", v4Form(aliceKey, exp, append([]any{map[string]string{"bucket": "elsewhere"}}, key...), withKey, formField{"bucket", "elsewhere"}), "x", 403, "AccessDenied", "Policy Condition failed"},
 		{"extra field", v4Form(aliceKey, exp, key, withKey, formField{"x-amz-meta-extra", "1"}), "x", 403, "AccessDenied", "Extra input fields: x-amz-meta-extra"},
 		{"too large", v4Form(aliceKey, exp, rng(2, 4), withKey), "12345", 400, "EntityTooLarge", ""},
 		{"too small", v4Form(aliceKey, exp, rng(2, 4), withKey), "1", 400, "EntityTooSmall", ""},

@@ -94,10 +94,42 @@ func (s *Server) route(r *http.Request, rc *reqCtx) route {
 	if r.Method == http.MethodOptions {
 		return route{op: "PreflightCors", h: s.preflight, selfAuth: true}
 	}
+	rt := s.objectRoute
 	if key == "" {
-		return s.bucketRoute(r, q)
+		rt = s.bucketRoute
 	}
-	return s.objectRoute(r, q)
+	return s.expectBucketOwner(rt(r, q))
+}
+
+// expectBucketOwner makes a bucket-scoped route check
+// x-amz-expected-bucket-owner (and, on copies, the source bucket's
+// x-amz-source-expected-bucket-owner) once authorize loaded the bucket:
+// another owner is 403 AccessDenied, as AWS answers on every operation
+// that takes the header.
+func (s *Server) expectBucketOwner(rt route) route {
+	h := rt.h
+	if h == nil || !rt.bucketScoped {
+		return rt
+	}
+	rt.h = func(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+		denied := s3err.New(s3err.ErrAccessDenied, "The bucket is not owned by the expected bucket owner.")
+		if v := r.Header.Get("x-amz-expected-bucket-owner"); v != "" && v != rc.binfo.Owner {
+			return denied
+		}
+		if v := r.Header.Get("x-amz-source-expected-bucket-owner"); v != "" && r.Header.Get("x-amz-copy-source") != "" {
+			src, err := parseCopySource(r.Header.Get("x-amz-copy-source"))
+			if err != nil {
+				return err
+			}
+			// Checked before the copy's own read check: any failure is the
+			// same AccessDenied, so nothing is learnt of other buckets.
+			if ba, err := s.be.BucketAuth(r.Context(), src.bucket); err != nil || ba.Info.Owner != v {
+				return denied
+			}
+		}
+		return h(w, r, rc)
+	}
+	return rt
 }
 
 // notImplemented answers 501 NotImplemented, only after the bucket check,

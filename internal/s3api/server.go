@@ -116,6 +116,7 @@ type Server struct {
 	be      Backend
 	log     *slog.Logger
 	metrics *metrics
+	lc      lifecycleCache // parsed documents for x-amz-expiration
 
 	ridPrefix string
 	ridSeq    atomic.Uint64

@@ -98,6 +98,15 @@ func setVersionHeader(h http.Header, vid string) {
 	}
 }
 
+// setWriteVersionHeader is setVersionHeader for the answer of a write
+// (PUT, copy, complete): a null version on a Suspended bucket is not
+// named, as AWS answers such writes without x-amz-version-id.
+func setWriteVersionHeader(h http.Header, vid string) {
+	if vid != "null" {
+		setVersionHeader(h, vid)
+	}
+}
+
 // writeEmptyOK answers 200 with no body (subresource PUTs and the like),
 // with x-amz-version-id when vid is set.
 func writeEmptyOK(w http.ResponseWriter, vid string) {
@@ -266,16 +275,13 @@ func (s *Server) listObjectVersions(w http.ResponseWriter, r *http.Request, rc *
 }
 
 // completeUpload completes through the versioning backend when there is one,
-// with If-None-Match: * / If-Match checked when the object is linked.
+// with If-None-Match / If-Match checked when the object is linked.
 func (s *Server) completeUpload(ctx context.Context, r *http.Request, rc *reqCtx, id string, parts []driver.CompletePart, sum driver.ObjectChecksum) (driver.ObjectInfo, error) {
 	vb, ok := s.versioning()
 	if !ok {
 		return s.be.CompleteMultipartUpload(ctx, rc.bucket, rc.key, id, parts, sum)
 	}
-	inm := strings.TrimSpace(r.Header.Get("If-None-Match"))
-	if inm != "" && inm != "*" {
-		return driver.ObjectInfo{}, s3err.New(s3err.ErrNotImplemented, "Conditional writes support only If-None-Match: *.")
-	}
+	inm := strings.TrimSpace(r.Header.Get("If-None-Match")) // "*" or an ETag (RGW)
 	return vb.CompleteMultipartUploadCond(ctx, rc.bucket, rc.key, id, parts, sum,
 		driver.Conditions{IfNoneMatch: inm, IfMatch: r.Header.Get("If-Match")})
 }

@@ -167,6 +167,7 @@ func TestPostFormFieldsAuthorized(t *testing.T) {
 	}
 	// BucketOwnerEnforced refuses ACLs.
 	h.mustDo(req{method: "DELETE", path: "/pf?publicAccessBlock"}, 204)
+	h.mustDo(req{method: "PUT", path: "/pf?acl", hdr: map[string]string{"x-amz-acl": "private"}}, 200)
 	h.mustDo(req{method: "PUT", path: "/pf?ownershipControls", body: `<OwnershipControls><Rule><ObjectOwnership>BucketOwnerEnforced</ObjectOwnership></Rule></OwnershipControls>`}, 200)
 	if res := h.postForm("pf", form(aliceKey, "enforced", formField{"acl", "public-read"}), "f", "x"); res.code() != "AccessControlListNotSupported" || h.be.buckets["pf"].objects["enforced"] != nil {
 		t.Fatalf("BucketOwnerEnforced: %d %s", res.status, res.body)

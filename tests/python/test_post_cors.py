@@ -159,3 +159,21 @@ def test_post_acl_field():
     status, _, data = post("enforced.txt", "public-read")
     assert status == 400 and b"<Code>AccessControlListNotSupported</Code>" in data, data
     assert not _exists(s3, b, "enforced.txt")
+
+
+def test_post_form_for_another_bucket():
+    """A form boto3 signed for one bucket, posted to another (its bucket
+    field included): the policy's bucket condition fails, nothing stored."""
+    s3 = client()
+    a, b = "posta-" + uuid.uuid4().hex[:10], "postb-" + uuid.uuid4().hex[:10]
+    s3.create_bucket(Bucket=a)
+    s3.create_bucket(Bucket=b)
+    p = s3.generate_presigned_post(b, "k.txt", ExpiresIn=600)
+    fields = dict(p["fields"], bucket=b)
+    body, ctype = multipart(fields, "f.txt", b"data")
+    status, _, data = send("POST", f"{ENDPOINT}/{a}", body, {"Content-Type": ctype})
+    assert status == 403 and b"<Code>AccessDenied</Code>" in data, data
+    assert not _exists(s3, a, "k.txt")
+    status, _, data = send("POST", p["url"], body, {"Content-Type": ctype})
+    assert status == 204, data
+    assert _exists(s3, b, "k.txt")

@@ -231,6 +231,35 @@ func (s *suite) versionConditions(t *testing.T) {
 		if err := c(mode, entry(k, 1, mode+"2"), bucketindex.VersionCond{IfETag: "e-" + mode + "1", IfExists: true}); err != nil {
 			t.Fatal(err)
 		}
+		// If-None-Match: <etag> refuses only the current ETag; IfTag
+		// only the current write.
+		if err := c(mode, entry(k, 1, mode+"3"), bucketindex.VersionCond{IfNoneETag: "e-" + mode + "2"}); !errors.Is(err, objstore.ErrCanceled) {
+			t.Fatalf("%s if-none-etag on the current etag: %v", mode, err)
+		}
+		if err := c(mode, entry(k, 1, mode+"3"), bucketindex.VersionCond{IfTag: mode + "1"}); !errors.Is(err, objstore.ErrCanceled) {
+			t.Fatalf("%s if-tag of a replaced write: %v", mode, err)
+		}
+		if err := c(mode, entry(k, 1, mode+"3"), bucketindex.VersionCond{IfNoneETag: "e-" + mode + "1", IfTag: mode + "2"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c(mode, entry(k+"-absent", 1, mode+"1"), bucketindex.VersionCond{IfTag: mode + "1"}); !errors.Is(err, objstore.ErrNotFound) {
+			t.Fatalf("%s if-tag on absent: %v", mode, err)
+		}
+		if err := c(mode, entry(k+"-absent", 1, mode+"1"), bucketindex.VersionCond{IfNoneETag: "e-x"}); err != nil {
+			t.Fatalf("%s if-none-etag on absent: %v", mode, err)
+		}
+		// UnlinkVersionIf with IfTag: only the write checked goes.
+		vid := bucketindex.NullVersion
+		if mode == bucketindex.ModeEnabled {
+			vr, err := ix.LinkVersion(ctx, mode, entry(k, 1, mode+"4"), bucketindex.VersionCond{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			vid = vr.Entry.VersionID
+		}
+		if _, err := ix.UnlinkVersionIf(ctx, k, vid, bucketindex.UnlinkCond{IfTag: mode + "1"}); !errors.Is(err, objstore.ErrCanceled) {
+			t.Fatalf("%s unlink if-tag of another write: %v", mode, err)
+		}
 	}
 	// Behind a delete marker the key is absent for the conditions.
 	m := entry("kenabled", 0, "m")

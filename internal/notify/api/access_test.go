@@ -74,6 +74,32 @@ func TestTopicAccess(t *testing.T) {
 	expect(t, s, b, 200)
 }
 
+// With topic-require-publish-policy off, only a topic without a Policy is
+// open to everyone; a Policy decides for its topic, its Deny included.
+func TestPublishCheckWithoutRequirement(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.RequirePublishPolicy = false })
+	for _, name := range []string{"open", "denied", "silent"} {
+		s, b := e.do(t, "alice", http.MethodPost, "/", snsBody("Action", "CreateTopic", "Name", name))
+		expect(t, s, b, 200)
+	}
+	setPolicy := func(name, pol string) {
+		s, b := e.do(t, "alice", http.MethodPost, "/", snsBody("Action", "SetTopicAttributes", "TopicArn", "arn:aws:sns:default::"+name,
+			"AttributeName", "Policy", "AttributeValue", pol))
+		expect(t, s, b, 200)
+	}
+	setPolicy("denied", `{"Statement":[{"Effect":"Deny","Principal":{"AWS":"bob"},"Action":"sns:Publish"}]}`)
+	setPolicy("silent", `{"Statement":[{"Effect":"Allow","Principal":{"AWS":"carol"},"Action":"sns:Publish"}]}`)
+	notif := func(name string) string {
+		return `<NotificationConfiguration><TopicConfiguration><Id>n</Id><Topic>arn:aws:sns:default::` + name + `</Topic></TopicConfiguration></NotificationConfiguration>`
+	}
+	s, b := e.do(t, "bob", http.MethodPut, "/bk1?notification", notif("open"))
+	expect(t, s, b, 200)
+	for _, name := range []string{"denied", "silent"} {
+		s, b = e.do(t, "bob", http.MethodPut, "/bk1?notification", notif(name))
+		expect(t, s, b, 403, "AccessDenied")
+	}
+}
+
 // ListTopics fills its pages past topics the caller may not see, and its
 // NextToken never names one of them.
 func TestListTopicsPagesSkipHidden(t *testing.T) {

@@ -43,7 +43,8 @@ func (a *API) PutBucketNotification(w http.ResponseWriter, r *http.Request, b dr
 
 // mayPublish refuses, with AccessDenied, a configuration naming a topic
 // the caller does not own unless the topic's Policy allows sns:Publish to
-// the caller (or RequirePublishPolicy is off, or the caller is an admin).
+// the caller (or RequirePublishPolicy is off and the topic has no Policy,
+// or the caller is an admin).
 // Missing topics are left to the service, which names them.
 func (a *API) mayPublish(ctx context.Context, c *config.Configuration) error {
 	caller, _ := a.opts.Caller(ctx)
@@ -60,9 +61,10 @@ func (a *API) mayPublish(ctx context.Context, c *config.Configuration) error {
 			return err
 		}
 		// Owners (and admins) may unless an explicit Deny binds them;
-		// others need sns:Publish from the Policy, unless that
-		// requirement is off.
-		if t.Owner != caller.User && !caller.Admin && !a.opts.RequirePublishPolicy {
+		// others need sns:Publish from the Policy. With the requirement
+		// off only a topic without a Policy is open to all (RGW): one
+		// with a Policy is decided by it, its Deny included.
+		if t.Owner != caller.User && !caller.Admin && !a.opts.RequirePublishPolicy && t.Settings.Policy == "" {
 			continue
 		}
 		if t.MayAccess(caller.principal(), caller.global(), topic.ActionPublish) {

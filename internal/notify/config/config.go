@@ -97,7 +97,7 @@ type xmlConfig struct {
 }
 
 type xmlTopicConfig struct {
-	ID     string     `xml:"Id"`
+	ID     *string    `xml:"Id"` // nil: absent (generated); "": refused (RGW)
 	Topic  string     `xml:"Topic"`
 	Events []string   `xml:"Event"`
 	Filter *xmlFilter `xml:"Filter,omitempty"`
@@ -153,7 +153,14 @@ func Parse(body []byte) (*Configuration, error) {
 }
 
 func parseTopic(x *xmlTopicConfig) (*TopicConfiguration, error) {
-	tc := &TopicConfiguration{ID: strings.TrimSpace(x.ID), TopicARN: strings.TrimSpace(x.Topic)}
+	tc := &TopicConfiguration{TopicARN: strings.TrimSpace(x.Topic)}
+	if x.ID != nil {
+		// AWS generates an Id when there is none; an Id element left
+		// empty is refused, as RGW refuses it.
+		if tc.ID = strings.TrimSpace(*x.ID); tc.ID == "" {
+			return nil, invalid("TopicConfiguration: empty Id")
+		}
+	}
 	if tc.TopicARN == "" {
 		return nil, invalid("TopicConfiguration %q: missing Topic", tc.ID)
 	}
@@ -304,7 +311,7 @@ func (c *Configuration) XML() []byte {
 }
 
 func (tc *TopicConfiguration) toXML() xmlTopicConfig {
-	x := xmlTopicConfig{ID: tc.ID, Topic: tc.TopicARN}
+	x := xmlTopicConfig{ID: &tc.ID, Topic: tc.TopicARN}
 	for _, e := range tc.Events {
 		x.Events = append(x.Events, string(e))
 	}

@@ -134,6 +134,7 @@ func TestParseErrors(t *testing.T) {
 		{`not xml`, CodeMalformedXML, ""},
 		{`<BucketLoggingStatus/>`, CodeMalformedXML, ""},
 		{tc(``), CodeInvalidArgument, "missing Topic"},
+		{`<NotificationConfiguration><TopicConfiguration><Id></Id>` + topicEl + `</TopicConfiguration></NotificationConfiguration>`, CodeInvalidArgument, "empty Id"},
 		{tc(`<Topic>arn:aws:sqs:default::t</Topic>`), CodeInvalidArgument, "topic ARN"},
 		{tc(topicEl + `<Event>s3:ObjectCreated:Get</Event>`), CodeInvalidArgument, "unknown event type"},
 		{tc(topicEl + `<Event>ObjectCreated:*</Event>`), CodeInvalidArgument, "unknown event type"},

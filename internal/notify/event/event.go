@@ -99,6 +99,10 @@ type Time struct{ time.Time }
 
 const timeLayout = "2006-01-02T15:04:05.000Z"
 
+// TimeLayout is eventTime's format (milliseconds, as RGW and AWS write
+// it); CloudEvents' ce-time uses it too, so both carry the same value.
+const TimeLayout = timeLayout
+
 // MarshalJSON implements json.Marshaler.
 func (t Time) MarshalJSON() ([]byte, error) {
 	return []byte(`"` + t.UTC().Format(timeLayout) + `"`), nil

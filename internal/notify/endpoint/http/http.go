@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairn-s3/cairn/internal/notify/event"
 	"github.com/cairn-s3/cairn/internal/notify/push"
 )
 
@@ -291,7 +292,7 @@ func (e *Endpoint) appendRequest(b []byte, msg *push.Message) ([]byte, error) {
 			b = append(b, "\r\n"...)
 		}
 		b = append(b, "ce-time: "...)
-		b = ce.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = ce.Time.UTC().AppendFormat(b, event.TimeLayout) // = the record's eventTime (RGW)
 		b = append(b, "\r\nce-subject: "...)
 		if !validHeaderValue(ce.Subject) {
 			return b, errors.New(`invalid header field value for "ce-subject"`)
