@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/cairn-s3/cairn/internal/notify/delivery"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -302,12 +303,13 @@ func TestEventsAcrossKills(t *testing.T) {
 				t.Errorf("round %d: %s: %d events delivered again (at most its one in flight may be)", round, key, n)
 			}
 		}
-		// In flight at a kill: the pushes not yet answered and the acks
-		// waiting for (or riding in) the removal op, which a stalled sync on
-		// a loaded machine lets grow for a while; not a whole wake gap of
-		// every shard's acks.
-		if dups > 6*workers {
-			t.Errorf("round %d: %d events delivered again with %d requests in flight at the kill", round, dups, workers)
+		// In flight at a kill, per shard: one list of pushes not yet
+		// answered and one removal op of acknowledged entries, each about
+		// WakeBatch (32) entries: the design's bound (3 shards here). The
+		// per-key checks above are the exact rule; this catches a removal
+		// that lags by more than one op.
+		if bound := 3 * 2 * delivery.DefaultWakeBatch; dups > bound {
+			t.Errorf("round %d: %d events delivered again, more than one list and one removal op per shard (%d)", round, dups, bound)
 		}
 		for _, r := range recs {
 			seen[r["eventId"].(string)] = true
@@ -315,9 +317,12 @@ func TestEventsAcrossKills(t *testing.T) {
 		perKill = append(perKill, dups)
 		totalDups += dups
 	}
-	if totalDups > kills*workers {
+	// Over the run: a few in-flight requests' worth per kill on average
+	// (12-20 per 10 kills on a quiet machine, ~100 at load 19; removing
+	// acked entries only once per wake gap gave 849).
+	if totalDups > 3*kills*workers {
 		t.Errorf("%d events delivered again over %d kills with %d requests in flight at each (at most %d expected)",
-			totalDups, kills, workers, kills*workers)
+			totalDups, kills, workers, 3*kills*workers)
 	}
 	t.Logf("%d kills: %d events delivered again (per kill %v), %d visible versions checked, %d without event, %d events in all",
 		kills, totalDups, perKill, totalChecked, totalMissing, len(rv.snapshot()))
