@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"github.com/cairn-s3/cairn/internal/ratelimit"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,6 +44,9 @@ type Instance struct {
 	CORS []CORSRule `json:"cors,omitempty"`
 	// Access is the bucket's access-control state (access.go).
 	Access BucketAccess `json:"access,omitzero"`
+	// Quota and RateLimit are the bucket's own (quota.go); nil: none.
+	Quota     *Quota           `json:"quota,omitempty"`
+	RateLimit *ratelimit.Limit `json:"ratelimit,omitempty"`
 }
 
 // entryPoint is the bucket name's record (namespace "root", object <name>).
@@ -121,6 +126,10 @@ func (d *Driver) CreateBucketWith(ctx context.Context, owner, name, location str
 	}
 	if objectLock {
 		inst.ObjectLock, inst.Versioning = true, VersioningEnabled
+	}
+	if q := d.opts.DefaultBucketQuota; q.Enabled {
+		q.Normalize()
+		inst.Quota = &q
 	}
 	ix := d.indexFor(inst)
 	if err := ix.Init(ctx); err != nil {

@@ -61,6 +61,15 @@ type Options struct {
 	// notification commit and reply), "after-unlink" (version removed,
 	// before its data is collected).
 	Failpoint func(point string)
+	// QuotaStatsTTL is how long a quota check trusts the index stats it
+	// read (plus what this gateway admitted since) before reading them
+	// again; 0 reads them at every check (RGW: rgw_bucket_quota_ttl).
+	QuotaStatsTTL time.Duration
+	// DefaultUserQuota and DefaultBucketQuota are given to new users and
+	// new buckets when enabled (RGW's rgw_user_default_quota_* and
+	// rgw_bucket_default_quota_*).
+	DefaultUserQuota   Quota
+	DefaultBucketQuota Quota
 }
 
 // ExitFailpoint returns a Failpoint that ends the process with status 137
@@ -123,8 +132,9 @@ type Driver struct {
 	buckets map[string]*bucketCacheEntry
 	akeys   keyCache
 
-	gc *collector
-	lc lcReg // lifecycle worker, set after construction
+	gc    *collector
+	lc    lcReg
+	quota quotaTracker // lifecycle worker, set after construction
 }
 
 // New opens the driver, creating the RGW pools when missing, and starts the

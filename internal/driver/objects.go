@@ -97,17 +97,29 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 	if err := d.lockForWrite(inst, &in.Meta); err != nil {
 		return ObjectInfo{}, err
 	}
+	qt, err := d.quotaAdmit(ctx, inst, 1, in.Size)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
 	res, err := d.reserve(ctx, inst, in.Key, in.EventName, in.Meta, in.Size)
 	if err != nil {
+		qt.cancel()
 		return ObjectInfo{}, err
 	}
 	tag := d.newTag()
 	run, sum, err := d.writeRun(ctx, tag, inst.ID+"/"+in.Key, in.Body, MaxPutSize)
-	if err == nil && in.Size >= 0 && run.Size != in.Size {
-		d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
-		err = ErrIncompleteBody
+	if err == nil {
+		if in.Size >= 0 && run.Size != in.Size {
+			err = ErrIncompleteBody
+		} else {
+			err = qt.grow(run.Size) // a body of unknown length
+		}
+		if err != nil {
+			d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
+		}
 	}
 	if err != nil {
+		qt.cancel()
 		abort(ctx, res)
 		return ObjectInfo{}, err
 	}
@@ -117,7 +129,7 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 		Owner: inst.Owner, Tag: tag, Manifest: bucketindex.Manifest{Runs: []bucketindex.Run{run}},
 	}
 	e.Meta, _ = json.Marshal(in.Meta)
-	return d.link(ctx, in.Bucket, e, putCond(in.IfNoneMatch, in.IfMatch), res, true)
+	return d.link(ctx, in.Bucket, e, putCond(in.IfNoneMatch, in.IfMatch), res, true, qt)
 }
 
 // putCond turns If-None-Match / If-Match of a write into index conditions.
@@ -153,7 +165,9 @@ func versionMode(state string) string {
 // failure the reservation is aborted and, when ownsData, the new data
 // removed (a multipart upload's parts stay with the upload). A retried link
 // (same tag) returns the version already linked.
-func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, cond bucketindex.VersionCond, res Reservation, ownsData bool) (ObjectInfo, error) {
+//
+// qt, the write's quota admission, is completed or cancelled here.
+func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, cond bucketindex.VersionCond, res Reservation, ownsData bool, qt *quotaTicket) (ObjectInfo, error) {
 	var vr bucketindex.VersionResult
 	var shard string
 	var state string
@@ -169,6 +183,7 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 		err = fmt.Errorf("tag %s linked twice", e.Tag) // fresh tags never repeat
 	}
 	if err != nil {
+		qt.cancel()
 		if ownsData {
 			d.removeObjects(context.WithoutCancel(ctx), e.Manifest.Objects())
 		}
@@ -182,6 +197,7 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 		return ObjectInfo{}, err
 	}
 	d.failpoint("after-link")
+	qt.done(len(vr.Freed) > 0)
 	for _, f := range vr.Freed {
 		d.gc.enqueue(shard, f.Tag, f.Manifest)
 	}
@@ -424,6 +440,7 @@ func (d *Driver) deleteVersion(ctx context.Context, inst Instance, in DeleteObje
 		return DeleteResult{}, err
 	}
 	d.failpoint("after-unlink")
+	d.quotaFreed(inst)
 	for _, f := range vr.Freed {
 		d.gc.enqueue(shard, f.Tag, f.Manifest)
 	}
@@ -463,7 +480,8 @@ func (d *Driver) deleteMarker(ctx context.Context, inst Instance, key, ifETag, e
 		res = nil
 	}
 	e := bucketindex.Entry{Key: key, ModTime: d.opts.Now().UTC(), Owner: inst.Owner, Tag: d.newTag(), Marker: true}
-	oi, err := d.link(ctx, inst.Name, e, bucketindex.VersionCond{IfETag: ifETag}, res, false)
+	oi, err := d.link(ctx, inst.Name, e, bucketindex.VersionCond{IfETag: ifETag}, res, false, nil)
+	d.quotaFreed(inst) // a marker is a version too: count it at the next check
 	if errors.Is(err, ErrNoSuchKey) {
 		return DeleteResult{}, ErrPreconditionFailed // If-Match and no current object
 	}

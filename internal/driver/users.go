@@ -52,6 +52,10 @@ func (d *Driver) CreateUser(ctx context.Context, u User) (User, error) {
 		u.DisplayName = u.ID
 	}
 	u.Created = d.opts.Now().UTC()
+	if q := d.opts.DefaultUserQuota; q.Enabled && u.UserQuota == nil {
+		q.Normalize()
+		u.UserQuota = &q
+	}
 	for i := range u.Keys {
 		u.Keys[i].User = u.ID
 		if len(u.Keys[i].AccessKey) < 3 || len(u.Keys[i].SecretKey) < 8 {

@@ -1,0 +1,547 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cairn-s3/cairn/internal/bucketindex"
+	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cairn-s3/cairn/internal/ratelimit"
+)
+
+// ErrQuotaExceeded refuses a write that would take a bucket or its owner
+// past an enabled quota (S3/RGW: 403 QuotaExceeded).
+var ErrQuotaExceeded = errors.New("quota exceeded")
+
+// Quota is RGW's quota spec: a user's own quota, the bucket-quota
+// template a user's buckets follow, or one bucket's quota. Negative
+// limits are unlimited (RGW's -1); 0 allows nothing.
+type Quota struct {
+	Enabled    bool  `json:"enabled"`
+	MaxSize    int64 `json:"max_size"`    // bytes
+	MaxSizeKB  int64 `json:"max_size_kb"` // max_size in KiB, as RGW reports it
+	MaxObjects int64 `json:"max_objects"`
+}
+
+// NoQuota is the quota of a user or bucket that never set one.
+var NoQuota = Quota{MaxSize: -1, MaxObjects: -1}
+
+// Normalize fills MaxSizeKB from MaxSize.
+func (q *Quota) Normalize() {
+	if q.MaxSize < 0 {
+		q.MaxSize, q.MaxSizeKB = -1, 0
+	} else {
+		q.MaxSizeKB = (q.MaxSize + 1023) / 1024
+	}
+	if q.MaxObjects < 0 {
+		q.MaxObjects = -1
+	}
+}
+
+func (q *Quota) orNone() Quota {
+	if q == nil {
+		return NoQuota
+	}
+	return *q
+}
+
+// limits reports whether q limits anything.
+func (q Quota) limits() bool { return q.Enabled && (q.MaxSize >= 0 || q.MaxObjects >= 0) }
+
+// allows reports whether usage objs/bytes stays within q.
+func (q Quota) allows(objs, bytes int64) bool {
+	if q.MaxObjects >= 0 && objs > q.MaxObjects {
+		return false
+	}
+	return q.MaxSize < 0 || bytes <= q.MaxSize
+}
+
+// UserLimits are the quota and rate-limit settings of a user record.
+type UserLimits struct {
+	UserQuota   Quota           `json:"user_quota"`
+	BucketQuota Quota           `json:"bucket_quota"`
+	RateLimit   ratelimit.Limit `json:"ratelimit"`
+}
+
+// Limits returns a user's quotas and rate limit (defaults when unset).
+func (u User) Limits() UserLimits {
+	return UserLimits{UserQuota: u.UserQuota.orNone(), BucketQuota: u.BucketQuota.orNone(), RateLimit: u.RateLimit.OrNone()}
+}
+
+// quotaTracker is this gateway's view of bucket and user usage for quota
+// checks: index stats read at most every QuotaStatsTTL, plus what this
+// gateway admitted since (in flight and completed). Completed writes
+// counted in both the stats and the local counters are counted twice
+// until the next refresh: the view errs on the safe side. Frees (deletes,
+// overwrites) are not counted locally; they mark the view stale instead.
+type quotaTracker struct {
+	mu    sync.Mutex
+	views map[string]*usageView // "b/<bucket id>", "u/<uid>"
+	users map[string]userLimitsEntry
+}
+
+type userLimitsEntry struct {
+	limits UserLimits
+	found  bool
+	loaded time.Time
+}
+
+type usageView struct {
+	rmu    sync.Mutex // one refresh at a time
+	base   [2]int64   // objects, bytes from the index stats
+	atBase [2]int64   // done when the stats read began
+	done   [2]int64   // completed admissions (cumulative)
+	flight [2]int64   // admitted, not yet completed
+	loaded time.Time
+	valid  bool
+}
+
+func (v *usageView) usage() [2]int64 {
+	return [2]int64{
+		v.base[0] + v.done[0] - v.atBase[0] + v.flight[0],
+		v.base[1] + v.done[1] - v.atBase[1] + v.flight[1],
+	}
+}
+
+// userLimitsTTL bounds how long a gateway trusts a cached user's limits
+// (changes through this gateway apply at once), as the key cache does.
+const userLimitsTTL = 5 * time.Second
+
+// userLimits returns uid's limits, cached.
+func (d *Driver) userLimits(ctx context.Context, uid string) (UserLimits, bool, error) {
+	now := d.opts.Now()
+	t := &d.quota
+	t.mu.Lock()
+	e, ok := t.users[uid]
+	t.mu.Unlock()
+	if ok && now.Sub(e.loaded) < userLimitsTTL && !now.Before(e.loaded) {
+		return e.limits, e.found, nil
+	}
+	u, err := d.GetUser(ctx, uid)
+	found := err == nil
+	if err != nil && !errors.Is(err, ErrNoSuchUser) {
+		return UserLimits{}, false, err
+	}
+	l := u.Limits()
+	t.mu.Lock()
+	if t.users == nil || len(t.users) >= keyCacheMax {
+		t.users = map[string]userLimitsEntry{}
+	}
+	t.users[uid] = userLimitsEntry{limits: l, found: found, loaded: now}
+	t.mu.Unlock()
+	return l, found, nil
+}
+
+// UserLimits returns uid's quotas and rate limit as this gateway enforces
+// them (cached up to 5 s; changes made through this gateway at once).
+func (d *Driver) UserLimits(ctx context.Context, uid string) (UserLimits, error) {
+	l, _, err := d.userLimits(ctx, uid)
+	return l, err
+}
+
+func (d *Driver) forgetUserLimits(uid string) {
+	d.quota.mu.Lock()
+	delete(d.quota.users, uid)
+	delete(d.quota.views, "u/"+uid)
+	d.quota.mu.Unlock()
+}
+
+// quotaTicket is one admitted write's share of the views.
+type quotaTicket struct {
+	d     *Driver
+	views []*usageView
+	quota []Quota
+	n     [2]int64
+}
+
+// quotaAdmit admits a write adding objs objects and size bytes to inst
+// (size < 0: not known yet, see grow), or returns ErrQuotaExceeded. A nil
+// ticket means no quota applies. The caller ends the ticket with done or
+// cancel.
+func (d *Driver) quotaAdmit(ctx context.Context, inst Instance, objs, size int64) (*quotaTicket, error) {
+	ul, _, err := d.userLimits(ctx, inst.Owner)
+	if err != nil {
+		return nil, err
+	}
+	bq := inst.Quota.orNone()
+	if !bq.Enabled {
+		bq = ul.BucketQuota // the owner's template for buckets without their own
+	}
+	t := &quotaTicket{d: d}
+	if bq.limits() {
+		v, err := d.usageView(ctx, "b/"+inst.ID, func(ctx context.Context) ([2]int64, error) { return d.bucketUsage(ctx, inst.Name) })
+		if err != nil {
+			return nil, err
+		}
+		t.views, t.quota = append(t.views, v), append(t.quota, bq)
+	}
+	if ul.UserQuota.limits() {
+		v, err := d.usageView(ctx, "u/"+inst.Owner, func(ctx context.Context) ([2]int64, error) { return d.userUsage(ctx, inst.Owner) })
+		if err != nil {
+			return nil, err
+		}
+		t.views, t.quota = append(t.views, v), append(t.quota, ul.UserQuota)
+	}
+	if len(t.views) == 0 {
+		return nil, nil
+	}
+	if size < 0 {
+		size = 0
+	}
+	if err := t.add(objs, size); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// add checks every view with n more and takes it, all or nothing.
+func (t *quotaTicket) add(objs, size int64) error {
+	tr := &t.d.quota
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for i, v := range t.views {
+		u := v.usage()
+		if !t.quota[i].allows(u[0]+objs, u[1]+size) {
+			return fmt.Errorf("%w: %d objects and %d bytes used, limit %d objects and %d bytes",
+				ErrQuotaExceeded, u[0], u[1], t.quota[i].MaxObjects, t.quota[i].MaxSize)
+		}
+	}
+	for _, v := range t.views {
+		v.flight[0] += objs
+		v.flight[1] += size
+	}
+	t.n[0] += objs
+	t.n[1] += size
+	return nil
+}
+
+// grow re-checks once the real size is known (a body of unknown length).
+func (t *quotaTicket) grow(size int64) error {
+	if t == nil || size <= t.n[1] {
+		return nil
+	}
+	return t.add(0, size-t.n[1])
+}
+
+// done moves the ticket to the completed counters; freed says the write
+// replaced data (the stats will shrink: refresh at the next check).
+func (t *quotaTicket) done(freed bool) {
+	if t == nil {
+		return
+	}
+	tr := &t.d.quota
+	tr.mu.Lock()
+	for _, v := range t.views {
+		v.flight[0] -= t.n[0]
+		v.flight[1] -= t.n[1]
+		v.done[0] += t.n[0]
+		v.done[1] += t.n[1]
+		if freed {
+			v.valid = false
+		}
+	}
+	tr.mu.Unlock()
+}
+
+func (t *quotaTicket) cancel() {
+	if t == nil {
+		return
+	}
+	tr := &t.d.quota
+	tr.mu.Lock()
+	for _, v := range t.views {
+		v.flight[0] -= t.n[0]
+		v.flight[1] -= t.n[1]
+	}
+	tr.mu.Unlock()
+}
+
+// quotaFreed marks the views of a bucket and its owner stale after a
+// delete: the next check reads the stats again.
+func (d *Driver) quotaFreed(inst Instance) {
+	tr := &d.quota
+	tr.mu.Lock()
+	if v := tr.views["b/"+inst.ID]; v != nil {
+		v.valid = false
+	}
+	if v := tr.views["u/"+inst.Owner]; v != nil {
+		v.valid = false
+	}
+	tr.mu.Unlock()
+}
+
+// usageView returns the view named key, refreshed when older than the
+// stats TTL (or marked stale).
+func (d *Driver) usageView(ctx context.Context, key string, read func(context.Context) ([2]int64, error)) (*usageView, error) {
+	tr := &d.quota
+	tr.mu.Lock()
+	if tr.views == nil {
+		tr.views = map[string]*usageView{}
+	}
+	v := tr.views[key]
+	if v == nil {
+		v = &usageView{}
+		tr.views[key] = v
+	}
+	fresh := func() bool {
+		now := d.opts.Now()
+		return v.valid && d.opts.QuotaStatsTTL > 0 && now.Sub(v.loaded) < d.opts.QuotaStatsTTL && !now.Before(v.loaded)
+	}
+	ok := fresh()
+	tr.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v.rmu.Lock()
+	defer v.rmu.Unlock()
+	tr.mu.Lock()
+	ok = fresh() && d.opts.QuotaStatsTTL > 0
+	at := v.done
+	tr.mu.Unlock()
+	if ok { // another request refreshed it while this one waited
+		return v, nil
+	}
+	started := d.opts.Now()
+	u, err := read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tr.mu.Lock()
+	v.base, v.atBase, v.loaded, v.valid = u, at, started, true
+	tr.mu.Unlock()
+	return v, nil
+}
+
+// bucketUsage is what quotas count of a bucket: every stored version
+// (noncurrent ones and delete markers included, as RGW counts them).
+func (d *Driver) bucketUsage(ctx context.Context, name string) ([2]int64, error) {
+	var st bucketindex.Stats
+	err := d.withIndex(ctx, name, func(_ Instance, ix bucketindex.Index) error {
+		var err error
+		st, err = ix.Stats(ctx)
+		return err
+	})
+	return [2]int64{int64(st.NumVersions), int64(st.VersionSize)}, err
+}
+
+// userUsage sums bucketUsage over the user's buckets.
+func (d *Driver) userUsage(ctx context.Context, uid string) ([2]int64, error) {
+	bs, err := d.ListBuckets(ctx, uid)
+	if err != nil {
+		return [2]int64{}, err
+	}
+	var sum [2]int64
+	for _, b := range bs {
+		u, err := d.bucketUsage(ctx, b.Name)
+		if errors.Is(err, ErrNoSuchBucket) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return [2]int64{}, err
+		}
+		sum[0] += u[0]
+		sum[1] += u[1]
+	}
+	return sum, nil
+}
+
+// UserStats is a user's usage summed over its buckets (radosgw-admin user
+// stats).
+type UserStats struct {
+	NumObjects int64 `json:"num_objects"`
+	Size       int64 `json:"size"`
+}
+
+// UserUsageStats reads a user's usage from the index stats now.
+func (d *Driver) UserUsageStats(ctx context.Context, uid string) (UserStats, error) {
+	u, err := d.userUsage(ctx, uid)
+	return UserStats{NumObjects: u[0], Size: u[1]}, err
+}
+
+// UpdateUser rewrites a user record with fn, guarded by the record's
+// version (retried when another writer got there first), and drops this
+// gateway's cached copies of it.
+func (d *Driver) UpdateUser(ctx context.Context, uid string, fn func(*User) error) (User, error) {
+	for attempt := 0; attempt < 20; attempt++ {
+		op := objstore.NewReadOp()
+		st := op.Stat()
+		r := op.Read(0, 0)
+		err := d.users().OperateRead(ctx, uid, op)
+		if errors.Is(err, objstore.ErrNotFound) || uid == "" {
+			return User{}, ErrNoSuchUser
+		}
+		if err != nil {
+			return User{}, err
+		}
+		var u User
+		if err := json.Unmarshal(r.Data, &u); err != nil {
+			return User{}, fmt.Errorf("user %s: %w", uid, err)
+		}
+		if err := fn(&u); err != nil {
+			return User{}, err
+		}
+		body, _ := json.Marshal(u)
+		err = d.users().Operate(ctx, uid, objstore.NewWriteOp().AssertVersion(st.Stat.Version).WriteFull(body))
+		d.akeys.forget(u.Keys)
+		d.forgetUserLimits(uid)
+		if errors.Is(err, objstore.ErrCanceled) {
+			continue
+		}
+		return u, err
+	}
+	return User{}, fmt.Errorf("user %s: record kept changing", uid)
+}
+
+// UpdateBucketInstance rewrites a bucket instance with fn, guarded by its
+// version (retried on a concurrent change).
+func (d *Driver) UpdateBucketInstance(ctx context.Context, name string, fn func(*Instance) error) (Instance, error) {
+	for attempt := 0; attempt < 20; attempt++ {
+		ep, err := d.readEntryPoint(ctx, name)
+		if err != nil {
+			return Instance{}, err
+		}
+		inst, ver, err := d.ReadInstance(ctx, ep.ID)
+		if err != nil {
+			return Instance{}, err
+		}
+		if err := fn(&inst); err != nil {
+			return Instance{}, err
+		}
+		err = d.WriteInstance(ctx, inst, ver)
+		if !errors.Is(err, objstore.ErrCanceled) {
+			return inst, err
+		}
+	}
+	return Instance{}, fmt.Errorf("bucket %s: instance kept changing", name)
+}
+
+// QuotaScope names what a quota applies to: a user's own total, or
+// buckets (one bucket, or the user's template for its buckets).
+const (
+	QuotaScopeUser   = "user"
+	QuotaScopeBucket = "bucket"
+)
+
+// SetQuota changes a quota with fn: scope "user" (uid's total), scope
+// "bucket" without bucket (uid's template for its buckets), or bucket's
+// own quota (uid, when given, must own it). It returns the new quota.
+func (d *Driver) SetQuota(ctx context.Context, scope, uid, bucket string, fn func(*Quota)) (Quota, error) {
+	var out Quota
+	apply := func(p **Quota) {
+		q := (*p).orNone()
+		fn(&q)
+		q.Normalize()
+		*p, out = &q, q
+	}
+	switch {
+	case scope == QuotaScopeBucket && bucket != "":
+		_, err := d.UpdateBucketInstance(ctx, bucket, func(inst *Instance) error {
+			if uid != "" && inst.Owner != uid {
+				return fmt.Errorf("%w: bucket %s is not owned by %s", ErrInvalidArgument, bucket, uid)
+			}
+			apply(&inst.Quota)
+			return nil
+		})
+		return out, err
+	case scope == QuotaScopeBucket || scope == QuotaScopeUser:
+		_, err := d.UpdateUser(ctx, uid, func(u *User) error {
+			if scope == QuotaScopeUser {
+				apply(&u.UserQuota)
+			} else {
+				apply(&u.BucketQuota)
+			}
+			return nil
+		})
+		return out, err
+	}
+	return Quota{}, fmt.Errorf("%w: quota scope %q (want user or bucket)", ErrInvalidArgument, scope)
+}
+
+// GetQuota returns the quota SetQuota names.
+func (d *Driver) GetQuota(ctx context.Context, scope, uid, bucket string) (Quota, error) {
+	switch {
+	case scope == QuotaScopeBucket && bucket != "":
+		inst, err := d.Instance(ctx, bucket)
+		if err != nil {
+			return Quota{}, err
+		}
+		return inst.Quota.orNone(), nil
+	case scope == QuotaScopeBucket || scope == QuotaScopeUser:
+		u, err := d.GetUser(ctx, uid)
+		if err != nil {
+			return Quota{}, err
+		}
+		if scope == QuotaScopeUser {
+			return u.UserQuota.orNone(), nil
+		}
+		return u.BucketQuota.orNone(), nil
+	}
+	return Quota{}, fmt.Errorf("%w: quota scope %q (want user or bucket)", ErrInvalidArgument, scope)
+}
+
+// SetRateLimit changes the rate limit of a user (scope "user") or a
+// bucket (scope "bucket") with fn and returns it.
+func (d *Driver) SetRateLimit(ctx context.Context, scope, uid, bucket string, fn func(*ratelimit.Limit)) (ratelimit.Limit, error) {
+	var out ratelimit.Limit
+	apply := func(p **ratelimit.Limit) {
+		l := (*p).OrNone()
+		fn(&l)
+		*p, out = &l, l
+	}
+	switch scope {
+	case QuotaScopeBucket:
+		if bucket == "" {
+			return out, fmt.Errorf("%w: bucket rate limits need a bucket", ErrInvalidArgument)
+		}
+		_, err := d.UpdateBucketInstance(ctx, bucket, func(inst *Instance) error { apply(&inst.RateLimit); return nil })
+		return out, err
+	case QuotaScopeUser:
+		_, err := d.UpdateUser(ctx, uid, func(u *User) error { apply(&u.RateLimit); return nil })
+		return out, err
+	}
+	return out, fmt.Errorf("%w: ratelimit scope %q (want user or bucket)", ErrInvalidArgument, scope)
+}
+
+// GetRateLimit returns the rate limit SetRateLimit names.
+func (d *Driver) GetRateLimit(ctx context.Context, scope, uid, bucket string) (ratelimit.Limit, error) {
+	switch scope {
+	case QuotaScopeBucket:
+		inst, err := d.Instance(ctx, bucket)
+		if err != nil {
+			return ratelimit.Limit{}, err
+		}
+		return inst.RateLimit.OrNone(), nil
+	case QuotaScopeUser:
+		u, err := d.GetUser(ctx, uid)
+		if err != nil {
+			return ratelimit.Limit{}, err
+		}
+		return u.RateLimit.OrNone(), nil
+	}
+	return ratelimit.Limit{}, fmt.Errorf("%w: ratelimit scope %q (want user or bucket)", ErrInvalidArgument, scope)
+}
+
+// RateLimits returns the limits a request on bucket (may be "") by uid
+// (may be "", anonymous) is held to: the user's and the bucket's, as this
+// gateway caches them.
+func (d *Driver) RateLimits(ctx context.Context, uid, bucket string) (user, bkt ratelimit.Limit, err error) {
+	if uid != "" {
+		ul, _, err := d.userLimits(ctx, uid)
+		if err != nil {
+			return user, bkt, err
+		}
+		user = ul.RateLimit
+	}
+	if bucket != "" {
+		inst, err := d.Instance(ctx, bucket)
+		if err != nil && !errors.Is(err, ErrNoSuchBucket) {
+			return user, bkt, err
+		}
+		bkt = inst.RateLimit.OrNone()
+	}
+	return user, bkt, nil
+}
