@@ -74,6 +74,8 @@ const (
 	// an action of its own: only the bucket owner (and admins) may call it;
 	// no policy statement can name it.
 	CairnBucketOwnerOnly
+	// CairnGetUsage is RGW's GET /?usage: a user reads its own usage log.
+	CairnGetUsage
 
 	// SNS.
 	SNSCreateTopic
@@ -91,6 +93,10 @@ const (
 	AdminTopicsRead
 	AdminTopicsWrite
 	AdminRados
+	AdminRateLimitRead
+	AdminRateLimitWrite
+	AdminUsageRead
+	AdminUsageWrite
 
 	numActions
 )
@@ -192,6 +198,7 @@ var actions = [numActions]actionInfo{
 	S3BypassGovernanceRetention:  {"s3:BypassGovernanceRetention", ScopeObject, 0, 0},
 
 	CairnBucketOwnerOnly: {"cairn:BucketOwnerOnly", ScopeBucket, 0, 0},
+	CairnGetUsage:        {"cairn:GetUsage", ScopeService, 0, 0},
 
 	SNSCreateTopic:        {"sns:CreateTopic", ScopeService, 0, 0},
 	SNSDeleteTopic:        {"sns:DeleteTopic", ScopeTopic, 0, 0},
@@ -207,6 +214,11 @@ var actions = [numActions]actionInfo{
 	AdminTopicsRead:   {"admin:topics-read", ScopeAdmin, 0, 0},
 	AdminTopicsWrite:  {"admin:topics-write", ScopeAdmin, 0, 0},
 	AdminRados:        {"admin:rados", ScopeAdmin, 0, 0},
+
+	AdminRateLimitRead:  {"admin:ratelimit-read", ScopeAdmin, 0, 0},
+	AdminRateLimitWrite: {"admin:ratelimit-write", ScopeAdmin, 0, 0},
+	AdminUsageRead:      {"admin:usage-read", ScopeAdmin, 0, 0},
+	AdminUsageWrite:     {"admin:usage-write", ScopeAdmin, 0, 0},
 }
 
 // String returns the action's reference name, e.g. "s3:GetObject".

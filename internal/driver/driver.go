@@ -124,6 +124,7 @@ type Driver struct {
 	meta  objstore.IOContext
 	index objstore.IOContext
 	data  objstore.IOContext
+	logIO objstore.IOContext
 
 	bootID string
 	seq    atomic.Uint64
@@ -160,6 +161,9 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 	if d.data, err = opts.Store.IOContext(ctx, PoolData); err != nil {
 		return nil, err
 	}
+	if d.logIO, err = opts.Store.IOContext(ctx, PoolLog); err != nil {
+		return nil, err
+	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	// Time first, so names from later boots sort later (orphan sweeps by boot).
@@ -179,6 +183,12 @@ func (d *Driver) Close() error {
 func (d *Driver) IndexIO() objstore.IOContext { return d.index }
 func (d *Driver) DataIO() objstore.IOContext  { return d.data }
 func (d *Driver) MetaIO() objstore.IOContext  { return d.meta }
+
+// LogIO is the log pool (usage log, notification queues).
+func (d *Driver) LogIO() objstore.IOContext { return d.logIO }
+
+// BootID names this process's writes (unique per boot).
+func (d *Driver) BootID() string { return d.bootID }
 
 // newTag returns a name unique to this write: boot id + sequence.
 func (d *Driver) newTag() string {

@@ -82,6 +82,8 @@ var opActions = map[string]authz.Action{
 	"GET_notification":    authz.S3GetBucketNotification,
 	"PUT_notification":    authz.S3PutBucketNotification,
 	"DELETE_notification": authz.S3PutBucketNotification,
+	// RGW's GET /?usage: the caller's own usage log.
+	"GetUsage": authz.CairnGetUsage,
 }
 
 // opAction returns the action of a route's op; with a versionId the
@@ -378,6 +380,10 @@ func adminAction(method, path string) authz.Action {
 		return pick(authz.AdminBucketsRead, authz.AdminBucketsWrite)
 	case "topic", "notification":
 		return pick(authz.AdminTopicsRead, authz.AdminTopicsWrite)
+	case "ratelimit":
+		return pick(authz.AdminRateLimitRead, authz.AdminRateLimitWrite)
+	case "usage":
+		return pick(authz.AdminUsageRead, authz.AdminUsageWrite)
 	}
 	return authz.AdminRados
 }

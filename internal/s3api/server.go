@@ -18,7 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/ratelimit"
 	"github.com/cairn-s3/cairn/internal/s3err"
+	"github.com/cairn-s3/cairn/internal/usage"
 )
 
 // DefaultMaxHeaderBytes is S3's documented request-header limit (8 KB).
@@ -53,6 +55,13 @@ type Config struct {
 	HostID string
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Limits serves quotas and rate limits (admin API, HeadBucket's
+	// X-RGW-Quota-* headers); nil: those admin routes answer NotImplemented.
+	Limits Limits
+	// RateLimiter enforces the rate limits Limits returns; nil: none.
+	RateLimiter *ratelimit.Limiter
+	// Usage is the usage log every S3 request is counted in; nil: none.
+	Usage *usage.Log
 }
 
 // Validate reports every problem with c.
@@ -195,6 +204,10 @@ type reqCtx struct {
 	// errCode is the S3 error code sent, for the log line.
 	errCode string
 	cause   error
+	// kind is the route's kind; rlKeys the rate limits the request was
+	// admitted under (its bytes are charged when it ends).
+	kind   routeKind
+	rlKeys []ratelimit.Key
 }
 
 // ServeHTTP implements http.Handler.
@@ -203,6 +216,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := &reqCtx{id: s.newRequestID(), op: "Unknown", decodedLength: -1}
 	rw := &statusWriter{ResponseWriter: w}
 	r = s.guardBody(w, r)
+	var body *countingBody
+	if r.Body != nil && r.Body != http.NoBody {
+		body = &countingBody{ReadCloser: r.Body}
+		r.Body = body
+	}
 	h := w.Header()
 	h.Set("x-amz-request-id", rc.id)
 	h.Set("x-amz-id-2", s.cfg.HostID)
@@ -215,6 +233,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	dur := s.cfg.Now().Sub(start)
 	s.metrics.observe(rc.op, rw.status, dur)
+	var received int64
+	if body != nil {
+		received = body.n
+	}
+	s.account(r, rc, rc.kind, rw.status, rw.bytes, received)
 	level := slog.LevelInfo
 	if rw.status >= 500 {
 		level = slog.LevelError
@@ -248,7 +271,7 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 		return
 	}
 	rt := s.route(r, rc)
-	rc.op = rt.op
+	rc.op, rc.kind = rt.op, rt.kind
 	if rt.kind == kindS3 && r.Method != http.MethodOptions {
 		s.applyCORS(w, r, rc.bucket)
 	}
@@ -313,6 +336,10 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 		s.log.Warn("route without an authz action; using a fallback", "op", rt.op, "action", act.String())
 	}
 	if err := s.authorize(r, rc, act); err != nil {
+		s.writeError(w, r, rc, err)
+		return
+	}
+	if err := s.admitRate(r, rc); err != nil {
 		s.writeError(w, r, rc, err)
 		return
 	}
