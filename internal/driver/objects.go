@@ -197,7 +197,7 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 		return ObjectInfo{}, err
 	}
 	d.failpoint("after-link")
-	qt.done(len(vr.Freed) > 0)
+	qt.done(vr.Freed)
 	for _, f := range vr.Freed {
 		d.gc.enqueue(shard, f.Tag, f.Manifest)
 	}
@@ -440,7 +440,7 @@ func (d *Driver) deleteVersion(ctx context.Context, inst Instance, in DeleteObje
 		return DeleteResult{}, err
 	}
 	d.failpoint("after-unlink")
-	d.quotaFreed(inst)
+	d.quotaFreed(inst, vr.Freed)
 	for _, f := range vr.Freed {
 		d.gc.enqueue(shard, f.Tag, f.Manifest)
 	}
@@ -481,7 +481,7 @@ func (d *Driver) deleteMarker(ctx context.Context, inst Instance, key, ifETag, e
 	}
 	e := bucketindex.Entry{Key: key, ModTime: d.opts.Now().UTC(), Owner: inst.Owner, Tag: d.newTag(), Marker: true}
 	oi, err := d.link(ctx, inst.Name, e, bucketindex.VersionCond{IfETag: ifETag}, res, false, nil)
-	d.quotaFreed(inst) // a marker is a version too: count it at the next check
+	d.quotaFreed(inst, nil) // a marker is a version too: count it at the next check
 	if errors.Is(err, ErrNoSuchKey) {
 		return DeleteResult{}, ErrPreconditionFailed // If-Match and no current object
 	}

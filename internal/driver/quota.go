@@ -74,10 +74,11 @@ func (u User) Limits() UserLimits {
 
 // quotaTracker is this gateway's view of bucket and user usage for quota
 // checks: index stats read at most every QuotaStatsTTL, plus what this
-// gateway admitted since (in flight and completed). Completed writes
-// counted in both the stats and the local counters are counted twice
-// until the next refresh: the view errs on the safe side. Frees (deletes,
-// overwrites) are not counted locally; they mark the view stale instead.
+// gateway admitted since (in flight and completed), less what it freed
+// since. A write completing while the stats are read may be counted in
+// both until the next refresh, a free completing then in neither: the
+// view errs on the safe side. Delete markers (a version, not admitted)
+// mark the view stale instead.
 type quotaTracker struct {
 	mu    sync.Mutex
 	views map[string]*usageView // "b/<bucket id>", "u/<uid>"
@@ -96,14 +97,16 @@ type usageView struct {
 	atBase [2]int64   // done when the stats read began
 	done   [2]int64   // completed admissions (cumulative)
 	flight [2]int64   // admitted, not yet completed
+	freed  [2]int64   // versions this gateway removed (cumulative)
+	atFree [2]int64   // freed when the stats read ended
 	loaded time.Time
 	valid  bool
 }
 
 func (v *usageView) usage() [2]int64 {
 	return [2]int64{
-		v.base[0] + v.done[0] - v.atBase[0] + v.flight[0],
-		v.base[1] + v.done[1] - v.atBase[1] + v.flight[1],
+		v.base[0] + v.done[0] - v.atBase[0] - (v.freed[0] - v.atFree[0]) + v.flight[0],
+		v.base[1] + v.done[1] - v.atBase[1] - (v.freed[1] - v.atFree[1]) + v.flight[1],
 	}
 }
 
@@ -227,12 +230,13 @@ func (t *quotaTicket) grow(size int64) error {
 	return t.add(0, size-t.n[1])
 }
 
-// done moves the ticket to the completed counters; freed says the write
-// replaced data (the stats will shrink: refresh at the next check).
-func (t *quotaTicket) done(freed bool) {
+// done moves the ticket to the completed counters, with the versions the
+// write replaced (an overwrite) as freed.
+func (t *quotaTicket) done(freed []bucketindex.Entry) {
 	if t == nil {
 		return
 	}
+	f := freedUsage(freed)
 	tr := &t.d.quota
 	tr.mu.Lock()
 	for _, v := range t.views {
@@ -240,11 +244,19 @@ func (t *quotaTicket) done(freed bool) {
 		v.flight[1] -= t.n[1]
 		v.done[0] += t.n[0]
 		v.done[1] += t.n[1]
-		if freed {
-			v.valid = false
-		}
+		v.freed[0] += f[0]
+		v.freed[1] += f[1]
 	}
 	tr.mu.Unlock()
+}
+
+func freedUsage(freed []bucketindex.Entry) [2]int64 {
+	var f [2]int64
+	for _, e := range freed {
+		f[0]++
+		f[1] += e.Size
+	}
+	return f
 }
 
 func (t *quotaTicket) cancel() {
@@ -260,16 +272,21 @@ func (t *quotaTicket) cancel() {
 	tr.mu.Unlock()
 }
 
-// quotaFreed marks the views of a bucket and its owner stale after a
-// delete: the next check reads the stats again.
-func (d *Driver) quotaFreed(inst Instance) {
+// quotaFreed counts versions a delete removed in the views of the bucket
+// and its owner; with none (a delete marker was added) it marks them
+// stale, so the next check reads the stats again.
+func (d *Driver) quotaFreed(inst Instance, freed []bucketindex.Entry) {
+	f := freedUsage(freed)
 	tr := &d.quota
 	tr.mu.Lock()
-	if v := tr.views["b/"+inst.ID]; v != nil {
-		v.valid = false
-	}
-	if v := tr.views["u/"+inst.Owner]; v != nil {
-		v.valid = false
+	for _, k := range []string{"b/" + inst.ID, "u/" + inst.Owner} {
+		if v := tr.views[k]; v != nil {
+			if len(freed) == 0 {
+				v.valid = false
+			}
+			v.freed[0] += f[0]
+			v.freed[1] += f[1]
+		}
 	}
 	tr.mu.Unlock()
 }
@@ -296,13 +313,16 @@ func (d *Driver) usageView(ctx context.Context, key string, read func(context.Co
 	if ok {
 		return v, nil
 	}
+	arrived := d.opts.Now()
 	v.rmu.Lock()
 	defer v.rmu.Unlock()
 	tr.mu.Lock()
-	ok = fresh() && d.opts.QuotaStatsTTL > 0
+	// A read that began after this request arrived is as fresh as one of
+	// its own: concurrent checks share it (with a TTL of 0 too).
+	ok = fresh() || (v.valid && !v.loaded.Before(arrived))
 	at := v.done
 	tr.mu.Unlock()
-	if ok { // another request refreshed it while this one waited
+	if ok {
 		return v, nil
 	}
 	started := d.opts.Now()
@@ -311,7 +331,9 @@ func (d *Driver) usageView(ctx context.Context, key string, read func(context.Co
 		return nil, err
 	}
 	tr.mu.Lock()
-	v.base, v.atBase, v.loaded, v.valid = u, at, started, true
+	// Frees that completed during the read are not subtracted (the stats
+	// may or may not show them): safe.
+	v.base, v.atBase, v.atFree, v.loaded, v.valid = u, at, v.freed, started, true
 	tr.mu.Unlock()
 	return v, nil
 }

@@ -125,3 +125,41 @@ func TestQuotaUserTemplateAndDefaults(t *testing.T) {
 		t.Fatalf("template quota: %v", err)
 	}
 }
+
+// TestQuotaOverwriteCredit: an overwrite is admitted as a new object (as
+// RGW checks it), and once linked the replaced version is credited, so
+// the bytes it freed are usable at once.
+func TestQuotaOverwriteCredit(t *testing.T) {
+	ctx := context.Background()
+	d := newDriverOpts(t, driver.Options{QuotaStatsTTL: time.Hour})
+	if _, err := d.CreateUser(ctx, driver.User{ID: "dan"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CreateBucket(ctx, "dan", "d-b", "", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.SetQuota(ctx, driver.QuotaScopeBucket, "", "d-b", func(q *driver.Quota) { q.Enabled, q.MaxSize = true, 10 }); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		key  string
+		size int
+		ok   bool
+	}{
+		{"k", 6, true},
+		{"k", 5, false}, // 6 + 5 admitted before the old 6 is credited
+		{"k", 4, true},  // 6 + 4; then 4 stored
+		{"j", 6, true},  // 10
+		{"z", 1, false},
+	}
+	for i, s := range steps {
+		err := putErr(d, "d-b", s.key, make([]byte, s.size), int64(s.size))
+		if s.ok != (err == nil) || (err != nil && !errors.Is(err, driver.ErrQuotaExceeded)) {
+			t.Fatalf("step %d (%s, %d bytes): %v, want ok=%v", i, s.key, s.size, err, s.ok)
+		}
+	}
+	st, err := d.BucketStats(ctx, "d-b")
+	if err != nil || st.VersionsSize != 10 {
+		t.Fatalf("stats %+v %v: want 10 bytes stored", st, err)
+	}
+}
