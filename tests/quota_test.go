@@ -392,3 +392,22 @@ func TestUsageShow(t *testing.T) {
 		t.Fatal("usage trim of every user without --yes-i-really-mean-it accepted")
 	}
 }
+
+// TestUsageFlushedOnShutdown: with a flush interval longer than the test,
+// the counts reach the store only through the shutdown flush (SIGTERM),
+// and a restarted gateway shows them.
+func TestUsageFlushedOnShutdown(t *testing.T) {
+	g := StartGateway(t, "--usage-flush-interval", "1h")
+	frank := createUser(t, g, "frank")
+	want(t, "create bucket", frank.do(t, g, http.MethodPut, "/flush-bk", ""), 200, "")
+	want(t, "put", frank.do(t, g, http.MethodPut, "/flush-bk/k", "12345"), 200, "")
+	g.Stop()
+	g.Start()
+	var rep usageReport
+	if err := json.Unmarshal([]byte(g.mustAdmin(t, "usage", "show", "--uid", "frank")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Summary) != 1 || rep.Summary[0].Total.Ops != 2 || rep.Summary[0].Total.BytesReceived != 5 {
+		t.Fatalf("usage after a restart: %+v", rep.Summary)
+	}
+}
