@@ -407,6 +407,9 @@ func (d *Driver) DeleteBucket(ctx context.Context, name string) error {
 	_ = ix.Remove(ctx)
 	_ = d.index.Operate(ctx, uploadsOID(inst.ID), objstore.NewWriteOp().Remove())
 	_ = d.meta.WithNamespace(nsInstances).Operate(ctx, inst.ID, objstore.NewWriteOp().Remove())
+	d.quota.mu.Lock()
+	delete(d.quota.views, "b/"+inst.ID)
+	d.quota.mu.Unlock()
 	return nil
 }
 
