@@ -211,7 +211,7 @@ func benchQuota(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&cfg.Prefix, "prefix", "", "bucket name prefix (default random)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "closed-loop workers")
 	size := fs.String("size", "4KiB", "PUT object size")
-	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "time per side and key pattern (in ABBA quarters)")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "time per side and key pattern (in 8 ABBA slices)")
 	fs.IntVar(&cfg.OverwriteKeys, "overwrite-keys", 1000, "keys the overwrite pattern writes at random")
 	if err := parseInterspersed(fs, args); err != nil {
 		return err

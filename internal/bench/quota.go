@@ -27,7 +27,7 @@ type QuotaConfig struct {
 	Prefix               string
 	Concurrency          int           // default 16
 	Size                 int64         // default 4 KiB
-	Duration             time.Duration // per side and key pattern; default 10s
+	Duration             time.Duration // per side and key pattern (in 8 slices); default 10s
 	OverwriteKeys        int           // keys of the overwrite pattern; default 1000
 	Out                  io.Writer
 }
@@ -134,11 +134,17 @@ func RunQuota(ctx context.Context, cfg QuotaConfig) (*QuotaResult, error) {
 		}
 		var ops [2]int64
 		var sec [2]float64
-		for i, on := range []bool{false, true, true, false, false, true, true, false} {
+		// ABBA four times: short slices, so load swings of the shared
+		// machine hit both sides alike.
+		var order []bool
+		for range 4 {
+			order = append(order, false, true, true, false)
+		}
+		for i, on := range order {
 			if err := set(on); err != nil {
 				return nil, err
 			}
-			n, errs, el := c.putLoop(ctx, keys, cfg.Duration/4, int64(10*p+i))
+			n, errs, el := c.putLoop(ctx, keys, cfg.Duration/8, int64(100*p+i))
 			side.Errors += errs
 			k := 0
 			if on {

@@ -155,11 +155,14 @@ func (d *Driver) forgetUserLimits(uid string) {
 
 // quotaTicket is one admitted write's share of the views.
 type quotaTicket struct {
-	d     *Driver
-	views []*usageView
-	quota []Quota
-	n     [2]int64
+	d  *Driver
+	vs [2]*usageView // bucket and/or user (fixed arrays: no allocation)
+	qs [2]Quota
+	nv int
+	n  [2]int64
 }
+
+func (t *quotaTicket) views() []*usageView { return t.vs[:t.nv] }
 
 // quotaAdmit admits a write adding objs objects and size bytes to inst
 // (size < 0: not known yet, see grow), or returns ErrQuotaExceeded. A nil
@@ -176,20 +179,22 @@ func (d *Driver) quotaAdmit(ctx context.Context, inst Instance, objs, size int64
 	}
 	t := &quotaTicket{d: d}
 	if bq.limits() {
-		v, err := d.usageView(ctx, "b/"+inst.ID, func(ctx context.Context) ([2]int64, error) { return d.bucketUsage(ctx, inst.Name) })
+		v, err := d.usageView(ctx, "b/"+inst.ID, inst.Name, false)
 		if err != nil {
 			return nil, err
 		}
-		t.views, t.quota = append(t.views, v), append(t.quota, bq)
+		t.vs[t.nv], t.qs[t.nv] = v, bq
+		t.nv++
 	}
 	if ul.UserQuota.limits() {
-		v, err := d.usageView(ctx, "u/"+inst.Owner, func(ctx context.Context) ([2]int64, error) { return d.userUsage(ctx, inst.Owner) })
+		v, err := d.usageView(ctx, "u/"+inst.Owner, inst.Owner, true)
 		if err != nil {
 			return nil, err
 		}
-		t.views, t.quota = append(t.views, v), append(t.quota, ul.UserQuota)
+		t.vs[t.nv], t.qs[t.nv] = v, ul.UserQuota
+		t.nv++
 	}
-	if len(t.views) == 0 {
+	if t.nv == 0 {
 		return nil, nil
 	}
 	if size < 0 {
@@ -206,14 +211,14 @@ func (t *quotaTicket) add(objs, size int64) error {
 	tr := &t.d.quota
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	for i, v := range t.views {
+	for i, v := range t.views() {
 		u := v.usage()
-		if !t.quota[i].allows(u[0]+objs, u[1]+size) {
+		if !t.qs[i].allows(u[0]+objs, u[1]+size) {
 			return fmt.Errorf("%w: %d objects and %d bytes used, limit %d objects and %d bytes",
-				ErrQuotaExceeded, u[0], u[1], t.quota[i].MaxObjects, t.quota[i].MaxSize)
+				ErrQuotaExceeded, u[0], u[1], t.qs[i].MaxObjects, t.qs[i].MaxSize)
 		}
 	}
-	for _, v := range t.views {
+	for _, v := range t.views() {
 		v.flight[0] += objs
 		v.flight[1] += size
 	}
@@ -239,7 +244,7 @@ func (t *quotaTicket) done(freed []bucketindex.Entry) {
 	f := freedUsage(freed)
 	tr := &t.d.quota
 	tr.mu.Lock()
-	for _, v := range t.views {
+	for _, v := range t.views() {
 		v.flight[0] -= t.n[0]
 		v.flight[1] -= t.n[1]
 		v.done[0] += t.n[0]
@@ -265,7 +270,7 @@ func (t *quotaTicket) cancel() {
 	}
 	tr := &t.d.quota
 	tr.mu.Lock()
-	for _, v := range t.views {
+	for _, v := range t.views() {
 		v.flight[0] -= t.n[0]
 		v.flight[1] -= t.n[1]
 	}
@@ -291,9 +296,9 @@ func (d *Driver) quotaFreed(inst Instance, freed []bucketindex.Entry) {
 	tr.mu.Unlock()
 }
 
-// usageView returns the view named key, refreshed when older than the
-// stats TTL (or marked stale).
-func (d *Driver) usageView(ctx context.Context, key string, read func(context.Context) ([2]int64, error)) (*usageView, error) {
+// usageView returns the view named key (of bucket or user name),
+// refreshed when older than the stats TTL (or marked stale).
+func (d *Driver) usageView(ctx context.Context, key, name string, user bool) (*usageView, error) {
 	tr := &d.quota
 	tr.mu.Lock()
 	if tr.views == nil {
@@ -326,7 +331,13 @@ func (d *Driver) usageView(ctx context.Context, key string, read func(context.Co
 		return v, nil
 	}
 	started := d.opts.Now()
-	u, err := read(ctx)
+	var u [2]int64
+	var err error
+	if user {
+		u, err = d.userUsage(ctx, name)
+	} else {
+		u, err = d.bucketUsage(ctx, name)
+	}
 	if err != nil {
 		return nil, err
 	}
