@@ -180,6 +180,10 @@ func TestQuotaEnforced(t *testing.T) {
 	if out := g.mustAdmin(t, "quota", "get", "--quota-scope", "user", "--uid", "bob"); !strings.Contains(out, `"max_size": 1000`) || !strings.Contains(out, `"max_size_kb": 1`) {
 		t.Fatalf("user quota get: %s", out)
 	}
+	// radosgw-admin user stats: what the user quota counts.
+	if out := g.mustAdmin(t, "user", "stats", "--uid", "bob"); !strings.Contains(out, `"num_objects": 3`) || !strings.Contains(out, `"size": 141`) {
+		t.Fatalf("user stats: %s", out)
+	}
 }
 
 // TestQuotaDefaultsForNewUsers: the gateway's default user quota is given

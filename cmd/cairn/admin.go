@@ -23,7 +23,7 @@ import (
 const adminUsage = `usage: cairn admin [--endpoint URL] <noun> <verb> [flags]
 
   user create --uid U [--display-name N] [--email E] [--access-key K --secret S] [--admin] [--max-buckets N]
-  user info --uid U | user list | user rm --uid U
+  user info --uid U | user list | user rm --uid U | user stats --uid U
   bucket list [--uid U] | bucket stats --bucket B
   bucket create --bucket B --uid OWNER [--num-shards N]
   bucket reshard --bucket B --num-shards N
@@ -55,6 +55,7 @@ var adminRoutes = map[string]adminRoute{
 	"user info":         {http.MethodGet, "/admin/user", "", []string{"uid"}},
 	"user list":         {http.MethodGet, "/admin/user", "list", nil},
 	"user rm":           {http.MethodDelete, "/admin/user", "", []string{"uid"}},
+	"user stats":        {http.MethodGet, "/admin/user", "stats", []string{"uid"}},
 	"bucket list":       {http.MethodGet, "/admin/bucket", "", nil},
 	"bucket stats":      {http.MethodGet, "/admin/bucket", "stats", []string{"bucket"}},
 	"bucket create":     {http.MethodPut, "/admin/bucket", "", []string{"bucket", "uid"}},

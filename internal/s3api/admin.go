@@ -169,6 +169,9 @@ func (s *Server) adminUser(w http.ResponseWriter, r *http.Request) error {
 		if q.Has("quota") {
 			return s.adminQuota(w, r, q.Get("quota-type"), "")
 		}
+		if q.Has("stats") && uid != "" {
+			return s.adminUserStats(w, r, uid)
+		}
 		if uid == "" || q.Has("list") {
 			return s.adminListUsers(w, r)
 		}

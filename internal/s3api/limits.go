@@ -28,6 +28,8 @@ type Limits interface {
 	RateLimits(ctx context.Context, uid, bucket string) (ratelimit.Limit, ratelimit.Limit, error)
 	// UserLimits returns a user's quotas (cached).
 	UserLimits(ctx context.Context, uid string) (driver.UserLimits, error)
+	// UserUsageStats sums the user's buckets' index stats now.
+	UserUsageStats(ctx context.Context, uid string) (driver.UserStats, error)
 }
 
 // usageCategory is RGW's usage-log category of an operation (its op
@@ -507,4 +509,22 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request, rc *reqCtx) er
 		out.Summary.Users = append(out.Summary.Users, userSummaryXML{User: u.User, Categories: toCategoriesXML(u.Categories), Total: toCountersXML(u.Total)})
 	}
 	return writeXML(w, http.StatusOK, out)
+}
+
+// adminUserStats is radosgw-admin user stats: the user's usage summed over
+// its buckets, read from the index stats now (every stored version).
+func (s *Server) adminUserStats(w http.ResponseWriter, r *http.Request, uid string) error {
+	if s.cfg.Limits == nil {
+		return s3err.New(s3err.ErrNotImplemented, "User stats are not available on this gateway.")
+	}
+	if _, err := s.be.GetUser(r.Context(), uid); err != nil {
+		return err
+	}
+	st, err := s.cfg.Limits.UserUsageStats(r.Context(), uid)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, struct {
+		Stats driver.UserStats `json:"stats"`
+	}{st})
 }
