@@ -4,8 +4,14 @@ TEST_TIMEOUT ?= 15m
 
 .PHONY: build test test-ceph test-short vet fmt bench clean
 
+# `cairn version` prints these; without them it falls back to the VCS
+# stamp go build records (debug.ReadBuildInfo).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+COMMIT ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$c || echo $$c+dirty; })
+LDFLAGS := -X github.com/cairn-s3/cairn/internal/buildinfo.version=$(VERSION) -X github.com/cairn-s3/cairn/internal/buildinfo.commit=$(COMMIT)
+
 build:
-	$(GO) build -o bin/cairn ./cmd/cairn
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/cairn ./cmd/cairn
 
 # The full suite: unit tests, conformance suites, crash tests, real clients and brokers.
 test: build

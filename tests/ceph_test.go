@@ -103,7 +103,7 @@ func startRadosGateways(t *testing.T, conf string, n int, extra ...string) []*Ga
 // metric reads one unlabelled sample from a gateway's /metrics (-1 if the
 // gateway does not answer).
 func metric(g *Gateway, name string) float64 {
-	resp, err := http.Get(g.Endpoint + "/metrics")
+	resp, err := http.DefaultClient.Do(metricsRequest(g))
 	if err != nil {
 		return -1
 	}

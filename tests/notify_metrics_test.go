@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"regexp"
 	"strconv"
@@ -18,15 +16,10 @@ import (
 )
 
 // scrapeGauge returns the value of metric{topic="topic"} from /metrics
-// (-1 when absent).
+// (-1 when absent); the gateway must run with --metrics-tenant-labels.
 func scrapeGauge(t *testing.T, g *Gateway, metric, topic string) float64 {
 	t.Helper()
-	resp, err := http.Get(g.Endpoint + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b := scrapeMetrics(t, g)
 	prefix := metric + `{topic="` + topic + `"} `
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, prefix); ok {
@@ -66,7 +59,7 @@ func adminTopicStats(t *testing.T, g *Gateway, topic string) topicStats {
 func TestQueueGaugesAgreeWithTopicStats(t *testing.T) {
 	rv := newReceiver(t)
 	rv.setDown(true)
-	g := StartGateway(t, "--notif-shards", "3", "--notif-scan-interval", "1s")
+	g := StartGateway(t, "--notif-shards", "3", "--notif-scan-interval", "1s", "--metrics-tenant-labels")
 	out := awsCLI(t, g, "sns", "create-topic", "--name=gt",
 		`--attributes={"push-endpoint": "`+rv.srv.URL+`", "persistent": "true"}`)
 	arn := jsonField(t, out, "TopicArn")
@@ -155,12 +148,7 @@ func checkDashboardMetrics(t *testing.T, g *Gateway) {
 	if err := json.Unmarshal(raw, &d); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get(g.Endpoint + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body := scrapeMetrics(t, g)
 	mayBeAbsent := map[string]bool{"cairn_notify_delivery_events_expired_total": true}
 	re := regexp.MustCompile(`cairn_[a-z0-9_]+`)
 	seen := 0

@@ -248,18 +248,54 @@ func TestForgedSigV2(t *testing.T) {
 		for _, p := range []string{"uploadId=x", "partNumber=1", "versionId=v", "tagging", "acl", "delete", "uploads", "response-content-type=text/html"} {
 			want(t, "GET object &"+p, get(t, obj+"&"+p, ""), 403, "SignatureDoesNotMatch")
 		}
+		// Header parameters (x-amz-*, content-type) V2 signs as headers.
+		for _, p := range []string{"x-amz-foo=1", "content-type=text/html", "x-amz-acl=public-read"} {
+			want(t, "GET object &"+p, get(t, obj+"&"+p, ""), 403, "SignatureDoesNotMatch")
+		}
 		// Parameters V2 does not sign and that could select another
-		// operation: refused before they can matter.
-		for _, p := range []string{"attributes", "retention", "legal-hold", "encryption", "Action=ListTopics", "uid=alice", "x-amz-foo=1"} {
-			want(t, "GET object &"+p, get(t, obj+"&"+p, ""), 400, "InvalidRequest")
+		// operation: refused before they can matter, as a tampered URL.
+		for _, p := range []string{"attributes", "retention", "legal-hold", "encryption", "Action=ListTopics", "uid=alice"} {
+			want(t, "GET object &"+p, get(t, obj+"&"+p, ""), 403, "SignatureDoesNotMatch")
 		}
 		// A repeated signed parameter: V2 covers one value only.
 		upl := alice.presignV2(t, g, "GET", "/alicebkt?uploads", "")
-		want(t, "uploads twice", get(t, upl+"&uploads=2", ""), 400, "InvalidRequest")
+		want(t, "uploads twice", get(t, upl+"&uploads=2", ""), 403, "SignatureDoesNotMatch")
 		// Listing parameters only narrow what the signed listing grants.
 		list := alice.presignV2(t, g, "GET", "/alicebkt", "")
 		if got := get(t, list+"&prefix=k&max-keys=1&list-type=2", ""); got.status != 200 || !strings.Contains(got.body, "<Key>k</Key>") {
 			t.Fatalf("V2 listing with prefix: %d %s", got.status, got.body)
+		}
+	})
+	t.Run("signed headers in the query", func(t *testing.T) {
+		// As botocore presigns: Content-Type and x-amz-* are signed as
+		// headers and carried as query parameters; the client sends none.
+		r := request(t, g, "PUT", "/alicebkt/up", "")
+		r.Header.Set("Content-Type", "image/png")
+		r.Header.Set("X-Amz-Meta-Who", "browser")
+		exp := strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)
+		q := r.URL.Query()
+		q.Set("content-type", "image/png")
+		q.Set("x-amz-meta-who", "browser")
+		q.Set("AWSAccessKeyId", alice.ak)
+		q.Set("Expires", exp)
+		q.Set("Signature", sigv2.Sign(alice.sk, sigv2.StringToSign(r, exp, "")))
+		r.URL.RawQuery = q.Encode()
+		put := func(u string) reply {
+			pr, err := http.NewRequest("PUT", u, strings.NewReader("png bytes"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return send(t, pr)
+		}
+		want(t, "tampered x-amz-meta-who", put(strings.Replace(r.URL.String(), "x-amz-meta-who=browser", "x-amz-meta-who=mallory", 1)), 403, "SignatureDoesNotMatch")
+		want(t, "presigned PUT with signed headers in the query", put(r.URL.String()), 200, "")
+		head, err := http.DefaultClient.Do(alice.signV4(t, request(t, g, "HEAD", "/alicebkt/up", ""), ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		head.Body.Close()
+		if head.StatusCode != 200 || head.Header.Get("Content-Type") != "image/png" || head.Header.Get("X-Amz-Meta-Who") != "browser" {
+			t.Fatalf("stored object: %d %v", head.StatusCode, head.Header)
 		}
 	})
 	t.Run("virtual host replay", func(t *testing.T) {
@@ -420,8 +456,9 @@ func TestCrossUserMatrix(t *testing.T) {
 			for _, o := range s3ops {
 				got := c.p.do(t, g, o.method, o.path, o.body, o.hdr...)
 				if c.p.v2 && strings.Contains(o.path, "?retention") {
-					// Not a parameter SigV2 signs: refused before authz.
-					want(t, "S3 "+o.name, got, 400, "InvalidRequest")
+					// Not a parameter SigV2 signs: refused before authz,
+					// as a tampered signature.
+					want(t, "S3 "+o.name, got, 403, "SignatureDoesNotMatch")
 					continue
 				}
 				if o.name == "DeleteObjects" && c.e.s3 == "AccessDenied" && got.status == 200 {

@@ -2,7 +2,12 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,6 +62,52 @@ func TestStartupWarnsIgnoredKeys(t *testing.T) {
 	g.Start()
 	if !strings.Contains(g.Log.String(), `"level":"WARN"`) || !strings.Contains(g.Log.String(), "CAIRN_ACCESS_KEY/CAIRN_SECRET_KEY are ignored") {
 		t.Fatalf("no warning for ignored keys:\n%s", g.Log.String())
+	}
+}
+
+// A data directory seeded with keys from the environment gets no
+// admin.credentials (only generated keys are written there); the start-up
+// log line and /metrics name the build.
+func TestStartupEnvKeysAndBuildInfo(t *testing.T) {
+	g := StartGateway(t)
+	if _, err := os.Stat(filepath.Join(g.DataDir, "admin.credentials")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("admin.credentials written for keys from the environment: %v", err)
+	}
+	out, err := exec.Command(cairnBin, "version", "--json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bi struct {
+		Version   string `json:"version"`
+		Commit    string `json:"commit"`
+		GoVersion string `json:"go_version"`
+	}
+	if err := json.Unmarshal(out, &bi); err != nil || bi.Version == "" || bi.Commit == "" || bi.GoVersion == "" {
+		t.Fatalf("cairn version --json: %q (%v)", out, err)
+	}
+	var started bool
+	for _, line := range strings.Split(g.Log.String(), "\n") {
+		if strings.Contains(line, `"msg":"cairn serving"`) {
+			started = true
+			for _, kv := range []string{`"version":"` + bi.Version + `"`, `"commit":"` + bi.Commit + `"`, `"go_version":"` + bi.GoVersion + `"`} {
+				if !strings.Contains(line, kv) {
+					t.Errorf("start-up line lacks %s: %s", kv, line)
+				}
+			}
+		}
+	}
+	if !started {
+		t.Fatalf("no start-up line:\n%s", g.Log.String())
+	}
+	res, err := http.Get(g.Endpoint + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	want := fmt.Sprintf(`cairn_build_info{commit=%q,goversion=%q,version=%q} 1`, bi.Commit, bi.GoVersion, bi.Version)
+	if !strings.Contains(string(body), want) {
+		t.Fatalf("/metrics lacks %s", want)
 	}
 }
 

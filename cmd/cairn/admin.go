@@ -204,7 +204,7 @@ func runAdmin(args []string) int {
 		}
 	}
 	if *ak == "" || *sk == "" {
-		fmt.Fprintln(os.Stderr, "cairn admin: set CAIRN_ACCESS_KEY and CAIRN_SECRET_KEY (see <data-dir>/admin.credentials)")
+		fmt.Fprintln(os.Stderr, "cairn admin: set CAIRN_ACCESS_KEY and CAIRN_SECRET_KEY (the keys the gateway was first started with; generated ones are in <data-dir>/admin.credentials)")
 		return 2
 	}
 	body, status, err := adminCall(context.Background(), *endpoint, *ak, *sk, rt.method, path, q)

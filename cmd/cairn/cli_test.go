@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func runCairn(t *testing.T, env []string, args ...string) (int, string, string) 
 // commands lists every command line of the CLI: the top level, each
 // noun+verb of admin, each rados verb, each bench workload.
 func commands() [][]string {
-	cmds := [][]string{{}, {"serve"}, {"admin"}, {"rados"}, {"rados", "--endpoint", "http://127.0.0.1:1", "ls"}, {"bench"}}
+	cmds := [][]string{{}, {"serve"}, {"admin"}, {"rados"}, {"rados", "--endpoint", "http://127.0.0.1:1", "ls"}, {"bench"}, {"version"}}
 	var keys []string
 	for k := range adminRoutes {
 		keys = append(keys, k)
@@ -174,5 +175,29 @@ func TestLogDurationsHuman(t *testing.T) {
 	log.Info("x", "timeout", 30*time.Second, slog.Group("g", "age", 1500*time.Millisecond))
 	if !strings.Contains(b.String(), `"timeout":"30s"`) || !strings.Contains(b.String(), `"age":"1.5s"`) {
 		t.Fatal(b.String())
+	}
+}
+
+// `cairn version` and `cairn --version` name the version, the commit (go
+// build's VCS stamp here; the Makefile's -ldflags in bin/cairn) and Go.
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"version", "--version"} {
+		code, out, errOut := runCairn(t, nil, arg)
+		if code != 0 || errOut != "" || !strings.HasPrefix(out, "cairn ") || !strings.Contains(out, "(commit ") ||
+			!strings.Contains(out, runtime.Version()) || strings.Count(out, "\n") != 1 {
+			t.Errorf("cairn %s: exit %d, stdout %q, stderr %q", arg, code, out, errOut)
+		}
+	}
+	code, out, _ := runCairn(t, nil, "version", "--json")
+	var v struct {
+		Version   string `json:"version"`
+		Commit    string `json:"commit"`
+		GoVersion string `json:"go_version"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.Version == "" || v.Commit == "" || v.GoVersion != runtime.Version() {
+		t.Errorf("cairn version --json: exit %d, %q (%v)", code, out, err)
+	}
+	if code, _, _ := runCairn(t, nil, "version", "extra"); code != 2 {
+		t.Errorf("cairn version extra: exit %d, want 2", code)
 	}
 }

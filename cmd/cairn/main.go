@@ -13,6 +13,7 @@ commands:
   admin   talk to a running gateway's admin API (users, buckets, reshard, topics)
   rados   inspect the object layer (pools, objects, xattrs, omap)
   bench   run benchmark workloads
+  version print the version, commit and Go version (also: cairn --version)
 `
 
 func main() {
@@ -31,6 +32,8 @@ func main() {
 		code = runRados(args)
 	case "bench":
 		code = runBench(args)
+	case "version", "--version", "-version":
+		code = runVersion(args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:

@@ -129,6 +129,7 @@ func runRadosRemote(endpoint string, args []string) int {
 // openDataDir opens the embedded store a gateway keeps in
 // <data-dir>/store (server.StoreDir), with the gateway's classes.
 func openDataDir(dataDir string, create bool) (objstore.Store, error) {
+	privateUmask()
 	dir := server.StoreDir(dataDir)
 	if _, err := os.Stat(dir); err != nil && !create {
 		if errors.Is(err, os.ErrNotExist) {

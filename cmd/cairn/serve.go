@@ -28,6 +28,7 @@ func runServe(args []string) int {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	log := redact.Logger(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: humanDurations})))
+	privateUmask()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := server.Run(ctx, cfg, log, os.Getenv); err != nil {

@@ -70,9 +70,10 @@ const (
 	S3PutObjectLegalHold
 	S3BypassGovernanceRetention
 
-	// CairnBucketOwnerOnly is the fallback for a bucket operation without
-	// an action of its own: only the bucket owner (and admins) may call it;
-	// no policy statement can name it.
+	// CairnBucketOwnerOnly decides requests for bucket operations Cairn
+	// does not implement (they answer NotImplemented): only the bucket
+	// owner (and admins) learn that; no policy statement can name it.
+	// Served routes never use it: each has its own action.
 	CairnBucketOwnerOnly
 	// CairnGetUsage is RGW's GET /?usage: a user reads its own usage log.
 	CairnGetUsage
@@ -93,6 +94,7 @@ const (
 	AdminTopicsRead
 	AdminTopicsWrite
 	AdminRados
+	AdminMetricsRead // scrape /metrics
 	AdminRateLimitRead
 	AdminRateLimitWrite
 	AdminUsageRead
@@ -137,7 +139,10 @@ type actionInfo struct {
 }
 
 // actions is the action→ACL-permission table (AWS "Mapping of ACL
-// permissions and access policy permissions"; RGW op_to_perm).
+// permissions and access policy permissions"; RGW op_to_perm where AWS's
+// table is silent: READ → object tagging and attributes, bucket READ →
+// ListMultipartUploadParts, bucket WRITE → AbortMultipartUpload; see
+// docs/design/access-control.md).
 var actions = [numActions]actionInfo{
 	S3ListAllMyBuckets:                 {"s3:ListAllMyBuckets", ScopeService, 0, 0},
 	S3CreateBucket:                     {"s3:CreateBucket", ScopeBucket, 0, 0},
@@ -214,6 +219,7 @@ var actions = [numActions]actionInfo{
 	AdminTopicsRead:   {"admin:topics-read", ScopeAdmin, 0, 0},
 	AdminTopicsWrite:  {"admin:topics-write", ScopeAdmin, 0, 0},
 	AdminRados:        {"admin:rados", ScopeAdmin, 0, 0},
+	AdminMetricsRead:  {"admin:metrics-read", ScopeAdmin, 0, 0},
 
 	AdminRateLimitRead:  {"admin:ratelimit-read", ScopeAdmin, 0, 0},
 	AdminRateLimitWrite: {"admin:ratelimit-write", ScopeAdmin, 0, 0},
@@ -238,6 +244,12 @@ func (a Action) ACLPermission() (perm Permission, where Scope) {
 	i := actions[a]
 	return i.perm, i.aclScope
 }
+
+// ACLOwnerOnly reports whether a's ACL permission grants it only to the
+// bucket owner (s3:DeleteObjectVersion through bucket WRITE).
+// AWS: "when the grantee is the bucket owner, granting WRITE permission in
+// a bucket ACL allows the s3:DeleteObjectVersion action".
+func (a Action) ACLOwnerOnly() bool { return a == S3DeleteObjectVersion }
 
 // Service returns the service prefix ("s3", "sns", "admin").
 func (a Action) Service() string {

@@ -70,7 +70,8 @@ func policyManagement(a Action) bool {
 //  6. The ACL: the action's permission (Action.ACLPermission) in the
 //     bucket or object ACL, public grants skipped under IgnorePublicAcls.
 //     With ACLs disabled (BucketOwnerEnforced) the bucket owner holds every
-//     ACL permission and nobody else any.
+//     ACL permission and nobody else any. Bucket WRITE grants
+//     s3:DeleteObjectVersion to the bucket owner only.
 //  7. Actions no ACL grants (configuration, SNS): the owner.
 //  8. Service actions (ListAllMyBuckets, CreateBucket, CreateTopic,
 //     ListTopics): any authenticated user.
@@ -111,6 +112,10 @@ func Evaluate(in *Input) Decision {
 			if isOwner {
 				return Decision{Allowed, "bucket owner (ACLs disabled)"}
 			}
+		} else if a.ACLOwnerOnly() && !isOwner {
+			// A WRITE grant lets others create and delete current objects,
+			// never destroy versions (AWS's ACL table).
+			return Decision{ImplicitDeny, fmt.Sprintf("%s grants %s to the bucket owner only", perm, a)}
 		} else {
 			acl := in.BucketACL
 			if where == ScopeObject {

@@ -14,6 +14,7 @@ import (
 //
 //	owner ID                      bucket owner (default alice)
 //	acl bucket|object CANNED [OBJECT-OWNER]
+//	grant bucket|object PERM WHO  add a grant (WHO: a user id, AllUsers, AuthenticatedUsers)
 //	pab FLAG[,FLAG...]|none       public access block settings
 //	ownership MODE
 //	policy                        JSON lines, then "----", then "ok" or "MalformedPolicy: REASON"
@@ -75,6 +76,23 @@ func runTranscript(t *testing.T, path string) {
 			} else {
 				in.ObjectACL = &acl
 			}
+		case "grant":
+			acl := in.BucketACL
+			if f[1] == "object" {
+				acl = in.ObjectACL
+			}
+			perm, ok := ParsePermission(f[2])
+			if acl == nil || !ok {
+				t.Fatalf("%s: bad grant", at)
+			}
+			g := Grant{Permission: perm, Grantee: Grantee{Type: GranteeCanonicalUser, ID: f[3]}}
+			switch f[3] {
+			case "AllUsers":
+				g.Grantee = Grantee{Type: GranteeGroup, URI: AllUsersURI}
+			case "AuthenticatedUsers":
+				g.Grantee = Grantee{Type: GranteeGroup, URI: AuthenticatedUsersURI}
+			}
+			acl.Grants = append(acl.Grants, g)
 		case "pab":
 			in.PublicAccessBlock = PublicAccessBlock{}
 			for _, fl := range strings.Split(f[1], ",") {

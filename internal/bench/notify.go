@@ -1174,18 +1174,13 @@ func (g *notifyGateway) topicStats(ctx context.Context, name string) (topicStats
 }
 
 // pushCounters sums cairn_notify_delivery_pushes_{ok,failed}_total from
-// /metrics.
+// /metrics, scraped with the admin's signature (/metrics is not public).
 func (g *notifyGateway) pushCounters(ctx context.Context) (ok, failed float64) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.url+"/metrics", nil)
+	body, err := g.call(ctx, http.MethodGet, "/metrics", nil, "", nil)
 	if err != nil {
 		return 0, 0
 	}
-	resp, err := g.hc.Do(req)
-	if err != nil {
-		return 0, 0
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()

@@ -79,6 +79,15 @@ type Config struct {
 	// HTTP (rgw_allow_notification_secrets_in_cleartext).
 	AllowInsecureEndpointSecrets bool
 
+	// /metrics access (README "Metrics"). By default a scrape needs an
+	// admin's SigV4 signature or the bearer token; MetricsListen serves
+	// it on its own listener instead (open there unless a token is set).
+	MetricsToken        string
+	MetricsTokenFile    string
+	MetricsListen       string
+	MetricsPublic       bool
+	MetricsTenantLabels bool // keep topic/bucket labels (else summed away)
+
 	// Quotas, rate limits and the usage log (README "Quotas, rate limits
 	// and usage"). Default quotas: -1 = none.
 	QuotaStatsTTL                time.Duration
@@ -90,6 +99,9 @@ type Config struct {
 	UsageLog                     bool
 	UsageFlushInterval           time.Duration
 }
+
+// MinMetricsTokenLen is the shortest bearer token accepted for /metrics.
+const MinMetricsTokenLen = 16
 
 // ShardCap is the largest x-cairn-bucket-index-shards a user may ask for.
 func (c *Config) ShardCap() int {
@@ -220,6 +232,11 @@ var options = []option{
 	{"tls-cert", "PEM certificate (chain) file: serve HTTPS", "", strOpt(func(c *Config) *string { return &c.TLSCert })},
 	{"tls-key", "PEM private key of tls-cert", "", strOpt(func(c *Config) *string { return &c.TLSKey })},
 	{"tls-listen", "address for HTTPS beside plain HTTP on listen (empty: listen serves HTTPS when tls-cert is set)", "", strOpt(func(c *Config) *string { return &c.TLSListen })},
+	{"metrics-token", "bearer token a /metrics scrape may present (Authorization: Bearer); prefer metrics-token-file or the environment to a flag", "", strOpt(func(c *Config) *string { return &c.MetricsToken })},
+	{"metrics-token-file", "file holding the /metrics bearer token (read at each scrape, so it can be rotated in place)", "", strOpt(func(c *Config) *string { return &c.MetricsTokenFile })},
+	{"metrics-listen", "address serving /metrics (and /healthz) alone; the main listener then does not serve /metrics", "", strOpt(func(c *Config) *string { return &c.MetricsListen })},
+	{"metrics-public", "serve /metrics to anyone who can reach it, without credentials", "false", boolOpt(func(c *Config) *bool { return &c.MetricsPublic })},
+	{"metrics-tenant-labels", "export per-topic/per-bucket labels (tenant resource names) on /metrics; off: such series are summed over topics", "false", boolOpt(func(c *Config) *bool { return &c.MetricsTenantLabels })},
 	{"allow-insecure-endpoint-secrets", "accept topic endpoint credentials over plain HTTP (rgw_allow_notification_secrets_in_cleartext)", "false", boolOpt(func(c *Config) *bool { return &c.AllowInsecureEndpointSecrets })},
 
 	// Quotas, rate limits, usage.
@@ -364,6 +381,10 @@ func (c *Config) Validate() error {
 	check((c.TLSCert == "") == (c.TLSKey == ""), "tls-cert and tls-key must be given together")
 	check(c.TLSListen == "" || c.TLSCert != "", "tls-listen needs tls-cert and tls-key")
 	check(c.NotifEventSource != "", "notif-event-source must not be empty")
+	check(c.MetricsToken == "" || c.MetricsTokenFile == "", "metrics-token and metrics-token-file are exclusive")
+	check(c.MetricsToken == "" || len(c.MetricsToken) >= MinMetricsTokenLen, "metrics-token must be at least %d characters", MinMetricsTokenLen)
+	check(!c.MetricsPublic || (c.MetricsToken == "" && c.MetricsTokenFile == ""), "metrics-public contradicts metrics-token/metrics-token-file")
+	check(c.MetricsListen == "" || (c.MetricsListen != c.Listen && c.MetricsListen != c.TLSListen), "metrics-listen must differ from listen and tls-listen")
 	// Checked here, not only by delivery: a bad pair must fail before a
 	// new data directory is initialised.
 	check(c.NotifScan > 0 && c.NotifScan <= c.NotifLease/2, "notif-scan-interval %s must be positive and at most half of notif-lease %s", c.NotifScan, c.NotifLease)

@@ -2,12 +2,10 @@ package driver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/cairn-s3/cairn/internal/authz"
-	"github.com/cairn-s3/cairn/internal/bucketindex"
 	"github.com/cairn-s3/cairn/internal/objstore"
 )
 
@@ -111,37 +109,18 @@ func (d *Driver) UpdateBucketAccess(ctx context.Context, name string, fn func(in
 	return fmt.Errorf("bucket %s: instance kept changing", name)
 }
 
-// SetObjectACL replaces an object's ACL (its owner stays). The entry is
-// rewritten pointing at the same data, only if it still names the same
-// write; a concurrent overwrite wins (ErrPreconditionFailed is not
-// returned: the new object simply keeps its own ACL, as in S3 where the
-// later request wins).
-func (d *Driver) SetObjectACL(ctx context.Context, bucket, key string, acl authz.ACL) error {
-	for attempt := 0; attempt < 10; attempt++ {
-		e, err := d.lookup(ctx, bucket, key)
-		if err != nil {
-			return err
-		}
-		var meta ObjectMeta
-		if len(e.Meta) > 0 {
-			if err := json.Unmarshal(e.Meta, &meta); err != nil {
-				return fmt.Errorf("object %s/%s meta: %w", bucket, key, err)
-			}
-		}
-		if meta.ACL != nil {
-			acl.Owner = meta.ACL.Owner
-		} else {
-			acl.Owner = authz.Owner{ID: e.Owner}
-		}
-		meta.ACL = &acl
-		e.Meta, _ = json.Marshal(meta)
-		err = d.withIndex(ctx, bucket, func(_ Instance, ix bucketindex.Index) error {
-			_, err := ix.Link(ctx, e, bucketindex.LinkCond{IfTag: e.Tag})
-			return err
-		})
-		if !errors.Is(err, objstore.ErrCanceled) {
-			return err
-		}
-	}
-	return ErrSlowDown
+// SetObjectACL replaces the ACL of version vid of key ("" = the current
+// version); the version's owner stays. Each version has its own ACL, in
+// its metadata, changed in place by set_version_meta guarded by the
+// metadata read: a concurrent change to the same version makes it decide
+// again, an overwrite (a new version) keeps its own ACL. A delete marker
+// named by id is ErrMethodNotAllowed.
+func (d *Driver) SetObjectACL(ctx context.Context, bucket, key, vid string, acl authz.ACL) error {
+	_, err := d.updateVersion(ctx, bucket, key, vid, "", func(_ Instance, oi ObjectInfo, m *ObjectMeta) error {
+		a := acl
+		a.Owner = authz.Owner{ID: oi.Owner} // the ACL's owner, else the entry's
+		m.ACL = &a
+		return nil
+	})
+	return err
 }

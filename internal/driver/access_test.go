@@ -92,7 +92,7 @@ func TestObjectACLAndOwner(t *testing.T) {
 	}
 	// SetObjectACL keeps the owner and the data.
 	priv, _ := authz.CannedACL("private", authz.Owner{ID: "mallory"}, authz.Owner{ID: "alice"})
-	if err := d.SetObjectACL(ctx, "bkt", "k", priv); err != nil {
+	if err := d.SetObjectACL(ctx, "bkt", "k", "", priv); err != nil {
 		t.Fatal(err)
 	}
 	h, _ = d.HeadObject(ctx, "bkt", "k")
@@ -102,7 +102,7 @@ func TestObjectACLAndOwner(t *testing.T) {
 	if string(get(t, d, "bkt", "k", nil)) != "v1" {
 		t.Fatal("data changed")
 	}
-	if err := d.SetObjectACL(ctx, "bkt", "missing", priv); !errors.Is(err, driver.ErrNoSuchKey) {
+	if err := d.SetObjectACL(ctx, "bkt", "missing", "", priv); !errors.Is(err, driver.ErrNoSuchKey) {
 		t.Fatal(err)
 	}
 	// A copy gets the request's ACL (here none: the bucket owner's).
@@ -207,5 +207,72 @@ func TestBucketAccessAcrossGateways(t *testing.T) {
 	now = now.Add(5 * time.Second)
 	if a, _ := d2.BucketAuth(ctx, "bkt"); !a.HasPAB {
 		t.Fatal("the other gateway still serves the old state after the TTL")
+	}
+}
+
+// TestVersionACLs: each version has its own ACL; changing the current
+// version's ACL leaves older versions alone, and a noncurrent version's
+// ACL can be set by id.
+func TestVersionACLs(t *testing.T) {
+	d, _ := newDriver(t)
+	ctx := context.Background()
+	if err := d.CreateBucket(ctx, "alice", "vbk", "", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.PutBucketVersioning(ctx, "vbk", driver.VersioningEnabled); err != nil {
+		t.Fatal(err)
+	}
+	v1 := put(t, d, "vbk", "k", []byte("old"))
+	v2 := put(t, d, "vbk", "k", []byte("new"))
+	pub, _ := authz.CannedACL("public-read", authz.Owner{ID: "mallory"}, authz.Owner{ID: "alice"})
+	aclOf := func(vid string) *authz.ACL {
+		t.Helper()
+		oi, err := d.HeadObjectVersion(ctx, "vbk", "k", vid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return oi.Meta.ACL
+	}
+	// Current ("" and by id) becomes public; v1 stays private.
+	if err := d.SetObjectACL(ctx, "vbk", "k", "", pub); err != nil {
+		t.Fatal(err)
+	}
+	if a := aclOf(""); a == nil || !a.IsPublic() || a.Owner.ID != "alice" {
+		t.Fatalf("current after SetObjectACL: %+v", a)
+	}
+	if a := aclOf(v2.VersionID); a == nil || !a.IsPublic() {
+		t.Fatalf("current by id: %+v", a)
+	}
+	if a := aclOf(v1.VersionID); a != nil {
+		t.Fatalf("old version's ACL changed: %+v", a)
+	}
+	// The old version by id; the current stays as it was.
+	if err := d.SetObjectACL(ctx, "vbk", "k", v1.VersionID, pub); err != nil {
+		t.Fatal(err)
+	}
+	priv, _ := authz.CannedACL("private", authz.Owner{}, authz.Owner{ID: "alice"})
+	if err := d.SetObjectACL(ctx, "vbk", "k", v2.VersionID, priv); err != nil {
+		t.Fatal(err)
+	}
+	if a := aclOf(v1.VersionID); a == nil || !a.IsPublic() {
+		t.Fatalf("v1 by id: %+v", a)
+	}
+	if a := aclOf(""); a == nil || a.IsPublic() {
+		t.Fatalf("current after v2 private: %+v", a)
+	}
+	if oi, rd, err := d.GetObjectVersion(ctx, "vbk", "k", v1.VersionID, nil); err != nil || oi.ETag != v1.ETag {
+		t.Fatalf("v1 data: %+v %v", oi, err)
+	} else {
+		rd.Close()
+	}
+	if err := d.SetObjectACL(ctx, "vbk", "k", "3", pub); !errors.Is(err, driver.ErrNoSuchVersion) && !errors.Is(err, driver.ErrInvalidVersionID) {
+		t.Fatalf("missing version: %v", err)
+	}
+	dm, err := d.DeleteObjectVersion(ctx, driver.DeleteObjectInput{Bucket: "vbk", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SetObjectACL(ctx, "vbk", "k", dm.VersionID, pub); !errors.Is(err, driver.ErrMethodNotAllowed) {
+		t.Fatalf("delete marker: %v", err)
 	}
 }

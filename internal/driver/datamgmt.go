@@ -120,6 +120,12 @@ func (d *Driver) DeleteObjectTagging(ctx context.Context, bucket, key, vid strin
 // key in place with fn, notifying event ("" = none) once the change is
 // stored. A concurrent change to the same version makes it start over.
 func (d *Driver) updateVersionMeta(ctx context.Context, bucket, key, vid, event string, fn func(Instance, *ObjectMeta) error) (ObjectInfo, error) {
+	return d.updateVersion(ctx, bucket, key, vid, event, func(inst Instance, _ ObjectInfo, m *ObjectMeta) error { return fn(inst, m) })
+}
+
+// updateVersion is updateVersionMeta whose fn also sees the version as
+// read (its owner, for an ACL).
+func (d *Driver) updateVersion(ctx context.Context, bucket, key, vid, event string, fn func(Instance, ObjectInfo, *ObjectMeta) error) (ObjectInfo, error) {
 	for attempt := 0; ; attempt++ {
 		inst, err := d.Instance(ctx, bucket)
 		if err != nil {
@@ -131,7 +137,7 @@ func (d *Driver) updateVersionMeta(ctx context.Context, bucket, key, vid, event 
 		}
 		oi := versionInfo(bucket, state, e)
 		meta := oi.Meta
-		if err := fn(inst, &meta); err != nil {
+		if err := fn(inst, oi, &meta); err != nil {
 			return ObjectInfo{}, err
 		}
 		raw, err := json.Marshal(meta)

@@ -504,6 +504,11 @@ func (d *Driver) CopyObject(ctx context.Context, in CopyObjectInput) (ObjectInfo
 		return ObjectInfo{}, err
 	}
 	defer rd.Close()
+	if in.SrcCheck != nil {
+		if err := in.SrcCheck(src); err != nil {
+			return ObjectInfo{}, err
+		}
+	}
 	if err := CheckConditions(src, in.SrcCond); err != nil {
 		return ObjectInfo{}, err
 	}

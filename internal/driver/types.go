@@ -240,6 +240,10 @@ type CopyObjectInput struct {
 	// otherwise the source's tags are copied. Object lock never comes from
 	// the source: Meta's lock fields (headers) or the bucket default apply.
 	ReplaceTags bool
+	// SrcCheck, if set, is called with the source version as read, before
+	// anything is written; its error fails the copy (the caller authorizes
+	// the version actually copied, not one it read earlier).
+	SrcCheck func(ObjectInfo) error
 }
 
 // DeleteObjectInput is one DELETE (or one DeleteObjects entry).

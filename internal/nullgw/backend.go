@@ -420,6 +420,11 @@ func (b *Backend) CopyObject(ctx context.Context, in driver.CopyObjectInput) (dr
 	if err != nil {
 		return driver.ObjectInfo{}, err
 	}
+	if in.SrcCheck != nil {
+		if err := in.SrcCheck(src); err != nil {
+			return driver.ObjectInfo{}, err
+		}
+	}
 	c, mod := in.SrcCond, src.ModTime.Truncate(time.Second)
 	if !((c.IfMatch == "" || etagMatches(c.IfMatch, src.ETag)) &&
 		(c.IfNoneMatch == "" || !etagMatches(c.IfNoneMatch, src.ETag)) &&
@@ -735,8 +740,12 @@ func (b *Backend) UpdateBucketAccess(ctx context.Context, name string, fn func(d
 	return nil
 }
 
-// SetObjectACL replaces an object's ACL, keeping its owner.
-func (b *Backend) SetObjectACL(ctx context.Context, bucket, key string, acl authz.ACL) error {
+// SetObjectACL replaces an object's ACL, keeping its owner. Buckets are
+// unversioned: vid is "" or "null".
+func (b *Backend) SetObjectACL(ctx context.Context, bucket, key, vid string, acl authz.ACL) error {
+	if vid != "" && vid != "null" {
+		return driver.ErrNoSuchVersion
+	}
 	bk, err := b.bucket(bucket)
 	if err != nil {
 		return err

@@ -220,9 +220,9 @@ func (s *Server) putBucketACL(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	return nil
 }
 
-// objectForACL reads the object and re-checks the request against its
-// own ACL.
-func (s *Server) objectForACL(w http.ResponseWriter, r *http.Request, rc *reqCtx, act authz.Action) (driver.ObjectInfo, error) {
+// objectForACL reads the version the request names (versionId, else the
+// current one) and re-checks the request against that version's own ACL.
+func (s *Server) objectForACL(w http.ResponseWriter, r *http.Request, rc *reqCtx) (driver.ObjectInfo, error) {
 	vid, err := s.versionParam(r.URL.Query())
 	if err != nil {
 		return driver.ObjectInfo{}, err
@@ -232,19 +232,12 @@ func (s *Server) objectForACL(w http.ResponseWriter, r *http.Request, rc *reqCtx
 		markerHeaders(w.Header(), err)
 		return info, err
 	}
-	if vid != "" && act == authz.S3PutObjectAcl {
-		// ACLs are stored with the current object only.
-		cur, err := s.be.HeadObject(r.Context(), rc.bucket, rc.key)
-		if err != nil || cur.VersionID != info.VersionID {
-			return info, s3err.New(s3err.ErrNotImplemented, "PutObjectAcl on a noncurrent version is not implemented.")
-		}
-	}
 	setVersionHeader(w.Header(), info.VersionID)
-	return info, s.recheckObjectACL(r, rc, act, info)
+	return info, s.recheckObjectACL(r, rc, rc.act, info)
 }
 
 func (s *Server) getObjectACL(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	info, err := s.objectForACL(w, r, rc, authz.S3GetObjectAcl)
+	info, err := s.objectForACL(w, r, rc)
 	if err != nil {
 		return err
 	}
@@ -254,8 +247,10 @@ func (s *Server) getObjectACL(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	return s.writeACL(w, r, *objectACL(info, rc.bauth))
 }
 
+// putObjectACL sets the ACL of one version: each version has its own, so
+// making the current one public leaves older ones as they were.
 func (s *Server) putObjectACL(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	info, err := s.objectForACL(w, r, rc, authz.S3PutObjectAcl)
+	info, err := s.objectForACL(w, r, rc)
 	if err != nil {
 		return err
 	}
@@ -271,7 +266,8 @@ func (s *Server) putObjectACL(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	if ba.PublicAccessBlock.BlockPublicAcls && acl.IsPublic() {
 		return s3err.New(s3err.ErrAccessDenied, "Public ACLs are blocked for this bucket (BlockPublicAcls).")
 	}
-	if err := s.be.SetObjectACL(r.Context(), rc.bucket, rc.key, acl); err != nil {
+	// The version decided on, not whatever is current by now.
+	if err := s.be.SetObjectACL(r.Context(), rc.bucket, rc.key, info.VersionID, acl); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusOK)

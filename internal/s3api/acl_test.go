@@ -2,13 +2,8 @@ package s3api
 
 import (
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/cairn-s3/cairn/internal/authz"
-	"github.com/cairn-s3/cairn/internal/driver"
 )
 
 // The access-control handlers and the decision point, through real SigV4
@@ -269,53 +264,6 @@ func TestPolicyExistingObjectTag(t *testing.T) {
 	h.mustDo(req{method: "GET", path: "/tags/secret"}, 403)
 	h.mustDo(req{method: "GET", path: "/tags/open", key: "-"}, 200)
 	h.mustDo(req{method: "GET", path: "/tags/secret", key: "-"}, 403)
-}
-
-// Every built-in route carries an action; a route without one (an
-// extension registered elsewhere) falls back to the bucket owner only.
-func TestRoutesCarryActions(t *testing.T) {
-	h := newHarness(t)
-	queries := []string{"", "location", "versioning", "acl", "uploads", "list-type=2", "policy", "policyStatus",
-		"publicAccessBlock", "ownershipControls", "delete", "uploadId=1", "partNumber=1&uploadId=1",
-		"versions", "tagging", "retention", "legal-hold", "object-lock", "lifecycle", "cors", "attributes"}
-	seen := map[string]bool{}
-	for _, path := range []string{"/bk", "/bk/key"} {
-		for _, m := range []string{"GET", "HEAD", "PUT", "POST", "DELETE"} {
-			for _, q := range queries {
-				for _, copySrc := range []bool{false, true} {
-					r := httptest.NewRequest(m, path+"?"+q, nil)
-					if copySrc {
-						r.Header.Set("x-amz-copy-source", "/a/b")
-					}
-					rt := h.srv.route(r, &reqCtx{})
-					if rt.err != nil || rt.deferred != nil || rt.kind != kindS3 {
-						continue
-					}
-					seen[rt.op] = true
-					if _, ok := opAction(rt.op, r.URL.Query()); !ok {
-						t.Errorf("%s %s?%s: op %s has no authz action", m, path, q, rt.op)
-					}
-				}
-			}
-		}
-	}
-
-	if len(seen) < 30 {
-		t.Fatalf("only %d ops routed: %v", len(seen), seen)
-	}
-
-	h.srv.HandleBucketSubresource("GET", "cairnext", func(w http.ResponseWriter, r *http.Request, _ driver.BucketInfo) error {
-		w.WriteHeader(http.StatusOK)
-		return nil
-	})
-	h.bucket("ext")
-	h.mustDo(req{method: "PUT", path: "/ext?acl", hdr: map[string]string{"x-amz-acl": "public-read-write"}}, 200)
-	h.mustDo(req{method: "GET", path: "/ext?cairnext"}, 200)
-	h.mustDo(req{method: "GET", path: "/ext?cairnext", key: bobKey}, 403)
-	h.mustDo(req{method: "GET", path: "/ext?cairnext", key: "-"}, 403)
-	if _, err := authz.ParseBucketPolicy([]byte(`{"Statement":[{"Effect":"Allow","Principal":"*","Action":"cairn:BucketOwnerOnly","Resource":"arn:aws:s3:::ext"}]}`), "ext"); err == nil {
-		t.Fatal("a policy may not grant the fallback action")
-	}
 }
 
 // The decision log names the statement or grant that decided.

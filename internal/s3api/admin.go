@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
@@ -34,8 +35,9 @@ import (
 type AdminHandlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 // BucketHandlerFunc serves a bucket subresource registered with
-// HandleBucketSubresource. The bucket exists and the caller owns it (or is
-// an admin); r.Body is the verified body. A returned error is written as
+// HandleBucketSubresource. The bucket exists and the caller is allowed the
+// route's action (opActions, by its operation name from subresourceOp; a
+// route without one is refused); r.Body is the verified body. A returned error is written as
 // an S3 XML error unless the handler already wrote a response.
 type BucketHandlerFunc func(w http.ResponseWriter, r *http.Request, bucket driver.BucketInfo) error
 
@@ -48,6 +50,37 @@ func (s *Server) HandleAdmin(path string, h AdminHandlerFunc) {
 	s.mu.Lock()
 	s.admin[path] = h
 	s.mu.Unlock()
+}
+
+// AdminRoutes returns the registered admin paths ("/admin/user", ...),
+// sorted, for tests that check each has an action.
+func (s *Server) AdminRoutes() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.admin))
+	for p := range s.admin {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// AuthorizeAdmin authenticates r as an admin-API request (SigV4; SigV2
+// is refused) and decides act, an admin action, for the caller: nil when
+// allowed, else an s3err error (AccessDenied for anonymous and non-admin
+// callers). The gateway guards /metrics with it.
+func (s *Server) AuthorizeAdmin(r *http.Request, act authz.Action) error {
+	rc := &reqCtx{id: s.newRequestID(), op: "Admin", decodedLength: -1}
+	ident, err := s.authenticate(r, rc, kindAdmin)
+	if err != nil {
+		return err
+	}
+	rc.ident = ident
+	in := authz.Input{Request: authz.Request{Principal: rc.principal(), Action: act}}
+	if act.Scope() != authz.ScopeAdmin || !s.decide(r.Context(), rc, &in).Allowed() {
+		return s3err.New(s3err.ErrAccessDenied, "")
+	}
+	return nil
 }
 
 // HandleBucketSubresource routes method requests on a bucket that carry the
@@ -113,7 +146,8 @@ func (s *Server) writeAdminError(w *statusWriter, rc *reqCtx, err error) {
 func (s *Server) serveAdmin(w *statusWriter, r *http.Request, rc *reqCtx) {
 	writeErr := func(err error) { s.writeAdminError(w, rc, err) }
 	path := strings.TrimSuffix(r.URL.Path, "/")
-	in := authz.Input{Request: authz.Request{Principal: rc.principal(), Action: adminAction(r.Method, path)}}
+	act, mapped := adminAction(r.Method, path)
+	in := authz.Input{Request: authz.Request{Principal: rc.principal(), Action: act}}
 	if !s.decide(r.Context(), rc, &in).Allowed() {
 		writeErr(s3err.New(s3err.ErrAccessDenied, "The admin API is for admin users only."))
 		return
@@ -124,6 +158,11 @@ func (s *Server) serveAdmin(w *statusWriter, r *http.Request, rc *reqCtx) {
 	rc.op = "Admin" + adminOpName(r.Method, path)
 	if !ok {
 		writeErr(s3err.New(s3err.ErrNotImplemented, "No admin route %s.", path))
+		return
+	}
+	if !mapped {
+		// Registered without an action in adminActions: refuse.
+		writeErr(fmt.Errorf("s3api: admin route %s has no authz action", path))
 		return
 	}
 	if err := h(w, r); err != nil {

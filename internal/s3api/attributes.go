@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/s3err"
 )
@@ -71,10 +72,28 @@ func (s *Server) getObjectAttributes(w http.ResponseWriter, r *http.Request, rc 
 	if err != nil {
 		return err
 	}
-	info, err := s.be.HeadObject(r.Context(), rc.bucket, rc.key)
+	vid, err := s.versionParam(r.URL.Query())
 	if err != nil {
 		return err
 	}
+	info, err := s.headVersion(r.Context(), rc.bucket, rc.key, vid)
+	if err != nil {
+		markerHeaders(w.Header(), err)
+		return err
+	}
+	if err := s.recheckObjectACL(r, rc, rc.act, info); err != nil {
+		return err
+	}
+	// S3 wants the read permission as well: s3:GetObject, or
+	// s3:GetObjectVersion for a version named by id.
+	read := authz.S3GetObject
+	if vid != "" {
+		read = authz.S3GetObjectVersion
+	}
+	if err := s.decideObject(r, rc, read, info); err != nil {
+		return err
+	}
+	setVersionHeader(w.Header(), info.VersionID)
 	out := getObjectAttributesResponse{Xmlns: s3Namespace}
 	if want["ETag"] {
 		out.ETag = info.ETag // unquoted, as S3 sends it here

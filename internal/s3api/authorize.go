@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
 
@@ -78,32 +79,42 @@ var opActions = map[string]authz.Action{
 	"DeleteBucketEncryption":          authz.S3PutEncryptionConfiguration,
 	"GetObjectAttributes":             authz.S3GetObjectAttributes,
 	"PostObject":                      authz.S3PutObject,
-	// Extension subresources (HandleBucketSubresource).
-	"GET_notification":    authz.S3GetBucketNotification,
-	"PUT_notification":    authz.S3PutBucketNotification,
-	"DELETE_notification": authz.S3PutBucketNotification,
+	// Extension subresources (HandleBucketSubresource), named by
+	// subresourceOp. RGW's DeleteBucketNotification needs the Put action,
+	// as in RGW (AWS deletes by putting an empty configuration).
+	"GetBucketNotificationConfiguration":    authz.S3GetBucketNotification,
+	"PutBucketNotificationConfiguration":    authz.S3PutBucketNotification,
+	"DeleteBucketNotificationConfiguration": authz.S3PutBucketNotification,
 	// RGW's GET /?usage: the caller's own usage log.
 	"GetUsage": authz.CairnGetUsage,
 }
 
 // opAction returns the action of a route's op; with a versionId the
-// object actions become their version forms. ok=false: the op has no
-// entry (use fallbackAction).
+// object actions become their version forms (AWS: a request naming a
+// version needs the version action, and the plain one is not required).
+// ok=false: the op has no entry, and the route cannot be served
+// (routeAction).
 func opAction(op string, q map[string][]string) (authz.Action, bool) {
 	a, ok := opActions[op]
 	if ok && len(q["versionId"]) > 0 {
-		switch a {
-		case authz.S3GetObject:
-			a = authz.S3GetObjectVersion
-		case authz.S3GetObjectAcl:
-			a = authz.S3GetObjectVersionAcl
-		case authz.S3PutObjectAcl:
-			a = authz.S3PutObjectVersionAcl
-		case authz.S3DeleteObject:
-			a = authz.S3DeleteObjectVersion
+		if v, has := versionActions[a]; has {
+			a = v
 		}
 	}
 	return a, ok
+}
+
+// versionActions maps each object action to the one a request naming a
+// version needs ("Actions, resources, and condition keys for Amazon S3").
+var versionActions = map[authz.Action]authz.Action{
+	authz.S3GetObject:           authz.S3GetObjectVersion, // GET and HEAD
+	authz.S3GetObjectAcl:        authz.S3GetObjectVersionAcl,
+	authz.S3PutObjectAcl:        authz.S3PutObjectVersionAcl,
+	authz.S3DeleteObject:        authz.S3DeleteObjectVersion,
+	authz.S3GetObjectTagging:    authz.S3GetObjectVersionTagging,
+	authz.S3PutObjectTagging:    authz.S3PutObjectVersionTagging,
+	authz.S3DeleteObjectTagging: authz.S3DeleteObjectVersionTagging,
+	authz.S3GetObjectAttributes: authz.S3GetObjectVersionAttributes,
 }
 
 // principal is who the request is, for authz.
@@ -114,13 +125,17 @@ func (rc *reqCtx) principal() authz.Principal {
 // authorize is the one decision point for S3 routes: it loads the bucket's
 // access state (cached with the bucket instance), evaluates, and logs the
 // decision at debug level. A missing bucket is NoSuchBucket for everyone,
-// as in S3 (bucket names are global). A denied object read of a missing
-// key is NoSuchKey only to callers who may list the bucket.
+// as in S3 (bucket names are global). Object actions are decided against
+// the ACL of the version the request names (versionId, else the current
+// one). A denied request for a missing key or version is NoSuchKey /
+// NoSuchVersion only to callers who may list the bucket (hideMissing does
+// the same for allowed requests).
 func (s *Server) authorize(r *http.Request, rc *reqCtx, act authz.Action) error {
 	ctx := r.Context()
+	vid := r.URL.Query().Get("versionId")
 	in := authz.Input{Request: authz.Request{
 		Principal: rc.principal(), Action: act,
-		Resource: authz.Resource{Bucket: rc.bucket, Key: rc.key, VersionID: r.URL.Query().Get("versionId")},
+		Resource: authz.Resource{Bucket: rc.bucket, Key: rc.key, VersionID: vid},
 	}}
 	if sc := act.Scope(); (sc == authz.ScopeBucket || sc == authz.ScopeObject) && act != authz.S3CreateBucket {
 		ba, err := s.be.BucketAuth(ctx, rc.bucket)
@@ -134,7 +149,7 @@ func (s *Server) authorize(r *http.Request, rc *reqCtx, act authz.Action) error 
 		s.fillBucket(&in, ba)
 		if _, where := act.ACLPermission(); where == authz.ScopeObject {
 			// Provisional: most objects have no stored ACL (private, bucket
-			// owner's). The handler re-checks once it read the object
+			// owner's). The handler re-checks once it read the version
 			// (recheckObjectACL), so GET costs no extra index read.
 			in.ObjectACL = defaultObjectACL(ba)
 		}
@@ -142,15 +157,15 @@ func (s *Server) authorize(r *http.Request, rc *reqCtx, act authz.Action) error 
 	if in.Policy != nil {
 		in.Context = s.conditionContext(r, rc, act, in.Policy)
 		if act.Scope() == authz.ScopeObject && in.Policy.NeedsPrefix("s3:existingobjecttag/") {
-			// The stored tags decide: read the object before deciding.
-			info, err := s.be.HeadObject(ctx, rc.bucket, rc.key)
+			// The stored tags decide: read the version before deciding.
+			info, err := s.headVersion(ctx, rc.bucket, rc.key, vid)
 			if err == nil {
 				addObjectTags(in.Context, info)
 				if in.ObjectACL != nil {
 					in.ObjectACL = objectACL(info, rc.bauth)
 					rc.objACLChecked = true
 				}
-			} else if !errors.Is(err, driver.ErrNoSuchKey) {
+			} else if !isMissing(err) {
 				return err
 			}
 		}
@@ -160,8 +175,8 @@ func (s *Server) authorize(r *http.Request, rc *reqCtx, act authz.Action) error 
 		return nil
 	}
 	if d.Effect == authz.ImplicitDeny && in.ObjectACL != nil && !rc.objACLChecked {
-		// The object's own ACL may grant what the default does not.
-		info, err := s.be.HeadObject(ctx, rc.bucket, rc.key)
+		// The version's own ACL may grant what the default does not.
+		info, err := s.headVersion(ctx, rc.bucket, rc.key, vid)
 		switch {
 		case err == nil:
 			rc.objACLChecked = true
@@ -172,13 +187,47 @@ func (s *Server) authorize(r *http.Request, rc *reqCtx, act authz.Action) error 
 			if d = s.decide(ctx, rc, &in); d.Allowed() {
 				return nil
 			}
-		case errors.Is(err, driver.ErrNoSuchKey):
+		case isMissing(err):
+			rc.missingDecided = true
 			if s.mayList(r, rc, &in) {
 				return err
 			}
+		case errors.Is(err, driver.ErrMethodNotAllowed), errors.Is(err, driver.ErrInvalidVersionID):
+			// A delete marker has no ACL to grant anything.
 		default:
 			return err
 		}
+	}
+	return s3err.New(s3err.ErrAccessDenied, "")
+}
+
+// isMissing reports whether err says a key or version does not exist (a
+// current delete marker included): what only a caller allowed to list
+// the bucket may learn.
+func isMissing(err error) bool {
+	return errors.Is(err, driver.ErrNoSuchKey) || errors.Is(err, driver.ErrNoSuchVersion) ||
+		errors.Is(err, s3err.ErrNoSuchKey) || errors.Is(err, s3err.ErrNoSuchVersion)
+}
+
+// hideMissing turns a handler's "no such key/version" about the request's
+// own bucket into AccessDenied for a caller who may not list the bucket
+// (S3: "If you don't have the s3:ListBucket permission, Amazon S3 returns
+// 403"), dropping the delete-marker headers that would tell the same.
+// Writes keep their answer (a conditional PutObject's NoSuchKey): a caller
+// allowed to write the key learns its existence from If-None-Match anyway.
+func (s *Server) hideMissing(w http.ResponseWriter, r *http.Request, rc *reqCtx, err error) error {
+	if rc.missingDecided || rc.key == "" || rc.bauth == nil || rc.act == authz.S3PutObject || !isMissing(err) {
+		return err
+	}
+	in := authz.Input{Request: authz.Request{Principal: rc.principal(),
+		Resource: authz.Resource{Bucket: rc.bucket}}}
+	s.fillBucket(&in, rc.bauth)
+	if s.mayList(r, rc, &in) {
+		return err
+	}
+	h := w.Header()
+	for _, k := range []string{"x-amz-delete-marker", "x-amz-version-id", "Allow", "Last-Modified"} {
+		h.Del(k)
 	}
 	return s3err.New(s3err.ErrAccessDenied, "")
 }
@@ -202,10 +251,12 @@ func (s *Server) decide(ctx context.Context, rc *reqCtx, in *authz.Input) authz.
 	return d
 }
 
-// mayList reports whether the caller may learn that a key is missing.
+// mayList reports whether the caller may learn that a key is missing:
+// s3:ListBucket on in's bucket.
 func (s *Server) mayList(r *http.Request, rc *reqCtx, in *authz.Input) bool {
 	l := *in
 	l.Action = authz.S3ListBucket
+	l.Resource = authz.Resource{Bucket: in.Resource.Bucket}
 	l.ObjectACL = nil
 	if l.Policy != nil {
 		l.Context = s.conditionContext(r, rc, authz.S3ListBucket, l.Policy)
@@ -225,24 +276,30 @@ func objectACL(info driver.ObjectInfo, ba *driver.BucketAuth) *authz.ACL {
 	return defaultObjectACL(ba)
 }
 
-// recheckObjectACL runs after a handler read the object: when the request
-// was allowed against the default object ACL but the object has its own,
-// decide again with the real one.
+// recheckObjectACL runs after a handler read the version it serves: when
+// the request was allowed against the default object ACL but the version
+// has its own, decide again with the real one.
 func (s *Server) recheckObjectACL(r *http.Request, rc *reqCtx, act authz.Action, info driver.ObjectInfo) error {
 	if rc.objACLChecked || info.Meta.ACL == nil || rc.bauth == nil {
 		return nil
 	}
+	rc.objACLChecked = true
+	return s.decideObject(r, rc, act, info)
+}
+
+// decideObject decides act on the request's object against the version
+// info that was read (its ACL and tags).
+func (s *Server) decideObject(r *http.Request, rc *reqCtx, act authz.Action, info driver.ObjectInfo) error {
 	in := authz.Input{Request: authz.Request{
 		Principal: rc.principal(), Action: act,
 		Resource: authz.Resource{Bucket: rc.bucket, Key: rc.key, VersionID: r.URL.Query().Get("versionId")},
 	}}
 	s.fillBucket(&in, rc.bauth)
-	in.ObjectACL = info.Meta.ACL
+	in.ObjectACL = objectACL(info, rc.bauth)
 	if in.Policy != nil {
 		in.Context = s.conditionContext(r, rc, act, in.Policy)
 		addObjectTags(in.Context, info)
 	}
-	rc.objACLChecked = true
 	if s.decide(r.Context(), rc, &in).Allowed() {
 		return nil
 	}
@@ -250,31 +307,54 @@ func (s *Server) recheckObjectACL(r *http.Request, rc *reqCtx, act authz.Action,
 }
 
 // allowedOn decides act on another bucket/key than the request's (the copy
-// source), loading that bucket's state.
-func (s *Server) allowedOn(r *http.Request, rc *reqCtx, act authz.Action, bucket, key string) error {
+// source), version vid ("" = current), loading that bucket's state and
+// the version's ACL, and returns the version it decided on and a check
+// that decides again on a version read later (the one a copy reads). A
+// missing key or version is NoSuchKey / NoSuchVersion only to a caller
+// allowed to list that bucket, AccessDenied to anyone else.
+func (s *Server) allowedOn(r *http.Request, rc *reqCtx, act authz.Action, bucket, key, vid string) (driver.ObjectInfo, func(driver.ObjectInfo) error, error) {
 	ctx := r.Context()
 	ba, err := s.be.BucketAuth(ctx, bucket)
 	if err != nil {
-		return err
+		return driver.ObjectInfo{}, nil, err
 	}
 	in := authz.Input{Request: authz.Request{Principal: rc.principal(), Action: act,
-		Resource: authz.Resource{Bucket: bucket, Key: key}}}
+		Resource: authz.Resource{Bucket: bucket, Key: key, VersionID: vid}}}
 	s.fillBucket(&in, ba)
+	var base authz.Context
 	if in.Policy != nil {
-		in.Context = s.conditionContext(r, rc, act, in.Policy)
+		base = s.conditionContext(r, rc, act, in.Policy)
 	}
-	info, err := s.be.HeadObject(ctx, bucket, key)
-	if err != nil && !errors.Is(err, driver.ErrNoSuchKey) {
-		return err
+	// check decides on a version that was read (ACL and tags are its own).
+	check := func(info driver.ObjectInfo) error {
+		d := in
+		d.ObjectACL = objectACL(info, ba)
+		if base != nil {
+			d.Context = maps.Clone(base)
+			addObjectTags(d.Context, info)
+		}
+		if s.decide(ctx, rc, &d).Allowed() {
+			return nil
+		}
+		return s3err.New(s3err.ErrAccessDenied, "")
 	}
-	in.ObjectACL = objectACL(info, ba)
-	if err == nil && in.Policy != nil {
-		addObjectTags(in.Context, info)
+	info, err := s.headVersion(ctx, bucket, key, vid)
+	var dm *driver.DeleteMarkerError
+	switch {
+	case err == nil:
+		return info, check, check(info)
+	case !isMissing(err) && !errors.As(err, &dm):
+		return info, check, err
 	}
-	if s.decide(ctx, rc, &in).Allowed() {
-		return err // NoSuchKey once the caller may read
+	// Missing, or a delete marker: decided with the default ACL; who may
+	// not list learns nothing more.
+	if cerr := check(driver.ObjectInfo{}); cerr != nil {
+		return info, check, cerr
 	}
-	return s3err.New(s3err.ErrAccessDenied, "")
+	if isMissing(err) && !s.mayList(r, rc, &in) {
+		return info, check, s3err.New(s3err.ErrAccessDenied, "")
+	}
+	return info, check, err
 }
 
 // headerKeys are the condition keys copied from one request header each,
@@ -361,41 +441,60 @@ func addObjectTags(c authz.Context, info driver.ObjectInfo) {
 	}
 }
 
-// adminAction maps an admin API request to its action: the first path
-// element after /admin names the resource, GET reads, anything else
-// writes.
-func adminAction(method, path string) authz.Action {
-	res, _, _ := strings.Cut(strings.TrimPrefix(path, "/admin/"), "/")
-	read := method == http.MethodGet || method == http.MethodHead
-	pick := func(r, w authz.Action) authz.Action {
-		if read {
-			return r
-		}
-		return w
-	}
-	switch res {
-	case "user", "metadata":
-		return pick(authz.AdminUsersRead, authz.AdminUsersWrite)
-	case "bucket", "reshard":
-		return pick(authz.AdminBucketsRead, authz.AdminBucketsWrite)
-	case "topic", "notification":
-		return pick(authz.AdminTopicsRead, authz.AdminTopicsWrite)
-	case "ratelimit":
-		return pick(authz.AdminRateLimitRead, authz.AdminRateLimitWrite)
-	case "usage":
-		return pick(authz.AdminUsageRead, authz.AdminUsageWrite)
-	}
-	return authz.AdminRados
+// adminActions gives each admin route (HandleAdmin paths, the built-ins
+// and those internal/server and notify register) its read and write
+// action. A registered route missing here is refused (adminAction).
+var adminActions = map[string][2]authz.Action{
+	"/admin/user":          {authz.AdminUsersRead, authz.AdminUsersWrite},
+	"/admin/metadata/user": {authz.AdminUsersRead, authz.AdminUsersWrite},
+	"/admin/bucket":        {authz.AdminBucketsRead, authz.AdminBucketsWrite},
+	"/admin/reshard":       {authz.AdminBucketsRead, authz.AdminBucketsWrite},
+	"/admin/lc":            {authz.AdminBucketsRead, authz.AdminBucketsWrite},
+	"/admin/topic":         {authz.AdminTopicsRead, authz.AdminTopicsWrite},
+	"/admin/notification":  {authz.AdminTopicsRead, authz.AdminTopicsWrite},
+	"/admin/rados":         {authz.AdminRados, authz.AdminRados},
+	"/admin/ratelimit":     {authz.AdminRateLimitRead, authz.AdminRateLimitWrite},
+	"/admin/usage":         {authz.AdminUsageRead, authz.AdminUsageWrite},
 }
 
-// authorizeKey decides act on one key of the request's bucket (the keys
-// of DeleteObjects), with the bucket state authorize loaded.
-func (s *Server) authorizeKey(r *http.Request, rc *reqCtx, act authz.Action, key string) error {
+// adminAction maps an admin API request to its action: GET and HEAD
+// read, anything else writes. ok=false: the path has no entry; such a
+// request is decided as AdminRados (the narrowest) and, if a handler is
+// registered for the path anyway, refused.
+func adminAction(method, path string) (authz.Action, bool) {
+	rw, ok := adminActions[path]
+	if !ok {
+		return authz.AdminRados, false
+	}
+	if method == http.MethodGet || method == http.MethodHead {
+		return rw[0], true
+	}
+	return rw[1], true
+}
+
+// authorizeKey decides act on one key and version of the request's
+// bucket (deleteGate: each key of DeleteObjects, and DeleteObject), with
+// the bucket state authorize loaded; s3:versionid is vid's, not the
+// query's.
+func (s *Server) authorizeKey(r *http.Request, rc *reqCtx, act authz.Action, key, vid string) error {
 	in := authz.Input{Request: authz.Request{Principal: rc.principal(), Action: act,
-		Resource: authz.Resource{Bucket: rc.bucket, Key: key}}}
+		Resource: authz.Resource{Bucket: rc.bucket, Key: key, VersionID: vid}}}
 	s.fillBucket(&in, rc.bauth)
 	if in.Policy != nil {
 		in.Context = s.conditionContext(r, rc, act, in.Policy)
+		delete(in.Context, "s3:versionid")
+		if vid != "" && in.Policy.Needs("s3:versionid") {
+			in.Context["s3:versionid"] = []string{vid}
+		}
+		if in.Policy.NeedsPrefix("s3:existingobjecttag/") {
+			// The tags of exactly this version decide.
+			info, err := s.headVersion(r.Context(), rc.bucket, key, vid)
+			if err == nil {
+				addObjectTags(in.Context, info)
+			} else if !versionMissing(err) {
+				return err
+			}
+		}
 	}
 	if s.decide(r.Context(), rc, &in).Allowed() {
 		return nil
@@ -403,19 +502,17 @@ func (s *Server) authorizeKey(r *http.Request, rc *reqCtx, act authz.Action, key
 	return s3err.New(s3err.ErrAccessDenied, "")
 }
 
-// fallbackAction authorizes a route whose op has no entry in opActions
-// (e.g. one added on another branch): object reads and writes as
-// GetObject / PutObject / DeleteObject, anything on the bucket as the
-// owner's alone. Never more open than S3's own default.
-func fallbackAction(method string, hasKey bool) authz.Action {
-	if !hasKey {
-		return authz.CairnBucketOwnerOnly
+// routeAction is the action serve decides a route with. A route that
+// would run a handler but whose op has no action is refused (ok=false):
+// an unmapped route fails closed, never falls back to a guess. Routes that
+// only answer NotImplemented (deferred) and have no S3 action are the
+// bucket owner's alone, so only the owner learns what is unimplemented.
+func routeAction(rt route, q map[string][]string) (authz.Action, bool) {
+	if a, ok := opAction(rt.op, q); ok {
+		return a, true
 	}
-	switch method {
-	case http.MethodGet, http.MethodHead:
-		return authz.S3GetObject
-	case http.MethodDelete:
-		return authz.S3DeleteObject
+	if rt.deferred != nil && rt.h == nil {
+		return authz.CairnBucketOwnerOnly, true
 	}
-	return authz.S3PutObject
+	return authz.ActionInvalid, false
 }

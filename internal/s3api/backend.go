@@ -25,7 +25,9 @@ type Backend interface {
 	// with the bucket instance; the caller must not modify it.
 	BucketAuth(ctx context.Context, name string) (*driver.BucketAuth, error)
 	UpdateBucketAccess(ctx context.Context, name string, fn func(driver.Instance, *driver.BucketAccess) error) error
-	SetObjectACL(ctx context.Context, bucket, key string, acl authz.ACL) error
+	// SetObjectACL sets the ACL of version vid of key ("" = current),
+	// keeping its owner.
+	SetObjectACL(ctx context.Context, bucket, key, vid string, acl authz.ACL) error
 
 	// Buckets. numShards 0 means the configured default.
 	CreateBucket(ctx context.Context, owner, name, location string, numShards int) error

@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"encoding/xml"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -46,16 +47,38 @@ func parseCopySource(v string) (copySrc, error) {
 	return copySrc{bucket: b, key: k, versionID: vid}, nil
 }
 
-// copySource parses the copy source and checks the caller may read it.
-func (s *Server) copySource(r *http.Request, rc *reqCtx) (copySrc, error) {
+// copySource parses the copy source and checks the caller may read that
+// version: s3:GetObject on the current one, s3:GetObjectVersion on one
+// named by id, each against the version's own ACL. It returns the version
+// it decided on, and a check to run on the version the copy actually
+// reads (on an unversioned bucket the object may be replaced meanwhile).
+func (s *Server) copySource(r *http.Request, rc *reqCtx) (copySrc, driver.ObjectInfo, func(driver.ObjectInfo) error, error) {
 	src, err := parseCopySource(r.Header.Get("x-amz-copy-source"))
 	if err != nil {
-		return src, err
+		return src, driver.ObjectInfo{}, nil, err
 	}
 	if _, ok := s.versioning(); !ok && src.versionID != "" && src.versionID != "null" {
-		return src, s3err.New(s3err.ErrInvalidArgument, "Invalid version id specified")
+		return src, driver.ObjectInfo{}, nil, s3err.New(s3err.ErrInvalidArgument, "Invalid version id specified")
 	}
-	return src, s.allowedOn(r, rc, authz.S3GetObject, src.bucket, src.key)
+	act := authz.S3GetObject
+	if src.versionID != "" {
+		act = authz.S3GetObjectVersion
+	}
+	rc.missingDecided = true // about the source bucket, decided here
+	info, check, err := s.allowedOn(r, rc, act, src.bucket, src.key, src.versionID)
+	var dm *driver.DeleteMarkerError
+	if errors.As(err, &dm) && src.versionID != "" {
+		return src, info, nil, s3err.New(s3err.ErrInvalidRequest, "The source of a copy request may not specifically refer to a delete marker by version id.")
+	}
+	return src, info, check, err
+}
+
+// pinned is the version id to read a copy source by: the one authorized.
+func pinned(src copySrc, info driver.ObjectInfo) string {
+	if src.versionID != "" {
+		return src.versionID
+	}
+	return info.VersionID // "" on an unversioned bucket: the one object
 }
 
 // copyConditions reads x-amz-copy-source-if-*, normalised to S3's
@@ -104,7 +127,7 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	if hasSSEC(r.Header) {
 		return s3err.New(s3err.ErrNotImplemented, "Server-side encryption with customer keys is not implemented.")
 	}
-	src, err := s.copySource(r, rc)
+	src, srcInfo, srcCheck, err := s.copySource(r, rc)
 	if err != nil {
 		return err
 	}
@@ -129,25 +152,24 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	}
 	// Parsed whatever the directives: tags (REPLACE) and object lock
 	// headers apply to the copy either way.
-	meta, err := objectMeta(r.Header)
+	meta, err := s.writeMeta(r, rc, replaceTags)
 	if err != nil {
 		return err
 	}
-	acl, err := s.requestObjectACL(r, rc)
-	if err != nil {
-		return err
-	}
+	acl := meta.ACL // CopyObjectInput carries it apart from Meta
+	meta.ACL = nil
 	info, err := s.be.CopyObject(r.Context(), driver.CopyObjectInput{
 		ACL:          acl,
 		SrcBucket:    src.bucket,
 		SrcKey:       src.key,
-		SrcVersionID: src.versionID,
+		SrcVersionID: pinned(src, srcInfo),
 		DstBucket:    rc.bucket,
 		DstKey:       rc.key,
 		ReplaceMeta:  replace,
 		Meta:         meta,
 		SrcCond:      copyConditions(r.Header),
 		ReplaceTags:  replaceTags,
+		SrcCheck:     srcCheck,
 	})
 	if err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/s3err"
 )
@@ -68,6 +67,9 @@ func parseDelete(data []byte) (deleteRequest, error) {
 // trailer) or x-amz-sdk-checksum-algorithm; whichever is sent is verified
 // (an algorithm alone is only computed).
 func (s *Server) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	if err := checkMFA(r.Header); err != nil {
+		return err
+	}
 	if !hasBodyDigest(r.Header) {
 		return s3err.New(s3err.ErrMissingContentMD5, "Missing required header for this request: Content-MD5 (or an x-amz-checksum-* header or trailer).")
 	}
@@ -89,7 +91,6 @@ func (s *Server) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqCt
 	errs := make([]error, len(req.Objects))
 	results := make([]driver.DeleteResult, len(req.Objects))
 	vb, versioned := s.versioning()
-	bypass := s.bypassGovernance(r, rc)
 	sem := make(chan struct{}, deleteParallelism)
 	var wg sync.WaitGroup
 	for i, o := range req.Objects {
@@ -104,7 +105,8 @@ func (s *Server) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqCt
 			errs[i] = s3err.New(s3err.ErrNoSuchVersion, "")
 			continue
 		}
-		if err := s.authorizeKey(r, rc, authz.S3DeleteObject, o.Key); err != nil {
+		bypass, err := s.deleteGate(r, rc, o.Key, o.VersionID)
+		if err != nil {
 			errs[i] = err
 			continue
 		}

@@ -51,7 +51,7 @@ func (f *fakeBackend) UpdateBucketAccess(ctx context.Context, name string, fn fu
 	return nil
 }
 
-func (f *fakeBackend) SetObjectACL(ctx context.Context, bucket, key string, acl authz.ACL) error {
+func (f *fakeBackend) SetObjectACL(ctx context.Context, bucket, key, vid string, acl authz.ACL) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("SetObjectACL")

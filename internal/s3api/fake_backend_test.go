@@ -380,6 +380,11 @@ func (f *fakeBackend) CopyObject(ctx context.Context, in driver.CopyObjectInput)
 	if err != nil {
 		return driver.ObjectInfo{}, err
 	}
+	if in.SrcCheck != nil {
+		if err := in.SrcCheck(src.info); err != nil {
+			return driver.ObjectInfo{}, err
+		}
+	}
 	if err := checkCopyConditions(in.SrcCond, src.info); err != nil {
 		return driver.ObjectInfo{}, driver.ErrPreconditionFailed
 	}

@@ -31,11 +31,8 @@ func (s *Server) createMultipartUpload(w http.ResponseWriter, r *http.Request, r
 	if hasSSEC(r.Header) {
 		return s3err.New(s3err.ErrNotImplemented, "Server-side encryption with customer keys is not implemented.")
 	}
-	meta, err := objectMeta(r.Header)
+	meta, err := s.writeMeta(r, rc, true)
 	if err != nil {
-		return err
-	}
-	if meta.ACL, err = s.requestObjectACL(r, rc); err != nil {
 		return err
 	}
 	alg := strings.ToUpper(r.Header.Get("x-amz-checksum-algorithm"))
@@ -183,15 +180,11 @@ func (s *Server) uploadPartCopy(w http.ResponseWriter, r *http.Request, rc *reqC
 	if err != nil {
 		return err
 	}
-	src, err := s.copySource(r, rc)
+	src, info, check, err := s.copySource(r, rc)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	info, err := s.headVersion(ctx, src.bucket, src.key, src.versionID)
-	if err != nil {
-		return err
-	}
 	if err := checkCopyConditions(copyConditions(r.Header), info); err != nil {
 		return err
 	}
@@ -206,13 +199,16 @@ func (s *Server) uploadPartCopy(w http.ResponseWriter, r *http.Request, rc *reqC
 	if length > maxPartSize {
 		return s3err.New(s3err.ErrInvalidRequest, "The specified copy source is larger than the maximum allowable size for a copy source: %d", int64(maxPartSize))
 	}
-	got, body, err := s.getVersion(ctx, src.bucket, src.key, src.versionID, rng)
+	got, body, err := s.getVersion(ctx, src.bucket, src.key, pinned(src, info), rng)
 	if err != nil {
 		return err
 	}
 	defer body.Close()
-	if got.ETag != info.ETag {
+	if got.ETag != info.ETag || got.VersionID != info.VersionID {
 		return s3err.New(s3err.ErrPreconditionFailed, "The copy source changed during the copy.")
+	}
+	if err := check(got); err != nil {
+		return err // its ACL changed since the decision
 	}
 	pinfo, err := s.be.UploadPart(ctx, rc.bucket, rc.key, id, part, body, length, nil)
 	if err != nil {

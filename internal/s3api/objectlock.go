@@ -4,10 +4,8 @@ import (
 	"context"
 
 	"net/http"
-	"strings"
 	"time"
 
-	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/objectlock"
 	"github.com/cairn-s3/cairn/internal/s3err"
@@ -51,10 +49,7 @@ func (s *Server) objectLock() (ObjectLockBackend, error) {
 // s3:BypassGovernanceRetention (the bucket owner, an admin, or whom the
 // bucket policy allows).
 func (s *Server) bypassGovernance(r *http.Request, rc *reqCtx) bool {
-	if !strings.EqualFold(r.Header.Get("x-amz-bypass-governance-retention"), "true") {
-		return false
-	}
-	return s.allowedOn(r, rc, authz.S3BypassGovernanceRetention, rc.bucket, rc.key) == nil
+	return s.mayBypass(r, rc, rc.key, r.URL.Query().Get("versionId"))
 }
 
 // lockMeta reads the x-amz-object-lock-* headers of a write into m.

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/s3err"
 )
@@ -103,11 +102,8 @@ func (s *Server) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 	if inm != "" && inm != "*" {
 		return s3err.New(s3err.ErrNotImplemented, "Conditional PUT supports only If-None-Match: *.")
 	}
-	meta, err := objectMeta(r.Header)
+	meta, err := s.writeMeta(r, rc, true)
 	if err != nil {
-		return err
-	}
-	if meta.ACL, err = s.requestObjectACL(r, rc); err != nil {
 		return err
 	}
 	p, err := newPayload(r, rc, driver.MaxPutSize)
@@ -171,6 +167,15 @@ func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	if err := checkKey(rc.key); err != nil {
 		return err
 	}
+	if err := checkMFA(r.Header); err != nil {
+		return err
+	}
+	// The query's version (even "null" on an unversioned backend) decides
+	// the action, as in DeleteObjects.
+	bypass, err := s.deleteGate(r, rc, rc.key, r.URL.Query().Get("versionId"))
+	if err != nil {
+		return err
+	}
 	vb, ok := s.versioning()
 	if !ok {
 		if err := s.be.DeleteObject(r.Context(), rc.bucket, rc.key); err != nil {
@@ -181,7 +186,7 @@ func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	}
 	res, err := vb.DeleteObjectVersion(r.Context(), driver.DeleteObjectInput{
 		Bucket: rc.bucket, Key: rc.key, VersionID: vid, IfMatch: r.Header.Get("If-Match"),
-		BypassGovernance: s.bypassGovernance(r, rc),
+		BypassGovernance: bypass,
 	})
 	if err != nil {
 		return err
@@ -375,7 +380,7 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 			info, body, err = s.getVersion(ctx, rc.bucket, rc.key, vid, nil)
 		}
 		if err == nil {
-			err = s.recheckObjectACL(r, rc, authz.S3GetObject, info)
+			err = s.recheckObjectACL(r, rc, rc.act, info)
 			if err != nil && body != nil {
 				body.Close()
 			}

@@ -2,7 +2,9 @@ package s3api
 
 import (
 	"net/http"
+	"strings"
 
+	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
@@ -76,4 +78,54 @@ func (s *Server) Operation(r *http.Request) (op string, err error) {
 		return rt.op, rt.deferred
 	}
 	return rt.op, rt.err
+}
+
+// RouteAuthz says how the Server authorizes a request, for tests that walk
+// the router and require every served route to name its action.
+type RouteAuthz struct {
+	Op   string
+	Kind string // "s3", "admin" or "sns"
+	// Served: a handler runs once the request is allowed (not an error
+	// the router answers, not a missing admin route).
+	Served bool
+	// Action is what the request is decided as; ActionInvalid means the
+	// route has none and is refused. SNS requests are decided per Action
+	// form field by the SNS handler (notify/api), not here.
+	Action authz.Action
+	// Unauthenticated: answered without credentials (CORS preflight,
+	// which serves no data).
+	Unauthenticated bool
+}
+
+// Authorization reports how r would be authorized, without
+// authenticating it or touching the backend.
+func (s *Server) Authorization(r *http.Request) RouteAuthz {
+	rt := s.route(r, &reqCtx{decodedLength: -1})
+	switch rt.kind {
+	case kindAdmin:
+		path := strings.TrimSuffix(r.URL.Path, "/")
+		s.mu.RLock()
+		_, ok := s.admin[path]
+		s.mu.RUnlock()
+		act, mapped := adminAction(r.Method, path)
+		if ok && !mapped {
+			act = authz.ActionInvalid // refused, see serveAdmin
+		}
+		return RouteAuthz{Op: "Admin" + adminOpName(r.Method, path), Kind: "admin", Served: ok, Action: act}
+	case kindSNS:
+		s.mu.RLock()
+		ok := s.sns != nil
+		s.mu.RUnlock()
+		return RouteAuthz{Op: rt.op, Kind: "sns", Served: ok}
+	}
+	ra := RouteAuthz{Op: rt.op, Kind: "s3", Served: rt.err == nil && rt.deferred == nil && rt.h != nil}
+	if rt.err != nil {
+		return ra
+	}
+	if rt.selfAuth && rt.op == "PreflightCors" {
+		ra.Unauthenticated = true
+		return ra
+	}
+	ra.Action, _ = routeAction(rt, r.URL.Query())
+	return ra
 }

@@ -16,6 +16,9 @@ import (
 // and are parsed once per cached instance version (driver.BucketAuth).
 
 func (s *Server) getBucketPolicy(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	if err := policyOwnerOnly(rc); err != nil {
+		return err
+	}
 	if rc.bauth.PolicyText == "" {
 		return s3err.New(s3err.ErrNoSuchBucketPolicy, "")
 	}
@@ -27,6 +30,9 @@ func (s *Server) getBucketPolicy(w http.ResponseWriter, r *http.Request, rc *req
 }
 
 func (s *Server) putBucketPolicy(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	if err := policyOwnerOnly(rc); err != nil {
+		return err
+	}
 	// Read past the limit so the parser names it.
 	body, err := readAllLimited(r.Body, 4*authz.MaxBucketPolicySize)
 	if err != nil {
@@ -55,6 +61,9 @@ func (s *Server) putBucketPolicy(w http.ResponseWriter, r *http.Request, rc *req
 }
 
 func (s *Server) deleteBucketPolicy(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	if err := policyOwnerOnly(rc); err != nil {
+		return err
+	}
 	err := s.be.UpdateBucketAccess(r.Context(), rc.bucket, func(_ driver.Instance, a *driver.BucketAccess) error {
 		a.Policy = ""
 		return nil
@@ -155,6 +164,17 @@ func (s *Server) deleteOwnershipControls(w http.ResponseWriter, r *http.Request,
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// policyOwnerOnly: AWS serves Get/Put/DeleteBucketPolicy only to the
+// bucket owner's account; another principal, even one a policy allows,
+// gets 405 MethodNotAllowed (after the authorizer, so an unallowed caller
+// still gets 403 and learns nothing).
+func policyOwnerOnly(rc *reqCtx) error {
+	if rc.ident.User.Admin || rc.ident.User.ID == rc.binfo.Owner {
+		return nil
+	}
+	return s3err.New(s3err.ErrMethodNotAllowed, "Only the bucket owner may manage the bucket policy.")
 }
 
 func writeRawXML(w http.ResponseWriter, body []byte) error {

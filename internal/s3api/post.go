@@ -212,26 +212,51 @@ type postTagging struct {
 	} `xml:"TagSet>Tag"`
 }
 
-// postMeta builds the object metadata from the form: the REST headers,
-// x-amz-meta-* and tagging (an XML Tagging document in POST forms).
-func postMeta(fv map[string]string) (driver.ObjectMeta, error) {
+// postHeaderFields are the form fields that stand for a PUT's request
+// headers (AWS: "parameters passed to PUT through HTTP headers are instead
+// passed as form fields to POST"), by lower-case field name.
+var postHeaderFields = map[string]string{
+	"content-type": "Content-Type", "cache-control": "Cache-Control",
+	"content-disposition": "Content-Disposition", "content-encoding": "Content-Encoding",
+	"content-language": "Content-Language", "expires": "Expires",
+	"acl":                                 "x-amz-acl",
+	"x-amz-grant-read":                    "x-amz-grant-read",
+	"x-amz-grant-read-acp":                "x-amz-grant-read-acp",
+	"x-amz-grant-write-acp":               "x-amz-grant-write-acp",
+	"x-amz-grant-full-control":            "x-amz-grant-full-control",
+	"x-amz-object-lock-mode":              "x-amz-object-lock-mode",
+	"x-amz-object-lock-retain-until-date": "x-amz-object-lock-retain-until-date",
+	"x-amz-object-lock-legal-hold":        "x-amz-object-lock-legal-hold",
+}
+
+// postRequest returns r with the form's fields as its headers, so the
+// upload goes through the same parsing, validation and authorization as
+// a PUT (writeMeta): metadata, tagging (an XML Tagging document in a
+// form), ACL, object lock. Of the real headers only Referer and
+// User-Agent remain (aws:Referer, aws:UserAgent).
+func postRequest(r *http.Request, fv map[string]string) (*http.Request, error) {
 	h := http.Header{}
+	for _, k := range []string{"Referer", "User-Agent"} {
+		if v := r.Header.Values(k); len(v) > 0 {
+			h[k] = v
+		}
+	}
 	for k, v := range fv {
-		switch {
-		case k == "content-type", k == "cache-control", k == "content-disposition", k == "content-encoding",
-			k == "content-language", k == "expires", strings.HasPrefix(k, "x-amz-meta-"):
+		if name, ok := postHeaderFields[k]; ok {
+			h.Set(name, v)
+		} else if strings.HasPrefix(k, "x-amz-meta-") {
 			h.Set(k, v)
 		}
 	}
 	if t, ok := fv["tagging"]; ok {
 		var tg postTagging
 		if err := xml.Unmarshal([]byte(t), &tg); err != nil {
-			return driver.ObjectMeta{}, s3err.Wrap(s3err.ErrMalformedXML, err)
+			return nil, s3err.Wrap(s3err.ErrMalformedXML, err)
 		}
 		q := url.Values{}
 		for _, x := range tg.Tags {
 			if q.Has(x.Key) {
-				return driver.ObjectMeta{}, s3err.New(s3err.ErrInvalidTag, "Cannot provide multiple Tags with the same key")
+				return nil, s3err.New(s3err.ErrInvalidTag, "Cannot provide multiple Tags with the same key")
 			}
 			q.Set(x.Key, x.Value)
 		}
@@ -239,7 +264,9 @@ func postMeta(fv map[string]string) (driver.ObjectMeta, error) {
 			h.Set("x-amz-tagging", q.Encode())
 		}
 	}
-	return objectMeta(h)
+	pr := r.Clone(r.Context())
+	pr.Header = h
+	return pr, nil
 }
 
 // postObject is PostObject (POST to the bucket with multipart/form-data).
@@ -270,7 +297,11 @@ func (s *Server) postObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	if _, ok := fv["bucket"]; !ok {
 		fv["bucket"] = rc.bucket
 	}
-	if err := s.authorizePostObject(r.WithContext(ctx), rc, id, key); err != nil {
+	pr, err := postRequest(r.WithContext(ctx), fv)
+	if err != nil {
+		return err
+	}
+	if err := s.authorizePostObject(pr, rc, id, key); err != nil {
 		return err
 	}
 	lo, hi := int64(0), int64(driver.MaxPutSize)
@@ -286,7 +317,7 @@ func (s *Server) postObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 			lo, hi = min, max
 		}
 	}
-	om, err := postMeta(fv)
+	om, err := s.writeMeta(pr, rc, true)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/ratelimit"
 	"github.com/cairn-s3/cairn/internal/s3err"
@@ -199,8 +200,14 @@ type reqCtx struct {
 	binfo driver.BucketInfo
 	// bauth is the bucket's access state, loaded by authorize.
 	bauth *driver.BucketAuth
+	// act is the action the request was authorized for (its version
+	// form when it names a version).
+	act authz.Action
 	// objACLChecked: the decision already used the object's own ACL.
 	objACLChecked bool
+	// missingDecided: a missing key or version was already answered as
+	// NoSuchKey or AccessDenied by who may list (authorize, copy source).
+	missingDecided bool
 	// errCode is the S3 error code sent, for the log line.
 	errCode string
 	cause   error
@@ -330,11 +337,13 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 		s.writeError(w, r, rc, rt.err)
 		return
 	}
-	act, ok := opAction(rt.op, r.URL.Query())
+	act, ok := routeAction(rt, r.URL.Query())
 	if !ok {
-		act = fallbackAction(r.Method, rc.key != "")
-		s.log.Warn("route without an authz action; using a fallback", "op", rt.op, "action", act.String())
+		// A route nobody gave an action: refuse rather than guess.
+		s.writeError(w, r, rc, fmt.Errorf("s3api: route %s has no authz action", rt.op))
+		return
 	}
+	rc.act = act
 	if err := s.authorize(r, rc, act); err != nil {
 		s.writeError(w, r, rc, err)
 		return
@@ -348,7 +357,7 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 		return
 	}
 	if err := rt.h(w, r, rc); err != nil {
-		s.writeError(w, r, rc, err)
+		s.writeError(w, r, rc, s.hideMissing(w, r, rc, err))
 	}
 }
 

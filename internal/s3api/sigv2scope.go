@@ -28,8 +28,11 @@ var v2Unsigned = map[string]bool{
 // not cover what decides the operation:
 //   - SigV2 for the SNS and admin APIs (their action and target are
 //     query or body parameters V2 never signs; AWS SNS is SigV4-only too);
-//   - a SigV2 S3 request with a parameter that is neither signed nor in
-//     v2Unsigned, or with a repeated parameter (V2 signs the first value);
+//   - a SigV2 S3 request with a parameter that is neither signed, nor a
+//     header parameter equal to its (signed) header (a presigned URL's
+//     content-type, content-md5 and x-amz-*), nor in v2Unsigned, or with a
+//     repeated parameter (V2 signs the first value): 403
+//     SignatureDoesNotMatch, as AWS answers a tampered URL;
 //   - an SNS request, or an admin request with a body, whose body is
 //     unsigned: there the body names the action (SNS) or carries the
 //     command (POST /admin/rados), so a presigned URL would run any.
@@ -48,10 +51,10 @@ func checkSignedScope(r *http.Request, kind routeKind, ar AuthResult) error {
 	}
 	for k, vs := range r.URL.Query() {
 		if len(vs) > 1 {
-			return s3err.New(s3err.ErrInvalidRequest, "Query parameter %q is repeated; a SigV2 signature covers one value.", k)
+			return s3err.New(s3err.ErrSignatureDoesNotMatch, "Query parameter %q is repeated; a SigV2 signature covers one value.", k)
 		}
-		if !sigv2.Signed(k) && !v2Unsigned[k] {
-			return s3err.New(s3err.ErrInvalidRequest, "Query parameter %q is not covered by a SigV2 signature; sign the request with AWS4-HMAC-SHA256.", k)
+		if !sigv2.Signed(k) && !v2Unsigned[k] && !sigv2.QueryHeaderSigned(r, k) {
+			return s3err.New(s3err.ErrSignatureDoesNotMatch, "Query parameter %q is not covered by a SigV2 signature; sign the request with AWS4-HMAC-SHA256.", k)
 		}
 	}
 	return nil

@@ -53,6 +53,9 @@ func TestCheckSignedScope(t *testing.T) {
 		{kindS3, "retention", v2, false},
 		{kindS3, "Action=ListTopics", v2, false},
 		{kindS3, "uploadId=1&uploadId=2", v2, false},
+		{kindS3, "x-amz-meta-a=1", v2, false},      // no such (signed) header
+		{kindS3, "content-type=text/x", v2, false}, // idem
+		{kindS3, "object-lock", v2, true},          // signed by botocore and by sigv2
 		{kindS3, "attributes&Action=x", v4, true},
 		{kindAdmin, "", v2, false},
 		{kindAdmin, "uid=alice", v4, true},
@@ -66,6 +69,16 @@ func TestCheckSignedScope(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("kind %d %q %+v: err %v, want ok=%v", tc.kind, tc.query, tc.ar, err, tc.ok)
 		}
+	}
+	// A presigned URL's header parameters, once Verify made them headers.
+	hq := &http.Request{Method: "PUT", URL: &url.URL{Path: "/b/k", RawQuery: "content-type=text%2Fx&x-amz-meta-a=1"},
+		Header: http.Header{"Content-Type": {"text/x"}, "X-Amz-Meta-A": {"1"}}}
+	if err := checkSignedScope(hq, kindS3, v2); err != nil {
+		t.Errorf("signed header parameters refused: %v", err)
+	}
+	hq.Header.Set("X-Amz-Meta-A", "2")
+	if err := checkSignedScope(hq, kindS3, v2); err == nil {
+		t.Error("a header parameter that differs from its header was accepted")
 	}
 	post := &http.Request{Method: "POST", URL: &url.URL{Path: "/admin/rados"}, ContentLength: 10}
 	if checkSignedScope(post, kindAdmin, AuthResult{UnsignedPayload: true}) == nil {

@@ -98,6 +98,9 @@ func (s *Server) getObjectTagging(w http.ResponseWriter, r *http.Request, rc *re
 	if err != nil {
 		return err
 	}
+	if err := s.recheckObjectACL(r, rc, rc.act, info); err != nil {
+		return err // READ on this version's ACL
+	}
 	return writeTagging(w, info.Meta.Tags, info.VersionID)
 }
 

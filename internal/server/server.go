@@ -18,10 +18,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/cairn-s3/cairn/internal/auth/sigv2"
 	"github.com/cairn-s3/cairn/internal/bucketindex"
+	"github.com/cairn-s3/cairn/internal/buildinfo"
 	"github.com/cairn-s3/cairn/internal/cls"
 	"github.com/cairn-s3/cairn/internal/config"
 	"github.com/cairn-s3/cairn/internal/driver"
@@ -57,6 +57,9 @@ type Gateway struct {
 	API      *s3api.Server
 	Registry *prometheus.Registry
 	Handler  http.Handler
+	// MetricsHandler serves /metrics and /healthz on the metrics-listen
+	// listener (nil unless metrics-listen is set).
+	MetricsHandler http.Handler
 
 	notifyCache *endpoint.Cache
 	closers     []func()
@@ -68,9 +71,16 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 	// reaches the log stream even if a log call passes one.
 	log = redact.Logger(log)
 	g := &Gateway{Config: cfg, Log: log, Registry: prometheus.NewRegistry()}
-	g.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	bi := buildinfo.Get()
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{Name: "cairn_build_info", Help: "Always 1; the labels say which build is running.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "commit": bi.Commit, "goversion": bi.GoVersion}})
+	buildInfo.Set(1)
+	g.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo)
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, err
+	}
+	if err := tightenDataDir(cfg.DataDir, log); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
 	}
 	// The null backend discards data: it measures the HTTP, auth and
 	// checksum path alone (benchmarks).
@@ -158,15 +168,32 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	metrics := promhttp.HandlerFor(g.Registry, promhttp.HandlerOpts{})
+	// /metrics names no tenant resource unless asked to and needs
+	// credentials unless served publicly or on its own listener.
+	mlog := log.With("component", "metrics")
+	var metrics http.Handler
+	if cfg.MetricsListen == "" {
+		metrics = metricsHandler(g.Registry, cfg.MetricsTenantLabels, newMetricsAccess(cfg, api, mlog, true))
+	} else {
+		m := metricsHandler(g.Registry, cfg.MetricsTenantLabels, newMetricsAccess(cfg, api, mlog, false))
+		g.MetricsHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case r.URL.Path == "/healthz":
+				mux.ServeHTTP(w, r)
+			case r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+				m.ServeHTTP(w, r)
+			default:
+				http.NotFound(w, r)
+			}
+		})
+	}
 	g.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/healthz":
 			mux.ServeHTTP(w, r)
 		case "/metrics":
-			// Metrics are unauthenticated like RGW's prometheus module;
-			// the listener is loopback by default.
-			if r.Method == http.MethodGet && r.URL.RawQuery == "" {
+			// With metrics-listen set, this is the S3 bucket "metrics".
+			if metrics != nil && r.Method == http.MethodGet && r.URL.RawQuery == "" {
 				metrics.ServeHTTP(w, r)
 				return
 			}
@@ -220,10 +247,22 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(
 	if err != nil {
 		return err
 	}
+	var mln net.Listener
+	if cfg.MetricsListen != "" {
+		if mln, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+			for _, ln := range lns {
+				ln.Close()
+			}
+			return fmt.Errorf("metrics-listen: %w", err)
+		}
+	}
 	g, err := Open(ctx, cfg, log, getenv)
 	if err != nil {
 		for _, ln := range lns {
 			ln.Close()
+		}
+		if mln != nil {
+			mln.Close()
 		}
 		return err
 	}
@@ -236,7 +275,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(
 		ConnContext:       connContext,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	errc := make(chan error, len(lns))
+	errc := make(chan error, len(lns)+1)
 	var addrs []string
 	for _, ln := range lns {
 		go func() { errc <- srv.Serve(ln) }()
@@ -246,18 +285,39 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(
 		}
 		addrs = append(addrs, scheme+"://"+ln.Addr().String())
 	}
-	log.Info("cairn serving", "listen", addrs, "data_dir", cfg.DataDir, "backend", cfg.Backend)
+	servers := []*http.Server{srv}
+	if mln != nil {
+		msrv := &http.Server{
+			Handler: g.MetricsHandler, ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+		servers = append(servers, msrv)
+		go func() { errc <- msrv.Serve(mln) }()
+		log.Info("metrics serving", "metrics_listen", "http://"+mln.Addr().String())
+	}
+	bi := buildinfo.Get()
+	log.Info("cairn serving", "listen", addrs, "data_dir", cfg.DataDir, "backend", cfg.Backend,
+		"region", cfg.Region, "version", bi.Version, "commit", bi.Commit, "go_version", bi.GoVersion)
 	select {
 	case err := <-errc:
-		_ = srv.Close()
+		for _, s := range servers {
+			_ = s.Close()
+		}
 		return err
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: waiting for in-flight requests", "timeout", cfg.ShutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("shutdown", "err", err)
+	for _, s := range servers {
+		if err := s.Shutdown(sctx); err != nil {
+			log.Warn("shutdown", "err", err)
+		}
+	}
+	for range servers[1:] {
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
 	}
 	for range lns {
 		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -328,9 +388,10 @@ func (a sigAuth) Authenticate(r *http.Request) (s3api.AuthResult, error) {
 }
 
 // bootstrapAdmin creates the admin user on a fresh data directory, with
-// CAIRN_ACCESS_KEY/CAIRN_SECRET_KEY if set, else generated keys. Either
-// way the keys go to <data-dir>/admin.credentials (0600) and nowhere else:
-// the console and the log only name the file.
+// CAIRN_ACCESS_KEY/CAIRN_SECRET_KEY if set, else generated keys. Generated
+// keys go to <data-dir>/admin.credentials (0600) and nowhere else: the
+// console and the log only name the file. Keys from the environment are
+// not written anywhere: their owner has them already.
 func bootstrapAdmin(ctx context.Context, d s3api.Backend, cfg *config.Config, getenv func(string) string, log *slog.Logger) error {
 	if u, err := d.GetUser(ctx, "admin"); err == nil {
 		warnIgnoredKeys(u, getenv, cfg, log)
@@ -349,15 +410,17 @@ func bootstrapAdmin(ctx context.Context, d s3api.Backend, cfg *config.Config, ge
 	if err != nil {
 		return fmt.Errorf("create admin user: %w", err)
 	}
+	if !generated {
+		log.Info("created admin user", "access_key", u.Keys[0].AccessKey, "generated_keys", false)
+		return nil
+	}
 	path := filepath.Join(cfg.DataDir, "admin.credentials")
 	body := fmt.Sprintf("CAIRN_ACCESS_KEY=%s\nCAIRN_SECRET_KEY=%s\n", u.Keys[0].AccessKey, u.Keys[0].SecretKey)
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		return err
 	}
-	if generated {
-		fmt.Fprintf(os.Stderr, "cairn: created admin user with generated keys; they are in %s (mode 0600)\n", path)
-	}
-	log.Info("created admin user", "credentials_file", path, "generated_keys", generated)
+	fmt.Fprintf(os.Stderr, "cairn: created admin user with generated keys; they are in %s (mode 0600)\n", path)
+	log.Info("created admin user", "credentials_file", path, "generated_keys", true)
 	return nil
 }
 

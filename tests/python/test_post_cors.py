@@ -111,3 +111,51 @@ def test_bucket_cors_boto3():
     s3.delete_bucket_cors(Bucket=b)
     with pytest.raises(botocore.exceptions.ClientError):
         s3.get_bucket_cors(Bucket=b)
+
+
+def _exists(s3, b, k):
+    try:
+        s3.head_object(Bucket=b, Key=k)
+        return True
+    except botocore.exceptions.ClientError as e:
+        assert e.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"), e.response
+        return False
+
+
+def test_post_acl_field():
+    """The form's acl field is applied like x-amz-acl on a PUT: public-read
+    makes the object readable anonymously; under BlockPublicAcls and
+    BucketOwnerEnforced it is refused and nothing is stored."""
+    s3 = client()
+    b = "postacl-" + uuid.uuid4().hex[:10]
+    s3.create_bucket(Bucket=b)
+
+    def post(key, acl):
+        p = client().generate_presigned_post(b, key, Fields={"acl": acl}, Conditions=[{"acl": acl}], ExpiresIn=600)
+        body, ctype = multipart(p["fields"], "f.txt", b"public data")
+        return send("POST", p["url"], body, {"Content-Type": ctype})
+
+    status, _, data = post("open.txt", "public-read")
+    assert status == 204, data
+    status, _, data = send("GET", f"{ENDPOINT}/{b}/open.txt")
+    assert status == 200 and data == b"public data"
+    grants = s3.get_object_acl(Bucket=b, Key="open.txt")["Grants"]
+    assert any(g["Grantee"].get("URI") == "http://acs.amazonaws.com/groups/global/AllUsers" and g["Permission"] == "READ"
+               for g in grants), grants
+    # private stays private.
+    status, _, data = post("closed.txt", "private")
+    assert status == 204, data
+    status, _, _ = send("GET", f"{ENDPOINT}/{b}/closed.txt")
+    assert status == 403
+
+    s3.put_public_access_block(Bucket=b, PublicAccessBlockConfiguration={
+        "BlockPublicAcls": True, "IgnorePublicAcls": False, "BlockPublicPolicy": False, "RestrictPublicBuckets": False})
+    status, _, data = post("blocked.txt", "public-read")
+    assert status == 403 and b"<Code>AccessDenied</Code>" in data, data
+    assert not _exists(s3, b, "blocked.txt")
+
+    s3.delete_public_access_block(Bucket=b)
+    s3.put_bucket_ownership_controls(Bucket=b, OwnershipControls={"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]})
+    status, _, data = post("enforced.txt", "public-read")
+    assert status == 400 and b"<Code>AccessControlListNotSupported</Code>" in data, data
+    assert not _exists(s3, b, "enforced.txt")

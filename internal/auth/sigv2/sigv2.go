@@ -1,8 +1,14 @@
 // Package sigv2 verifies AWS Signature Version 2 for S3: the
 // "Authorization: AWS AK:sig" header and query-string presigned URLs
 // (AWSAccessKeyId, Expires, Signature). boto3 still presigns with SigV2 by
-// default, and RGW accepts it, so real clients need it. Bodies are not
-// signed in V2; integrity comes from Content-MD5 and x-amz-checksum-*.
+// default in us-east-1, and RGW accepts it, so real clients need it.
+// Bodies are not signed in V2; integrity comes from Content-MD5 and
+// x-amz-checksum-*.
+//
+// A presigned URL carries the headers its signature covers in its query
+// string (content-type, content-md5, x-amz-*; botocore's HmacV1QueryAuth
+// moves them there): AWS signs them as headers, and so does Verify, which
+// then makes them the request's headers.
 package sigv2
 
 import (
@@ -48,12 +54,75 @@ var subresources = map[string]bool{
 	"response-content-language": true, "response-content-type": true, "response-expires": true,
 	"restore": true, "tagging": true, "torrent": true, "uploadId": true, "uploads": true,
 	"versionId": true, "versioning": true, "versions": true, "website": true,
+	// Signed by botocore's HmacV1Auth too (its QSAOfInterest).
+	"accelerate": true, "analytics": true, "inventory": true, "metrics": true, "object-lock": true,
+	"replication": true, "select": true, "select-type": true,
 }
 
 // Signed reports whether query parameter name is part of the resource V2
 // signs (a subresource or a response-* override). Every other parameter
 // is outside the signature: whoever holds a signed URL can add it.
 func Signed(name string) bool { return subresources[name] }
+
+// IsQueryHeader reports whether query parameter name stands for a header
+// in a presigned URL: content-type, content-md5 or x-amz-*, lower case as
+// botocore writes them.
+func IsQueryHeader(name string) bool {
+	return name == "content-type" || name == "content-md5" || strings.HasPrefix(name, "x-amz-")
+}
+
+// headerValue is a header's value as the string to sign has it: its
+// values trimmed and joined by commas.
+func headerValue(h http.Header, name string) (string, bool) {
+	vs, ok := h[http.CanonicalHeaderKey(name)]
+	if !ok {
+		return "", false
+	}
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = strings.TrimSpace(v)
+	}
+	return strings.Join(out, ","), true
+}
+
+// QueryHeaderSigned reports whether query parameter name is a header
+// parameter (IsQueryHeader) whose one value is also the request's header
+// value, so the signature, which covers the header, covers it too.
+func QueryHeaderSigned(r *http.Request, name string) bool {
+	vs := r.URL.Query()[name]
+	if !IsQueryHeader(name) || len(vs) != 1 {
+		return false
+	}
+	hv, ok := headerValue(r.Header, name)
+	return ok && hv == strings.TrimSpace(vs[0])
+}
+
+// queryHeaders returns r's headers with the header parameters of its
+// query folded in. A parameter given twice, or that disagrees with the
+// header of the same name, cannot be what was signed.
+func queryHeaders(r *http.Request) (http.Header, error) {
+	h := r.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	for k, vs := range r.URL.Query() {
+		if !IsQueryHeader(k) {
+			continue
+		}
+		if len(vs) != 1 {
+			return nil, s3err.New(s3err.ErrSignatureDoesNotMatch, "Query parameter %q is repeated; a SigV2 signature covers one value.", k)
+		}
+		v := strings.TrimSpace(vs[0])
+		if hv, ok := headerValue(h, k); ok {
+			if hv != v {
+				return nil, s3err.New(s3err.ErrSignatureDoesNotMatch, "Query parameter %q and the header of that name differ.", k)
+			}
+			continue
+		}
+		h.Set(k, v)
+	}
+	return h, nil
+}
 
 // StringToSign builds V2's string to sign; dateOrExpires is the Date
 // header (or "" when x-amz-date is used) or the presign Expires value.
@@ -118,9 +187,13 @@ func Sign(secret, sts string) string {
 }
 
 // Verify checks a SigV2 request and returns its access key. Errors are
-// *s3err.Error.
+// *s3err.Error. A verified presigned request gets the header parameters of
+// its query (IsQueryHeader) as headers where it had none, so it does what
+// was signed: a presigned PUT with content-type=image/png stores
+// image/png even when the client sends no Content-Type.
 func Verify(r *http.Request, lookup SecretLookup, now time.Time, bucketFromHost string) (string, error) {
 	var ak, sig, dateOrExpires string
+	signed := r // what the signature covers: r, or r with its query's headers
 	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "AWS ") {
 		cred := strings.TrimPrefix(h, "AWS ")
 		i := strings.LastIndexByte(cred, ':')
@@ -148,6 +221,13 @@ func Verify(r *http.Request, lookup SecretLookup, now time.Time, bucketFromHost 
 		if now.Unix() > exp {
 			return "", s3err.New(s3err.ErrAccessDenied, "Request has expired")
 		}
+		h, err := queryHeaders(r)
+		if err != nil {
+			return "", err
+		}
+		c := *r
+		c.Header = h
+		signed = &c
 	}
 	secret, err := lookup(r.Context(), ak)
 	if errors.Is(err, ErrUnknownAccessKey) {
@@ -160,9 +240,19 @@ func Verify(r *http.Request, lookup SecretLookup, now time.Time, bucketFromHost 
 		}
 		return "", s3err.Wrap(s3err.ErrInternalError, err)
 	}
-	want := Sign(secret, StringToSign(r, dateOrExpires, bucketFromHost))
+	want := Sign(secret, StringToSign(signed, dateOrExpires, bucketFromHost))
 	if !hmac.Equal([]byte(want), []byte(sig)) {
 		return "", s3err.New(s3err.ErrSignatureDoesNotMatch, "")
+	}
+	if signed != r {
+		if r.Header == nil {
+			r.Header = http.Header{}
+		}
+		for k, v := range signed.Header {
+			if _, ok := r.Header[k]; !ok {
+				r.Header[k] = v
+			}
+		}
 	}
 	return ak, nil
 }

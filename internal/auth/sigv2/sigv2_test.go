@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,5 +68,55 @@ func TestPresignedAndHeader(t *testing.T) {
 	h.Header.Set("Authorization", "AWS NOPE:"+sig)
 	if _, err := Verify(h, lookup, now, ""); !errors.Is(err, s3err.ErrInvalidAccessKeyID) {
 		t.Fatalf("unknown key: %v", err)
+	}
+}
+
+// A presigned URL as botocore's HmacV1QueryAuth makes it: the signed
+// Content-Type and x-amz-* headers travel in the query string.
+func TestPresignedQueryHeaders(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	exp := strconv.FormatInt(now.Unix()+60, 10)
+	sig := Sign("SECRET", "PUT\n\nimage/png\n"+exp+"\nx-amz-acl:private\nx-amz-meta-a:1\n/b/k")
+	q := "content-type=image%2Fpng&x-amz-acl=private&x-amz-meta-a=1&AWSAccessKeyId=AK&Expires=" + exp + "&Signature=" + url.QueryEscape(sig)
+	for _, tc := range []struct {
+		name    string
+		query   string
+		headers map[string]string
+		ok      bool
+	}{
+		{"no headers", q, nil, true},
+		{"same headers", q, map[string]string{"Content-Type": "image/png", "X-Amz-Meta-A": "1"}, true},
+		{"other content-type", q, map[string]string{"Content-Type": "text/html"}, false},
+		{"other meta header", q, map[string]string{"X-Amz-Meta-A": "2"}, false},
+		{"unsigned extra header", q, map[string]string{"X-Amz-Meta-B": "2"}, false},
+		{"tampered content-type", strings.Replace(q, "image%2Fpng", "text%2Fhtml", 1), nil, false},
+		{"tampered acl", strings.Replace(q, "x-amz-acl=private", "x-amz-acl=public-read", 1), nil, false},
+		{"added x-amz parameter", q + "&x-amz-meta-b=2", nil, false},
+		{"repeated x-amz parameter", q + "&x-amz-meta-a=1", nil, false},
+	} {
+		r := httptest.NewRequest("PUT", "/b/k?"+tc.query, nil)
+		for k, v := range tc.headers {
+			r.Header.Set(k, v)
+		}
+		_, err := Verify(r, lookup, now, "")
+		if tc.ok {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+				continue
+			}
+			if r.Header.Get("Content-Type") != "image/png" || r.Header.Get("X-Amz-Acl") != "private" || r.Header.Get("X-Amz-Meta-A") != "1" {
+				t.Errorf("%s: signed query headers not applied: %v", tc.name, r.Header)
+			}
+			if !QueryHeaderSigned(r, "x-amz-acl") || QueryHeaderSigned(r, "AWSAccessKeyId") {
+				t.Errorf("%s: QueryHeaderSigned wrong", tc.name)
+			}
+			continue
+		}
+		if !errors.Is(err, s3err.ErrSignatureDoesNotMatch) {
+			t.Errorf("%s: %v, want SignatureDoesNotMatch", tc.name, err)
+		}
+		if tc.headers == nil && r.Header.Get("Content-Type") != "" {
+			t.Errorf("%s: refused request got headers: %v", tc.name, r.Header)
+		}
 	}
 }

@@ -2,8 +2,13 @@ package api
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -108,5 +113,59 @@ func TestListTopicsPagesSkipHidden(t *testing.T) {
 	}
 	if seen != 150 {
 		t.Fatalf("bob saw %d topics, want 150", seen)
+	}
+}
+
+// Every Action serveSNS dispatches has an authz action, and nothing
+// outside the table is served: the case labels of its switch are read
+// from the source, each must be in snsActions, and every table entry is
+// answered by its handler (not InvalidAction).
+func TestSNSActionsMapped(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "sns.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		fd, ok := n.(*ast.FuncDecl)
+		if !ok || fd.Name.Name != "serveSNS" {
+			return true
+		}
+		ast.Inspect(fd, func(n ast.Node) bool {
+			if cc, ok := n.(*ast.CaseClause); ok {
+				for _, e := range cc.List {
+					if bl, ok := e.(*ast.BasicLit); ok && bl.Kind == token.STRING {
+						s, _ := strconv.Unquote(bl.Value)
+						cases = append(cases, s)
+					}
+				}
+			}
+			return true
+		})
+		return false
+	})
+	if len(cases) < 5 {
+		t.Fatalf("found only %d SNS actions in serveSNS: %v", len(cases), cases)
+	}
+	for _, c := range cases {
+		act, ok := SNSAction(c)
+		if !ok || act.Service() != "sns" {
+			t.Errorf("SNS action %q is dispatched without an authz action (%v)", c, act)
+		}
+	}
+	e := newEnv(t)
+	for name := range snsActions {
+		if !slices.Contains(cases, name) {
+			t.Errorf("snsActions has %q, which serveSNS does not dispatch", name)
+		}
+		s, b := e.sns(t, "alice", "Action", name, "Name", "t1", "TopicArn", "arn:aws:sns:default::t1")
+		if s >= 500 || strings.Contains(b, "InvalidAction") {
+			t.Errorf("%s: %d %s", name, s, b)
+		}
+	}
+	for _, name := range []string{"Publish", "Subscribe", "AddPermission", "TagResource"} {
+		s, b := e.sns(t, "alice", "Action", name)
+		expect(t, s, b, 400, "InvalidAction")
 	}
 }

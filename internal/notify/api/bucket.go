@@ -15,7 +15,9 @@ import (
 )
 
 // The bucket handlers have s3api.BucketHandlerFunc's shape: the server has
-// checked that the bucket exists and the caller owns it.
+// checked that the bucket exists and authorized the caller for the route's
+// action (s3:GetBucketNotification; s3:PutBucketNotification to put or
+// delete), by policy and ownership like any S3 route.
 
 // PutBucketNotification is PUT /bucket?notification: replaces the
 // configuration (AWS) or merges it by Id (RGW), per the service's

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/notify/queue"
 	"github.com/cairn-s3/cairn/internal/notify/service"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
@@ -18,6 +19,26 @@ import (
 
 // maxFormBytes bounds an SNS request body.
 const maxFormBytes = 1 << 20
+
+// snsActions gives each SNS Action the API serves its authz action
+// (GetTopic is RGW's extension, a read of the attributes). An Action
+// missing here is answered InvalidAction before dispatch, so a case added
+// to serveSNS without an entry cannot be reached (TestSNSActionsMapped).
+var snsActions = map[string]authz.Action{
+	"CreateTopic":        authz.SNSCreateTopic,
+	"DeleteTopic":        authz.SNSDeleteTopic,
+	"GetTopic":           authz.SNSGetTopicAttributes,
+	"GetTopicAttributes": authz.SNSGetTopicAttributes,
+	"ListTopics":         authz.SNSListTopics,
+	"SetTopicAttributes": authz.SNSSetTopicAttributes,
+}
+
+// SNSAction returns the authz action of an SNS Action name; ok=false: the
+// API does not serve it.
+func SNSAction(name string) (authz.Action, bool) {
+	a, ok := snsActions[name]
+	return a, ok
+}
 
 // SNS returns the SNS query-API handler (s3api.Server.SetSNSHandler).
 func (a *API) SNS() http.Handler { return http.HandlerFunc(a.serveSNS) }
@@ -78,7 +99,17 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 		return t, nil
 	}
 
-	switch action := form.Get("Action"); action {
+	action := form.Get("Action")
+	act, served := snsActions[action]
+	switch {
+	case action == "":
+		fail(&topic.Error{Code: "MissingAction", Message: "missing Action", HTTPStatus: http.StatusBadRequest})
+		return
+	case !served:
+		fail(&topic.Error{Code: "InvalidAction", Message: fmt.Sprintf("unsupported action %q", action), HTTPStatus: http.StatusBadRequest})
+		return
+	}
+	switch action {
 	case "CreateTopic":
 		attrs := entries(form, "Attributes.entry")
 		st, ignored, err := topic.Parse(attrs, topts)
@@ -96,7 +127,7 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 		}
 		ok(topic.CreateTopicResponse(t.ARN, rid))
 	case "GetTopicAttributes", "GetTopic":
-		t, e := topicArg(topic.ActionGetTopicAttributes)
+		t, e := topicArg(act.String())
 		if e != nil {
 			fail(e)
 			return
@@ -131,7 +162,7 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 		}
 		ok(topic.ListTopicsResponse(shown, next, rid))
 	case "SetTopicAttributes":
-		t, e := topicArg(topic.ActionSetTopicAttributes)
+		t, e := topicArg(act.String())
 		if e != nil {
 			fail(e)
 			return
@@ -162,7 +193,7 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			fail(snsError(err))
 			return
 		}
-		if t != nil && !may(t, topic.ActionDeleteTopic) {
+		if t != nil && !may(t, act.String()) {
 			fail(snsError(service.ErrNotOwner))
 			return
 		}
@@ -172,10 +203,9 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		ok(topic.DeleteTopicResponse(rid))
-	case "":
-		fail(&topic.Error{Code: "MissingAction", Message: "missing Action", HTTPStatus: http.StatusBadRequest})
 	default:
-		fail(&topic.Error{Code: "InvalidAction", Message: fmt.Sprintf("unsupported action %q", action), HTTPStatus: http.StatusBadRequest})
+		// In snsActions but not served here: refuse, never guess.
+		fail(&topic.Error{Code: "InternalFailure", Message: fmt.Sprintf("action %q has no handler", action), HTTPStatus: http.StatusInternalServerError})
 	}
 }
 

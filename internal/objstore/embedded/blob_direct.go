@@ -50,7 +50,7 @@ func (s *Store) directIO() bool {
 // filesystem refused O_DIRECT; the caller then writes through the page
 // cache.
 func (s *Store) writeBlobDirect(path string, data []byte) (ok bool, err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|openDirectFlag, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|openDirectFlag, 0o600)
 	if errors.Is(err, syscall.EINVAL) {
 		s.noDirect.Store(true)
 		s.log.Info("embedded: filesystem refuses O_DIRECT; blobs go through the page cache", "dir", s.blobDir)

@@ -76,7 +76,10 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	fs := opts.FS
-	if err := fs.MkdirAll(opts.Dir, 0o755); err != nil {
+	// The store holds users' secret keys in clear: owner-only directories
+	// make every file below unreachable to others whatever its own mode
+	// (pebble creates files 0666 minus the umask; `cairn serve` sets 077).
+	if err := fs.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded: create data directory: %w", err)
 	}
 	lock, err := fs.Lock(fs.PathJoin(opts.Dir, "LOCK"))
@@ -104,8 +107,12 @@ func Open(opts Options) (*Store, error) {
 
 func (s *Store) open() error {
 	fs := s.opts.FS
-	if err := fs.MkdirAll(s.blobDir, 0o755); err != nil {
+	if err := fs.MkdirAll(s.blobDir, 0o700); err != nil {
 		return fmt.Errorf("embedded: create blob directory: %w", err)
+	}
+	// Made here, not by pebble (which would use 0755).
+	if err := fs.MkdirAll(fs.PathJoin(s.opts.Dir, "db"), 0o700); err != nil {
+		return fmt.Errorf("embedded: create db directory: %w", err)
 	}
 	cache := pebble.NewCache(s.opts.CacheSize)
 	defer cache.Unref()
