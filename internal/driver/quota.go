@@ -99,6 +99,9 @@ type usageView struct {
 	flight [2]int64   // admitted, not yet completed
 	freed  [2]int64   // versions this gateway removed (cumulative)
 	atFree [2]int64   // freed when the stats read ended
+	// amb: writes were admitted or in flight while the stats were read:
+	// the view may count them twice (in the stats and locally).
+	amb    bool
 	loaded time.Time
 	valid  bool
 }
@@ -177,33 +180,57 @@ func (d *Driver) quotaAdmit(ctx context.Context, inst Instance, objs, size int64
 	if !bq.Enabled {
 		bq = ul.BucketQuota // the owner's template for buckets without their own
 	}
-	t := &quotaTicket{d: d}
-	if bq.limits() {
-		v, err := d.usageView(ctx, "b/"+inst.ID, inst.Name, false)
-		if err != nil {
-			return nil, err
-		}
-		t.vs[t.nv], t.qs[t.nv] = v, bq
-		t.nv++
-	}
-	if ul.UserQuota.limits() {
-		v, err := d.usageView(ctx, "u/"+inst.Owner, inst.Owner, true)
-		if err != nil {
-			return nil, err
-		}
-		t.vs[t.nv], t.qs[t.nv] = v, ul.UserQuota
-		t.nv++
-	}
-	if t.nv == 0 {
+	if !bq.limits() && !ul.UserQuota.limits() {
 		return nil, nil
 	}
 	if size < 0 {
 		size = 0
 	}
-	if err := t.add(objs, size); err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		t := &quotaTicket{d: d}
+		if bq.limits() {
+			v, err := d.usageView(ctx, "b/"+inst.ID, inst.Name, false)
+			if err != nil {
+				return nil, err
+			}
+			t.vs[t.nv], t.qs[t.nv] = v, bq
+			t.nv++
+		}
+		if ul.UserQuota.limits() {
+			v, err := d.usageView(ctx, "u/"+inst.Owner, inst.Owner, true)
+			if err != nil {
+				return nil, err
+			}
+			t.vs[t.nv], t.qs[t.nv] = v, ul.UserQuota
+			t.nv++
+		}
+		err := t.add(objs, size)
+		if err == nil {
+			return t, nil
+		}
+		// Refused by a view that may count writes twice (admitted while
+		// its stats were read): read again, now that they are settled,
+		// before refusing. Bounded: under a steady stream of concurrent
+		// writes at the limit a refusal may still be a false one.
+		if attempt == 2 || !t.unsettle() {
+			return nil, err
+		}
 	}
-	return t, nil
+}
+
+// unsettle marks the views whose last stats read overlapped admissions
+// stale, and reports whether there were any.
+func (t *quotaTicket) unsettle() bool {
+	tr := &t.d.quota
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	any := false
+	for _, v := range t.views() {
+		if v.amb {
+			v.valid, any = false, true
+		}
+	}
+	return any
 }
 
 // add checks every view with n more and takes it, all or nothing.
@@ -325,7 +352,7 @@ func (d *Driver) usageView(ctx context.Context, key, name string, user bool) (*u
 	// A read that began after this request arrived is as fresh as one of
 	// its own: concurrent checks share it (with a TTL of 0 too).
 	ok = fresh() || (v.valid && !v.loaded.Before(arrived))
-	at := v.done
+	at, atFlight := v.done, v.flight
 	tr.mu.Unlock()
 	if ok {
 		return v, nil
@@ -345,6 +372,7 @@ func (d *Driver) usageView(ctx context.Context, key, name string, user bool) (*u
 	// Frees that completed during the read are not subtracted (the stats
 	// may or may not show them): safe.
 	v.base, v.atBase, v.atFree, v.loaded, v.valid = u, at, v.freed, started, true
+	v.amb = atFlight != [2]int64{} || v.done != at || v.flight != [2]int64{}
 	tr.mu.Unlock()
 	return v, nil
 }

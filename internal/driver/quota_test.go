@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +162,57 @@ func TestQuotaOverwriteCredit(t *testing.T) {
 	st, err := d.BucketStats(ctx, "d-b")
 	if err != nil || st.VersionsSize != 10 {
 		t.Fatalf("stats %+v %v: want 10 bytes stored", st, err)
+	}
+}
+
+// TestQuotaConcurrentAdmission: concurrent writers through one driver
+// never take a bucket past its quota, at any stats TTL (0 reads the stats
+// at every check, shared among concurrent checks), and the quota can be
+// filled exactly.
+func TestQuotaConcurrentAdmission(t *testing.T) {
+	for _, ttl := range []time.Duration{0, time.Hour} {
+		ctx := context.Background()
+		d := newDriverOpts(t, driver.Options{QuotaStatsTTL: ttl})
+		if _, err := d.CreateUser(ctx, driver.User{ID: "eve"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.CreateBucket(ctx, "eve", "e-b", "", 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.SetQuota(ctx, driver.QuotaScopeBucket, "", "e-b", func(q *driver.Quota) { q.Enabled, q.MaxObjects = true, 10 }); err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 32)
+		for i := 0; i < 32; i++ {
+			go func() { errs <- putErr(d, "e-b", "k"+strconv.Itoa(i), []byte("x"), 1) }()
+		}
+		ok := 0
+		for i := 0; i < 32; i++ {
+			switch err := <-errs; {
+			case err == nil:
+				ok++
+			case !errors.Is(err, driver.ErrQuotaExceeded):
+				t.Fatal(err)
+			}
+		}
+		if ok > 10 {
+			t.Fatalf("ttl %v: %d concurrent writes admitted past a quota of 10", ttl, ok)
+		}
+		// Near the limit a concurrent check may refuse conservatively (a
+		// write counted twice while the stats were read); once settled,
+		// the quota fills exactly.
+		for i := 0; ; i++ {
+			err := putErr(d, "e-b", "s"+strconv.Itoa(i), []byte("x"), 1)
+			if errors.Is(err, driver.ErrQuotaExceeded) {
+				break
+			}
+			if err != nil || i > 10 {
+				t.Fatalf("sequential fill: %v after %d", err, i)
+			}
+		}
+		st, err := d.BucketStats(ctx, "e-b")
+		if err != nil || st.NumVersions != 10 {
+			t.Fatalf("ttl %v: %d stored (%v); want exactly 10", ttl, st.NumVersions, err)
+		}
 	}
 }
