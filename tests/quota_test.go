@@ -377,6 +377,8 @@ func TestUsageShow(t *testing.T) {
 		t.Fatalf("GET /?usage: %d %s", r.status, r.body)
 	}
 
+	want(t, "anonymous GET /?usage", principal{}.do(t, g, http.MethodGet, "/?usage", ""), 403, "AccessDenied")
+
 	g.mustAdmin(t, "usage", "trim", "--uid", "erin")
 	rep = usageReport{}
 	if err := json.Unmarshal([]byte(g.mustAdmin(t, "usage", "show", "--uid", "erin")), &rep); err != nil {
