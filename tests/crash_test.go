@@ -20,8 +20,10 @@ import (
 // SIGKILLs the gateway mid-load, restarts it on the same data directory and
 // checks: every acknowledged PUT is listed and readable with its content,
 // every listed object is readable (nothing listed-but-missing), acknowledged
-// deletes stay deleted, and the bucket stats agree with the listing.
+// deletes stay deleted, the bucket stats agree with the listing, and every
+// visible object's ObjectCreated event was delivered.
 func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
+	rv := newReceiver(t)
 	g := StartGateway(t)
 	c := sdkClient(g, g.AccessKey, g.SecretKey)
 	ctx := context.Background()
@@ -29,6 +31,9 @@ func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: bucket}); err != nil {
 		t.Fatal(err)
 	}
+	// Every write is notified through a persistent topic: after the kill,
+	// each visible version must have its event, acknowledged or not.
+	notifyBucket(t, g, rv, "crash-bucket")
 	var mu sync.Mutex
 	acked := map[string]string{} // key → content last acknowledged ("" = deleted)
 	// uncertain: keys whose last operation failed (in flight at the kill):
@@ -132,7 +137,8 @@ func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
 	if st.NumObjects != uint64(len(listed)) {
 		t.Fatalf("stats say %d objects, listing has %d", st.NumObjects, len(listed))
 	}
-	t.Logf("%d acknowledged objects checked after kill -9, %d listed", n, len(listed))
+	ev := checkVisibleHaveEvents(t, c, rv, "crash-bucket", false)
+	t.Logf("%d acknowledged objects checked after kill -9, %d listed, %d with their events", n, len(listed), ev)
 }
 
 func TestAdminCLI(t *testing.T) {

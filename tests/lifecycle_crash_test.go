@@ -16,7 +16,8 @@ import (
 // data directory and checks that the pass resumes and completes, that the
 // objects the rule matches are gone and the others stay, and that the
 // endpoint got exactly one expiration event per expired object: none
-// lost, none twice.
+// lost, none twice; and every version still listed has its ObjectCreated
+// event.
 func TestLifecycleKillDashNine(t *testing.T) {
 	rv := newReceiver(t)
 	g := StartGateway(t, "--lc-debug-interval", "3s", "--lc-rate", "150", "--lc-max-objs", "2", "--notif-scan-interval", "1s", "--notif-lease", "3s")
@@ -27,7 +28,13 @@ func TestLifecycleKillDashNine(t *testing.T) {
 	// Versioned: an expiry writes a delete marker, so a second expiry of
 	// an object would show as a second marker.
 	awsCLI(t, g, "s3api", "put-bucket-versioning", "--bucket", bucket, "--versioning-configuration", "Status=Enabled")
-	lifecycleTopic(t, g, rv, bucket)
+	// Lifecycle events, and ObjectCreated for the "visible without event"
+	// check after the restart.
+	out := awsCLI(t, g, "sns", "create-topic", "--name=lctopic",
+		`--attributes={"push-endpoint": "`+rv.srv.URL+`", "persistent": "true"}`)
+	awsCLI(t, g, "s3api", "put-bucket-notification-configuration", "--bucket", bucket,
+		`--notification-configuration={"TopicConfigurations": [{"Id": "lc", "TopicArn": "`+jsonField(t, out, "TopicArn")+
+			`", "Events": ["s3:ObjectLifecycle:*", "s3:ObjectCreated:*"]}]}`)
 	stop := loadWorkers(8, func(w, i int) {
 		n := w + 8*i
 		if n >= nExp+nKeep {
@@ -124,8 +131,19 @@ func TestLifecycleKillDashNine(t *testing.T) {
 			t.Fatalf("%s: %d markers, %d versions (want %d, 1)", key, markers[key], versions[key], wantM)
 		}
 	}
+	// Every version still listed has its ObjectCreated event.
+	checkVisibleHaveEvents(t, c, rv, bucket, true)
+	expirations := func() int {
+		n := 0
+		for _, r := range rv.snapshot() {
+			if r["eventName"] == "ObjectLifecycle:Expiration:Current" {
+				n++
+			}
+		}
+		return n
+	}
 	deadline = time.Now().Add(time.Minute)
-	for len(rv.snapshot()) < nExp && time.Now().Before(deadline) {
+	for expirations() < nExp && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	waitPasses(t, g, bucket, 1)
@@ -136,6 +154,9 @@ func TestLifecycleKillDashNine(t *testing.T) {
 	per := map[string]map[string]bool{}
 	raw := 0
 	for _, r := range rv.snapshot() {
+		if name, _ := r["eventName"].(string); strings.HasPrefix(name, "ObjectCreated:") {
+			continue
+		}
 		if r["eventName"] != "ObjectLifecycle:Expiration:Current" {
 			t.Errorf("unexpected event %v", r["eventName"])
 			continue

@@ -60,6 +60,7 @@ func TestNotificationsStartAndResumeAtOnce(t *testing.T) {
 	rv.setDown(false)
 	took = waitFor(7, "after kill -9 and restart")
 	t.Logf("delivery resumed %v after the restart (lease 30m)", took.Round(time.Millisecond))
+	checkVisibleHaveEvents(t, c, rv, "bk1", false)
 	if !strings.Contains(g.Log.String(), "taken over from an earlier incarnation") {
 		t.Errorf("no lease taken over in the restarted gateway's log:\n%s", g.Log.String())
 	}

@@ -22,7 +22,9 @@ import (
 // version deleters run. After a restart every acknowledged version is
 // there with its bytes, every acknowledged version delete is gone, at most
 // the one write in flight per worker is in doubt, listings and stats agree,
-// and (for the failpoints after the index step) no data object is orphaned.
+// every listed version has its ObjectCreated event (a persistent topic
+// notifies the bucket), and (for the failpoints after the index step) no
+// data object is orphaned.
 func TestVersionedCrashAtFailpoints(t *testing.T) {
 	for _, fp := range []string{"put-after-data:30", "after-link:30", "after-unlink:8"} {
 		t.Run(strings.Split(fp, ":")[0], func(t *testing.T) { versionedCrash(t, fp) })
@@ -31,6 +33,7 @@ func TestVersionedCrashAtFailpoints(t *testing.T) {
 
 func versionedCrash(t *testing.T, fp string) {
 	t.Setenv("CAIRN_DRIVER_FAILPOINT", fp)
+	rv := newReceiver(t)
 	g := StartGateway(t, "--bucket-index-shards", "3")
 	c := sdkClient(g, g.AccessKey, g.SecretKey)
 	ctx := context.Background()
@@ -42,6 +45,7 @@ func versionedCrash(t *testing.T, fp string) {
 		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
 		t.Fatal(err)
 	}
+	notifyBucket(t, g, rv, bucket)
 	const workers = 4
 	models := make([]map[string][]vver, workers)
 	doubt := make([]string, workers) // the key whose last operation got no answer
@@ -164,6 +168,8 @@ func versionedCrash(t *testing.T, fp string) {
 	if err := json.Unmarshal([]byte(out), &st); err != nil || st.NumObjects != current || len(lo.Contents) != current || st.NumVersions != len(listed) {
 		t.Fatalf("stats %s, %d listed current objects; want %d current, %d versions", out, len(lo.Contents), current, len(listed))
 	}
+	// Every version the listing shows has its event, answered or not.
+	checkVisibleHaveEvents(t, c, rv, bucket, true)
 	if strings.HasPrefix(fp, "put-after-data") {
 		// Data written but never linked stays behind (as in RGW, whose
 		// orphans need rgw-orphan-list): not checked here.

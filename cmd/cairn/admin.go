@@ -23,7 +23,11 @@ import (
 const adminUsage = `usage: cairn admin [--endpoint URL] <noun> <verb> [flags]
 
   user create --uid U [--display-name N] [--email E] [--access-key K --secret S] [--admin] [--max-buckets N]
+  user create --uid U --account-id ID [--account-root] [--display-name N] [--email E]
   user info --uid U | user list | user rm --uid U | user stats --uid U
+  account create --account-name N [--email E] [--account-id ID]
+  account info --account-id ID | --account-name N | account list
+  account rm --account-id ID | --account-name N
   bucket list [--uid U] | bucket stats --bucket B
   bucket create --bucket B --uid OWNER [--num-shards N]
   bucket reshard --bucket B --num-shards N
@@ -38,6 +42,7 @@ const adminUsage = `usage: cairn admin [--endpoint URL] <noun> <verb> [flags]
       [--max-read-ops N] [--max-write-ops N] [--max-read-bytes N] [--max-write-bytes N]   (per minute; 0 = unlimited)
   usage show [--uid U] [--start-date D] [--end-date D] [--show-log-entries=false] [--show-log-sum=false]
   usage trim [--uid U] [--start-date D] [--end-date D] [--yes-i-really-mean-it (all users)]
+  kms create-key --key-id K | kms rotate-key --key-id K | kms reseal
 
 Signs requests with CAIRN_ACCESS_KEY / CAIRN_SECRET_KEY (or --access-key-id /
 --secret-access-key) and prints the JSON the gateway returns.
@@ -56,6 +61,10 @@ var adminRoutes = map[string]adminRoute{
 	"user list":         {http.MethodGet, "/admin/user", "list", nil},
 	"user rm":           {http.MethodDelete, "/admin/user", "", []string{"uid"}},
 	"user stats":        {http.MethodGet, "/admin/user", "stats", []string{"uid"}},
+	"account create":    {http.MethodPut, "/admin/account", "", []string{"account-name"}},
+	"account info":      {http.MethodGet, "/admin/account", "info", nil},
+	"account list":      {http.MethodGet, "/admin/account", "list", nil},
+	"account rm":        {http.MethodDelete, "/admin/account", "", nil},
 	"bucket list":       {http.MethodGet, "/admin/bucket", "", nil},
 	"bucket stats":      {http.MethodGet, "/admin/bucket", "stats", []string{"bucket"}},
 	"bucket create":     {http.MethodPut, "/admin/bucket", "", []string{"bucket", "uid"}},
@@ -74,6 +83,9 @@ var adminRoutes = map[string]adminRoute{
 	"notification list": {http.MethodGet, "/admin/notification", "list", []string{"bucket"}},
 	"notification get":  {http.MethodGet, "/admin/notification", "get", []string{"bucket", "notification-id"}},
 	"notification rm":   {http.MethodDelete, "/admin/notification", "", []string{"bucket"}},
+	"kms create-key":    {http.MethodPost, "/admin/kms", "create-key", []string{"key-id"}},
+	"kms rotate-key":    {http.MethodPost, "/admin/kms", "rotate-key", []string{"key-id"}},
+	"kms reseal":        {http.MethodPost, "/admin/kms", "reseal", nil},
 	// Quotas: scope bucket with --bucket is that bucket's own quota,
 	// otherwise the user's (see quotaPath).
 	"quota set":         {http.MethodPut, "/admin/user", "quota", []string{"quota-scope"}},
@@ -97,7 +109,7 @@ var adminParamNames = map[string]string{
 
 // adminParams are the flags passed through as query parameters.
 var adminParams = []string{"uid", "display-name", "email", "access-key", "secret", "max-buckets", "bucket", "num-shards",
-	"topic", "max-entries", "marker", "notification-id",
+	"topic", "max-entries", "marker", "notification-id", "key-id", "account-name", "account-id",
 	"quota-scope", "max-objects", "max-size", "ratelimit-scope", "max-read-ops", "max-write-ops", "max-read-bytes", "max-write-bytes",
 	"start-date", "end-date", "show-log-entries", "show-log-sum"}
 
@@ -113,6 +125,7 @@ func runAdmin(args []string) int {
 	sk := fs.String("secret-access-key", "", "admin secret key (default $CAIRN_SECRET_KEY)")
 	admin := fs.Bool("admin", false, "user create: make the user an admin")
 	sure := fs.Bool("yes-i-really-mean-it", false, "usage trim: without --uid, trim every user's usage")
+	acctRoot := fs.Bool("account-root", false, "user create: make the user its account's root user")
 	vals := map[string]*string{}
 	for _, p := range adminParams {
 		if p == "num-shards" || p == "max-entries" {
@@ -172,6 +185,9 @@ func runAdmin(args []string) int {
 	}
 	if *admin {
 		q.Set("admin", "true")
+	}
+	if *acctRoot {
+		q.Set("account-root", "true")
 	}
 	path := rt.path
 	switch words[0] {
@@ -265,8 +281,9 @@ var adminParamHelp = map[string]string{
 	"secret": "user create: secret key", "bucket": "bucket name", "num-shards": "index shards (bucket create, bucket reshard)",
 	"topic": "topic name", "max-entries": "topic dump: page size", "marker": "topic dump: resume after this marker",
 	"notification-id": "notification get|rm: the notification's Id",
-	"quota-scope":     "quota: user (the user's total, or with scope bucket and no --bucket its buckets' template) or bucket",
-	"max-objects":     "quota set: object limit, -1 = none", "max-size": "quota set: size limit in bytes, -1 = none",
+	"account-name":    "account create|info|rm: the account's name", "account-id": "account info|rm, user create: the account's id (RGW + 17 digits)",
+	"quota-scope": "quota: user (the user's total, or with scope bucket and no --bucket its buckets' template) or bucket",
+	"max-objects": "quota set: object limit, -1 = none", "max-size": "quota set: size limit in bytes, -1 = none",
 	"ratelimit-scope": "ratelimit: user or bucket",
 	"max-read-ops":    "ratelimit set: read ops per minute, 0 = unlimited", "max-write-ops": "ratelimit set: write ops per minute, 0 = unlimited",
 	"max-read-bytes": "ratelimit set: bytes sent per minute, 0 = unlimited", "max-write-bytes": "ratelimit set: bytes received per minute, 0 = unlimited",

@@ -93,19 +93,51 @@ func printJSON(out io.Writer, v any) error {
 func benchAppend(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("cairn bench append", flag.ContinueOnError)
 	var cfg bench.AppendConfig
-	fs.IntVar(&cfg.Clients, "clients", 1, "concurrent appenders")
+	clients := fs.String("clients", "1", "concurrent appenders; a comma-separated list (1,2,4,8,16,32) runs each")
+	rounds := fs.Int("rounds", 1, "rounds over all client counts (several: the spread between rounds is reported)")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "duration of each phase (plain, guarded)")
 	fs.IntVar(&cfg.Size, "size", 4096, "bytes per append")
-	fs.StringVar(&cfg.Dir, "data-dir", "", "parent directory for the temporary stores (picks the disk; default the system temp dir)")
+	fs.StringVar(&cfg.Dir, "data-dir", "", "parent directory for the temporary stores of the embedded backend (picks the disk; default the system temp dir)")
+	backend := fs.String("backend", "embedded", "object layer backend: embedded (a fresh temporary store per mode) or rados (a Ceph cluster; binary built with -tags rados)")
+	var ceph cephFlags
+	ceph.bind(fs)
 	if err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
+	counts, err := intList(*clients)
+	if err != nil {
+		return fmt.Errorf("--clients: %w", err)
+	}
+	switch *backend {
+	case "embedded":
+	case "rados":
+		open, counters, closeStore, err := ceph.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer closeStore()
+		cfg.Open, cfg.Counters = open, counters
+	default:
+		return &bench.UsageError{Err: fmt.Errorf("--backend %q: want embedded or rados", *backend)}
+	}
 	cfg.Out = out
-	res, err := bench.RunAppend(ctx, cfg)
+	if len(counts) == 1 && *rounds == 1 {
+		cfg.Clients = counts[0]
+		res, err := bench.RunAppend(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "guarded/plain: %.2f\n", res.Ratio)
+		return printJSON(out, res)
+	}
+	res, err := bench.RunAppendSweep(ctx, bench.AppendSweepConfig{Base: cfg, Clients: counts, Rounds: *rounds,
+		Backend: *backend, Command: "cairn bench append " + strings.Join(args, " ")})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "guarded/plain: %.2f\n", res.Ratio)
+	if res.GuardedOverPlain32 > 0 {
+		fmt.Fprintf(out, "guarded/plain at 32 clients: %.2f\n", res.GuardedOverPlain32)
+	}
 	return printJSON(out, res)
 }
 

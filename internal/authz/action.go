@@ -86,6 +86,39 @@ const (
 	SNSListTopics
 	SNSPublish
 
+	// IAM (the account's identity store; resource: the user's ARN).
+	IAMCreateUser
+	IAMGetUser
+	IAMListUsers
+	IAMUpdateUser
+	IAMDeleteUser
+	IAMCreateAccessKey
+	IAMListAccessKeys
+	IAMUpdateAccessKey
+	IAMDeleteAccessKey
+	IAMPutUserPolicy
+	IAMGetUserPolicy
+	IAMListUserPolicies
+	IAMDeleteUserPolicy
+	IAMAttachUserPolicy
+	IAMDetachUserPolicy
+	IAMListAttachedUserPolicies
+	IAMGetAccountSummary
+	IAMCreateGroup
+	IAMGetGroup
+	IAMListGroups
+	IAMDeleteGroup
+	IAMAddUserToGroup
+	IAMRemoveUserFromGroup
+	IAMListGroupsForUser
+	IAMPutGroupPolicy
+	IAMGetGroupPolicy
+	IAMListGroupPolicies
+	IAMDeleteGroupPolicy
+	IAMAttachGroupPolicy
+	IAMDetachGroupPolicy
+	IAMListAttachedGroupPolicies
+
 	// Cairn's admin API (the gateway's own; RGW calls these "caps").
 	AdminUsersRead
 	AdminUsersWrite
@@ -95,6 +128,7 @@ const (
 	AdminTopicsWrite
 	AdminRados
 	AdminMetricsRead // scrape /metrics
+	AdminKMS         // create and rotate KMS keys, re-seal secrets
 	AdminRateLimitRead
 	AdminRateLimitWrite
 	AdminUsageRead
@@ -125,6 +159,7 @@ const (
 	ScopeObject               // the object's ACL
 	ScopeTopic                // an SNS topic (no ACL)
 	ScopeAdmin                // the gateway's admin API (no ACL, no policy)
+	ScopeIAM                  // an account's IAM resource (no ACL, identity policies only)
 )
 
 type actionInfo struct {
@@ -212,6 +247,38 @@ var actions = [numActions]actionInfo{
 	SNSListTopics:         {"sns:ListTopics", ScopeService, 0, 0},
 	SNSPublish:            {"sns:Publish", ScopeTopic, 0, 0},
 
+	IAMCreateUser:                {"iam:CreateUser", ScopeIAM, 0, 0},
+	IAMGetUser:                   {"iam:GetUser", ScopeIAM, 0, 0},
+	IAMListUsers:                 {"iam:ListUsers", ScopeIAM, 0, 0},
+	IAMUpdateUser:                {"iam:UpdateUser", ScopeIAM, 0, 0},
+	IAMDeleteUser:                {"iam:DeleteUser", ScopeIAM, 0, 0},
+	IAMCreateAccessKey:           {"iam:CreateAccessKey", ScopeIAM, 0, 0},
+	IAMListAccessKeys:            {"iam:ListAccessKeys", ScopeIAM, 0, 0},
+	IAMUpdateAccessKey:           {"iam:UpdateAccessKey", ScopeIAM, 0, 0},
+	IAMDeleteAccessKey:           {"iam:DeleteAccessKey", ScopeIAM, 0, 0},
+	IAMPutUserPolicy:             {"iam:PutUserPolicy", ScopeIAM, 0, 0},
+	IAMGetUserPolicy:             {"iam:GetUserPolicy", ScopeIAM, 0, 0},
+	IAMListUserPolicies:          {"iam:ListUserPolicies", ScopeIAM, 0, 0},
+	IAMDeleteUserPolicy:          {"iam:DeleteUserPolicy", ScopeIAM, 0, 0},
+	IAMAttachUserPolicy:          {"iam:AttachUserPolicy", ScopeIAM, 0, 0},
+	IAMDetachUserPolicy:          {"iam:DetachUserPolicy", ScopeIAM, 0, 0},
+	IAMListAttachedUserPolicies:  {"iam:ListAttachedUserPolicies", ScopeIAM, 0, 0},
+	IAMGetAccountSummary:         {"iam:GetAccountSummary", ScopeIAM, 0, 0},
+	IAMCreateGroup:               {"iam:CreateGroup", ScopeIAM, 0, 0},
+	IAMGetGroup:                  {"iam:GetGroup", ScopeIAM, 0, 0},
+	IAMListGroups:                {"iam:ListGroups", ScopeIAM, 0, 0},
+	IAMDeleteGroup:               {"iam:DeleteGroup", ScopeIAM, 0, 0},
+	IAMAddUserToGroup:            {"iam:AddUserToGroup", ScopeIAM, 0, 0},
+	IAMRemoveUserFromGroup:       {"iam:RemoveUserFromGroup", ScopeIAM, 0, 0},
+	IAMListGroupsForUser:         {"iam:ListGroupsForUser", ScopeIAM, 0, 0},
+	IAMPutGroupPolicy:            {"iam:PutGroupPolicy", ScopeIAM, 0, 0},
+	IAMGetGroupPolicy:            {"iam:GetGroupPolicy", ScopeIAM, 0, 0},
+	IAMListGroupPolicies:         {"iam:ListGroupPolicies", ScopeIAM, 0, 0},
+	IAMDeleteGroupPolicy:         {"iam:DeleteGroupPolicy", ScopeIAM, 0, 0},
+	IAMAttachGroupPolicy:         {"iam:AttachGroupPolicy", ScopeIAM, 0, 0},
+	IAMDetachGroupPolicy:         {"iam:DetachGroupPolicy", ScopeIAM, 0, 0},
+	IAMListAttachedGroupPolicies: {"iam:ListAttachedGroupPolicies", ScopeIAM, 0, 0},
+
 	AdminUsersRead:    {"admin:users-read", ScopeAdmin, 0, 0},
 	AdminUsersWrite:   {"admin:users-write", ScopeAdmin, 0, 0},
 	AdminBucketsRead:  {"admin:buckets-read", ScopeAdmin, 0, 0},
@@ -220,6 +287,7 @@ var actions = [numActions]actionInfo{
 	AdminTopicsWrite:  {"admin:topics-write", ScopeAdmin, 0, 0},
 	AdminRados:        {"admin:rados", ScopeAdmin, 0, 0},
 	AdminMetricsRead:  {"admin:metrics-read", ScopeAdmin, 0, 0},
+	AdminKMS:          {"admin:kms", ScopeAdmin, 0, 0},
 
 	AdminRateLimitRead:  {"admin:ratelimit-read", ScopeAdmin, 0, 0},
 	AdminRateLimitWrite: {"admin:ratelimit-write", ScopeAdmin, 0, 0},
@@ -251,7 +319,7 @@ func (a Action) ACLPermission() (perm Permission, where Scope) {
 // a bucket ACL allows the s3:DeleteObjectVersion action".
 func (a Action) ACLOwnerOnly() bool { return a == S3DeleteObjectVersion }
 
-// Service returns the service prefix ("s3", "sns", "admin").
+// Service returns the service prefix ("s3", "sns", "iam", "admin").
 func (a Action) Service() string {
 	s, _, _ := strings.Cut(a.String(), ":")
 	return s
@@ -353,4 +421,7 @@ var knownUnmodelled = map[string]bool{
 	"sns:subscribe": true, "sns:unsubscribe": true,
 	"sns:listsubscriptionsbytopic": true, "sns:addpermission": true, "sns:removepermission": true,
 	"sns:tagresource": true, "sns:untagresource": true, "sns:listtagsforresource": true,
+	"iam:getrole": true, "iam:createrole": true, "iam:deleterole": true, "iam:listroles": true,
+	"iam:passrole": true, "iam:changepassword": true, "iam:getaccountpasswordpolicy": true,
+	"sts:assumerole": true, "sts:getcalleridentity": true, "sts:getsessiontoken": true,
 }

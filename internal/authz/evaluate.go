@@ -62,20 +62,28 @@ func policyManagement(a Action) bool {
 // verify_bucket/object_permission, AWS's policy evaluation logic):
 //
 //  1. Admin-API actions: only admins.
-//  2. The resource owner managing its bucket policy: allowed.
-//  3. A matching Deny statement in the policy: ExplicitDeny.
+//  2. The resource owner managing its bucket policy: allowed (for an
+//     account, its root).
+//  3. A matching Deny statement in the resource policy or in one of the
+//     principal's identity policies: ExplicitDeny.
 //  4. Admins: allowed (after denies: gates first, bypasses after).
-//  5. A matching Allow statement: allowed, unless RestrictPublicBuckets is
+//  5. IAM actions (evaluateIAM) and account users (evaluateAccount) are
+//     decided by AWS's identity/resource rules; users outside accounts
+//     continue here, their identity policies only ever denying (RGW).
+//  6. A matching Allow statement: allowed, unless RestrictPublicBuckets is
 //     set, the policy is public, and the caller is not the owner.
-//  6. The ACL: the action's permission (Action.ACLPermission) in the
+//  7. The ACL: the action's permission (Action.ACLPermission) in the
 //     bucket or object ACL, public grants skipped under IgnorePublicAcls.
 //     With ACLs disabled (BucketOwnerEnforced) the bucket owner holds every
 //     ACL permission and nobody else any. Bucket WRITE grants
 //     s3:DeleteObjectVersion to the bucket owner only.
-//  7. Actions no ACL grants (configuration, SNS): the owner.
-//  8. Service actions (ListAllMyBuckets, CreateBucket, CreateTopic,
+//  8. Actions no ACL grants (configuration, SNS): the owner.
+//  9. Service actions (ListAllMyBuckets, CreateBucket, CreateTopic,
 //     ListTopics): any authenticated user.
-//  9. Otherwise ImplicitDeny.
+//  10. Otherwise ImplicitDeny.
+//
+// Owner is the resource owner's canonical id: for what an account owns,
+// the account id, so "same account" is Owner == Principal.Account.
 func Evaluate(in *Input) Decision {
 	req := &in.Request
 	p := req.Principal
@@ -90,15 +98,26 @@ func Evaluate(in *Input) Decision {
 		return Decision{ImplicitDeny, "admin API needs an admin user"}
 	}
 	isOwner := !p.IsAnonymous() && p.ID == in.Owner && in.Owner != ""
-	if isOwner && policyManagement(a) {
+	rootOwner := p.InAccount() && p.Root && in.Owner == p.Account
+	if (isOwner || rootOwner) && policyManagement(a) {
 		return Decision{Allowed, "bucket owner manages its policy"}
 	}
-	eff, st := in.Policy.Eval(req)
+	eff, st, via := in.Policy.evalKind(req)
 	if eff == Deny {
 		return Decision{ExplicitDeny, "policy " + st.Describe()}
 	}
+	ieff, iname, ist := p.Identity.Eval(req)
+	if ieff == Deny {
+		return Decision{ExplicitDeny, "identity policy " + iname + " " + ist.Describe()}
+	}
 	if p.Admin {
 		return Decision{Allowed, "admin user"}
+	}
+	if a.Scope() == ScopeIAM {
+		return evaluateIAM(in, ieff, iname, ist)
+	}
+	if p.InAccount() {
+		return evaluateAccount(in, eff, st, via, ieff, iname, ist)
 	}
 	if eff == Allow {
 		if in.PublicAccessBlock.RestrictPublicBuckets && !isOwner && in.Policy.IsPublic() {
@@ -141,4 +160,82 @@ func Evaluate(in *Input) Decision {
 		return Decision{Allowed, "resource owner"}
 	}
 	return Decision{ImplicitDeny, "not the owner and no policy statement allows"}
+}
+
+// evaluateIAM decides an IAM action: Owner is the account the IAM
+// resource belongs to. IAM has no resource policies: the account's root
+// may do everything in its account, its users what their identity
+// policies allow; nobody acts on another account (admins were allowed
+// before).
+func evaluateIAM(in *Input, ieff Effect, iname string, ist *Statement) Decision {
+	p := in.Principal
+	switch {
+	case !p.InAccount():
+		return Decision{ImplicitDeny, "IAM actions need an account user or an admin"}
+	case in.Owner != p.Account:
+		return Decision{ImplicitDeny, "another account's IAM resource"}
+	case p.Root:
+		return Decision{Allowed, "account root in its own account"}
+	case ieff == Allow:
+		return Decision{Allowed, "identity policy " + iname + " " + ist.Describe()}
+	}
+	return Decision{ImplicitDeny, "no identity policy allows"}
+}
+
+// evaluateAccount decides for an IAM account's user (AWS "Policy
+// evaluation logic", denies already handled): the root acts freely in its
+// own account; in the same account an identity Allow or a resource Allow
+// naming the user suffices; across accounts both the identity side and
+// the resource side (policy or ACL, naming the user or its account) must
+// allow. A grant naming only the account (its id, ":root", an ACL grant
+// to it) is the account's, which its users use only with an identity
+// Allow. The root's identity side always allows.
+func evaluateAccount(in *Input, eff Effect, st *Statement, via bool, ieff Effect, iname string, ist *Statement) Decision {
+	p := in.Principal
+	a := in.Action
+	same := in.Owner != "" && (in.Owner == p.Account || in.Owner == p.ID)
+	if p.Root && same {
+		return Decision{Allowed, "account root in its own account"}
+	}
+	identity, idReason := ieff == Allow || p.Root, "account root"
+	if ieff == Allow {
+		idReason = "identity policy " + iname + " " + ist.Describe()
+	}
+	if a.Scope() == ScopeService || a == S3CreateBucket {
+		if identity {
+			return Decision{Allowed, idReason}
+		}
+		return Decision{ImplicitDeny, "no identity policy allows"}
+	}
+	if same && identity {
+		return Decision{Allowed, idReason}
+	}
+	// The resource side: a policy Allow, else an ACL grant.
+	resAny, resDirect, resReason := false, false, ""
+	if eff == Allow && !(in.PublicAccessBlock.RestrictPublicBuckets && !same && in.Policy.IsPublic()) {
+		resAny, resDirect, resReason = true, !via, "policy "+st.Describe()
+	}
+	if perm, where := a.ACLPermission(); !resAny && perm != 0 && !in.Ownership.ACLsDisabled() && !(a.ACLOwnerOnly() && !same) {
+		acl := in.BucketACL
+		if where == ScopeObject {
+			acl = in.ObjectACL
+		}
+		ignore := in.PublicAccessBlock.IgnorePublicAcls
+		if ok, i := acl.Permits(p, perm, ignore); ok {
+			resAny, resDirect, resReason = true, true, acl.DescribeGrant(i)
+		} else if ok, i := acl.Permits(Principal{ID: p.Account}, perm, ignore); ok {
+			resAny, resReason = true, acl.DescribeGrant(i)
+		}
+	}
+	switch {
+	case same && resDirect:
+		return Decision{Allowed, resReason}
+	case same:
+		return Decision{ImplicitDeny, "no identity policy allows, and no resource grant names the user"}
+	case !identity:
+		return Decision{ImplicitDeny, "cross-account: no identity policy allows"}
+	case !resAny:
+		return Decision{ImplicitDeny, "cross-account: no policy statement or ACL grant of the resource allows"}
+	}
+	return Decision{Allowed, idReason + " and " + resReason}
 }

@@ -114,7 +114,9 @@ type Statement struct {
 	hasPrincipal bool
 	notPrincipal bool
 	anyPrincipal bool
-	principals   []string // canonical user ids
+	principals   []string // canonical user ids, or account ids (IsAccountID)
+	// acctUsers are account users named by ARN: "<account>:<lower-case name>".
+	acctUsers []string
 
 	notAction bool
 	actions   actionSet
@@ -401,6 +403,10 @@ func (st *Statement) parsePrincipal(raw json.RawMessage) error {
 					st.anyPrincipal = true
 					continue
 				}
+				if acct, name, ok := accountUserPrincipal(id); ok {
+					st.acctUsers = append(st.acctUsers, acct+":"+strings.ToLower(name))
+					continue
+				}
 				uid, ok := principalID(id)
 				if !ok {
 					return bad
@@ -445,6 +451,38 @@ func principalID(s string) (string, bool) {
 	return "", false
 }
 
+// accountUserPrincipal recognises "arn:aws:iam::<account id>:user/[path/]name"
+// naming an IAM account's user.
+func accountUserPrincipal(s string) (account, name string, ok bool) {
+	parts := strings.SplitN(s, ":", 6)
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "iam" || !IsAccountID(parts[4]) {
+		return "", "", false
+	}
+	res, ok := strings.CutPrefix(parts[5], "user/")
+	if !ok {
+		return "", "", false
+	}
+	if i := strings.LastIndexByte(res, '/'); i >= 0 {
+		res = res[i+1:]
+	}
+	return parts[4], res, res != "" && !strings.ContainsAny(res, "*?")
+}
+
+// IsAccountID reports whether s is shaped like an IAM account id: "RGW"
+// and 17 digits, as RGW makes them. User ids outside accounts may not
+// take this shape, so the two never collide.
+func IsAccountID(s string) bool {
+	if len(s) != 20 || !strings.HasPrefix(s, "RGW") {
+		return false
+	}
+	for i := 3; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 func stringList(raw json.RawMessage) ([]string, error) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
@@ -460,9 +498,29 @@ func stringList(raw json.RawMessage) ([]string, error) {
 // match reports whether the statement applies to req, whose resource ARN
 // is arn.
 func (st *Statement) match(req *Request, arn string) bool {
-	if st.hasPrincipal && st.principalIn(req.Principal) == st.notPrincipal {
-		return false
+	ok, _ := st.matchKind(req, arn)
+	return ok
+}
+
+// matchKind is match, also telling whether the statement names the
+// caller only through its account (an account id or ":root" ARN): such
+// a grant is the account's, which its users need an identity policy to
+// use (AWS's delegation rule).
+func (st *Statement) matchKind(req *Request, arn string) (ok, viaAccount bool) {
+	if st.hasPrincipal {
+		in, via := st.principalKind(req.Principal)
+		if in == st.notPrincipal {
+			return false, false
+		}
+		viaAccount = via && !st.notPrincipal
 	}
+	if !st.matchRest(req, arn) {
+		return false, false
+	}
+	return true, viaAccount
+}
+
+func (st *Statement) matchRest(req *Request, arn string) bool {
 	if st.actions.has(req.Action) == st.notAction {
 		return false
 	}
@@ -477,19 +535,37 @@ func (st *Statement) match(req *Request, arn string) bool {
 	return true
 }
 
-func (st *Statement) principalIn(p Principal) bool {
+// principalKind reports whether the statement names p, and whether only
+// through p's account.
+func (st *Statement) principalKind(p Principal) (in, viaAccount bool) {
 	if st.anyPrincipal {
-		return true
+		return true, false
 	}
 	if p.IsAnonymous() {
-		return false
+		return false, false
 	}
 	for _, id := range st.principals {
 		if id == p.ID {
-			return true
+			return true, false
 		}
 	}
-	return false
+	if p.Account == "" {
+		return false, false
+	}
+	if len(st.acctUsers) > 0 && !p.Root {
+		me := p.Account + ":" + strings.ToLower(p.Name)
+		for _, u := range st.acctUsers {
+			if u == me {
+				return true, false
+			}
+		}
+	}
+	for _, id := range st.principals {
+		if id == p.Account {
+			return true, !p.Root
+		}
+	}
+	return false, false
 }
 
 func (st *Statement) resourceIn(arn string, ctx Context) bool {
@@ -520,27 +596,36 @@ func (st *Statement) Describe() string {
 // (returning it at once), Allow if some statement allows, otherwise 0
 // (no statement applies). The statement returned decided the result.
 func (p *Policy) Eval(req *Request) (Effect, *Statement) {
+	eff, st, _ := p.evalKind(req)
+	return eff, st
+}
+
+// evalKind is Eval, also telling whether an Allow names the caller only
+// through its account (see matchKind); a direct Allow is preferred.
+func (p *Policy) evalKind(req *Request) (Effect, *Statement, bool) {
 	if p == nil {
-		return 0, nil
+		return 0, nil, false
 	}
 	arn := req.Resource.ARN(req.Action)
 	var allow *Statement
+	via := false
 	for i := range p.Statements {
 		st := &p.Statements[i]
-		if !st.match(req, arn) {
+		ok, v := st.matchKind(req, arn)
+		if !ok {
 			continue
 		}
 		if st.Effect == Deny {
-			return Deny, st
+			return Deny, st, false
 		}
-		if allow == nil {
-			allow = st
+		if allow == nil || (via && !v) {
+			allow, via = st, v
 		}
 	}
 	if allow != nil {
-		return Allow, allow
+		return Allow, allow, via
 	}
-	return 0, nil
+	return 0, nil, false
 }
 
 // publicRestrictingKeys are condition keys that, compared for equality to

@@ -13,7 +13,20 @@ type Principal struct {
 	// Admin is a gateway administrator: it may use the admin API and, past
 	// explicit denies, every S3 and SNS resource (RGW's system users).
 	Admin bool
+	// Account is the IAM account the user belongs to ("" for a user outside
+	// accounts, which is its own account as before accounts existed).
+	Account string
+	// Root marks the account's root user: it owns what the account owns.
+	Root bool
+	// Name and Path are the IAM user name and path, for the user's ARN.
+	Name, Path string
+	// Identity holds the compiled identity-based policies (inline and
+	// attached managed); nil is none.
+	Identity *IdentityPolicies
 }
+
+// InAccount reports whether p is an IAM account's user.
+func (p Principal) InAccount() bool { return p.Account != "" }
 
 // Anonymous is the principal of an unsigned request.
 var Anonymous = Principal{}
@@ -23,10 +36,24 @@ func (p Principal) IsAnonymous() bool { return p.ID == "" }
 
 // ARN is the principal's IAM user ARN, as policies name it.
 func (p Principal) ARN() string {
-	if p.ID == "" {
+	switch {
+	case p.ID == "":
 		return "*"
+	case p.Account != "" && p.Root:
+		return "arn:aws:iam::" + p.Account + ":root"
+	case p.Account != "":
+		return AccountUserARN(p.Account, p.Path, p.Name)
 	}
 	return UserARN(p.ID)
+}
+
+// AccountUserARN is the ARN of an account's user: path is "/" or
+// "/a/b/".
+func AccountUserARN(account, path, name string) string {
+	if path == "" {
+		path = "/"
+	}
+	return "arn:aws:iam::" + account + ":user" + path + name
 }
 
 // UserARN returns the IAM ARN of a Cairn user: every user is its own
@@ -40,6 +67,9 @@ type Resource struct {
 	Key       string
 	VersionID string
 	Topic     string
+	// IAM is the ARN of an IAM resource (a user, "arn:aws:iam::<acct>:
+	// user/*" for listings, "*" for account-wide actions).
+	IAM string
 }
 
 // ARN returns the resource ARN that policies' Resource patterns match,
@@ -48,6 +78,11 @@ func (r Resource) ARN(a Action) string {
 	switch a.Scope() {
 	case ScopeTopic:
 		return r.Topic
+	case ScopeIAM:
+		if r.IAM == "" {
+			return "*"
+		}
+		return r.IAM
 	case ScopeObject:
 		return "arn:aws:s3:::" + r.Bucket + "/" + r.Key
 	case ScopeBucket:
@@ -85,6 +120,9 @@ type Global struct {
 	Secure   bool   // the request came over TLS
 	Now      time.Time
 	UserID   string // "" for anonymous
+	// Principal, when set, is the caller: account users get their IAM name
+	// as aws:username and their ARN as aws:PrincipalArn.
+	Principal *Principal
 }
 
 // GlobalContext returns the aws:* condition keys p reads, from g. Only
@@ -100,7 +138,17 @@ func GlobalContext(p *Policy, g Global) Context {
 	set("aws:securetransport", func() string { return strconv.FormatBool(g.Secure) })
 	set("aws:currenttime", func() string { return g.Now.UTC().Format(time.RFC3339) })
 	set("aws:epochtime", func() string { return strconv.FormatInt(g.Now.Unix(), 10) })
-	if g.UserID != "" {
+	if pr := g.Principal; pr != nil && pr.Account != "" {
+		name, typ := pr.Name, "User"
+		if pr.Root {
+			name, typ = pr.Account, "Account"
+		}
+		set("aws:username", func() string { return name })
+		set("aws:userid", func() string { return pr.ID })
+		set("aws:principaltype", func() string { return typ })
+		set("aws:principalarn", pr.ARN)
+		set("aws:principalaccount", func() string { return pr.Account })
+	} else if g.UserID != "" {
 		set("aws:username", func() string { return g.UserID })
 		set("aws:userid", func() string { return g.UserID })
 		set("aws:principaltype", func() string { return "User" })

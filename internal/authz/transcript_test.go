@@ -18,9 +18,13 @@ import (
 //	pab FLAG[,FLAG...]|none       public access block settings
 //	ownership MODE
 //	policy                        JSON lines, then "----", then "ok" or "MalformedPolicy: REASON"
+//	identity WHO NAME             JSON lines, then "----", then "ok" or "MalformedPolicy: REASON":
+//	                              an identity policy of WHO (NAME "none" without a body clears them)
 //	eval WHO ACTION BUCKET[/KEY] [KEY=VALUE...]   then "EFFECT: REASON"
+//	iam WHO ACTION ACCOUNT[/USER] then "EFFECT: REASON" (an IAM action on ACCOUNT's user)
 //
-// WHO is anon, a user id, or admin:ID.
+// WHO is anon, a user id, admin:ID, ACCOUNT/NAME (an account's user) or
+// ACCOUNT/root (its root user). $A1 and $A2 stand for two account ids.
 func TestTranscripts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
 	if len(files) == 0 {
@@ -51,12 +55,28 @@ func runTranscript(t *testing.T, path string) {
 		return "", false
 	}
 	in := Input{Owner: alice}
+	idents := map[string]*IdentityPolicies{}
+	principal := func(who string) Principal {
+		switch {
+		case who == "anon":
+			return Anonymous
+		case strings.HasPrefix(who, "admin:"):
+			return Principal{ID: who[6:], Admin: true}
+		}
+		p := Principal{ID: who, Identity: idents[who]}
+		if acct, name, ok := strings.Cut(who, "/"); ok {
+			p.Account, p.Name, p.Root = acct, name, name == "root"
+			p.ID = "uid-" + name
+		}
+		return p
+	}
 	owner := func(id string) Owner { return Owner{ID: id} }
 	for {
 		cmd, ok := next()
 		if !ok {
 			return
 		}
+		cmd = expandAccounts(cmd)
 		f := strings.Fields(cmd)
 		at := fmt.Sprintf("%s:%d", path, line)
 		switch f[0] {
@@ -119,7 +139,7 @@ func runTranscript(t *testing.T, path string) {
 				doc.WriteString(sc.Text() + "\n")
 			}
 			want, _ := next()
-			p, err := ParseBucketPolicy([]byte(doc.String()), "bk")
+			p, err := ParseBucketPolicy([]byte(expandAccounts(doc.String())), "bk")
 			got := "ok"
 			if err != nil {
 				got = "MalformedPolicy: " + err.(*MalformedPolicyError).Reason
@@ -129,16 +149,51 @@ func runTranscript(t *testing.T, path string) {
 			if got != want {
 				t.Errorf("%s: policy: got %q, want %q", at, got, want)
 			}
+		case "identity":
+			who := expandAccounts(f[1])
+			if f[2] == "none" {
+				delete(idents, who)
+				continue
+			}
+			var doc strings.Builder
+			for sc.Scan() {
+				line++
+				if strings.TrimSpace(sc.Text()) == "----" {
+					break
+				}
+				doc.WriteString(sc.Text() + "\n")
+			}
+			want, _ := next()
+			p, err := ParseIdentityPolicy([]byte(expandAccounts(doc.String())))
+			got := "ok"
+			if err != nil {
+				got = "MalformedPolicy: " + err.(*MalformedPolicyError).Reason
+			} else {
+				if idents[who] == nil {
+					idents[who] = &IdentityPolicies{}
+				}
+				idents[who].Policies = append(idents[who].Policies, NamedPolicy{Name: f[2], Policy: p})
+			}
+			if got != want {
+				t.Errorf("%s: identity: got %q, want %q", at, got, want)
+			}
+		case "iam":
+			a, ok := ActionByName(f[2])
+			if !ok {
+				t.Fatalf("%s: unknown action %s", at, f[2])
+			}
+			acct, user, _ := strings.Cut(f[3], "/")
+			iin := Input{Owner: acct, Request: Request{Principal: principal(f[1]), Action: a,
+				Resource: Resource{IAM: AccountUserARN(acct, "/", user)}}}
+			d := Evaluate(&iin)
+			got := d.Effect.String() + ": " + d.Reason
+			want, _ := next()
+			if got != want {
+				t.Errorf("%s: %s\n got: %s\nwant: %s", at, cmd, got, want)
+			}
 		case "eval":
 			req := Request{Context: Context{}}
-			switch who := f[1]; {
-			case who == "anon":
-				req.Principal = Anonymous
-			case strings.HasPrefix(who, "admin:"):
-				req.Principal = Principal{ID: who[6:], Admin: true}
-			default:
-				req.Principal = Principal{ID: who}
-			}
+			req.Principal = principal(f[1])
 			a, ok := ActionByName(f[2])
 			if !ok {
 				t.Fatalf("%s: unknown action %s", at, f[2])
@@ -161,4 +216,9 @@ func runTranscript(t *testing.T, path string) {
 			t.Fatalf("%s: unknown command %q", at, cmd)
 		}
 	}
+}
+
+// expandAccounts replaces the transcript's account aliases.
+func expandAccounts(s string) string {
+	return strings.NewReplacer("$A1", "RGW00000000000000001", "$A2", "RGW00000000000000002").Replace(s)
 }

@@ -28,6 +28,15 @@ type AppendConfig struct {
 	Dir string
 	// Out receives progress lines; nil discards them.
 	Out io.Writer
+	// Open returns handles on a fresh pool for one mode ("append-plain",
+	// "append-guarded"), one per connection (client c uses handle c mod
+	// len), and its cleanup. nil: a fresh embedded store in Dir per mode.
+	// cmd/cairn binds the Ceph backend here.
+	Open func(ctx context.Context, name string) ([]objstore.IOContext, func(), error)
+	// Counters, if set, is sampled around each mode's slices and the
+	// differences are reported (the RADOS backend's optimistic-path
+	// counters: transactions, conflicts, state reads).
+	Counters func() map[string]int64
 }
 
 // EnsureDefaults fills in zero fields.
@@ -73,6 +82,10 @@ type AppendResult struct {
 	GuardedOpsPerSec float64 `json:"guarded_ops_per_sec"`
 	// Ratio is guarded / plain ops per second.
 	Ratio float64 `json:"ratio"`
+	// PlainCounters and GuardedCounters are Counters' increments during
+	// each mode's slices (absent without Counters).
+	PlainCounters   map[string]int64 `json:"plain_counters,omitempty"`
+	GuardedCounters map[string]int64 `json:"guarded_counters,omitempty"`
 }
 
 // plainRollover bounds the plain object's size: past it appenders move to a
@@ -92,47 +105,55 @@ func RunAppend(ctx context.Context, cfg AppendConfig) (*AppendResult, error) {
 	res := &AppendResult{Clients: cfg.Clients, Size: cfg.Size, DurationSec: cfg.Duration.Seconds()}
 	data := pattern(cfg.Size, 7)
 
-	plainIO, closePlain, err := benchPool(ctx, cfg.Dir, "append-plain")
+	open := cfg.Open
+	if open == nil {
+		open = func(ctx context.Context, name string) ([]objstore.IOContext, func(), error) {
+			io, closeStore, err := benchPool(ctx, cfg.Dir, name)
+			return []objstore.IOContext{io}, closeStore, err
+		}
+	}
+	plainIOs, closePlain, err := open(ctx, "append-plain")
 	if err != nil {
 		return nil, err
 	}
 	defer closePlain()
-	guardedIO, closeGuarded, err := benchPool(ctx, cfg.Dir, "append-guarded")
+	guardedIOs, closeGuarded, err := open(ctx, "append-guarded")
 	if err != nil {
 		return nil, err
 	}
 	defer closeGuarded()
 
-	var (
-		mu    sync.Mutex
-		gen   int
-		bytes atomic.Int64
-	)
+	plainObj := newRollover("append.plain")
+	defer plainObj.remove(plainIOs[0])
 	plain := func(c, i int) error {
-		mu.Lock()
-		oid := fmt.Sprintf("append.plain.%d", gen)
-		mu.Unlock()
-		if err := plainIO.Operate(ctx, oid, objstore.NewWriteOp().Append(data)); err != nil {
+		oid, _ := plainObj.current()
+		if err := plainIOs[c%len(plainIOs)].Operate(ctx, oid, objstore.NewWriteOp().Append(data)); err != nil {
 			return fmt.Errorf("plain append: %w", err)
 		}
-		if bytes.Add(int64(len(data))) > plainRollover {
-			mu.Lock()
-			if bytes.Load() > plainRollover {
-				gen++
-				bytes.Store(0)
-			}
-			mu.Unlock()
-		}
+		plainObj.add(len(data))
 		return nil
 	}
 	const epoch = 1
-	if _, err := guardlog.Seal(ctx, guardedIO, "append.guarded", epoch); err != nil {
-		return nil, err
-	}
+	guardedObj := newRollover("append.guarded")
+	defer guardedObj.remove(guardedIOs[0])
+	// Each log object is sealed once, by whoever first uses it.
+	var sealMu sync.Mutex
+	sealed := map[string]bool{}
 	guarded := func(c, i int) error {
-		if _, err := guardlog.Append(ctx, guardedIO, "append.guarded", epoch, data); err != nil {
+		oid, _ := guardedObj.current()
+		sealMu.Lock()
+		if !sealed[oid] {
+			if _, err := guardlog.Seal(ctx, guardedIOs[0], oid, epoch); err != nil {
+				sealMu.Unlock()
+				return fmt.Errorf("seal: %w", err)
+			}
+			sealed[oid] = true
+		}
+		sealMu.Unlock()
+		if _, err := guardlog.Append(ctx, guardedIOs[c%len(guardedIOs)], oid, epoch, data); err != nil {
 			return fmt.Errorf("guarded append: %w", err)
 		}
+		guardedObj.add(len(data))
 		return nil
 	}
 
@@ -142,27 +163,83 @@ func RunAppend(ctx context.Context, cfg AppendConfig) (*AppendResult, error) {
 	}
 	slice := cfg.Duration / time.Duration(slices)
 	var ps, gs samples
+	pc, gc := map[string]int64{}, map[string]int64{}
+	runMode := func(s *samples, counted map[string]int64, op func(c, i int) error) error {
+		var before map[string]int64
+		if cfg.Counters != nil {
+			before = cfg.Counters()
+		}
+		err := s.run(ctx, cfg.Clients, slice, op)
+		if cfg.Counters != nil {
+			for k, v := range cfg.Counters() {
+				counted[k] += v - before[k]
+			}
+		}
+		return err
+	}
 	for r := 0; r < slices; r++ {
 		first, second := &ps, &gs
+		fc, sc := pc, gc
 		fop, sop := plain, guarded
 		if r%2 == 1 {
-			first, second, fop, sop = &gs, &ps, guarded, plain
+			first, second, fc, sc, fop, sop = &gs, &ps, gc, pc, guarded, plain
 		}
-		if err := first.run(ctx, cfg.Clients, slice, fop); err != nil {
+		if err := runMode(first, fc, fop); err != nil {
 			return res, err
 		}
-		if err := second.run(ctx, cfg.Clients, slice, sop); err != nil {
+		if err := runMode(second, sc, sop); err != nil {
 			return res, err
 		}
 	}
 	res.Plain, res.Guarded = ps.summary(), gs.summary()
-	fmt.Fprintf(cfg.Out, "plain   append, %3d clients: %s\n", cfg.Clients, res.Plain)
-	fmt.Fprintf(cfg.Out, "guarded append, %3d clients: %s\n", cfg.Clients, res.Guarded)
+	if cfg.Counters != nil {
+		res.PlainCounters, res.GuardedCounters = pc, gc
+	}
+	fmt.Fprintf(cfg.Out, "plain   append, %3d clients: %s %v\n", cfg.Clients, res.Plain, res.PlainCounters)
+	fmt.Fprintf(cfg.Out, "guarded append, %3d clients: %s %v\n", cfg.Clients, res.Guarded, res.GuardedCounters)
 	res.PlainOpsPerSec, res.GuardedOpsPerSec = res.Plain.OpsPerSec, res.Guarded.OpsPerSec
 	if res.PlainOpsPerSec > 0 {
 		res.Ratio = res.GuardedOpsPerSec / res.PlainOpsPerSec
 	}
 	return res, nil
+}
+
+// rollover names the object appenders write to, moving to a new one past
+// plainRollover bytes, and remembers every name for cleanup.
+type rollover struct {
+	prefix string
+	mu     sync.Mutex
+	gen    int
+	bytes  atomic.Int64
+}
+
+func newRollover(prefix string) *rollover { return &rollover{prefix: prefix} }
+
+func (r *rollover) current() (string, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return fmt.Sprintf("%s.%d", r.prefix, r.gen), r.gen
+}
+
+func (r *rollover) add(n int) {
+	if r.bytes.Add(int64(n)) > plainRollover {
+		r.mu.Lock()
+		if r.bytes.Load() > plainRollover {
+			r.gen++
+			r.bytes.Store(0)
+		}
+		r.mu.Unlock()
+	}
+}
+
+// remove deletes every object written (a shared cluster keeps no
+// benchmark debris); errors are ignored, the pool goes too where Open
+// made one.
+func (r *rollover) remove(io objstore.IOContext) {
+	_, last := r.current()
+	for g := 0; g <= last; g++ {
+		io.Operate(context.Background(), fmt.Sprintf("%s.%d", r.prefix, g), objstore.NewWriteOp().Remove())
+	}
 }
 
 // benchPool opens a fresh temporary store with a pool "bench".

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/cairn-s3/cairn/internal/objstore"
 )
 
 func TestAppendSmoke(t *testing.T) {
@@ -19,6 +21,41 @@ func TestAppendSmoke(t *testing.T) {
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil || m["guarded_ops_per_sec"] == nil || m["clients"] == nil {
 		t.Fatalf("json %s", b)
+	}
+}
+
+// TestAppendSweepSmoke: every client count every round, through the Open
+// and Counters hooks the Ceph backend binds (here over embedded stores,
+// two handles per mode as two connections would be).
+func TestAppendSweepSmoke(t *testing.T) {
+	opened, counted := 0, 0
+	cfg := AppendConfig{Duration: 100 * time.Millisecond, Size: 256, Dir: t.TempDir(),
+		Open: func(ctx context.Context, name string) ([]objstore.IOContext, func(), error) {
+			opened++
+			io, closeStore, err := benchPool(ctx, t.TempDir(), name)
+			if err != nil {
+				return nil, nil, err
+			}
+			return []objstore.IOContext{io, io}, closeStore, nil
+		},
+		Counters: func() map[string]int64 { counted++; return map[string]int64{"calls": int64(counted)} }}
+	r, err := RunAppendSweep(context.Background(), AppendSweepConfig{Base: cfg, Clients: []int{1, 32}, Rounds: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Points) != 2 || len(r.Runs) != 4 || opened != 8 {
+		t.Fatalf("points %d runs %d opened %d", len(r.Points), len(r.Runs), opened)
+	}
+	for _, p := range r.Points {
+		if len(p.Ratios) != 2 || p.RatioMin > p.RatioMedian || p.RatioMedian > p.RatioMax || p.RatioMin <= 0 {
+			t.Errorf("point %+v", p)
+		}
+	}
+	if r.GuardedOverPlain32 != r.Points[1].RatioMedian || r.GuardedOverPlain32 <= 0 {
+		t.Errorf("guarded_over_plain_32 %v, point %+v", r.GuardedOverPlain32, r.Points[1])
+	}
+	if c := r.Runs[0].GuardedCounters["calls"]; c != 1 { // one slice, sampled before and after
+		t.Errorf("guarded counters %v", r.Runs[0].GuardedCounters)
 	}
 }
 

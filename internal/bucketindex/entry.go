@@ -103,6 +103,7 @@ func ShardOf(key string, n int) int {
 const (
 	specialPrefix = "\xff"
 	gcPrefix      = "\xffg/" // data awaiting collection: tag → Manifest
+	intentPrefix  = "\xffi/" // a link's pending notification: tag → caller's bytes
 	logPrefix     = "\xffl/" // reshard log: seq → logged op
 	logEnd        = "\xffl0" // first key after the log ('/'+1)
 	nullPrefix    = "\xffn/" // <escaped key> → {"k":key,"q":seq of the null version}

@@ -296,12 +296,13 @@ func (x Index) GCRecords(ctx context.Context, i int) ([]objstore.KV, error) {
 	return vs.Pairs, nil
 }
 
-// PutGCRecords stores raw GC records (from GCRecords of another
-// generation) in shard i, so that data they name is still collected after
-// the shard they came from is removed.
+// PutGCRecords stores raw GC records and link intents (from GCRecords and
+// IntentRecords of another generation) in shard i, so that data they name
+// is still collected, and intents still resolved, after the shard they came
+// from is removed.
 func (x Index) PutGCRecords(ctx context.Context, i int, pairs []objstore.KV) error {
 	for _, p := range pairs {
-		if !strings.HasPrefix(p.Key, gcPrefix) {
+		if !strings.HasPrefix(p.Key, gcPrefix) && !strings.HasPrefix(p.Key, intentPrefix) {
 			return objstore.Errorf(objstore.ErrInvalid, "not a gc record: %q", p.Key)
 		}
 	}

@@ -16,6 +16,11 @@ type VersionCond struct {
 	IfExists  bool   // If-Match: *
 	IfETag    string // If-Match: etag
 	DeferSync bool   // see LinkCond
+	// Intent, when set, is stored under the entry's tag in the same
+	// atomic op as the link (IntentRecord): the caller's proof, found by
+	// a later recovery pass, that the version became visible before
+	// whatever the intent describes (a notification) was committed.
+	Intent []byte
 }
 
 // LinkVersion links e (a new version, or a delete marker when e.Marker)
@@ -29,7 +34,11 @@ func (x Index) LinkVersion(ctx context.Context, mode string, e Entry, c VersionC
 	if err != nil {
 		return VersionResult{}, err
 	}
-	return x.versionOp(ctx, e.Key, "link_version", in, c.DeferSync)
+	var extra []objstore.KV
+	if len(c.Intent) > 0 {
+		extra = []objstore.KV{{Key: intentPrefix + e.Tag, Value: c.Intent}}
+	}
+	return x.versionOp(ctx, e.Key, "link_version", in, c.DeferSync, extra...)
 }
 
 // UnlinkVersion removes version id ("null" for the null version) of key
@@ -40,10 +49,15 @@ func (x Index) UnlinkVersion(ctx context.Context, key, id, ifETag string) (Versi
 	return x.versionOp(ctx, key, "unlink_version", in, false)
 }
 
-func (x Index) versionOp(ctx context.Context, key, method string, in []byte, deferSync bool) (VersionResult, error) {
+// versionOp runs method on key's shard; extra omap pairs are set in the
+// same op, after the method (so only if it succeeds).
+func (x Index) versionOp(ctx context.Context, key, method string, in []byte, deferSync bool, extra ...objstore.KV) (VersionResult, error) {
 	op := objstore.NewWriteOp()
 	op.DeferSync = deferSync
 	ex := op.Exec(ClassName, method, in)
+	if len(extra) > 0 {
+		op.SetOmap(extra...)
+	}
 	if err := x.IO.Operate(ctx, x.ShardFor(key), op); err != nil {
 		return VersionResult{}, err
 	}

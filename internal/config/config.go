@@ -79,6 +79,17 @@ type Config struct {
 	// HTTP (rgw_allow_notification_secrets_in_cleartext).
 	AllowInsecureEndpointSecrets bool
 
+	// Key management (internal/kms; README "Encryption keys").
+	KMSBackend     string // keyring (default) or kmip
+	KMIPEndpoint   string // host:port (rgw_crypt_kmip_addr)
+	KMIPCA         string // PEM CA of the server (rgw_crypt_kmip_ca_path)
+	KMIPCert       string // PEM client certificate (rgw_crypt_kmip_client_cert)
+	KMIPKey        string // PEM client key (rgw_crypt_kmip_client_key)
+	KMIPDefaultKey string // key id SSE-S3 and sealed secrets use
+	KMIPTimeout    time.Duration
+	// SecretsKey is the KMS key id that seals user secret keys and topic
+	// credentials at rest ("" = the backend's default key).
+	SecretsKey string
 	// /metrics access (README "Metrics"). By default a scrape needs an
 	// admin's SigV4 signature or the bearer token; MetricsListen serves
 	// it on its own listener instead (open there unless a token is set).
@@ -232,6 +243,14 @@ var options = []option{
 	{"tls-cert", "PEM certificate (chain) file: serve HTTPS", "", strOpt(func(c *Config) *string { return &c.TLSCert })},
 	{"tls-key", "PEM private key of tls-cert", "", strOpt(func(c *Config) *string { return &c.TLSKey })},
 	{"tls-listen", "address for HTTPS beside plain HTTP on listen (empty: listen serves HTTPS when tls-cert is set)", "", strOpt(func(c *Config) *string { return &c.TLSListen })},
+	{"kms-backend", "key-management backend of SSE and sealed secrets: keyring (local) or kmip (an external KMIP server)", "keyring", strOpt(func(c *Config) *string { return &c.KMSBackend })},
+	{"kmip-endpoint", "host:port of the KMIP server (kms-backend kmip; rgw_crypt_kmip_addr)", "", strOpt(func(c *Config) *string { return &c.KMIPEndpoint })},
+	{"kmip-ca", "PEM CA certificate that signed the KMIP server's certificate (rgw_crypt_kmip_ca_path)", "", strOpt(func(c *Config) *string { return &c.KMIPCA })},
+	{"kmip-cert", "PEM client certificate for mutual TLS with the KMIP server (rgw_crypt_kmip_client_cert)", "", strOpt(func(c *Config) *string { return &c.KMIPCert })},
+	{"kmip-key", "PEM private key of kmip-cert (rgw_crypt_kmip_client_key)", "", strOpt(func(c *Config) *string { return &c.KMIPKey })},
+	{"kmip-default-key", "KMIP key name used when a request names none (SSE-S3, sealed secrets); empty: none", "", strOpt(func(c *Config) *string { return &c.KMIPDefaultKey })},
+	{"kmip-timeout", "bound on one KMIP request, connecting included: past it the KMS counts as unavailable (503)", "5s", durOpt(func(c *Config) *time.Duration { return &c.KMIPTimeout })},
+	{"secrets-key", "KMS key id that seals user secret keys and topic credentials at rest (empty: the backend's default key; with no KMS key they stay in clear)", "", strOpt(func(c *Config) *string { return &c.SecretsKey })},
 	{"metrics-token", "bearer token a /metrics scrape may present (Authorization: Bearer); prefer metrics-token-file or the environment to a flag", "", strOpt(func(c *Config) *string { return &c.MetricsToken })},
 	{"metrics-token-file", "file holding the /metrics bearer token (read at each scrape, so it can be rotated in place)", "", strOpt(func(c *Config) *string { return &c.MetricsTokenFile })},
 	{"metrics-listen", "address serving /metrics (and /healthz) alone; the main listener then does not serve /metrics", "", strOpt(func(c *Config) *string { return &c.MetricsListen })},
@@ -394,6 +413,15 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("notif-kafka-compression %q: want none, gzip, snappy, lz4 or zstd", c.NotifKafkaCompression))
 	}
 	check(c.NotifConfigMode == "aws" || c.NotifConfigMode == "rgw", "notification-config-mode %q: want aws or rgw", c.NotifConfigMode)
+	switch c.KMSBackend {
+	case "keyring":
+	case "kmip":
+		check(c.KMIPEndpoint != "", "kms-backend kmip needs kmip-endpoint")
+		check(c.KMIPCA != "" && c.KMIPCert != "" && c.KMIPKey != "", "kms-backend kmip needs kmip-ca, kmip-cert and kmip-key (mutual TLS)")
+		check(c.KMIPTimeout > 0, "kmip-timeout must be positive")
+	default:
+		errs = append(errs, fmt.Errorf("kms-backend %q: want keyring or kmip", c.KMSBackend))
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/cairn-s3/cairn/internal/kms/secret"
 	"log/slog"
 	"os"
 	"strconv"
@@ -61,6 +62,9 @@ type Options struct {
 	// notification commit and reply), "after-unlink" (version removed,
 	// before its data is collected).
 	Failpoint func(point string)
+	// Secrets seals user secret keys at rest; nil stores them in clear
+	// (records sealed earlier then fail to load: secret.ErrNoKMS).
+	Secrets *secret.Sealer
 	// QuotaStatsTTL is how long a quota check trusts the index stats it
 	// read (plus what this gateway admitted since) before reading them
 	// again; 0 reads them at every check (RGW: rgw_bucket_quota_ttl).
@@ -74,11 +78,15 @@ type Options struct {
 
 // ExitFailpoint returns a Failpoint that ends the process with status 137
 // (as kill -9 would) at the n-th hit of the point spec names ("point" or
-// "point:n", n from 1); nil for an empty spec.
+// "point:n", n from 1); nil for an empty spec. With the suffix "/hang"
+// the request blocks there forever instead, so a test can make other
+// writes (and their syncs) happen before it kills the process.
 func ExitFailpoint(spec string) func(string) {
 	if spec == "" {
 		return nil
 	}
+	hang := strings.HasSuffix(spec, "/hang")
+	spec = strings.TrimSuffix(spec, "/hang")
 	name, nth := spec, int64(1)
 	if i := strings.LastIndexByte(spec, ':'); i > 0 {
 		if n, err := strconv.ParseInt(spec[i+1:], 10, 64); err == nil && n > 0 {
@@ -88,6 +96,9 @@ func ExitFailpoint(spec string) func(string) {
 	var hits atomic.Int64
 	return func(p string) {
 		if p == name && hits.Add(1) == nth {
+			if hang {
+				select {}
+			}
 			os.Exit(137)
 		}
 	}
@@ -132,10 +143,14 @@ type Driver struct {
 	bmu     sync.Mutex
 	buckets map[string]*bucketCacheEntry
 	akeys   keyCache
+	// groupPolicies, when set (internal/iam), returns the policies of the
+	// groups an account user belongs to, for its compiled identity.
+	groupPolicies atomic.Pointer[GroupPolicyLoader]
 
-	gc    *collector
-	lc    lcReg
-	quota quotaTracker // lifecycle worker, set after construction
+	gc      *collector
+	intents *intentRemover
+	lc      lcReg // lifecycle worker, set after construction
+	quota   quotaTracker
 }
 
 // New opens the driver, creating the RGW pools when missing, and starts the
@@ -169,11 +184,13 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 	// Time first, so names from later boots sort later (orphan sweeps by boot).
 	d.bootID = strconv.FormatInt(opts.Now().Unix(), 36) + hex.EncodeToString(b[:])
 	d.gc = newCollector(d)
+	d.intents = newIntentRemover(d)
 	return d, nil
 }
 
 // Close stops background work. In-flight requests must have finished.
 func (d *Driver) Close() error {
+	d.intents.stop()
 	d.gc.stop()
 	return nil
 }

@@ -173,6 +173,11 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 	var state string
 	sr, _ := res.(SyncingReservation)
 	cond.DeferSync = sr != nil && sr.Persistent()
+	if ir, ok := res.(IntentReservation); ok {
+		if n := ir.Intent(ctx); n != nil {
+			cond.Intent, _ = json.Marshal(linkIntent{Key: e.Key, Notify: n})
+		}
+	}
 	err := d.withIndex(ctx, bucket, func(inst Instance, ix bucketindex.Index) error {
 		var err error
 		shard, state = ix.ShardFor(e.Key), inst.Versioning
@@ -183,6 +188,15 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 		err = fmt.Errorf("tag %s linked twice", e.Tag) // fresh tags never repeat
 	}
 	if err != nil {
+		if cond.Intent != nil && !definite(err) {
+			// The link may have applied, with its intent: keep the data
+			// and the reservation for the recovery pass (a reservation
+			// given back could be consumed by another write, which would
+			// make this one look committed). The quota keeps counting it
+			// until the stats are read again.
+			qt.done(nil)
+			return ObjectInfo{}, err
+		}
 		qt.cancel()
 		if ownsData {
 			d.removeObjects(context.WithoutCancel(ctx), e.Manifest.Objects())
@@ -211,8 +225,12 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 		}
 		if err != nil {
 			// The object is written; its event could not be made durable.
-			// Say so: the client retries the idempotent PUT.
+			// Say so: the client retries the idempotent PUT. The intent
+			// stays for the recovery pass.
 			return ObjectInfo{}, fmt.Errorf("commit notification: %w", err)
+		}
+		if cond.Intent != nil {
+			d.intents.add(shard, e.Tag)
 		}
 	}
 	return oi, nil

@@ -2,7 +2,6 @@ package driver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -421,40 +420,6 @@ type UserStats struct {
 func (d *Driver) UserUsageStats(ctx context.Context, uid string) (UserStats, error) {
 	u, err := d.userUsage(ctx, uid)
 	return UserStats{NumObjects: u[0], Size: u[1]}, err
-}
-
-// UpdateUser rewrites a user record with fn, guarded by the record's
-// version (retried when another writer got there first), and drops this
-// gateway's cached copies of it.
-func (d *Driver) UpdateUser(ctx context.Context, uid string, fn func(*User) error) (User, error) {
-	for attempt := 0; attempt < 20; attempt++ {
-		op := objstore.NewReadOp()
-		st := op.Stat()
-		r := op.Read(0, 0)
-		err := d.users().OperateRead(ctx, uid, op)
-		if errors.Is(err, objstore.ErrNotFound) || uid == "" {
-			return User{}, ErrNoSuchUser
-		}
-		if err != nil {
-			return User{}, err
-		}
-		var u User
-		if err := json.Unmarshal(r.Data, &u); err != nil {
-			return User{}, fmt.Errorf("user %s: %w", uid, err)
-		}
-		if err := fn(&u); err != nil {
-			return User{}, err
-		}
-		body, _ := json.Marshal(u)
-		err = d.users().Operate(ctx, uid, objstore.NewWriteOp().AssertVersion(st.Stat.Version).WriteFull(body))
-		d.akeys.forget(u.Keys)
-		d.forgetUserLimits(uid)
-		if errors.Is(err, objstore.ErrCanceled) {
-			continue
-		}
-		return u, err
-	}
-	return User{}, fmt.Errorf("user %s: record kept changing", uid)
 }
 
 // UpdateBucketInstance rewrites a bucket instance with fn, guarded by its

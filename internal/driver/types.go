@@ -4,6 +4,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/ratelimit"
 
 	"context"
+	"github.com/cairn-s3/cairn/internal/kms/secret"
 
 	"errors"
 	"github.com/cairn-s3/cairn/internal/authz"
@@ -101,6 +102,28 @@ type User struct {
 	// unlimited, negative forbids creating buckets (RGW's max_buckets).
 	// Nil uses the gateway default.
 	MaxBuckets *int `json:"max_buckets,omitempty"`
+
+	// Account is the IAM account the user belongs to ("" outside accounts,
+	// as every user before accounts). DisplayName is then its IAM user
+	// name, unique case-insensitively within the account (as RGW).
+	Account string `json:"account_id,omitempty"`
+	// AccountRoot marks the account's root user (radosgw-admin
+	// --account-root).
+	AccountRoot bool `json:"account_root,omitempty"`
+	// Path is the IAM user path ("/" when empty).
+	Path string `json:"path,omitempty"`
+	// Policies are the inline identity policies by name (JSON documents,
+	// RGW's user-policy attribute); ManagedPolicies the ARNs of attached
+	// managed policies.
+	Policies        map[string]string `json:"user_policies,omitempty"`
+	ManagedPolicies []string          `json:"managed_policies,omitempty"`
+	// Groups are the account groups the user belongs to (their lower-case
+	// names).
+	Groups []string `json:"groups,omitempty"`
+	// Identity is Policies and ManagedPolicies compiled, set by
+	// LookupAccessKey (cached with the key); never stored.
+	Identity *authz.IdentityPolicies `json:"-"`
+
 	// UserQuota bounds the user's total over its buckets; BucketQuota is
 	// the quota of each of its buckets that has none of its own (RGW's
 	// user_quota and bucket_quota). RateLimit is the user's request rate
@@ -115,6 +138,14 @@ type Key struct {
 	User      string `json:"user"`
 	AccessKey string `json:"access_key"`
 	SecretKey string `json:"secret_key"`
+	// SealedSecret is SecretKey sealed at rest (Options.Secrets set):
+	// stored records then keep secret_key empty. The driver opens it on
+	// read; callers never see it set.
+	SealedSecret *secret.Box `json:"secret_sealed,omitempty"`
+	// Inactive keys do not authenticate (IAM UpdateAccessKey); the zero
+	// value keeps keys stored before statuses existed active.
+	Inactive bool      `json:"inactive,omitempty"`
+	Created  time.Time `json:"create_date,omitzero"`
 }
 
 // BucketInfo is what HEAD/ListBuckets need.

@@ -3,12 +3,14 @@ package driver
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 
+	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/objstore"
 )
 
@@ -41,10 +43,22 @@ func (d *Driver) emails() objstore.IOContext {
 // CreateUser stores u, generating a key pair when u has none. Access keys are
 // claimed with exclusive creates, so two users can never share one.
 func (d *Driver) CreateUser(ctx context.Context, u User) (User, error) {
-	if !uidRE.MatchString(u.ID) {
+	return d.createUser(ctx, u, true)
+}
+
+// CreateUserWithoutKeys stores u with exactly the keys it has, possibly
+// none (an IAM user starts without keys).
+func (d *Driver) CreateUserWithoutKeys(ctx context.Context, u User) (User, error) {
+	return d.createUser(ctx, u, false)
+}
+
+func (d *Driver) createUser(ctx context.Context, u User, genKey bool) (User, error) {
+	if !uidRE.MatchString(u.ID) || authz.IsAccountID(u.ID) {
+		// Account ids name accounts in policies and ACLs: no user may
+		// take one's shape.
 		return User{}, fmt.Errorf("%w: user id %q", ErrInvalidArgument, u.ID)
 	}
-	if len(u.Keys) == 0 {
+	if len(u.Keys) == 0 && genKey {
 		ak, sk := NewKeyPair()
 		u.Keys = []Key{{AccessKey: ak, SecretKey: sk}}
 	}
@@ -58,6 +72,9 @@ func (d *Driver) CreateUser(ctx context.Context, u User) (User, error) {
 	}
 	for i := range u.Keys {
 		u.Keys[i].User = u.ID
+		if u.Keys[i].Created.IsZero() {
+			u.Keys[i].Created = u.Created
+		}
 		if len(u.Keys[i].AccessKey) < 3 || len(u.Keys[i].SecretKey) < 8 {
 			return User{}, fmt.Errorf("%w: access key or secret too short", ErrInvalidArgument)
 		}
@@ -65,7 +82,10 @@ func (d *Driver) CreateUser(ctx context.Context, u User) (User, error) {
 	if u.Email != "" && (!strings.Contains(u.Email, "@") || len(u.Email) > 254) {
 		return User{}, fmt.Errorf("%w: email %q", ErrInvalidArgument, u.Email)
 	}
-	body, _ := json.Marshal(u)
+	body, err := d.encodeUser(ctx, u)
+	if err != nil {
+		return User{}, err
+	}
 	if err := d.users().Operate(ctx, u.ID, objstore.NewWriteOp().Create(true).WriteFull(body)); err != nil {
 		if errors.Is(err, objstore.ErrExists) {
 			return User{}, ErrUserExists
@@ -115,11 +135,7 @@ func (d *Driver) GetUser(ctx context.Context, uid string) (User, error) {
 	if err != nil {
 		return User{}, err
 	}
-	var u User
-	if err := json.Unmarshal(b, &u); err != nil {
-		return User{}, fmt.Errorf("user %s: %w", uid, err)
-	}
-	return u, nil
+	return d.decodeUser(ctx, uid, b)
 }
 
 // LookupAccessKey returns the user owning accessKey and its secret.
@@ -148,11 +164,146 @@ func (d *Driver) LookupAccessKey(ctx context.Context, accessKey string) (User, s
 	}
 	for _, k := range u.Keys {
 		if k.AccessKey == accessKey {
+			if k.Inactive {
+				return User{}, "", ErrInvalidAccessKey
+			}
+			u.Identity = CompileIdentity(u)
+			if l := d.groupPolicies.Load(); l != nil && len(u.Groups) > 0 {
+				gp, err := (*l)(ctx, u)
+				if err != nil {
+					return User{}, "", err
+				}
+				if len(gp) > 0 {
+					if u.Identity == nil {
+						u.Identity = &authz.IdentityPolicies{}
+					}
+					u.Identity.Policies = append(u.Identity.Policies, gp...)
+				}
+			}
 			d.akeys.put(accessKey, u, k.SecretKey, gen, loaded)
 			return u, k.SecretKey, nil
 		}
 	}
 	return User{}, "", ErrInvalidAccessKey
+}
+
+// denyAll stands in for a stored policy that no longer parses: the user
+// fails closed.
+var denyAll, _ = authz.ParseIdentityPolicy([]byte(`{"Statement":[{"Effect":"Deny","Action":["s3:*","sns:*","iam:*"],"Resource":"*"}]}`))
+
+// GroupPolicyLoader returns the compiled policies of u's groups.
+type GroupPolicyLoader func(ctx context.Context, u User) ([]authz.NamedPolicy, error)
+
+// SetGroupPolicyLoader installs the group policy source (internal/iam).
+func (d *Driver) SetGroupPolicyLoader(l GroupPolicyLoader) { d.groupPolicies.Store(&l) }
+
+// ForgetKeys drops cached lookups of keys, so the next request reloads
+// their user (a group's policies changed).
+func (d *Driver) ForgetKeys(keys []Key) { d.akeys.forget(keys) }
+
+// CompileIdentity compiles u's inline and attached managed policies, in
+// name order; nil when it has none.
+func CompileIdentity(u User) *authz.IdentityPolicies {
+	ps := CompilePolicies("", u.Policies, u.ManagedPolicies)
+	if len(ps) == 0 {
+		return nil
+	}
+	return &authz.IdentityPolicies{Policies: ps}
+}
+
+// CompilePolicies compiles inline policies (in name order, each named
+// prefix+name) and attached managed ones (named by ARN). A document that
+// no longer parses, or an unknown managed ARN, compiles to deny-all.
+func CompilePolicies(prefix string, inline map[string]string, managed []string) []authz.NamedPolicy {
+	var out []authz.NamedPolicy
+	names := make([]string, 0, len(inline))
+	for n := range inline {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p, err := authz.ParseIdentityPolicy([]byte(inline[n]))
+		if err != nil {
+			p = denyAll
+		}
+		out = append(out, authz.NamedPolicy{Name: prefix + n, Policy: p})
+	}
+	for _, arn := range managed {
+		p, ok := authz.ManagedPolicy(arn)
+		if !ok {
+			p = denyAll
+		}
+		out = append(out, authz.NamedPolicy{Name: prefix + arn, Policy: p})
+	}
+	return out
+}
+
+// UpdateUser applies fn to the stored user uid and writes it back,
+// guarded by the object version (retrying on a concurrent change), so
+// two gateways' edits never lose one another. fn may change anything but
+// the id and the access keys' owner; it must not keep state between
+// calls. Cached lookups of the user's keys, old and new, are dropped.
+func (d *Driver) UpdateUser(ctx context.Context, uid string, fn func(*User) error) (User, error) {
+	for attempt := 0; ; attempt++ {
+		op := objstore.NewReadOp()
+		r := op.Read(0, 0)
+		st := op.Stat()
+		err := d.users().OperateRead(ctx, uid, op)
+		if errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrInvalid) {
+			return User{}, ErrNoSuchUser
+		}
+		if err != nil {
+			return User{}, err
+		}
+		// Secrets are opened and sealed again like any record write, so a
+		// key added here is never stored in clear under a KMS.
+		u, err := d.decodeUser(ctx, uid, r.Data)
+		if err != nil {
+			return User{}, err
+		}
+		old := slices.Clone(u.Keys)
+		if err := fn(&u); err != nil {
+			return User{}, err
+		}
+		u.ID = uid
+		body, err := d.encodeUser(ctx, u)
+		if err != nil {
+			return User{}, err
+		}
+		d.akeys.forget(old)
+		err = d.users().Operate(ctx, uid, objstore.NewWriteOp().AssertVersion(st.Stat.Version).WriteFull(body))
+		d.akeys.forget(old)
+		d.akeys.forget(u.Keys)
+		d.forgetUserLimits(uid) // quotas and rate limits apply at once here
+		if errors.Is(err, objstore.ErrCanceled) && attempt < 20 {
+			continue
+		}
+		if err != nil {
+			return User{}, err
+		}
+		return u, nil
+	}
+}
+
+// ClaimAccessKey reserves access key ak for user uid (an exclusive
+// create: ErrKeyExists if any user holds it). The caller then adds the
+// key to the user with UpdateUser, or releases the claim.
+func (d *Driver) ClaimAccessKey(ctx context.Context, ak, uid string) error {
+	err := d.keys().Operate(ctx, ak, objstore.NewWriteOp().Create(true).WriteFull([]byte(uid)))
+	if errors.Is(err, objstore.ErrExists) {
+		return ErrKeyExists
+	}
+	return err
+}
+
+// ReleaseAccessKey removes the claim on ak (after the key left its user).
+func (d *Driver) ReleaseAccessKey(ctx context.Context, ak string) error {
+	d.akeys.forget([]Key{{AccessKey: ak}})
+	err := d.keys().Operate(ctx, ak, objstore.NewWriteOp().Remove())
+	if errors.Is(err, objstore.ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // ListUsers returns every user id in order.
@@ -232,4 +383,12 @@ func listAll(ctx context.Context, io objstore.IOContext) ([]string, error) {
 		}
 		marker = oids[len(oids)-1]
 	}
+}
+
+// Principal is who u is for authz: an account's user carries its
+// account, IAM name and path, and its compiled identity policies (set by
+// LookupAccessKey; CompileIdentity otherwise).
+func (u User) Principal() authz.Principal {
+	return authz.Principal{ID: u.ID, Admin: u.Admin, Account: u.Account, Root: u.AccountRoot,
+		Name: u.DisplayName, Path: u.Path, Identity: u.Identity}
 }

@@ -61,3 +61,12 @@ type KMS interface {
 	// backend has no default: SSE-S3 then cannot be served).
 	DefaultKeyID() string
 }
+
+// Rotator is implemented by backends whose master keys cairn can rotate
+// itself (`cairn admin kms rotate-key`): RotateKey adds a new version of
+// keyID that GenerateDataKey and Rewrap use from then on; data keys sealed
+// under older versions still open. A backend whose keys are rotated by
+// its operator (outside cairn) need not implement it.
+type Rotator interface {
+	RotateKey(ctx context.Context, keyID string) error
+}

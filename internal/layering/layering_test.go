@@ -33,7 +33,7 @@ var layers = map[string]int{
 	"internal/driver": 3, "internal/reshard": 3, "internal/lcproc": 3, "internal/notify/service": 3,
 	"internal/nullgw": 3, "internal/iam": 3, "internal/sts": 3,
 	// 4: HTTP.
-	"internal/s3api": 4, "internal/notify/api": 4, "internal/notify": 4,
+	"internal/s3api": 4, "internal/notify/api": 4, "internal/notify": 4, "internal/iam/iamapi": 4,
 	// 5: wiring, workloads, the binary.
 	"internal/server": 5, "internal/bench": 5, "cmd": 5,
 }

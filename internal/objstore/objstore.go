@@ -57,7 +57,10 @@ type IOContext interface {
 	// change is durable (synced); concurrent operations share syncs, unless
 	// op.DeferSync asks otherwise (see WriteOp).
 	// Operations on one object are serialised; on different objects they
-	// run in parallel.
+	// run in parallel. Concurrent ops on one object made only of ExecSteps
+	// may commit together, as one write in arrival order (the RADOS
+	// backend's group commit): each has its own result, as if run alone,
+	// and they report the same Version.
 	//
 	// Steps run in order and later steps observe earlier ones. An op may be
 	// used once.
@@ -82,7 +85,8 @@ type Stat struct {
 	Size    int64
 	ModTime time.Time
 	// Version is the object's user version. It strictly increases with
-	// every successful WriteOp on the object, also across removal and
+	// every successful WriteOp on the object (ops committed together, see
+	// IOContext.Operate, count as one), also across removal and
 	// re-creation, so assert_version cannot be fooled by ABA. Values are
 	// not dense: do not assume +1 steps.
 	Version uint64

@@ -898,8 +898,9 @@ func (e *engine) switchStep(ctx context.Context) error {
 	return e.failpoint("after-switch")
 }
 
-// cleanupStep moves the sources' GC records to the target generation
-// (their data is still due for collection) and removes the sources.
+// cleanupStep moves the sources' GC records and link intents to the
+// target generation (their data is still due for collection, their events
+// maybe still to commit) and removes the sources.
 func (e *engine) cleanupStep(ctx context.Context) error {
 	nt := e.dst.Layout.NumShards
 	err := parallel(ctx, e.m.cfg.Workers, e.sources(), func(ctx context.Context, i int) error {
@@ -910,6 +911,12 @@ func (e *engine) cleanupStep(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		// Link intents too: a notification the source still waits for.
+		intents, err := e.src.IntentRecords(ctx, i)
+		if err != nil && !errors.Is(err, objstore.ErrNotFound) {
+			return err
+		}
+		recs = append(recs, intents...)
 		groups := map[int][]objstore.KV{}
 		for _, kv := range recs {
 			t := bucketindex.ShardOf(kv.Key, nt)

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-s3/cairn/internal/bucketindex"
 	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cairn-s3/cairn/internal/reshard"
 )
 
@@ -421,4 +423,63 @@ func TestDynamicOff(t *testing.T) {
 		t.Fatal("queued reshard did not run")
 	}
 	e.verify("bkt", md)
+}
+
+// Link intents (a notified write's pending event) sit on the source shards;
+// the cleanup moves them to the target generation with the GC records, so
+// the recovery pass still finds them after the sources are removed.
+func TestReshardMovesLinkIntents(t *testing.T) {
+	e := newEnv(t)
+	e.bucket("ibkt", 3)
+	md := fill(e, "ibkt", 50)
+	ctx := context.Background()
+	index := func() bucketindex.Index {
+		inst, err := e.d.Instance(ctx, "ibkt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bucketindex.Index{IO: e.d.IndexIO(), BucketID: inst.ID, Layout: inst.Layout}
+	}
+	intents := func(ix bucketindex.Index) map[string]string {
+		out := map[string]string{}
+		for s := 0; s < ix.Layout.NumShards; s++ {
+			recs, err := ix.Intents(ctx, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				out[r.Tag] = string(r.Data)
+			}
+		}
+		return out
+	}
+	src := index()
+	want := map[string]string{}
+	for s := 0; s < 3; s++ {
+		tag := fmt.Sprintf("tag%d", s)
+		want[tag] = fmt.Sprintf(`{"k":"obj/%05d"}`, s)
+		if err := src.PutGCRecords(ctx, s, []objstore.KV{{Key: "\xffi/" + tag, Value: []byte(want[tag])}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := intents(src); len(got) != 3 {
+		t.Fatalf("intents before: %v", got)
+	}
+	if _, err := e.manager().Reshard(ctx, "ibkt", 5); err != nil {
+		t.Fatal(err)
+	}
+	e.verify("ibkt", md) // listings never show intents
+	dst := index()
+	if dst.Layout.Gen == src.Layout.Gen {
+		t.Fatal("no new generation")
+	}
+	got := intents(dst)
+	if len(got) != len(want) {
+		t.Fatalf("intents after the reshard: %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("intent %s: %q, want %q", k, got[k], v)
+		}
+	}
 }

@@ -123,7 +123,7 @@ func (s *Server) requestObjectACL(r *http.Request, rc *reqCtx) (*authz.ACL, erro
 	}
 	bucketOwner := authz.Owner{ID: ba.Info.Owner}
 	writer := bucketOwner
-	if id := rc.ident.User.ID; id != "" { // anonymous writes belong to the bucket owner
+	if id := rc.ownerID(); id != "" { // anonymous writes belong to the bucket owner
 		writer = authz.Owner{ID: id}
 	}
 	owner := authz.ObjectOwner(ba.Ownership, bucketOwner, writer, canned)

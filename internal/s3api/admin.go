@@ -226,6 +226,9 @@ func (s *Server) adminUser(w http.ResponseWriter, r *http.Request) error {
 		if uid == "" {
 			return missingParam("uid")
 		}
+		if q.Get("account-id") != "" || q.Has("account-root") {
+			return s.delegateAdmin("account/user", w, r)
+		}
 		u := driver.User{ID: uid, DisplayName: q.Get("display-name"), Email: q.Get("email"), Admin: q.Get("admin") == "true"}
 		ak, sk := q.Get("access-key"), q.Get("secret-key")
 		if (ak == "") != (sk == "") {
@@ -250,6 +253,9 @@ func (s *Server) adminUser(w http.ResponseWriter, r *http.Request) error {
 		if uid == "" {
 			return missingParam("uid")
 		}
+		if u, err := s.be.GetUser(ctx, uid); err == nil && u.Account != "" {
+			return s.delegateAdmin("account/user", w, r) // its name claim goes too
+		}
 		if err := s.be.RemoveUser(ctx, uid); err != nil {
 			return err
 		}
@@ -257,6 +263,18 @@ func (s *Server) adminUser(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	return s3err.New(s3err.ErrMethodNotAllowed, "")
+}
+
+// delegateAdmin serves r with the admin handler registered at path (an
+// account's users belong to the IAM store when one is mounted).
+func (s *Server) delegateAdmin(path string, w http.ResponseWriter, r *http.Request) error {
+	s.mu.RLock()
+	h, ok := s.admin["/admin/"+path]
+	s.mu.RUnlock()
+	if !ok {
+		return s3err.New(s3err.ErrNotImplemented, "IAM accounts are not enabled.")
+	}
+	return h(w, r)
 }
 
 func (s *Server) adminListUsers(w http.ResponseWriter, r *http.Request) error {

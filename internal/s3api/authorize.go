@@ -119,7 +119,7 @@ var versionActions = map[authz.Action]authz.Action{
 
 // principal is who the request is, for authz.
 func (rc *reqCtx) principal() authz.Principal {
-	return authz.Principal{ID: rc.ident.User.ID, Admin: rc.ident.User.Admin}
+	return principalOf(rc.ident.User)
 }
 
 // authorize is the one decision point for S3 routes: it loads the bucket's
@@ -235,7 +235,9 @@ func (s *Server) hideMissing(w http.ResponseWriter, r *http.Request, rc *reqCtx,
 func (s *Server) fillBucket(in *authz.Input, ba *driver.BucketAuth) {
 	in.Owner = ba.Info.Owner
 	in.BucketACL = &ba.ACL
-	in.Policy = ba.Policy
+	// The identity policies' condition keys are built with the bucket
+	// policy's (an empty policy carries them when the bucket has none).
+	in.Policy = authz.WithIdentityKeys(ba.Policy, in.Principal.Identity)
 	in.PublicAccessBlock = ba.PublicAccessBlock
 	in.Ownership = ba.Ownership
 }
@@ -381,7 +383,7 @@ var headerKeys = func() []struct{ key, header string } {
 // parsed request, never from a blanket copy of headers (aws:SourceIp is
 // the peer address).
 func (s *Server) conditionContext(r *http.Request, rc *reqCtx, act authz.Action, p *authz.Policy) authz.Context {
-	c := authz.GlobalContext(p, authz.Global{SourceIP: sourceIP(r), Secure: r.TLS != nil, Now: s.cfg.Now(), UserID: rc.ident.User.ID})
+	c := authz.GlobalContext(p, authz.Global{SourceIP: sourceIP(r), Secure: r.TLS != nil, Now: s.cfg.Now(), UserID: rc.ident.User.ID, Principal: rc.principalRef()})
 	set := func(k string, v func() []string) {
 		if p.Needs(k) {
 			c[k] = v()
@@ -447,12 +449,15 @@ func addObjectTags(c authz.Context, info driver.ObjectInfo) {
 var adminActions = map[string][2]authz.Action{
 	"/admin/user":          {authz.AdminUsersRead, authz.AdminUsersWrite},
 	"/admin/metadata/user": {authz.AdminUsersRead, authz.AdminUsersWrite},
+	"/admin/account":       {authz.AdminUsersRead, authz.AdminUsersWrite},
+	"/admin/account/user":  {authz.AdminUsersRead, authz.AdminUsersWrite},
 	"/admin/bucket":        {authz.AdminBucketsRead, authz.AdminBucketsWrite},
 	"/admin/reshard":       {authz.AdminBucketsRead, authz.AdminBucketsWrite},
 	"/admin/lc":            {authz.AdminBucketsRead, authz.AdminBucketsWrite},
 	"/admin/topic":         {authz.AdminTopicsRead, authz.AdminTopicsWrite},
 	"/admin/notification":  {authz.AdminTopicsRead, authz.AdminTopicsWrite},
 	"/admin/rados":         {authz.AdminRados, authz.AdminRados},
+	"/admin/kms":           {authz.AdminKMS, authz.AdminKMS},
 	"/admin/ratelimit":     {authz.AdminRateLimitRead, authz.AdminRateLimitWrite},
 	"/admin/usage":         {authz.AdminUsageRead, authz.AdminUsageWrite},
 }

@@ -84,14 +84,14 @@ func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 		max = n
 	}
 	prefix, after := q.Get("prefix"), q.Get("continuation-token")
-	buckets, err := s.be.ListBuckets(r.Context(), rc.ident.User.ID)
+	buckets, err := s.be.ListBuckets(r.Context(), rc.ownerID())
 	if err != nil {
 		return err
 	}
 	sort.Slice(buckets, func(i, j int) bool { return buckets[i].Name < buckets[j].Name })
 	res := listAllMyBucketsResult{
 		Xmlns:   s3Namespace,
-		Owner:   owner{ID: rc.ident.User.ID, DisplayName: displayName(rc.ident.User)},
+		Owner:   owner{ID: rc.ownerID(), DisplayName: displayName(rc.ident.User)},
 		Buckets: []bucketXML{},
 		Prefix:  prefix,
 	}
@@ -142,7 +142,7 @@ func (s *Server) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	if err := s.checkLocation(location); err != nil {
 		return err
 	}
-	access, err := s.createBucketAccess(r, rc.ident.User.ID)
+	access, err := s.createBucketAccess(r, rc.ownerID())
 	if err != nil {
 		return err
 	}
@@ -151,11 +151,11 @@ func (s *Server) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx
 		if err != nil {
 			return err
 		}
-		err = lb.CreateBucketWith(r.Context(), rc.ident.User.ID, rc.bucket, location, shards, true)
+		err = lb.CreateBucketWith(r.Context(), rc.ownerID(), rc.bucket, location, shards, true)
 		if err != nil {
 			return err
 		}
-	} else if err := s.be.CreateBucket(r.Context(), rc.ident.User.ID, rc.bucket, location, shards); err != nil {
+	} else if err := s.be.CreateBucket(r.Context(), rc.ownerID(), rc.bucket, location, shards); err != nil {
 		return err
 	}
 	if access != nil {

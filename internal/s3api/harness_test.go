@@ -136,7 +136,8 @@ type req struct {
 	key          string // access key; "" = alice, "-" = anonymous
 	hdr          map[string]string
 	host         string
-	chunked      bool // send the body with Transfer-Encoding: chunked, no Content-Length
+	chunked      bool   // send the body with Transfer-Encoding: chunked, no Content-Length
+	service      string // SigV4 service of the signature; "" = s3
 }
 
 type resp struct {
@@ -187,7 +188,11 @@ func (h *harness) do(rq req) resp {
 		}
 		r.Header.Set("X-Amz-Content-Sha256", payload)
 		creds := aws.Credentials{AccessKeyID: rq.key, SecretAccessKey: secrets[rq.key]}
-		if err := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }).SignHTTP(context.Background(), creds, r, payload, "s3", "us-east-1", time.Now()); err != nil {
+		svc := rq.service
+		if svc == "" {
+			svc = "s3"
+		}
+		if err := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }).SignHTTP(context.Background(), creds, r, payload, svc, "us-east-1", time.Now()); err != nil {
 			h.t.Fatal(err)
 		}
 	}

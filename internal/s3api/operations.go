@@ -84,7 +84,7 @@ func (s *Server) Operation(r *http.Request) (op string, err error) {
 // the router and require every served route to name its action.
 type RouteAuthz struct {
 	Op   string
-	Kind string // "s3", "admin" or "sns"
+	Kind string // "s3", "admin", "sns" or "iam"
 	// Served: a handler runs once the request is allowed (not an error
 	// the router answers, not a missing admin route).
 	Served bool
@@ -114,8 +114,12 @@ func (s *Server) Authorization(r *http.Request) RouteAuthz {
 		return RouteAuthz{Op: "Admin" + adminOpName(r.Method, path), Kind: "admin", Served: ok, Action: act}
 	case kindSNS:
 		s.mu.RLock()
-		ok := s.sns != nil
+		ok, okIAM := s.sns != nil, s.iam != nil
 		s.mu.RUnlock()
+		if signedService(r) == "iam" {
+			// Each IAM action is decided in iamapi (iam:<Action>).
+			return RouteAuthz{Op: "IAM", Kind: "iam", Served: okIAM}
+		}
 		return RouteAuthz{Op: rt.op, Kind: "sns", Served: ok}
 	}
 	ra := RouteAuthz{Op: rt.op, Kind: "s3", Served: rt.err == nil && rt.deferred == nil && rt.h != nil}

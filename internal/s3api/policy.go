@@ -171,7 +171,7 @@ func (s *Server) deleteOwnershipControls(w http.ResponseWriter, r *http.Request,
 // gets 405 MethodNotAllowed (after the authorizer, so an unallowed caller
 // still gets 403 and learns nothing).
 func policyOwnerOnly(rc *reqCtx) error {
-	if rc.ident.User.Admin || rc.ident.User.ID == rc.binfo.Owner {
+	if rc.ident.User.Admin || rc.ownerID() == rc.binfo.Owner { // an account's users are its
 		return nil
 	}
 	return s3err.New(s3err.ErrMethodNotAllowed, "Only the bucket owner may manage the bucket policy.")

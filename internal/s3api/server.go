@@ -130,6 +130,7 @@ type Server struct {
 	admin        map[string]AdminHandlerFunc
 	bucketSubres map[string]BucketHandlerFunc // method + " " + subresource
 	sns          http.Handler
+	iam          http.Handler
 }
 
 // New returns a Server for cfg.
@@ -321,10 +322,14 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 			return
 		}
 		s.mu.RLock()
-		h := s.sns
+		h, what := s.sns, "SNS"
+		if signedService(r) == "iam" { // the IAM query API shares "POST /"
+			h, what = s.iam, "IAM"
+			rc.op = "IAM"
+		}
 		s.mu.RUnlock()
 		if h == nil {
-			s.writeSNSError(w, rc, s3err.New(s3err.ErrNotImplemented, "The SNS API is not enabled."))
+			s.writeSNSError(w, rc, s3err.New(s3err.ErrNotImplemented, "The %s API is not enabled.", what))
 			return
 		}
 		h.ServeHTTP(w, r)

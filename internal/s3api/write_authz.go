@@ -123,7 +123,7 @@ func (s *Server) authorizeNew(r *http.Request, rc *reqCtx, act authz.Action) err
 		Resource: authz.Resource{Bucket: rc.bucket, Key: rc.key}}}
 	s.fillBucket(&in, ba)
 	owner := authz.Owner{ID: ba.Info.Owner}
-	if id := rc.ident.User.ID; id != "" {
+	if id := rc.ownerID(); id != "" {
 		owner = authz.Owner{ID: id}
 	}
 	acl, _ := authz.CannedACL("private", owner, authz.Owner{ID: ba.Info.Owner})

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/cairn-s3/cairn/internal/config"
 	"github.com/cairn-s3/cairn/internal/driver"
@@ -133,6 +134,7 @@ func (g *Gateway) openNotifications(ctx context.Context, cfg *config.Config) (*s
 		Queue:      queue.Options{Capacity: uint64(cfg.NotifQueueSize)},
 		Pusher:     endpointPusher{cache: cache, opts: endpoint.Options{KafkaCompression: cfg.NotifKafkaCompression}},
 		Logger:     g.Log.With("component", "notify"),
+		Secrets:    g.secrets,
 	})
 	if err != nil {
 		return nil, err
@@ -152,7 +154,8 @@ func (g *Gateway) mountNotifications(cfg *config.Config, svc *service.Service, d
 		Caller: func(ctx context.Context) (api.Caller, bool) {
 			id, ok := s3api.IdentityFrom(ctx)
 			rm := driver.RequestFrom(ctx)
-			return api.Caller{User: id.User.ID, Admin: id.User.Admin, SourceIP: rm.SourceIP, Secure: rm.Secure}, ok
+			p := id.User.Principal()
+			return api.Caller{User: id.User.ID, Admin: id.User.Admin, SourceIP: rm.SourceIP, Secure: rm.Secure, Principal: &p}, ok
 		},
 	})
 	if err != nil {
@@ -174,6 +177,21 @@ func (g *Gateway) mountNotifications(cfg *config.Config, svc *service.Service, d
 	owner, reclaim, err := g.deliveryIdentity(cfg.DataDir)
 	if err != nil {
 		return err
+	}
+	// Writes record link intents under this identity; a dead incarnation's
+	// (same id, flock held) are resolved now, before serving, so every
+	// version it made visible has its event (docs/design/delivery.md).
+	svc.SetOwner(owner, reclaim)
+	if reclaim {
+		t0 := time.Now()
+		done, left, err := d.RecoverIntents(context.Background())
+		switch {
+		case err != nil:
+			g.Log.Warn("notification intent recovery failed; retried at the next start", "err", err)
+		case done > 0 || left > 0:
+			g.Log.Info("notification intents resolved", "resolved", done, "left", left,
+				"events_recovered", svc.Counters.Recovered.Load(), "took", time.Since(t0))
+		}
 	}
 	m, err := delivery.New(delivery.Config{
 		Owner: owner, ReclaimOwnLeases: reclaim, IO: svc.Queues().IO(), Registry: svc.Queues(), Topics: svc,

@@ -9,6 +9,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/cairn-s3/cairn/internal/kms"
+	"github.com/cairn-s3/cairn/internal/kms/secret"
 	"log/slog"
 	"net"
 	"net/http"
@@ -56,7 +58,10 @@ type Gateway struct {
 	Driver   *driver.Driver
 	API      *s3api.Server
 	Registry *prometheus.Registry
-	Handler  http.Handler
+	// KMS is the key-management backend (nil: none configured).
+	KMS     *kms.Cached
+	secrets *secret.Sealer
+	Handler http.Handler
 	// MetricsHandler serves /metrics and /healthz on the metrics-listen
 	// listener (nil unless metrics-listen is set).
 	MetricsHandler http.Handler
@@ -93,6 +98,10 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		}
 		g.Store = st
 		g.closers = append(g.closers, func() { _ = st.Close() })
+		if err := g.openKMS(cfg); err != nil {
+			g.Close()
+			return nil, err
+		}
 		if svc, err = g.openNotifications(ctx, cfg); err != nil {
 			g.Close()
 			return nil, err
@@ -101,6 +110,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 			Store: st, DefaultShards: cfg.BucketIndexShards, GCMinWait: cfg.GCMinWait,
 			Logger: log.With("component", "driver"), Notifier: svc, MaxBuckets: cfg.MaxBuckets,
 			Failpoint:          driver.ExitFailpoint(getenv("CAIRN_DRIVER_FAILPOINT")), // crash drills
+			Secrets:            g.secrets,
 			QuotaStatsTTL:      cfg.QuotaStatsTTL,
 			DefaultUserQuota:   defaultQuota(cfg.UserDefaultQuotaMaxObjects, cfg.UserDefaultQuotaMaxSize),
 			DefaultBucketQuota: defaultQuota(cfg.BucketDefaultQuotaMaxObjects, cfg.BucketDefaultQuotaMaxSize),
@@ -111,6 +121,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		}
 		g.Driver = d
 		g.closers = append(g.closers, func() { _ = d.Close() })
+		g.sealSecretsAtStart(ctx, d, svc)
 		if n, err := d.SweepGC(ctx); err != nil {
 			log.Warn("gc sweep", "err", err)
 		} else if n > 0 {
@@ -150,6 +161,11 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 	g.API = api
 	if g.Driver != nil {
 		api.HandleAdmin("rados", g.adminRados)
+		api.HandleAdmin("kms", g.adminKMS(svc))
+		if err := g.mountIAM(g.Driver, api); err != nil {
+			g.Close()
+			return nil, err
+		}
 		if err := g.mountNotifications(cfg, svc, g.Driver, api); err != nil {
 			g.Close()
 			return nil, err

@@ -77,7 +77,7 @@ type Config struct {
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Services are the credential-scope services accepted; default
-	// {"s3", "sns"} (the SNS query API shares the S3 listener).
+	// {"s3", "sns", "iam"} (the SNS and IAM query APIs share the S3 listener).
 	Services []string
 	// MaxSkew is the allowed distance between the request time and Now;
 	// default 15 minutes.
@@ -125,7 +125,7 @@ func New(cfg Config) (*Verifier, error) {
 		cfg.Now = time.Now
 	}
 	if len(cfg.Services) == 0 {
-		cfg.Services = []string{"s3", "sns"}
+		cfg.Services = []string{"s3", "sns", "iam"}
 	}
 	if cfg.MaxSkew == 0 {
 		cfg.MaxSkew = 15 * time.Minute

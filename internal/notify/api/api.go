@@ -26,13 +26,21 @@ type Caller struct {
 	// policies.
 	SourceIP string
 	Secure   bool
+	// Principal, when set, is the caller in full (an IAM account's user
+	// with its account and identity policies); User and Admin otherwise.
+	Principal *authz.Principal
 }
 
 // principal and global are the caller as the authorizer sees it.
-func (c Caller) principal() authz.Principal { return authz.Principal{ID: c.User, Admin: c.Admin} }
+func (c Caller) principal() authz.Principal {
+	if c.Principal != nil {
+		return *c.Principal
+	}
+	return authz.Principal{ID: c.User, Admin: c.Admin}
+}
 
 func (c Caller) global() authz.Global {
-	return authz.Global{SourceIP: c.SourceIP, Secure: c.Secure, Now: time.Now(), UserID: c.User}
+	return authz.Global{SourceIP: c.SourceIP, Secure: c.Secure, Now: time.Now(), UserID: c.User, Principal: c.Principal}
 }
 
 // Options configure the handlers.

@@ -111,6 +111,15 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 	}
 	switch action {
 	case "CreateTopic":
+		// An IAM account's user needs an identity policy for it (authz);
+		// any other authenticated user may, as before.
+		cp := caller.principal()
+		in := authz.Input{Request: authz.Request{Principal: cp, Action: authz.SNSCreateTopic,
+			Context: authz.GlobalContext(authz.WithIdentityKeys(nil, cp.Identity), caller.global())}}
+		if !authz.Evaluate(&in).Allowed() {
+			fail(snsError(service.ErrNotOwner))
+			return
+		}
 		attrs := entries(form, "Attributes.entry")
 		st, ignored, err := topic.Parse(attrs, topts)
 		if err != nil {

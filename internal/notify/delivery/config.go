@@ -104,9 +104,10 @@ type Config struct {
 	// ShardWindow bounds the entries of one shard held in memory (listed,
 	// not yet removed); default 1024.
 	ShardWindow int
-	// RemoveBatch and RemoveInterval batch the removal of acknowledged
-	// entries: one fenced op per RemoveBatch markers or after
-	// RemoveInterval, whichever comes first (defaults 256, 50 ms).
+	// RemoveBatch bounds the markers of one removal op (default 256).
+	// Acknowledged entries are removed at once, sharing an op only with
+	// the acknowledgements that arrived meanwhile. RemoveInterval batches
+	// the retry-state updates of failed pushes (default 50 ms).
 	RemoveBatch    int
 	RemoveInterval time.Duration
 

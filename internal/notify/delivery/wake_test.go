@@ -68,3 +68,23 @@ func TestWakeGapAdapts(t *testing.T) {
 		t.Fatalf("after a quiet spell: gap %v, want %v", w.gap, cfg.WakeGap)
 	}
 }
+
+// Acknowledged entries are removed at once, whatever the removal interval
+// and the wake gap: what a crash would deliver again is what is in flight,
+// not a timer's worth of acknowledgements. With RemoveInterval an hour, the
+// queue still empties as events are acknowledged.
+func TestAckedEntriesRemovedAtOnce(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	tp := e.createTopic("rm", rcv.url(), 2, nil)
+	m := e.manager("gw1", e.endpoints(nil), func(c *Config) {
+		c.RemoveInterval = time.Hour
+		c.MaxWakeGap = time.Hour
+	})
+	eventually(t, 10*time.Second, "shards owned", func() bool { return len(m.Owned()) == 2 })
+	for i := range 40 {
+		e.publish(tp, "b", fmt.Sprintf("k%d", i%7))
+	}
+	eventually(t, 30*time.Second, "all delivered", func() bool { return rcv.delivered() == 40 })
+	eventually(t, 30*time.Second, "acknowledged entries removed", func() bool { return e.entries(tp) == 0 })
+}

@@ -193,6 +193,21 @@ func (w *worker) loop() error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
+		// Acknowledged removals first, before listing or pushing more:
+		// an entry the endpoint has but the queue still holds is what a
+		// crash delivers again, so that window is one op, not a timer.
+		// (After a failed op, wait a poll interval before the next.)
+		if len(w.removes) > 0 && time.Since(w.lastErr) >= cfg.PollInterval {
+			if err := w.flush(w.stopCtx); err != nil {
+				if fatal(err) {
+					return err
+				}
+				if w.stopCtx.Err() != nil {
+					return nil
+				}
+				w.transient("commit", err)
+			}
+		}
 		if err := w.fill(); err != nil {
 			if fatal(err) {
 				return err
@@ -555,9 +570,12 @@ func (w *worker) handle(r result) {
 	w.schedule(kq, now)
 }
 
-// removeDelay is how long acknowledged removals wait to share an op: at
-// least RemoveInterval, and one wake gap, so each list cycle flushes once.
-func (w *worker) removeDelay() time.Duration { return max(w.m.cfg.RemoveInterval, w.gap) }
+// removeDelay is how long retry-state updates wait to share an op.
+// Removals do not wait (see loop): acknowledgements that arrive while
+// one removal op runs share the next, so batches grow with the rate.
+// (Waiting one wake gap, up to 200 ms, for removals multiplied the events
+// a crash delivers again.)
+func (w *worker) removeDelay() time.Duration { return w.m.cfg.RemoveInterval }
 
 func (w *worker) flushDue() bool {
 	n := len(w.removes) + len(w.updates)

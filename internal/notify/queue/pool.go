@@ -60,6 +60,9 @@ type Reservation struct {
 	bytes   uint64
 	created time.Time // gateway time just before the reserving op: >= true age
 	state   atomic.Int32
+	// resumed: made by another process (Resume); its commit may have
+	// happened already, so Commit treats the first attempt as a retry.
+	resumed bool
 }
 
 const (
@@ -68,10 +71,26 @@ const (
 	stDone
 )
 
-// OID is the shard object; Shard its index; Bytes the reserved room.
-func (r *Reservation) OID() string   { return r.oid }
-func (r *Reservation) Shard() int    { return r.shard }
-func (r *Reservation) Bytes() uint64 { return r.bytes }
+// OID is the shard object; Shard its index; Bytes the reserved room; ID
+// the class's reservation id; Created the gateway time it was made at
+// (what Resume needs).
+func (r *Reservation) OID() string        { return r.oid }
+func (r *Reservation) Shard() int         { return r.shard }
+func (r *Reservation) Bytes() uint64      { return r.bytes }
+func (r *Reservation) ID() uint64         { return r.id }
+func (r *Reservation) Created() time.Time { return r.created }
+
+// Resume returns a handle on reservation id of shard oid made by an
+// earlier process (one that crashed between its write and its commit).
+// Commit under it treats its first attempt as a retry: a reservation that
+// is gone while too young to have expired was consumed by the earlier
+// process's commit, and nothing is committed twice; one that is gone and
+// old enough to have expired is committed afresh (a possible duplicate,
+// never a loss). Abort aborts it on the shard (never into the pool).
+func (q *Queues) Resume(oid string, id, bytes uint64, created time.Time) *Reservation {
+	_, shard, _ := ParseShardOID(oid)
+	return &Reservation{q: q, oid: oid, shard: shard, id: id, bytes: bytes, created: created, resumed: true}
+}
 
 type pooled struct {
 	id      uint64
@@ -289,8 +308,10 @@ func (r *Reservation) Commit(ctx context.Context, data []byte) (string, error) {
 	if uint64(len(data)) > r.bytes {
 		return r.recommit(ctx, data)
 	}
-	uncertain := false
-	if m, ok, unc := r.groupCommit(ctx, p, data); ok {
+	uncertain := r.resumed
+	if r.resumed {
+		// Alone: a consumed id must not fail a shared op.
+	} else if m, ok, unc := r.groupCommit(ctx, p, data); ok {
 		return m, nil
 	} else if unc {
 		// The shared op may have applied: retry as a retry.
@@ -404,7 +425,7 @@ func (r *Reservation) Abort(ctx context.Context) {
 		return
 	}
 	q := r.q
-	if r.bytes == q.opts.SlotSize && q.opts.PoolMax > 0 && q.opts.Now().Sub(r.created) < q.maxPoolAge() {
+	if !r.resumed && r.bytes == q.opts.SlotSize && q.opts.PoolMax > 0 && q.opts.Now().Sub(r.created) < q.maxPoolAge() {
 		if q.pool(r.oid).put(pooled{r.id, r.created}, q.opts.PoolMax) {
 			return
 		}

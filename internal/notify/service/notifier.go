@@ -35,6 +35,8 @@ type reservation struct {
 	push    []target
 	done    atomic.Bool
 	synced  atomic.Bool // a queue commit succeeded (a synced store write)
+	// eventIDs, set by Intent, are the records' ids per persist target.
+	eventIDs []string
 }
 
 // Persistent implements driver.SyncingReservation: Commit writes to queue
@@ -159,6 +161,9 @@ func (r *reservation) Commit(ctx context.Context, obj driver.ObjectInfo) error {
 	commit := func(i int) {
 		tg := r.persist[i]
 		rec := forConfiguration(base, tg)
+		if r.eventIDs != nil {
+			rec.EventID = r.eventIDs[i] // the id the intent holds
+		}
 		// The queue copies the record into its op: the buffer is free
 		// again once Commit returns.
 		buf := event.GetBuffer()

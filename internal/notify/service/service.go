@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cairn-s3/cairn/internal/kms/secret"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -69,6 +70,9 @@ type Options struct {
 	PushTimeout time.Duration
 	Logger      *slog.Logger
 	Now         func() time.Time
+	// Secrets seals topic endpoint credentials at rest; nil stores them
+	// in clear (topics sealed earlier then fail to load).
+	Secrets *secret.Sealer
 }
 
 func (o *Options) ensureDefaults() {
@@ -119,6 +123,7 @@ type Counters struct {
 	PushFailed   atomic.Uint64 // non-persistent pushes failed (request still succeeded)
 	Dropped      atomic.Uint64 // records for topics deleted meanwhile
 	CommitFailed atomic.Uint64 // commits that failed after retries (request failed)
+	Recovered    atomic.Uint64 // records committed from link intents at start-up (or found committed)
 }
 
 // Service stores topics and bucket notification configurations and
@@ -138,6 +143,8 @@ type Service struct {
 	cmu      sync.Mutex
 	cfgCache map[string]cfgEntry   // bucket id → configuration
 	topCache map[string]topicEntry // queue name → topic
+
+	owner atomic.Pointer[ownerID] // SetOwner
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup

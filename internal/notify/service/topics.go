@@ -10,8 +10,21 @@ import (
 	"github.com/cairn-s3/cairn/internal/objstore"
 )
 
-// readTopic returns the stored topic and its object version.
+// readTopic returns the stored topic, its credentials opened, and its
+// object version.
 func (s *Service) readTopic(ctx context.Context, oid string) (*topic.Topic, uint64, error) {
+	t, ver, err := s.readTopicSealed(ctx, oid)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := s.openTopic(ctx, t); err != nil {
+		return nil, 0, err
+	}
+	return t, ver, nil
+}
+
+// readTopicSealed returns the topic as stored.
+func (s *Service) readTopicSealed(ctx context.Context, oid string) (*topic.Topic, uint64, error) {
 	op := objstore.NewReadOp()
 	st := op.Stat()
 	rd := op.Read(0, 0)
@@ -32,6 +45,15 @@ func (s *Service) readTopic(ctx context.Context, oid string) (*topic.Topic, uint
 // writeTopic stores t: exclusively when ver is 0, else only over version ver.
 // objstore.ErrExists / ErrCanceled report a concurrent change.
 func (s *Service) writeTopic(ctx context.Context, t *topic.Topic, ver uint64) error {
+	sealed, err := s.sealTopic(ctx, t)
+	if err != nil {
+		return err
+	}
+	return s.writeTopicSealed(ctx, sealed, ver)
+}
+
+// writeTopicSealed stores t as it is.
+func (s *Service) writeTopicSealed(ctx context.Context, t *topic.Topic, ver uint64) error {
 	b, err := topic.Encode(t)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/cairn-s3/cairn/internal/kms/secret"
 	"time"
 )
 
@@ -24,6 +25,11 @@ type Topic struct {
 	Settings  Settings  `json:"settings"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Sealed holds the credentials (Settings.PushEndpoint as given and
+	// Settings.Password) sealed at rest when a KMS seals secrets; the
+	// stored PushEndpoint is then the redacted URL and Password empty.
+	// The service opens it on read: callers never see it set.
+	Sealed *secret.Box `json:"sealed,omitempty"`
 }
 
 // New builds a topic record after the name and settings were validated.

@@ -29,8 +29,11 @@ type objLocks struct {
 }
 
 type objLock struct {
-	mu   sync.Mutex
+	sem  chan struct{} // a one-slot semaphore held while a transaction (or a batch) runs
 	refs int
+
+	qmu   sync.Mutex
+	queue []*pendingOp // batchable ops waiting for group commit
 }
 
 func (l *objLocks) init() {
@@ -50,19 +53,18 @@ func shardOf(k objKey) int {
 	return int(h % 64)
 }
 
-func (l *objLocks) lock(k objKey) func() {
+// ref returns k's entry, unlocked, and the function that releases it.
+func (l *objLocks) ref(k objKey) (*objLock, func()) {
 	sh := &l.shards[shardOf(k)]
 	sh.mu.Lock()
 	e := sh.m[k]
 	if e == nil {
-		e = &objLock{}
+		e = &objLock{sem: make(chan struct{}, 1)}
 		sh.m[k] = e
 	}
 	e.refs++
 	sh.mu.Unlock()
-	e.mu.Lock()
-	return func() {
-		e.mu.Unlock()
+	return e, func() {
 		sh.mu.Lock()
 		if e.refs--; e.refs == 0 {
 			delete(sh.m, k)

@@ -276,6 +276,7 @@ func (c *ioContext) writeSteps(io C.rados_ioctx_t, oid string, pre *prefix, step
 		*mt = C.time_t(mtime.Unix())
 	}
 	var ver C.uint64_t
+	c.s.writes.Add(1)
 	r := C.cairn_write_op_run(wop, io, a.str(oid), mt, &ver)
 	if r < 0 {
 		return 0, errnoErr(r, "operate "+oid)

@@ -37,6 +37,8 @@ type Store struct {
 	caches cacheTable // version-keyed class caches
 
 	txns, conflicts, txnReads atomic.Int64
+	batched                   atomic.Int64 // ops that committed in a batch with others (group commit)
+	writes                    atomic.Int64 // rados_write_op round trips
 }
 
 // Stats are counters of the optimistic path since Open.
@@ -49,6 +51,13 @@ type Stats struct {
 // Stats returns the optimistic-path counters.
 func (s *Store) Stats() Stats {
 	return Stats{Txns: s.txns.Load(), Conflicts: s.conflicts.Load(), Reads: s.txnReads.Load()}
+}
+
+// Counters are Stats by name, for benchmarks that know no backend types.
+func (s *Store) Counters() map[string]int64 {
+	st := s.Stats()
+	return map[string]int64{"txns": st.Txns, "conflicts": st.Conflicts, "state_reads": st.Reads,
+		"batched_ops": s.batched.Load(), "writes": s.writes.Load()}
 }
 
 type ioKey struct{ pool, ns string }

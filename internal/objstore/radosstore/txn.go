@@ -539,44 +539,183 @@ func (m *model) omapClear(plain bool) error {
 
 // --- drivers ---
 
+// Group commit bounds: one batch is one rados_write_op, so it stays well
+// under the OSD's message and write limits.
+const (
+	maxBatchOps   = 64
+	maxBatchInput = 4 << 20 // bytes of method input
+)
+
+// pendingOp is a write op waiting for (or in) a transaction batch.
+type pendingOp struct {
+	ctx   context.Context
+	op    *objstore.WriteOp
+	err   error
+	done  bool
+	ready chan struct{} // closed by finish
+}
+
+func (p *pendingOp) finish(err error) { p.err, p.done = err, true; close(p.ready) }
+
+// batchable reports whether op may commit in one rados_write_op with other
+// ops: it consists of class-method calls only, so no step of it asserts
+// the object's version, which batched ops share.
+func batchable(op *objstore.WriteOp) bool {
+	for _, s := range op.Steps {
+		if _, ok := s.(*objstore.ExecStep); !ok {
+			return false
+		}
+	}
+	return len(op.Steps) > 0
+}
+
+func inputLen(op *objstore.WriteOp) int {
+	n := 0
+	for _, s := range op.Steps {
+		if e, ok := s.(*objstore.ExecStep); ok {
+			n += len(e.In)
+		}
+	}
+	return n
+}
+
 // operateTxn runs a write op as an optimistic transaction; see the package
-// doc. This process's transactions on one object are serialised (objLocks),
-// so conflicts come only from other clients.
+// doc. This process's transactions on one object are serialised, so
+// conflicts come only from other clients. Ops of class-method calls that
+// wait for the object meanwhile are group-committed: the next holder runs
+// all of them, in arrival order, on one model and writes them in one
+// rados_write_op, so a hot object (a log, a queue shard) gets one round
+// trip per batch instead of one per op.
 func (c *ioContext) operateTxn(ctx context.Context, io C.rados_ioctx_t, oid string, op *objstore.WriteOp) error {
 	key := c.cacheKey(oid)
-	unlock := c.s.locks.lock(key)
-	defer unlock()
-	c.s.txns.Add(1)
+	e, release := c.s.locks.ref(key)
+	defer release()
+	p := &pendingOp{ctx: ctx, op: op, ready: make(chan struct{})}
+	if !batchable(op) {
+		e.sem <- struct{}{}
+		defer func() { <-e.sem }()
+		c.runBatch(io, oid, key, []*pendingOp{p})
+		return p.err
+	}
+	e.qmu.Lock()
+	e.queue = append(e.queue, p)
+	e.qmu.Unlock()
+	for {
+		// Done by another holder's batch, or the object is free: then
+		// run what waits (this op at the latest in a later batch).
+		select {
+		case <-p.ready:
+			return p.err
+		case e.sem <- struct{}{}:
+		}
+		if p.done {
+			<-e.sem
+			return p.err
+		}
+		e.qmu.Lock()
+		n, size := 0, 0
+		for n < len(e.queue) && n < maxBatchOps {
+			size += inputLen(e.queue[n].op)
+			if n > 0 && size > maxBatchInput {
+				break
+			}
+			n++
+		}
+		batch := append([]*pendingOp(nil), e.queue[:n]...)
+		e.queue = append(e.queue[:0], e.queue[n:]...)
+		e.qmu.Unlock()
+		c.runBatch(io, oid, key, batch)
+		<-e.sem
+	}
+}
+
+// runBatch runs ops as one optimistic transaction, in order, as if each
+// ran alone right after the previous one: an op that fails is left out
+// (the others are replayed without it: methods are deterministic) and gets
+// its error; the rest commit in one write and share its version. Every op
+// is finished on return.
+func (c *ioContext) runBatch(io C.rados_ioctx_t, oid string, key objKey, ops []*pendingOp) {
+	c.s.txns.Add(int64(len(ops)))
+	live := ops
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
 			c.s.conflicts.Add(1)
 		}
+		live = slices.DeleteFunc(live, func(p *pendingOp) bool {
+			if err := p.ctx.Err(); err != nil {
+				p.finish(err)
+				return true
+			}
+			return false
+		})
+		if len(live) == 0 {
+			return
+		}
 		m := c.newModel(io, oid)
-		var err error
 		if ms := c.s.caches.meta(key); ms != nil && attempt == 1 {
 			m.fromMeta(ms)
-		} else {
-			err = m.load()
+		} else if err := m.load(); err != nil {
+			for _, p := range live {
+				p.finish(err)
+			}
+			return
 		}
-		if err == nil {
-			err = interp.RunWrite(m, op.Steps)
+		// The base, to replay from when an op fails.
+		base, baseCached, baseMtime := m.metaAfter(m.baseVersion), m.fromCache, m.baseMtime
+		for {
+			failed := false
+			for _, p := range live {
+				err := interp.RunWrite(m, p.op.Steps)
+				if err == nil || m.conflict {
+					if m.conflict {
+						break
+					}
+					continue
+				}
+				if m.fromCache {
+					// a failure computed from cached state may be stale: confirm
+					if verr := m.validate(); verr != nil || m.conflict {
+						m.conflict = true
+						break
+					}
+				}
+				p.finish(err)
+				failed = true
+				break
+			}
+			if !failed || m.conflict {
+				break
+			}
+			live = slices.DeleteFunc(live, func(p *pendingOp) bool { return p.done })
+			if !m.fromCache {
+				baseCached, baseMtime = false, m.baseMtime // validated: no need to confirm again
+			}
+			m = c.newModel(io, oid)
+			m.fromMeta(base)
+			m.fromCache, m.baseMtime = baseCached, baseMtime
 		}
-		if err == nil && !m.dirty && !m.conflict {
-			err = m.validate() // nothing to write: the result must not rest on a stale cache
+		if len(live) == 0 {
+			return
 		}
-		if err != nil && m.fromCache && !m.conflict {
-			// a failure computed from cached state may be stale: confirm
-			if verr := m.validate(); verr != nil || m.conflict {
-				m.conflict = true
+		if !m.conflict && !m.dirty {
+			// nothing to write: the result must not rest on a stale cache
+			if err := m.validate(); err != nil {
+				for _, p := range live {
+					p.finish(err)
+				}
+				return
 			}
 		}
-		if !m.conflict && err == nil {
+		if !m.conflict {
 			if !m.dirty {
-				op.Version = m.version()
+				for _, p := range live {
+					p.op.Version = m.version()
+					p.finish(nil)
+				}
 				if m.baseExists && len(m.staged) > 0 {
 					c.s.caches.publish(key, m.baseVersion, m.baseVersion, false, nil, m.staged)
 				}
-				return nil
+				return
 			}
 			pre := &prefix{assertVersion: m.baseVersion, createExcl: !m.baseExists}
 			// The model validated every exclusive create against the base
@@ -594,24 +733,46 @@ func (c *ioContext) operateTxn(ctx context.Context, io C.rados_ioctx_t, oid stri
 			}
 			v, werr := c.writeSteps(io, oid, pre, steps)
 			if werr == nil {
-				op.Version = v
+				for _, p := range live {
+					p.op.Version = v
+					p.finish(nil)
+				}
+				if len(live) > 1 {
+					c.s.batched.Add(int64(len(live)))
+				}
 				c.s.caches.publish(key, m.baseVersion, v, m.plain, m.writers, m.staged)
 				c.s.caches.setMeta(key, m.metaAfter(v))
-				return nil
+				return
 			}
 			if code := objstore.Code(werr); code != objstore.ErrCanceled && code != objstore.ErrExists {
 				c.s.caches.drop(key)
-				return werr
+				if len(live) == 1 {
+					live[0].finish(werr)
+					return
+				}
+				// The combination failed (too large, say): each alone.
+				for _, p := range live {
+					c.runBatch(io, oid, key, []*pendingOp{p})
+				}
+				return
 			}
 			c.s.caches.dropMeta(key)
-		} else if !m.conflict {
-			return err
 		}
 		if attempt >= c.s.opts.MaxAttempts {
-			return objstore.Errorf(objstore.ErrBusy, "operate %s: %d optimistic attempts conflicted with other writers", oid, attempt)
+			for _, p := range live {
+				p.finish(objstore.Errorf(objstore.ErrBusy, "operate %s: %d optimistic attempts conflicted with other writers", oid, attempt))
+			}
+			return
 		}
-		if err := backoff(ctx, attempt); err != nil {
-			return err
+		bctx := context.Background()
+		if len(live) == 1 {
+			bctx = live[0].ctx
+		}
+		if err := backoff(bctx, attempt); err != nil {
+			for _, p := range live {
+				p.finish(err)
+			}
+			return
 		}
 	}
 }

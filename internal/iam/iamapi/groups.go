@@ -1,0 +1,283 @@
+package iamapi
+
+import (
+	"net/http"
+	"net/url"
+	"sort"
+
+	"github.com/cairn-s3/cairn/internal/authz"
+	"github.com/cairn-s3/cairn/internal/iam"
+)
+
+type groupXML struct {
+	Path       string `xml:"Path"`
+	GroupName  string `xml:"GroupName"`
+	GroupID    string `xml:"GroupId"`
+	Arn        string `xml:"Arn"`
+	CreateDate string `xml:"CreateDate"`
+}
+
+func groupOut(g iam.Group) groupXML {
+	p := g.Path
+	if p == "" {
+		p = "/"
+	}
+	return groupXML{Path: p, GroupName: g.Name, GroupID: g.ID, Arn: g.ARN(), CreateDate: isoTime(g.Created)}
+}
+
+// group finds the group GroupName names in the caller's account and
+// authorizes act on it; a missing group is NoSuchEntity only to callers
+// allowed to act on that name.
+func (a *API) group(q *request, act authz.Action) (iam.Group, error) {
+	acct, err := q.account()
+	if err != nil {
+		return iam.Group{}, err
+	}
+	name, err := q.required("GroupName")
+	if err != nil {
+		return iam.Group{}, err
+	}
+	g, err := a.opts.Store.GetGroup(q.r.Context(), acct, name)
+	arn := iam.GroupARN(acct, "/", name)
+	if err == nil {
+		arn = g.ARN()
+	}
+	if aerr := a.authorize(q, act, acct, arn); aerr != nil {
+		return iam.Group{}, aerr
+	}
+	return g, err
+}
+
+func (a *API) createGroup(q *request) (any, error) {
+	acct, err := q.account()
+	if err != nil {
+		return nil, err
+	}
+	name, err := q.required("GroupName")
+	if err != nil {
+		return nil, err
+	}
+	path := q.get("Path")
+	if err := a.authorize(q, authz.IAMCreateGroup, acct, iam.GroupARN(acct, path, name)); err != nil {
+		return nil, err
+	}
+	g, err := a.opts.Store.CreateGroup(q.r.Context(), acct, name, path)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		Group groupXML `xml:"Group"`
+	}{groupOut(g)}, nil
+}
+
+func (a *API) getGroup(q *request) (any, error) {
+	g, err := a.group(q, authz.IAMGetGroup)
+	if err != nil {
+		return nil, err
+	}
+	members, err := a.opts.Store.Members(q.r.Context(), g)
+	if err != nil {
+		return nil, err
+	}
+	out := struct {
+		Group       groupXML  `xml:"Group"`
+		Users       []userXML `xml:"Users>member"`
+		IsTruncated bool      `xml:"IsTruncated"`
+	}{Group: groupOut(g), Users: []userXML{}}
+	for _, u := range members {
+		out.Users = append(out.Users, userOut(u))
+	}
+	return out, nil
+}
+
+func (a *API) listGroups(q *request) (any, error) {
+	acct, err := q.account()
+	if err != nil {
+		return nil, err
+	}
+	prefix := q.get("PathPrefix")
+	if prefix == "" {
+		prefix = "/"
+	}
+	if err := a.authorize(q, authz.IAMListGroups, acct, "arn:aws:iam::"+acct+":group"+prefix+"*"); err != nil {
+		return nil, err
+	}
+	gs, err := a.opts.Store.ListGroups(q.r.Context(), acct, prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := struct {
+		Groups      []groupXML `xml:"Groups>member"`
+		IsTruncated bool       `xml:"IsTruncated"`
+	}{Groups: []groupXML{}}
+	for _, g := range gs {
+		out.Groups = append(out.Groups, groupOut(g))
+	}
+	return out, nil
+}
+
+func (a *API) deleteGroup(q *request) (any, error) {
+	g, err := a.group(q, authz.IAMDeleteGroup)
+	if err != nil {
+		return nil, err
+	}
+	return nil, a.opts.Store.DeleteGroup(q.r.Context(), g.Account, g.Name)
+}
+
+// membership authorizes act on the group (AWS's resource for
+// AddUserToGroup / RemoveUserFromGroup) and finds the user.
+func (a *API) membership(q *request, act authz.Action, add bool) error {
+	g, err := a.group(q, act)
+	if err != nil {
+		return err
+	}
+	name, err := q.required("UserName")
+	if err != nil {
+		return err
+	}
+	u, err := a.opts.Store.GetUser(q.r.Context(), g.Account, name)
+	if err != nil {
+		return err
+	}
+	if u.AccountRoot {
+		return errorf(http.StatusNotFound, "NoSuchEntity", "The user with name %s cannot be found.", name)
+	}
+	if add {
+		return a.opts.Store.AddUserToGroup(q.r.Context(), u, g)
+	}
+	return a.opts.Store.RemoveUserFromGroup(q.r.Context(), u, g)
+}
+
+func (a *API) addUserToGroup(q *request) (any, error) {
+	return nil, a.membership(q, authz.IAMAddUserToGroup, true)
+}
+
+func (a *API) removeUserFromGroup(q *request) (any, error) {
+	return nil, a.membership(q, authz.IAMRemoveUserFromGroup, false)
+}
+
+func (a *API) listGroupsForUser(q *request) (any, error) {
+	u, err := a.target(q, authz.IAMListGroupsForUser, false)
+	if err != nil {
+		return nil, err
+	}
+	gs, err := a.opts.Store.GroupsForUser(q.r.Context(), u)
+	if err != nil {
+		return nil, err
+	}
+	out := struct {
+		Groups      []groupXML `xml:"Groups>member"`
+		IsTruncated bool       `xml:"IsTruncated"`
+	}{Groups: []groupXML{}}
+	for _, g := range gs {
+		out.Groups = append(out.Groups, groupOut(g))
+	}
+	return out, nil
+}
+
+func (a *API) putGroupPolicy(q *request) (any, error) {
+	name, err := q.required("PolicyName")
+	if err != nil {
+		return nil, err
+	}
+	doc, err := q.required("PolicyDocument")
+	if err != nil {
+		return nil, err
+	}
+	g, err := a.group(q, authz.IAMPutGroupPolicy)
+	if err != nil {
+		return nil, err
+	}
+	return nil, a.opts.Store.PutGroupPolicy(q.r.Context(), g, name, doc)
+}
+
+func (a *API) getGroupPolicy(q *request) (any, error) {
+	name, err := q.required("PolicyName")
+	if err != nil {
+		return nil, err
+	}
+	g, err := a.group(q, authz.IAMGetGroupPolicy)
+	if err != nil {
+		return nil, err
+	}
+	doc, ok := g.Policies[name]
+	if !ok {
+		return nil, errorf(http.StatusNotFound, "NoSuchEntity", "The group policy with name %s cannot be found.", name)
+	}
+	return struct {
+		GroupName      string `xml:"GroupName"`
+		PolicyName     string `xml:"PolicyName"`
+		PolicyDocument string `xml:"PolicyDocument"`
+	}{g.Name, name, url.PathEscape(doc)}, nil
+}
+
+func (a *API) listGroupPolicies(q *request) (any, error) {
+	g, err := a.group(q, authz.IAMListGroupPolicies)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(g.Policies))
+	for n := range g.Policies {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return struct {
+		Names       []string `xml:"PolicyNames>member"`
+		IsTruncated bool     `xml:"IsTruncated"`
+	}{Names: names}, nil
+}
+
+func (a *API) deleteGroupPolicy(q *request) (any, error) {
+	name, err := q.required("PolicyName")
+	if err != nil {
+		return nil, err
+	}
+	g, err := a.group(q, authz.IAMDeleteGroupPolicy)
+	if err != nil {
+		return nil, err
+	}
+	return nil, a.opts.Store.DeleteGroupPolicy(q.r.Context(), g, name)
+}
+
+func (a *API) attachGroupPolicy(q *request) (any, error) {
+	arn, err := q.required("PolicyArn")
+	if err != nil {
+		return nil, err
+	}
+	g, err := a.group(q, authz.IAMAttachGroupPolicy)
+	if err != nil {
+		return nil, err
+	}
+	return nil, a.opts.Store.AttachGroupPolicy(q.r.Context(), g, arn)
+}
+
+func (a *API) detachGroupPolicy(q *request) (any, error) {
+	arn, err := q.required("PolicyArn")
+	if err != nil {
+		return nil, err
+	}
+	g, err := a.group(q, authz.IAMDetachGroupPolicy)
+	if err != nil {
+		return nil, err
+	}
+	return nil, a.opts.Store.DetachGroupPolicy(q.r.Context(), g, arn)
+}
+
+func (a *API) listAttachedGroupPolicies(q *request) (any, error) {
+	g, err := a.group(q, authz.IAMListAttachedGroupPolicies)
+	if err != nil {
+		return nil, err
+	}
+	type attached struct {
+		PolicyName string `xml:"PolicyName"`
+		PolicyArn  string `xml:"PolicyArn"`
+	}
+	out := struct {
+		Policies    []attached `xml:"AttachedPolicies>member"`
+		IsTruncated bool       `xml:"IsTruncated"`
+	}{Policies: []attached{}}
+	for _, arn := range g.ManagedPolicies {
+		out.Policies = append(out.Policies, attached{authz.ManagedPolicyName(arn), arn})
+	}
+	return out, nil
+}

@@ -1,0 +1,105 @@
+package service
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cairn-s3/cairn/internal/driver"
+)
+
+// RecoverIntent commits the event of a linked write whose commit never
+// happened, under the original reservation and with the intent's eventId;
+// it adds nothing for a write whose own commit consumed the reservation
+// (the crash fell between commit and intent removal), nor when resolving
+// the same intent twice; it leaves other gateways' intents alone.
+func TestRecoverIntent(t *testing.T) {
+	e := newEnv(t, Options{})
+	ctx := reqCtx()
+	e.topic(t, "t1", map[string]string{"push-endpoint": "http://127.0.0.1:1/", "persistent": "true"})
+	e.configure(t, notifConf(topicConf("c1", "t1", "")))
+	e.svc.SetOwner("gw1", true)
+	reserve := func(key string) (driver.Reservation, []byte) {
+		t.Helper()
+		r, err := e.svc.Reserve(ctx, driver.PendingEvent{Bucket: e.b, Key: key, EventName: "ObjectCreated:Put"})
+		if err != nil || r == nil {
+			t.Fatalf("reserve: %v %v", r, err)
+		}
+		in := r.(driver.IntentReservation).Intent(ctx)
+		if in == nil {
+			t.Fatal("no intent with an owner and a persistent topic")
+		}
+		return r, in
+	}
+	obj := func(key string) driver.ObjectInfo {
+		return driver.ObjectInfo{Bucket: "bk1", Key: key, Size: 3, ETag: "abc", ModTime: time.Now()}
+	}
+
+	// Linked, never committed (the writer died): recovery commits it.
+	_, in1 := reserve("a")
+	done, err := e.svc.RecoverIntent(context.Background(), in1, obj("a"), true, true)
+	if err != nil || !done {
+		t.Fatalf("recover: %v %v", done, err)
+	}
+	recs := e.events(t, "t1")
+	if len(recs) != 1 || recs[0].ObjectKey() != "a" || recs[0].ResponseElements.RequestID != "req-1" || recs[0].S3.ConfigurationID != "c1" {
+		t.Fatalf("recovered records %+v", recs)
+	}
+	// Resolved again (its removal was lost): the reservation is consumed.
+	if done, err := e.svc.RecoverIntent(context.Background(), in1, obj("a"), true, true); err != nil || !done {
+		t.Fatalf("second recovery: %v %v", done, err)
+	}
+	// Committed by the writer, intent not yet removed: nothing added, and
+	// the writer's record carries the intent's eventId.
+	r2, in2 := reserve("b")
+	if err := r2.Commit(ctx, obj("b")); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := e.svc.RecoverIntent(context.Background(), in2, obj("b"), true, true); err != nil || !done {
+		t.Fatalf("recovery of a committed write: %v %v", done, err)
+	}
+	recs = e.events(t, "t1")
+	if len(recs) != 2 || recs[0].ObjectKey() == recs[1].ObjectKey() {
+		t.Fatalf("records after recovering committed intents: %d", len(recs))
+	}
+	ids := map[string]bool{recs[0].EventID: true, recs[1].EventID: true}
+	if len(ids) != 2 {
+		t.Fatalf("event ids %v", ids)
+	}
+	// A noncurrent version is ordered by its mtime, below a newer one.
+	_, in3 := reserve("c")
+	old := obj("c")
+	old.ModTime = time.Unix(1, 0)
+	if done, err := e.svc.RecoverIntent(context.Background(), in3, old, true, false); err != nil || !done {
+		t.Fatalf("recover noncurrent: %v %v", done, err)
+	}
+	recs = e.events(t, "t1")
+	seq := ""
+	for _, r := range recs {
+		if r.ObjectKey() == "c" {
+			seq = r.S3.Object.Sequencer
+		}
+	}
+	if len(recs) != 3 || seq != "000000003B9ACA00" {
+		t.Fatalf("%d records, noncurrent record's sequencer %q", len(recs), seq)
+	}
+	// Another gateway's, or ours without exclusive identity: left alone.
+	_, in4 := reserve("d")
+	for _, o := range []struct {
+		id   string
+		excl bool
+	}{{"gw2", true}, {"gw1", false}} {
+		e.svc.SetOwner(o.id, o.excl)
+		if done, err := e.svc.RecoverIntent(context.Background(), in4, obj("d"), true, true); err != nil || done {
+			t.Fatalf("owner %v: resolved someone else's intent (%v)", o, err)
+		}
+	}
+	// Gone: nothing to announce, resolved.
+	e.svc.SetOwner("gw1", true)
+	if done, err := e.svc.RecoverIntent(context.Background(), in4, driver.ObjectInfo{}, false, false); err != nil || !done {
+		t.Fatalf("gone: %v %v", done, err)
+	}
+	if n := len(e.events(t, "t1")); n != 3 {
+		t.Fatalf("%d records, want 3", n)
+	}
+}
