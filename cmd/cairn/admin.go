@@ -24,7 +24,7 @@ const adminUsage = `usage: cairn admin [--endpoint URL] <noun> <verb> [flags]
 
   user create --uid U [--display-name N] [--email E] [--access-key K --secret S] [--admin] [--max-buckets N]
   user create --uid U --account-id ID [--account-root] [--display-name N] [--email E]
-  user info --uid U | user list | user rm --uid U
+  user info --uid U | user list | user rm --uid U | user stats --uid U
   account create --account-name N [--email E] [--account-id ID]
   account info --account-id ID | --account-name N | account list
   account rm --account-id ID | --account-name N
@@ -37,6 +37,11 @@ const adminUsage = `usage: cairn admin [--endpoint URL] <noun> <verb> [flags]
   topic dump --topic T [--max-entries N] [--marker M] | topic rm --topic T
   notification list --bucket B | notification get --bucket B --notification-id ID
   notification rm --bucket B [--notification-id ID]
+  quota set|enable|disable|get --quota-scope user|bucket --uid U [--bucket B] [--max-objects N] [--max-size BYTES]
+  ratelimit set|enable|disable|get --ratelimit-scope user|bucket [--uid U] [--bucket B]
+      [--max-read-ops N] [--max-write-ops N] [--max-read-bytes N] [--max-write-bytes N]   (per minute; 0 = unlimited)
+  usage show [--uid U] [--start-date D] [--end-date D] [--show-log-entries=false] [--show-log-sum=false]
+  usage trim [--uid U] [--start-date D] [--end-date D] [--yes-i-really-mean-it (all users)]
   kms create-key --key-id K | kms rotate-key --key-id K | kms reseal
   kms rewrap --bucket B
 
@@ -56,6 +61,7 @@ var adminRoutes = map[string]adminRoute{
 	"user info":         {http.MethodGet, "/admin/user", "", []string{"uid"}},
 	"user list":         {http.MethodGet, "/admin/user", "list", nil},
 	"user rm":           {http.MethodDelete, "/admin/user", "", []string{"uid"}},
+	"user stats":        {http.MethodGet, "/admin/user", "stats", []string{"uid"}},
 	"account create":    {http.MethodPut, "/admin/account", "", []string{"account-name"}},
 	"account info":      {http.MethodGet, "/admin/account", "info", nil},
 	"account list":      {http.MethodGet, "/admin/account", "list", nil},
@@ -82,11 +88,32 @@ var adminRoutes = map[string]adminRoute{
 	"kms rotate-key":    {http.MethodPost, "/admin/kms", "rotate-key", []string{"key-id"}},
 	"kms reseal":        {http.MethodPost, "/admin/kms", "reseal", nil},
 	"kms rewrap":        {http.MethodPost, "/admin/kms", "rewrap", []string{"bucket"}},
+	// Quotas: scope bucket with --bucket is that bucket's own quota,
+	// otherwise the user's (see quotaPath).
+	"quota set":         {http.MethodPut, "/admin/user", "quota", []string{"quota-scope"}},
+	"quota enable":      {http.MethodPut, "/admin/user", "quota", []string{"quota-scope"}},
+	"quota disable":     {http.MethodPut, "/admin/user", "quota", []string{"quota-scope"}},
+	"quota get":         {http.MethodGet, "/admin/user", "quota", []string{"quota-scope"}},
+	"ratelimit set":     {http.MethodPost, "/admin/ratelimit", "", []string{"ratelimit-scope"}},
+	"ratelimit enable":  {http.MethodPost, "/admin/ratelimit", "", []string{"ratelimit-scope"}},
+	"ratelimit disable": {http.MethodPost, "/admin/ratelimit", "", []string{"ratelimit-scope"}},
+	"ratelimit get":     {http.MethodGet, "/admin/ratelimit", "", []string{"ratelimit-scope"}},
+	"usage show":        {http.MethodGet, "/admin/usage", "", nil},
+	"usage trim":        {http.MethodDelete, "/admin/usage", "", nil},
+}
+
+// adminParamNames renames flags whose query parameter differs (RGW's
+// admin API names).
+var adminParamNames = map[string]string{
+	"secret": "secret-key", "quota-scope": "quota-type", "start-date": "start", "end-date": "end",
+	"show-log-entries": "show-entries", "show-log-sum": "show-summary",
 }
 
 // adminParams are the flags passed through as query parameters.
 var adminParams = []string{"uid", "display-name", "email", "access-key", "secret", "max-buckets", "bucket", "num-shards",
-	"topic", "max-entries", "marker", "notification-id", "key-id", "account-name", "account-id"}
+	"topic", "max-entries", "marker", "notification-id", "key-id", "account-name", "account-id",
+	"quota-scope", "max-objects", "max-size", "ratelimit-scope", "max-read-ops", "max-write-ops", "max-read-bytes", "max-write-bytes",
+	"start-date", "end-date", "show-log-entries", "show-log-sum"}
 
 func runAdmin(args []string) int {
 	fs := quiet(flag.NewFlagSet("admin", flag.ContinueOnError))
@@ -99,6 +126,7 @@ func runAdmin(args []string) int {
 	ak := fs.String("access-key-id", "", "admin access key (default $CAIRN_ACCESS_KEY)")
 	sk := fs.String("secret-access-key", "", "admin secret key (default $CAIRN_SECRET_KEY)")
 	admin := fs.Bool("admin", false, "user create: make the user an admin")
+	sure := fs.Bool("yes-i-really-mean-it", false, "usage trim: without --uid, trim every user's usage")
 	acctRoot := fs.Bool("account-root", false, "user create: make the user its account's root user")
 	vals := map[string]*string{}
 	for _, p := range adminParams {
@@ -151,8 +179,8 @@ func runAdmin(args []string) int {
 	for _, p := range adminParams {
 		if v := *vals[p]; v != "" {
 			name := p
-			if p == "secret" {
-				name = "secret-key"
+			if n, ok := adminParamNames[p]; ok {
+				name = n
 			}
 			q.Set(name, v)
 		}
@@ -162,6 +190,30 @@ func runAdmin(args []string) int {
 	}
 	if *acctRoot {
 		q.Set("account-root", "true")
+	}
+	path := rt.path
+	switch words[0] {
+	case "quota":
+		if q.Get("quota-type") == "bucket" && q.Get("bucket") != "" {
+			path = "/admin/bucket"
+		} else if q.Get("uid") == "" {
+			fmt.Fprintf(os.Stderr, "cairn admin %s: --uid is required (or --quota-scope bucket --bucket B)\n", key)
+			return 2
+		}
+	case "usage":
+		if words[1] == "trim" && q.Get("uid") == "" {
+			if !*sure {
+				fmt.Fprintln(os.Stderr, "cairn admin usage trim: without --uid this trims every user's usage; add --yes-i-really-mean-it")
+				return 2
+			}
+			q.Set("remove-all", "true")
+		}
+	}
+	switch words[1] {
+	case "enable":
+		q.Set("enabled", "true")
+	case "disable":
+		q.Set("enabled", "false")
 	}
 	for _, r := range rt.required {
 		if *vals[r] == "" {
@@ -173,7 +225,7 @@ func runAdmin(args []string) int {
 		fmt.Fprintln(os.Stderr, "cairn admin: set CAIRN_ACCESS_KEY and CAIRN_SECRET_KEY (the keys the gateway was first started with; generated ones are in <data-dir>/admin.credentials)")
 		return 2
 	}
-	body, status, err := adminCall(context.Background(), *endpoint, *ak, *sk, rt.method, rt.path, q)
+	body, status, err := adminCall(context.Background(), *endpoint, *ak, *sk, rt.method, path, q)
 	if err != nil {
 		writeAdminError(os.Stderr, adminError{Code: "ConnectionError", Message: err.Error()})
 		return 1
@@ -232,6 +284,13 @@ var adminParamHelp = map[string]string{
 	"topic": "topic name", "max-entries": "topic dump: page size", "marker": "topic dump: resume after this marker",
 	"notification-id": "notification get|rm: the notification's Id",
 	"account-name":    "account create|info|rm: the account's name", "account-id": "account info|rm, user create: the account's id (RGW + 17 digits)",
+	"quota-scope": "quota: user (the user's total, or with scope bucket and no --bucket its buckets' template) or bucket",
+	"max-objects": "quota set: object limit, -1 = none", "max-size": "quota set: size limit in bytes, -1 = none",
+	"ratelimit-scope": "ratelimit: user or bucket",
+	"max-read-ops":    "ratelimit set: read ops per minute, 0 = unlimited", "max-write-ops": "ratelimit set: write ops per minute, 0 = unlimited",
+	"max-read-bytes": "ratelimit set: bytes sent per minute, 0 = unlimited", "max-write-bytes": "ratelimit set: bytes received per minute, 0 = unlimited",
+	"start-date": "usage: from this date (YYYY-MM-DD[ HH:MM:SS], UTC)", "end-date": "usage: before this date",
+	"show-log-entries": "usage show: false omits the per-bucket entries", "show-log-sum": "usage show: false omits the summary",
 }
 
 // adminError is the one shape every `cairn admin` failure is printed in

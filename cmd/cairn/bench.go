@@ -29,6 +29,8 @@ workloads:
             noncurrent versions and markers vs none; ListObjectVersions rate
   lifecycle a lifecycle pass over a filled bucket (half expiring): objects
             examined/s, and the 4 KiB PUT rate during the pass vs without it
+  quota     4 KiB PUT with user and bucket quotas enabled vs disabled (ABBA
+            on one bucket), new keys and overwrites
 
   sse       encrypted vs plain on one gateway (ABBA): 4 MiB PUT/GET, 4 KiB PUT;
             in process: store bytes a 1 MiB range GET reads, KMS calls per op
@@ -48,6 +50,7 @@ var benchWorkloads = map[string]func(ctx context.Context, args []string, out io.
 	"versioning": benchVersioning,
 	"lifecycle":  benchLifecycle,
 	"sse":        benchSSE,
+	"quota":      benchQuota,
 }
 
 func runBench(args []string) int {
@@ -228,6 +231,34 @@ func benchVersioning(ctx context.Context, args []string, out io.Writer) error {
 	}
 	cfg.Size, cfg.Out = n, out
 	res, err := bench.RunVersioning(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return printJSON(out, res)
+}
+
+func benchQuota(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("cairn bench quota", flag.ContinueOnError)
+	var cfg bench.QuotaConfig
+	fs.StringVar(&cfg.Endpoint, "endpoint", "http://127.0.0.1:7480", "S3 endpoint URL")
+	fs.StringVar(&cfg.AccessKey, "access-key", "", "admin access key (default $CAIRN_ACCESS_KEY)")
+	fs.StringVar(&cfg.SecretKey, "secret-key", "", "admin secret key (default $CAIRN_SECRET_KEY)")
+	fs.StringVar(&cfg.UID, "uid", "admin", "user id of that admin (the bucket owner whose user quota is toggled)")
+	fs.StringVar(&cfg.Prefix, "prefix", "", "bucket name prefix (default random)")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "closed-loop workers")
+	size := fs.String("size", "4KiB", "PUT object size")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "time per side and key pattern (in 8 ABBA slices)")
+	fs.IntVar(&cfg.OverwriteKeys, "overwrite-keys", 1000, "keys the overwrite pattern writes at random")
+	if err := parseInterspersed(fs, args); err != nil {
+		return err
+	}
+	envKeys(&cfg.AccessKey, &cfg.SecretKey)
+	n, err := config.ParseSize(*size)
+	if err != nil {
+		return fmt.Errorf("--size: %w", err)
+	}
+	cfg.Size, cfg.Out = n, out
+	res, err := bench.RunQuota(ctx, cfg)
 	if err != nil {
 		return err
 	}

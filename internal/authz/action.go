@@ -75,6 +75,8 @@ const (
 	// owner (and admins) learn that; no policy statement can name it.
 	// Served routes never use it: each has its own action.
 	CairnBucketOwnerOnly
+	// CairnGetUsage is RGW's GET /?usage: a user reads its own usage log.
+	CairnGetUsage
 
 	// SNS.
 	SNSCreateTopic
@@ -127,6 +129,10 @@ const (
 	AdminRados
 	AdminMetricsRead // scrape /metrics
 	AdminKMS         // create and rotate KMS keys, re-seal secrets
+	AdminRateLimitRead
+	AdminRateLimitWrite
+	AdminUsageRead
+	AdminUsageWrite
 
 	numActions
 )
@@ -232,6 +238,7 @@ var actions = [numActions]actionInfo{
 	S3BypassGovernanceRetention:  {"s3:BypassGovernanceRetention", ScopeObject, 0, 0},
 
 	CairnBucketOwnerOnly: {"cairn:BucketOwnerOnly", ScopeBucket, 0, 0},
+	CairnGetUsage:        {"cairn:GetUsage", ScopeService, 0, 0},
 
 	SNSCreateTopic:        {"sns:CreateTopic", ScopeService, 0, 0},
 	SNSDeleteTopic:        {"sns:DeleteTopic", ScopeTopic, 0, 0},
@@ -281,6 +288,11 @@ var actions = [numActions]actionInfo{
 	AdminRados:        {"admin:rados", ScopeAdmin, 0, 0},
 	AdminMetricsRead:  {"admin:metrics-read", ScopeAdmin, 0, 0},
 	AdminKMS:          {"admin:kms", ScopeAdmin, 0, 0},
+
+	AdminRateLimitRead:  {"admin:ratelimit-read", ScopeAdmin, 0, 0},
+	AdminRateLimitWrite: {"admin:ratelimit-write", ScopeAdmin, 0, 0},
+	AdminUsageRead:      {"admin:usage-read", ScopeAdmin, 0, 0},
+	AdminUsageWrite:     {"admin:usage-write", ScopeAdmin, 0, 0},
 }
 
 // String returns the action's reference name, e.g. "s3:GetObject".

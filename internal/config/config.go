@@ -106,6 +106,17 @@ type Config struct {
 	MetricsListen       string
 	MetricsPublic       bool
 	MetricsTenantLabels bool // keep topic/bucket labels (else summed away)
+
+	// Quotas, rate limits and the usage log (README "Quotas, rate limits
+	// and usage"). Default quotas: -1 = none.
+	QuotaStatsTTL                time.Duration
+	UserDefaultQuotaMaxObjects   int64
+	UserDefaultQuotaMaxSize      int64
+	BucketDefaultQuotaMaxObjects int64
+	BucketDefaultQuotaMaxSize    int64
+	RateLimitInterval            time.Duration
+	UsageLog                     bool
+	UsageFlushInterval           time.Duration
 }
 
 // MinMetricsTokenLen is the shortest bearer token accepted for /metrics.
@@ -145,6 +156,22 @@ func intOpt(p func(*Config) *int) setter {
 
 func sizeOpt(p func(*Config) *int64) setter {
 	return setter{"size", func(c *Config, v string) error {
+		n, err := ParseSize(v)
+		if err != nil {
+			return err
+		}
+		*p(c) = n
+		return nil
+	}}
+}
+
+// limitOpt is a count or size limit where -1 means none.
+func limitOpt(p func(*Config) *int64) setter {
+	return setter{"size", func(c *Config, v string) error {
+		if strings.TrimSpace(v) == "-1" {
+			*p(c) = -1
+			return nil
+		}
 		n, err := ParseSize(v)
 		if err != nil {
 			return err
@@ -244,6 +271,16 @@ var options = []option{
 	{"kms-default-key", "key id SSE-S3 (and SSE-KMS without a key id) uses; empty: cairn-default", "", strOpt(func(c *Config) *string { return &c.KMSDefaultKey })},
 	{"crypt-require-tls", "accept SSE-C keys only over HTTPS (rgw_crypt_require_ssl)", "true", boolOpt(func(c *Config) *bool { return &c.CryptRequireTLS })},
 	{"encrypt-by-default", "encrypt every new object that asks for no encryption with SSE-S3, as AWS does", "false", boolOpt(func(c *Config) *bool { return &c.EncryptByDefault })},
+
+	// Quotas, rate limits, usage.
+	{"quota-stats-ttl", "how long a quota check trusts the bucket index stats it read, plus this gateway's own writes since (rgw_bucket_quota_ttl); 0 = read them at every check (exact across gateways)", "5s", durOpt(func(c *Config) *time.Duration { return &c.QuotaStatsTTL })},
+	{"user-default-quota-max-objects", "object quota given to new users, -1 = none (rgw_user_default_quota_max_objects)", "-1", limitOpt(func(c *Config) *int64 { return &c.UserDefaultQuotaMaxObjects })},
+	{"user-default-quota-max-size", "size quota given to new users, -1 = none (rgw_user_default_quota_max_size)", "-1", limitOpt(func(c *Config) *int64 { return &c.UserDefaultQuotaMaxSize })},
+	{"bucket-default-quota-max-objects", "object quota given to new buckets, -1 = none (rgw_bucket_default_quota_max_objects)", "-1", limitOpt(func(c *Config) *int64 { return &c.BucketDefaultQuotaMaxObjects })},
+	{"bucket-default-quota-max-size", "size quota given to new buckets, -1 = none (rgw_bucket_default_quota_max_size)", "-1", limitOpt(func(c *Config) *int64 { return &c.BucketDefaultQuotaMaxSize })},
+	{"ratelimit-interval", "the window rate limits are per: a spent limit refills over it (RGW: one minute)", "1m", durOpt(func(c *Config) *time.Duration { return &c.RateLimitInterval })},
+	{"usage-log", "count requests in the usage log (rgw_enable_usage_log)", "true", boolOpt(func(c *Config) *bool { return &c.UsageLog })},
+	{"usage-flush-interval", "how often usage counts are written (rgw_usage_log_tick_interval); a kill -9 loses at most this much", "30s", durOpt(func(c *Config) *time.Duration { return &c.UsageFlushInterval })},
 }
 
 // UsageError is a command line that does not parse (unknown flag, missing
@@ -368,6 +405,11 @@ func (c *Config) Validate() error {
 	check(c.MaxHeaderBytes >= 8<<10, "max-header-bytes must be at least 8KB")
 	check(c.MaxBucketIndexShards >= 0 && c.MaxBucketIndexShards <= 65521, "max-bucket-index-shards %d outside 0..65521", c.MaxBucketIndexShards)
 	check(c.MaxBuckets >= 0, "max-buckets must not be negative")
+	check(c.QuotaStatsTTL >= 0, "quota-stats-ttl must not be negative")
+	check(c.RateLimitInterval > 0 && c.UsageFlushInterval > 0, "ratelimit-interval and usage-flush-interval must be positive")
+	for _, v := range []int64{c.UserDefaultQuotaMaxObjects, c.UserDefaultQuotaMaxSize, c.BucketDefaultQuotaMaxObjects, c.BucketDefaultQuotaMaxSize} {
+		check(v >= -1, "default quotas must be -1 (none) or a limit, not %d", v)
+	}
 	check(c.RequestBodyIdleTimeout > 0 && c.ReadHeaderTimeout > 0 && c.IdleTimeout > 0, "request-body-idle-timeout, read-header-timeout and idle-timeout must be positive")
 	check((c.TLSCert == "") == (c.TLSKey == ""), "tls-cert and tls-key must be given together")
 	check(c.TLSListen == "" || c.TLSCert != "", "tls-listen needs tls-cert and tls-key")

@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"github.com/cairn-s3/cairn/internal/ratelimit"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,6 +46,9 @@ type Instance struct {
 	Access BucketAccess `json:"access,omitzero"`
 	// Encryption is the default encryption of new objects (sse.go).
 	Encryption *BucketEncryption `json:"encryption,omitempty"`
+	// Quota and RateLimit are the bucket's own (quota.go); nil: none.
+	Quota     *Quota           `json:"quota,omitempty"`
+	RateLimit *ratelimit.Limit `json:"ratelimit,omitempty"`
 }
 
 // entryPoint is the bucket name's record (namespace "root", object <name>).
@@ -123,6 +128,10 @@ func (d *Driver) CreateBucketWith(ctx context.Context, owner, name, location str
 	}
 	if objectLock {
 		inst.ObjectLock, inst.Versioning = true, VersioningEnabled
+	}
+	if q := d.opts.DefaultBucketQuota; q.Enabled {
+		q.Normalize()
+		inst.Quota = &q
 	}
 	ix := d.indexFor(inst)
 	if err := ix.Init(ctx); err != nil {
@@ -408,6 +417,9 @@ func (d *Driver) DeleteBucket(ctx context.Context, name string) error {
 	_ = ix.Remove(ctx)
 	_ = d.index.Operate(ctx, uploadsOID(inst.ID), objstore.NewWriteOp().Remove())
 	_ = d.meta.WithNamespace(nsInstances).Operate(ctx, inst.ID, objstore.NewWriteOp().Remove())
+	d.quota.mu.Lock()
+	delete(d.quota.views, "b/"+inst.ID)
+	d.quota.mu.Unlock()
 	return nil
 }
 

@@ -72,6 +72,15 @@ type Options struct {
 	// Secrets seals user secret keys at rest; nil stores them in clear
 	// (records sealed earlier then fail to load: secret.ErrNoKMS).
 	Secrets *secret.Sealer
+	// QuotaStatsTTL is how long a quota check trusts the index stats it
+	// read (plus what this gateway admitted since) before reading them
+	// again; 0 reads them at every check (RGW: rgw_bucket_quota_ttl).
+	QuotaStatsTTL time.Duration
+	// DefaultUserQuota and DefaultBucketQuota are given to new users and
+	// new buckets when enabled (RGW's rgw_user_default_quota_* and
+	// rgw_bucket_default_quota_*).
+	DefaultUserQuota   Quota
+	DefaultBucketQuota Quota
 }
 
 // ExitFailpoint returns a Failpoint that ends the process with status 137
@@ -133,6 +142,7 @@ type Driver struct {
 	meta  objstore.IOContext
 	index objstore.IOContext
 	data  objstore.IOContext
+	logIO objstore.IOContext
 
 	bootID string
 	seq    atomic.Uint64
@@ -149,6 +159,7 @@ type Driver struct {
 	lc      lcReg // lifecycle worker, set after construction
 
 	bkeys bucketKeys // SSE bucket keys (bucketkey.go)
+	quota quotaTracker
 }
 
 // New opens the driver, creating the RGW pools when missing, and starts the
@@ -174,6 +185,9 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 	if d.data, err = opts.Store.IOContext(ctx, PoolData); err != nil {
 		return nil, err
 	}
+	if d.logIO, err = opts.Store.IOContext(ctx, PoolLog); err != nil {
+		return nil, err
+	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	// Time first, so names from later boots sort later (orphan sweeps by boot).
@@ -195,6 +209,12 @@ func (d *Driver) Close() error {
 func (d *Driver) IndexIO() objstore.IOContext { return d.index }
 func (d *Driver) DataIO() objstore.IOContext  { return d.data }
 func (d *Driver) MetaIO() objstore.IOContext  { return d.meta }
+
+// LogIO is the log pool (usage log, notification queues).
+func (d *Driver) LogIO() objstore.IOContext { return d.logIO }
+
+// BootID names this process's writes (unique per boot).
+func (d *Driver) BootID() string { return d.bootID }
 
 // newTag returns a name unique to this write: boot id + sequence.
 func (d *Driver) newTag() string {

@@ -15,7 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-func newDriverOpts(t *testing.T, opts driver.Options) *driver.Driver {
+func newDriverOpts(t testing.TB, opts driver.Options) *driver.Driver {
 	t.Helper()
 	reg := objstore.NewRegistry()
 	cls.RegisterAll(reg)

@@ -117,6 +117,13 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 		return PartInfo{}, err
 	}
 	defer clear(oek)
+	// As RGW: a part that would take the bucket or its owner past a quota
+	// is refused (parts count once the upload completes).
+	qt, err := d.quotaAdmit(ctx, inst, 0, size)
+	if err != nil {
+		return PartInfo{}, err
+	}
+	defer qt.cancel()
 	ph := newPartHasher(ui, body, checksums)
 	started := d.opts.Now().UnixNano()
 	tag := d.newTag()
@@ -362,8 +369,13 @@ func (d *Driver) CompleteMultipartUploadCond(ctx context.Context, bucket, key, u
 			ui.Meta.PartChecksums = append(ui.Meta.PartChecksums, p.Checksums[alg])
 		}
 	}
+	qt, err := d.quotaAdmit(ctx, inst, 1, size)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
 	res, err := d.reserve(ctx, inst, key, "ObjectCreated:CompleteMultipartUpload", ui.Meta, size)
 	if err != nil {
+		qt.cancel()
 		return ObjectInfo{}, err
 	}
 	e := bucketindex.Entry{
@@ -372,7 +384,7 @@ func (d *Driver) CompleteMultipartUploadCond(ctx context.Context, bucket, key, u
 	}
 	e.Meta, _ = json.Marshal(ui.Meta)
 	// On failure the parts stay with the upload: link must not delete them.
-	oi, err := d.link(ctx, bucket, e, putCond(c.IfNoneMatch, c.IfMatch), res, false)
+	oi, err := d.link(ctx, bucket, e, putCond(c.IfNoneMatch, c.IfMatch), res, false, qt)
 	if err != nil {
 		return ObjectInfo{}, err
 	}

@@ -105,17 +105,29 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 	}
 	defer clear(oek)
 	in.Meta.SSE = rec
+	qt, err := d.quotaAdmit(ctx, inst, 1, in.Size)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
 	res, err := d.reserve(ctx, inst, in.Key, in.EventName, in.Meta, in.Size)
 	if err != nil {
+		qt.cancel()
 		return ObjectInfo{}, err
 	}
 	tag := d.newTag()
 	run, sum, err := d.writeData(ctx, tag, inst.ID+"/"+in.Key, in.Body, MaxPutSize, oek)
-	if err == nil && in.Size >= 0 && run.DataSize() != in.Size {
-		d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
-		err = ErrIncompleteBody
+	if err == nil {
+		if in.Size >= 0 && run.DataSize() != in.Size {
+			err = ErrIncompleteBody
+		} else {
+			err = qt.grow(run.DataSize()) // a body of unknown length
+		}
+		if err != nil {
+			d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
+		}
 	}
 	if err != nil {
+		qt.cancel()
 		abort(ctx, res)
 		return ObjectInfo{}, err
 	}
@@ -125,7 +137,7 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 		Owner: inst.Owner, Tag: tag, Manifest: bucketindex.Manifest{Runs: []bucketindex.Run{run}},
 	}
 	e.Meta, _ = json.Marshal(in.Meta)
-	return d.link(ctx, in.Bucket, e, putCond(in.IfNoneMatch, in.IfMatch), res, true)
+	return d.link(ctx, in.Bucket, e, putCond(in.IfNoneMatch, in.IfMatch), res, true, qt)
 }
 
 // putCond turns If-None-Match / If-Match of a write into index conditions.
@@ -166,7 +178,9 @@ func versionMode(state string) string {
 // failure the reservation is aborted and, when ownsData, the new data
 // removed (a multipart upload's parts stay with the upload). A retried link
 // (same tag) returns the version already linked.
-func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, cond bucketindex.VersionCond, res Reservation, ownsData bool) (ObjectInfo, error) {
+//
+// qt, the write's quota admission, is completed or cancelled here.
+func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, cond bucketindex.VersionCond, res Reservation, ownsData bool, qt *quotaTicket) (ObjectInfo, error) {
 	var vr bucketindex.VersionResult
 	var shard string
 	var state string
@@ -191,9 +205,12 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 			// The link may have applied, with its intent: keep the data
 			// and the reservation for the recovery pass (a reservation
 			// given back could be consumed by another write, which would
-			// make this one look committed).
+			// make this one look committed). The quota keeps counting it
+			// until the stats are read again.
+			qt.done(nil)
 			return ObjectInfo{}, err
 		}
+		qt.cancel()
 		if ownsData {
 			d.removeObjects(context.WithoutCancel(ctx), e.Manifest.Objects())
 		}
@@ -207,6 +224,7 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 		return ObjectInfo{}, err
 	}
 	d.failpoint("after-link")
+	qt.done(vr.Freed)
 	for _, f := range vr.Freed {
 		d.gc.enqueue(shard, f.Tag, f.Manifest)
 	}
@@ -480,6 +498,7 @@ func (d *Driver) deleteVersion(ctx context.Context, inst Instance, in DeleteObje
 		return DeleteResult{}, err
 	}
 	d.failpoint("after-unlink")
+	d.quotaFreed(inst, vr.Freed)
 	for _, f := range vr.Freed {
 		d.gc.enqueue(shard, f.Tag, f.Manifest)
 	}
@@ -536,7 +555,8 @@ func (d *Driver) deleteMarker(ctx context.Context, inst Instance, in DeleteObjec
 		res = nil
 	}
 	e := bucketindex.Entry{Key: key, ModTime: d.opts.Now().UTC(), Owner: inst.Owner, Tag: d.newTag(), Marker: true}
-	oi, err := d.link(ctx, inst.Name, e, cond, res, false)
+	oi, err := d.link(ctx, inst.Name, e, cond, res, false, nil)
+	d.quotaFreed(inst, nil) // a marker is a version too: count it at the next check
 	if err != nil {
 		return DeleteResult{}, err // ErrNoSuchKey: If-Match and no current object (AWS: 404)
 	}

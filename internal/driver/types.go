@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"github.com/cairn-s3/cairn/internal/ratelimit"
+
 	"context"
 	"github.com/cairn-s3/cairn/internal/kms/secret"
 
@@ -121,6 +123,14 @@ type User struct {
 	// Identity is Policies and ManagedPolicies compiled, set by
 	// LookupAccessKey (cached with the key); never stored.
 	Identity *authz.IdentityPolicies `json:"-"`
+
+	// UserQuota bounds the user's total over its buckets; BucketQuota is
+	// the quota of each of its buckets that has none of its own (RGW's
+	// user_quota and bucket_quota). RateLimit is the user's request rate
+	// limit. Nil: none.
+	UserQuota   *Quota           `json:"user_quota,omitempty"`
+	BucketQuota *Quota           `json:"bucket_quota,omitempty"`
+	RateLimit   *ratelimit.Limit `json:"ratelimit,omitempty"`
 }
 
 // Key is one S3 access key pair.

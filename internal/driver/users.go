@@ -66,6 +66,10 @@ func (d *Driver) createUser(ctx context.Context, u User, genKey bool) (User, err
 		u.DisplayName = u.ID
 	}
 	u.Created = d.opts.Now().UTC()
+	if q := d.opts.DefaultUserQuota; q.Enabled && u.UserQuota == nil {
+		q.Normalize()
+		u.UserQuota = &q
+	}
 	for i := range u.Keys {
 		u.Keys[i].User = u.ID
 		if u.Keys[i].Created.IsZero() {
@@ -270,6 +274,7 @@ func (d *Driver) UpdateUser(ctx context.Context, uid string, fn func(*User) erro
 		err = d.users().Operate(ctx, uid, objstore.NewWriteOp().AssertVersion(st.Stat.Version).WriteFull(body))
 		d.akeys.forget(old)
 		d.akeys.forget(u.Keys)
+		d.forgetUserLimits(uid) // quotas and rate limits apply at once here
 		if errors.Is(err, objstore.ErrCanceled) && attempt < 20 {
 			continue
 		}

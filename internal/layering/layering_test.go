@@ -22,13 +22,13 @@ var layers = map[string]int{
 	"internal/s3err": 0, "internal/checksum": 0, "internal/authz": 0, "internal/config": 0,
 	"internal/redact": 0, "internal/tagging": 0, "internal/objectlock": 0, "internal/kms": 0,
 	"internal/crypt": 0, "internal/sse": 0, "internal/testenv": 0, "internal/notify/event": 0,
-	"internal/layering": 0, "internal/auth": 0, "internal/buildinfo": 0,
+	"internal/layering": 0, "internal/auth": 0, "internal/buildinfo": 0, "internal/ratelimit": 0,
 	// 1: the object layer and its backends.
 	"internal/objstore": 1, "internal/radoscli": 1,
 	// 2: object classes and what is built directly on them.
 	"internal/cls": 2, "internal/bucketindex": 2, "internal/notify/queue": 2, "internal/notify/topic": 2,
 	"internal/lifecycle": 2, "internal/notify/config": 2, "internal/notify/push": 2,
-	"internal/notify/endpoint": 2, "internal/notify/delivery": 2,
+	"internal/notify/endpoint": 2, "internal/notify/delivery": 2, "internal/usage": 2,
 	// 3: S3 semantics over storage.
 	"internal/driver": 3, "internal/reshard": 3, "internal/lcproc": 3, "internal/notify/service": 3,
 	"internal/nullgw": 3, "internal/iam": 3, "internal/sts": 3,

@@ -23,6 +23,7 @@ import (
 //	GET    /admin/bucket[?uid=U]                ["bucket", ...]
 //	GET    /admin/bucket?stats[&uid=U]          [{stats}, ...]
 //	GET    /admin/bucket?stats&bucket=B         {stats}
+//	quota, ratelimit and usage routes: see limits.go
 //
 // Errors are JSON {"Code", "Message", "RequestId", "HostId"} with the
 // registry's HTTP status. Other packages add routes with HandleAdmin.
@@ -190,6 +191,8 @@ func (s *Server) registerBuiltinAdmin() {
 		return s.adminListUsers(w, r)
 	})
 	s.HandleAdmin("bucket", s.adminBucket)
+	s.HandleAdmin("ratelimit", s.adminRateLimit)
+	s.HandleAdmin("usage", s.adminUsage)
 }
 
 func missingParam(name string) error {
@@ -202,6 +205,12 @@ func (s *Server) adminUser(w http.ResponseWriter, r *http.Request) error {
 	uid := q.Get("uid")
 	switch r.Method {
 	case http.MethodGet:
+		if q.Has("quota") {
+			return s.adminQuota(w, r, q.Get("quota-type"), "")
+		}
+		if q.Has("stats") && uid != "" {
+			return s.adminUserStats(w, r, uid)
+		}
 		if uid == "" || q.Has("list") {
 			return s.adminListUsers(w, r)
 		}
@@ -211,6 +220,9 @@ func (s *Server) adminUser(w http.ResponseWriter, r *http.Request) error {
 		}
 		return WriteJSON(w, http.StatusOK, u)
 	case http.MethodPut, http.MethodPost:
+		if q.Has("quota") {
+			return s.adminQuota(w, r, q.Get("quota-type"), "")
+		}
 		if uid == "" {
 			return missingParam("uid")
 		}
@@ -286,6 +298,12 @@ type bucketStatsJSON struct {
 func (s *Server) adminBucket(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	ctx := r.Context()
+	if q.Has("quota") {
+		if q.Get("bucket") == "" {
+			return missingParam("bucket")
+		}
+		return s.adminQuota(w, r, driver.QuotaScopeBucket, q.Get("bucket"))
+	}
 	if r.Method == http.MethodPut {
 		return s.adminCreateBucket(w, r)
 	}

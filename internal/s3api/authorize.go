@@ -85,6 +85,8 @@ var opActions = map[string]authz.Action{
 	"GetBucketNotificationConfiguration":    authz.S3GetBucketNotification,
 	"PutBucketNotificationConfiguration":    authz.S3PutBucketNotification,
 	"DeleteBucketNotificationConfiguration": authz.S3PutBucketNotification,
+	// RGW's GET /?usage: the caller's own usage log.
+	"GetUsage": authz.CairnGetUsage,
 }
 
 // opAction returns the action of a route's op; with a versionId the
@@ -459,6 +461,8 @@ var adminActions = map[string][2]authz.Action{
 	"/admin/notification":  {authz.AdminTopicsRead, authz.AdminTopicsWrite},
 	"/admin/rados":         {authz.AdminRados, authz.AdminRados},
 	"/admin/kms":           {authz.AdminKMS, authz.AdminKMS},
+	"/admin/ratelimit":     {authz.AdminRateLimitRead, authz.AdminRateLimitWrite},
+	"/admin/usage":         {authz.AdminUsageRead, authz.AdminUsageWrite},
 }
 
 // adminAction maps an admin API request to its action: GET and HEAD

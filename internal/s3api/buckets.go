@@ -300,6 +300,7 @@ func (s *Server) headBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	w.Header().Set("x-amz-bucket-region", s.bucketRegion(rc.binfo))
 	w.Header().Set("X-RGW-Object-Count", strconv.FormatUint(st.NumObjects, 10))
 	w.Header().Set("X-RGW-Bytes-Used", strconv.FormatUint(st.Size, 10))
+	s.quotaHeaders(r.Context(), w.Header(), rc)
 	w.WriteHeader(http.StatusOK)
 	return nil
 }

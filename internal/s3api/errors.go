@@ -48,6 +48,7 @@ var errorTable = []struct {
 	{driver.ErrPreconditionFailed, s3err.ErrPreconditionFailed},
 	{driver.ErrInvalidAccessKey, s3err.ErrInvalidAccessKeyID},
 	{driver.ErrSlowDown, s3err.ErrSlowDown},
+	{driver.ErrQuotaExceeded, s3err.ErrQuotaExceeded},
 	{driver.ErrIncompleteBody, s3err.ErrIncompleteBody},
 	{driver.ErrInvalidArgument, s3err.ErrInvalidArgument},
 	{driver.ErrInvalidRequest, s3err.ErrInvalidRequest},

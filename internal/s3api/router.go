@@ -86,6 +86,8 @@ func (s *Server) route(r *http.Request, rc *reqCtx) route {
 			return route{kind: kindSNS, op: "SNS"}
 		case r.Method == http.MethodGet && q.Has("Action"):
 			return route{op: "SNS", err: s3err.New(s3err.ErrMethodNotAllowed, "The SNS API takes a form-encoded POST.")}
+		case r.Method == http.MethodGet && q.Has("usage"):
+			return route{op: "GetUsage", h: s.getUsage}
 		case r.Method == http.MethodGet:
 			return route{op: "ListBuckets", h: s.listBuckets}
 		}

@@ -19,7 +19,9 @@ import (
 
 	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/ratelimit"
 	"github.com/cairn-s3/cairn/internal/s3err"
+	"github.com/cairn-s3/cairn/internal/usage"
 )
 
 // DefaultMaxHeaderBytes is S3's documented request-header limit (8 KB).
@@ -57,6 +59,13 @@ type Config struct {
 	// AllowSSECOverHTTP accepts SSE-C keys on plain-HTTP requests
 	// (crypt-require-tls=false, RGW's rgw_crypt_require_ssl=false).
 	AllowSSECOverHTTP bool
+	// Limits serves quotas and rate limits (admin API, HeadBucket's
+	// X-RGW-Quota-* headers); nil: those admin routes answer NotImplemented.
+	Limits Limits
+	// RateLimiter enforces the rate limits Limits returns; nil: none.
+	RateLimiter *ratelimit.Limiter
+	// Usage is the usage log every S3 request is counted in; nil: none.
+	Usage *usage.Log
 }
 
 // Validate reports every problem with c.
@@ -207,6 +216,10 @@ type reqCtx struct {
 	// errCode is the S3 error code sent, for the log line.
 	errCode string
 	cause   error
+	// kind is the route's kind; rlKeys the rate limits the request was
+	// admitted under (its bytes are charged when it ends).
+	kind   routeKind
+	rlKeys []ratelimit.Key
 }
 
 // ServeHTTP implements http.Handler.
@@ -215,6 +228,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := &reqCtx{id: s.newRequestID(), op: "Unknown", decodedLength: -1}
 	rw := &statusWriter{ResponseWriter: w}
 	r = s.guardBody(w, r)
+	var body *countingBody
+	if r.Body != nil && r.Body != http.NoBody {
+		body = &countingBody{ReadCloser: r.Body}
+		r.Body = body
+	}
 	h := w.Header()
 	h.Set("x-amz-request-id", rc.id)
 	h.Set("x-amz-id-2", s.cfg.HostID)
@@ -227,6 +245,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	dur := s.cfg.Now().Sub(start)
 	s.metrics.observe(rc.op, rw.status, dur)
+	var received int64
+	if body != nil {
+		received = body.n
+	}
+	s.account(r, rc, rc.kind, rw.status, rw.bytes, received)
 	level := slog.LevelInfo
 	if rw.status >= 500 {
 		level = slog.LevelError
@@ -260,7 +283,7 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 		return
 	}
 	rt := s.route(r, rc)
-	rc.op = rt.op
+	rc.op, rc.kind = rt.op, rt.kind
 	if rt.kind == kindS3 && r.Method != http.MethodOptions {
 		s.applyCORS(w, r, rc.bucket)
 	}
@@ -331,6 +354,10 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 	}
 	rc.act = act
 	if err := s.authorize(r, rc, act); err != nil {
+		s.writeError(w, r, rc, err)
+		return
+	}
+	if err := s.admitRate(r, rc); err != nil {
 		s.writeError(w, r, rc, err)
 		return
 	}

@@ -114,8 +114,11 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 			KMS: km, EncryptByDefault: cfg.EncryptByDefault,
 			Store: st, DefaultShards: cfg.BucketIndexShards, GCMinWait: cfg.GCMinWait,
 			Logger: log.With("component", "driver"), Notifier: svc, MaxBuckets: cfg.MaxBuckets,
-			Failpoint: driver.ExitFailpoint(getenv("CAIRN_DRIVER_FAILPOINT")), // crash drills
-			Secrets:   g.secrets,
+			Failpoint:          driver.ExitFailpoint(getenv("CAIRN_DRIVER_FAILPOINT")), // crash drills
+			Secrets:            g.secrets,
+			QuotaStatsTTL:      cfg.QuotaStatsTTL,
+			DefaultUserQuota:   defaultQuota(cfg.UserDefaultQuotaMaxObjects, cfg.UserDefaultQuotaMaxSize),
+			DefaultBucketQuota: defaultQuota(cfg.BucketDefaultQuotaMaxObjects, cfg.BucketDefaultQuotaMaxSize),
 		})
 		if err != nil {
 			g.Close()
@@ -144,12 +147,19 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 	if cfg.Domain != "" {
 		domains = []string{cfg.Domain}
 	}
-	api, err := s3api.New(s3api.Config{
+	apiCfg := s3api.Config{
 		Backend: be, Auth: sigAuth{v4: v4, lookup: s3api.SecretLookup(be)}, Logger: log.With("component", "s3api"),
 		Registerer: g.Registry, Region: cfg.Region, DomainNames: domains,
 		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxRequestShards: cfg.ShardCap(), BodyIdleTimeout: cfg.RequestBodyIdleTimeout,
 		AllowSSECOverHTTP: !cfg.CryptRequireTLS,
-	})
+	}
+	if g.Driver != nil {
+		if err := g.openLimits(cfg, &apiCfg); err != nil {
+			g.Close()
+			return nil, err
+		}
+	}
+	api, err := s3api.New(apiCfg)
 	if err != nil {
 		g.Close()
 		return nil, err
