@@ -5,6 +5,8 @@ package tests
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -158,5 +160,68 @@ func TestCephSSETamper(t *testing.T) {
 	// The object stays listed; the gateway still serves other requests.
 	if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: aws.String("k")}); err != nil {
 		t.Fatalf("head after tamper: %v", err)
+	}
+}
+
+// TestCephSSEGateways: two gateways over one cluster that share the keyring
+// (kms-master-key, kms-keys) read each other's SSE-S3, SSE-KMS and
+// bucket-key objects; a gateway with another master key cannot read
+// SSE-S3 objects and answers an error, never bytes.
+func TestCephSSEGateways(t *testing.T) {
+	conf, _ := cephCluster(t)
+	mk := make([]byte, 32)
+	rand.Read(mk)
+	shared := append(sseGatewayFlags(), "--kms-master-key", base64.StdEncoding.EncodeToString(mk))
+	gws := startRadosGateways(t, conf, 2, shared...)
+	a, b := sdkClient(gws[0], gws[0].AccessKey, gws[0].SecretKey), sdkClient(gws[1], gws[1].AccessKey, gws[1].SecretKey)
+	ctx := context.Background()
+	bk := aws.String("ssegw")
+	if _, err := a.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: bk}); err != nil {
+		t.Fatal(err)
+	}
+	put := func(c *s3.Client, key string, in *s3.PutObjectInput) []byte {
+		t.Helper()
+		body := markedBody(300<<10, key)
+		in.Bucket, in.Key, in.Body = bk, aws.String(key), bytes.NewReader(body)
+		if _, err := c.PutObject(ctx, in); err != nil {
+			t.Fatalf("put %s: %v", key, err)
+		}
+		return body
+	}
+	get := func(c *s3.Client, key string) ([]byte, error) {
+		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: bk, Key: aws.String(key)})
+		if err != nil {
+			return nil, err
+		}
+		defer out.Body.Close()
+		return io.ReadAll(out.Body)
+	}
+	want := map[string][]byte{
+		"a-s3":  put(a, "a-s3", &s3.PutObjectInput{ServerSideEncryption: types.ServerSideEncryptionAes256}),
+		"a-kms": put(a, "a-kms", &s3.PutObjectInput{ServerSideEncryption: types.ServerSideEncryptionAwsKms, SSEKMSKeyId: aws.String("testkey-1")}),
+	}
+	if _, err := a.PutBucketEncryption(ctx, &s3.PutBucketEncryptionInput{Bucket: bk, ServerSideEncryptionConfiguration: &types.ServerSideEncryptionConfiguration{
+		Rules: []types.ServerSideEncryptionRule{{ApplyServerSideEncryptionByDefault: &types.ServerSideEncryptionByDefault{SSEAlgorithm: types.ServerSideEncryptionAwsKms, KMSMasterKeyID: aws.String("testkey-2")}, BucketKeyEnabled: aws.Bool(true)}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	want["a-dflt"] = put(a, "a-dflt", &s3.PutObjectInput{})
+	want["b-dflt"] = put(b, "b-dflt", &s3.PutObjectInput{})
+	want["b-s3"] = put(b, "b-s3", &s3.PutObjectInput{ServerSideEncryption: types.ServerSideEncryptionAes256})
+	for key, body := range want {
+		for i, c := range []*s3.Client{a, b} {
+			got, err := get(c, key)
+			if err != nil || !bytes.Equal(got, body) {
+				t.Fatalf("gateway %d reads %s: %v (equal %v)", i, key, err, bytes.Equal(got, body))
+			}
+		}
+	}
+	// Another master key: the same cluster, but SSE-S3 objects stay sealed.
+	other := StartGateway(t, append([]string{"--backend", "rados", "--ceph-conf", conf, "--ceph-pool-prefix", radosPrefixOf(t, gws[0])}, sseGatewayFlags()...)...)
+	o := sdkClient(other, other.AccessKey, other.SecretKey)
+	if got, err := get(o, "a-s3"); err == nil {
+		t.Fatalf("a gateway with another master key read an SSE-S3 object (%d bytes)", len(got))
+	} else {
+		t.Logf("another master key: %v", err)
 	}
 }
