@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -165,13 +166,14 @@ func TestCephSSETamper(t *testing.T) {
 
 // TestCephSSEGateways: two gateways over one cluster that share the keyring
 // (kms-master-key, kms-keys) read each other's SSE-S3, SSE-KMS and
-// bucket-key objects; a gateway with another master key cannot read
+// bucket-key objects; lifecycle expires encrypted objects and their stripes
+// are collected from the pool; a gateway with another master key cannot read
 // SSE-S3 objects and answers an error, never bytes.
 func TestCephSSEGateways(t *testing.T) {
 	conf, _ := cephCluster(t)
 	mk := make([]byte, 32)
 	rand.Read(mk)
-	shared := append(sseGatewayFlags(), "--kms-master-key", base64.StdEncoding.EncodeToString(mk))
+	shared := append(sseGatewayFlags(), "--kms-master-key", base64.StdEncoding.EncodeToString(mk), "--lc-debug-interval", "3s")
 	gws := startRadosGateways(t, conf, 2, shared...)
 	a, b := sdkClient(gws[0], gws[0].AccessKey, gws[0].SecretKey), sdkClient(gws[1], gws[1].AccessKey, gws[1].SecretKey)
 	ctx := context.Background()
@@ -196,6 +198,7 @@ func TestCephSSEGateways(t *testing.T) {
 		defer out.Body.Close()
 		return io.ReadAll(out.Body)
 	}
+	pool := radosPrefixOf(t, gws[0]) + "default.rgw.buckets.data"
 	want := map[string][]byte{
 		"a-s3":  put(a, "a-s3", &s3.PutObjectInput{ServerSideEncryption: types.ServerSideEncryptionAes256}),
 		"a-kms": put(a, "a-kms", &s3.PutObjectInput{ServerSideEncryption: types.ServerSideEncryptionAwsKms, SSEKMSKeyId: aws.String("testkey-1")}),
@@ -206,6 +209,7 @@ func TestCephSSEGateways(t *testing.T) {
 		t.Fatal(err)
 	}
 	want["a-dflt"] = put(a, "a-dflt", &s3.PutObjectInput{})
+	beforeB := radosNames(t, conf, pool)
 	want["b-dflt"] = put(b, "b-dflt", &s3.PutObjectInput{})
 	want["b-s3"] = put(b, "b-s3", &s3.PutObjectInput{ServerSideEncryption: types.ServerSideEncryptionAes256})
 	for key, body := range want {
@@ -216,10 +220,48 @@ func TestCephSSEGateways(t *testing.T) {
 			}
 		}
 	}
+	bData := map[string]bool{}
+	for n := range radosNames(t, conf, pool) {
+		if !beforeB[n] {
+			bData[n] = true
+		}
+	}
+
+	// Lifecycle expires the a-* objects: they are gone, their encrypted
+	// stripes are collected, the b-* objects still decrypt.
+	if _, err := b.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: bk, LifecycleConfiguration: &types.BucketLifecycleConfiguration{
+		Rules: []types.LifecycleRule{{ID: aws.String("a"), Status: types.ExpirationStatusEnabled, Filter: &types.LifecycleRuleFilter{Prefix: aws.String("a-")}, Expiration: &types.LifecycleExpiration{Days: aws.Int32(1)}}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for {
+		left := radosNames(t, conf, pool)
+		_, err := get(a, "a-kms")
+		if apiCode(err) == "NoSuchKey" && len(left) == len(bData) {
+			for n := range left {
+				if !bData[n] {
+					t.Fatalf("data object %s left after expiry", n)
+				}
+			}
+			break
+		}
+		if time.Since(start) > 3*time.Minute {
+			t.Fatalf("after 3 min: a-kms %v, %d data objects, want the %d of b-*", err, len(left), len(bData))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("a-* expired and collected after %v", time.Since(start).Round(time.Second))
+	for _, key := range []string{"b-dflt", "b-s3"} {
+		if got, err := get(a, key); err != nil || !bytes.Equal(got, want[key]) {
+			t.Fatalf("%s after lifecycle: %v", key, err)
+		}
+	}
+
 	// Another master key: the same cluster, but SSE-S3 objects stay sealed.
 	other := StartGateway(t, append([]string{"--backend", "rados", "--ceph-conf", conf, "--ceph-pool-prefix", radosPrefixOf(t, gws[0])}, sseGatewayFlags()...)...)
 	o := sdkClient(other, other.AccessKey, other.SecretKey)
-	if got, err := get(o, "a-s3"); err == nil {
+	if got, err := get(o, "b-s3"); err == nil {
 		t.Fatalf("a gateway with another master key read an SSE-S3 object (%d bytes)", len(got))
 	} else {
 		t.Logf("another master key: %v", err)
