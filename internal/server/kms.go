@@ -27,7 +27,13 @@ func (g *Gateway) openKMS(cfg *config.Config) error {
 		return nil
 	}
 	g.KMS = k
-	if local := cfg.KMSBackend == "" || cfg.KMSBackend == "keyring"; local && cfg.SecretsKey == "" {
+	local := cfg.KMSBackend == "" || cfg.KMSBackend == "keyring"
+	if local && cfg.Backend == "rados" && cfg.KMSMasterKey == "" {
+		// Each gateway's own key file: gateways sharing a cluster could not
+		// read each other's encrypted objects (docs/design/encryption.md).
+		g.Log.Warn("SSE on a shared RADOS cluster with a local keyring file: every gateway must use the same keys (kms-master-key, kms-keys) or one KMIP server, or they cannot read each other's encrypted objects")
+	}
+	if local && cfg.SecretsKey == "" {
 		// The local keyring's key file sits beside the secrets: sealing
 		// them under it is opt-in (secrets-key), SSE needs no choice.
 		return nil
