@@ -14,10 +14,12 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"os"
 	"sync"
 
 	"github.com/cairn-s3/cairn/internal/bucketindex"
 	"github.com/cairn-s3/cairn/internal/crypt"
+	"github.com/cairn-s3/cairn/internal/objstore"
 )
 
 // Server-side encryption (docs/format/sse.md). The driver encrypts below
@@ -448,8 +450,8 @@ func (d *Driver) newDataReader(ctx context.Context, m bucketindex.Manifest, oek 
 }
 
 // decReader decrypts an encrypted object's range run by run, opening each
-// run's packages only when the range reaches it. It has no WriteTo: no
-// sendfile of stored bytes.
+// run's packages only when the range reaches it. No sendfile of stored
+// bytes: they must pass through memory to be opened.
 type decReader struct {
 	d        *Driver
 	ctx      context.Context
@@ -522,16 +524,26 @@ func (r *decReader) Read(p []byte) (int, error) {
 	}
 }
 
-// WriteTo decrypts straight into w, a package per write.
+// decChunk is the packages decReader.WriteTo reads, opens and writes at a
+// time: 1 MiB of plaintext, one read from the store and one write to w.
+const decChunk = 16
+
+// chunkPool holds the ciphertext and plaintext buffers of a decChunk.
+var chunkPool = sync.Pool{New: func() any {
+	return &decBufs{c: make([]byte, decChunk*crypt.MaxPackage), p: make([]byte, decChunk*crypt.PackageSize)}
+}}
+
+type decBufs struct{ c, p []byte }
+
+// WriteTo decrypts the rest of the range into w a chunk at a time: the
+// stored packages of a chunk come in with one read into a pooled buffer
+// (a pread of the stripe's file when the store keeps it in one: no
+// per-read allocation, index lookup or copy), are opened into a pooled
+// plaintext buffer and leave with one write.
 func (r *decReader) WriteTo(w io.Writer) (int64, error) {
 	var total int64
-	for {
-		if r.cur == nil {
-			ok, err := r.open()
-			if err != nil || !ok {
-				return total, err
-			}
-		}
+	// A Read before WriteTo may have left a run half consumed.
+	if r.cur != nil {
 		n, err := r.cur.WriteTo(w)
 		total += n
 		r.off += n
@@ -540,6 +552,113 @@ func (r *decReader) WriteTo(w io.Writer) (int64, error) {
 			return total, err
 		}
 	}
+	bufs := chunkPool.Get().(*decBufs)
+	defer chunkPool.Put(bufs)
+	var (
+		op     *crypt.Opener
+		opRun  string
+		f      *os.File
+		fOID   string
+		fTried bool
+	)
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	opener, _ := r.d.data.(dataOpener)
+	for r.off < r.end {
+		if len(r.runs) == 0 {
+			return total, io.ErrUnexpectedEOF
+		}
+		run := r.runs[0]
+		size := run.DataSize()
+		if r.off >= r.runStart+size {
+			r.runStart += size
+			r.runs = r.runs[1:]
+			continue
+		}
+		if !run.Enc {
+			return total, errors.New("sse: clear run in an encrypted object")
+		}
+		if op == nil || opRun != run.Prefix {
+			key := runKey(r.oek, run.Prefix)
+			var err error
+			op, err = crypt.NewOpener(key)
+			clear(key)
+			if err != nil {
+				return total, err
+			}
+			opRun = run.Prefix
+		}
+		lo := r.off - r.runStart
+		ln := min(size-lo, r.end-r.off)
+		// Stripes hold whole packages (EncStripeSize is a multiple of
+		// MaxPackage): a chunk stops at its stripe's end.
+		pps := run.StripeSize / crypt.MaxPackage
+		seq := lo / crypt.PackageSize
+		skip := lo - seq*crypt.PackageSize
+		stripe := seq / pps
+		last := min((lo+ln-1)/crypt.PackageSize, (stripe+1)*pps-1, seq+decChunk-1)
+		cOff := seq * crypt.MaxPackage
+		cLen := min((last+1)*crypt.MaxPackage, crypt.CipherSize(size)) - cOff
+		within := cOff - stripe*run.StripeSize
+		stripeLen := min(run.StripeSize, run.Size-stripe*run.StripeSize)
+		oid := run.StripeOID(stripe)
+		cbuf := bufs.c[:cLen]
+		if fOID != oid {
+			if f != nil {
+				f.Close()
+				f = nil
+			}
+			fOID, fTried = oid, false
+		}
+		if !fTried && opener != nil && stripeLen >= fileMin {
+			fTried = true
+			var err error
+			if f, _, err = opener.OpenData(r.ctx, oid, 0, stripeLen); err != nil {
+				return total, err
+			}
+		}
+		if f != nil {
+			if _, err := f.ReadAt(cbuf, within); err != nil {
+				if errors.Is(err, io.EOF) {
+					err = io.ErrUnexpectedEOF
+				}
+				return total, err
+			}
+		} else {
+			rop := objstore.NewReadOp()
+			rd := rop.Read(within, cLen)
+			if err := r.d.data.OperateRead(r.ctx, oid, rop); err != nil {
+				return total, err
+			}
+			if int64(len(rd.Data)) != cLen {
+				return total, io.ErrUnexpectedEOF
+			}
+			cbuf = rd.Data
+		}
+		plain := bufs.p[:0]
+		for s := seq; len(cbuf) > 0; s++ {
+			n := min(int64(len(cbuf)), crypt.MaxPackage)
+			var err error
+			if plain, err = op.Open(plain, cbuf[:n], s, size); err != nil {
+				return total, err
+			}
+			cbuf = cbuf[n:]
+		}
+		out := plain[skip:min(int64(len(plain)), skip+ln)]
+		n, err := w.Write(out)
+		total += int64(n)
+		r.off += int64(n)
+		if err == nil && n != len(out) {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 func (r *decReader) Close() error {

@@ -48,11 +48,17 @@ func (f *flakyKMS) Decrypt(ctx context.Context, id string, sealed, aad []byte) (
 }
 
 func newSSEDriver(t testing.TB, byDefault bool) (*driver.Driver, objstore.Store, *flakyKMS) {
+	return newSSEDriverOn(t, byDefault, "/d", vfs.NewMem())
+}
+
+// newSSEDriverOn is newSSEDriver on a store at dir of fs (vfs.Default: the
+// store keeps large data in files, which GETs read with pread).
+func newSSEDriverOn(t testing.TB, byDefault bool, dir string, fs vfs.FS) (*driver.Driver, objstore.Store, *flakyKMS) {
 	t.Helper()
 	reg := objstore.NewRegistry()
 	cls.RegisterAll(reg)
 	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: "/d", FS: vfs.NewMem(), Classes: reg})
+	st, err := embedded.Open(embedded.Options{Dir: dir, FS: fs, Classes: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +93,27 @@ func readAll(t *testing.T, ctx context.Context, d *driver.Driver, key string, rn
 	}
 	defer rd.Close()
 	return io.ReadAll(rd)
+}
+
+// readBoth is readAll, then the same range through WriteTo (what an HTTP
+// response uses): the chunked decryption path must give the same bytes
+// and errors.
+func readBoth(t *testing.T, ctx context.Context, d *driver.Driver, key string, rng *driver.Range) ([]byte, error) {
+	t.Helper()
+	got, err := readAll(t, ctx, d, key, rng)
+	// The same range through WriteTo (what an HTTP response uses): the
+	// chunked decryption path must give the same bytes and errors.
+	_, rd2, err2 := d.GetObject(ctx, "bkt", key, rng)
+	if err2 != nil {
+		t.Fatalf("second get: %v", err2)
+	}
+	defer rd2.Close()
+	var buf bytes.Buffer
+	_, err2 = rd2.(io.WriterTo).WriteTo(&buf)
+	if (err == nil) != (err2 == nil) || (err == nil && !bytes.Equal(got, buf.Bytes())) {
+		t.Fatalf("Read and WriteTo differ: %v / %v, %d / %d bytes", err, err2, len(got), buf.Len())
+	}
+	return got, err
 }
 
 // rawContains reports whether any stored data object holds marker.
@@ -124,7 +151,14 @@ func payload(n int, marker []byte) []byte {
 }
 
 func TestSSEModesRoundTripAndRanges(t *testing.T) {
-	d, st, _ := newSSEDriver(t, false)
+	t.Run("mem", func(t *testing.T) { d, st, _ := newSSEDriver(t, false); testSSERoundTrip(t, d, st) })
+	t.Run("disk", func(t *testing.T) {
+		d, st, _ := newSSEDriverOn(t, false, t.TempDir(), vfs.Default)
+		testSSERoundTrip(t, d, st)
+	})
+}
+
+func testSSERoundTrip(t *testing.T, d *driver.Driver, st objstore.Store) {
 	ckey := bytes.Repeat([]byte{0xC}, 32)
 	const P = crypt.PackageSize
 	size := 2*driver.StripeSize + 3*P + 7 // spans encrypted stripes
@@ -155,8 +189,8 @@ func TestSSEModesRoundTripAndRanges(t *testing.T) {
 		}
 		rctx := sseCtx(nil, tc.ckey, nil)
 		S := int64(driver.StripeSize)
-		for _, r := range [][2]int64{{0, int64(size)}, {0, 1}, {P - 1, 2}, {P, 1}, {P + 1, P}, {S - 1, 2}, {S, 1}, {2*S - P - 3, P + 10}, {int64(size) - 1, 1}, {int64(size) - P - 8, P + 8}} {
-			got, err := readAll(t, rctx, d, tc.name, &driver.Range{Start: r[0], Length: r[1]})
+		for _, r := range [][2]int64{{0, int64(size)}, {0, 1}, {P - 1, 2}, {P, 1}, {P + 1, P}, {S - 1, 2}, {S, 1}, {2*S - P - 3, P + 10}, {int64(size) - 1, 1}, {int64(size) - P - 8, P + 8}, {16*P - 5, 10}, {3, 20 * P}, {S - 17*P - 1, 18*P + 2}} {
+			got, err := readBoth(t, rctx, d, tc.name, &driver.Range{Start: r[0], Length: r[1]})
 			if err != nil || !bytes.Equal(got, body[r[0]:r[0]+r[1]]) {
 				t.Fatalf("%s: range %v: %v (equal=%v)", tc.name, r, err, bytes.Equal(got, body[r[0]:r[0]+r[1]]))
 			}
@@ -184,8 +218,17 @@ func TestSSEModesRoundTripAndRanges(t *testing.T) {
 }
 
 func TestSSETamperedDataIsAnError(t *testing.T) {
-	d, st, _ := newSSEDriver(t, true) // encrypt by default
-	body := payload(3*crypt.PackageSize, []byte("x"))
+	t.Run("mem", func(t *testing.T) { d, st, _ := newSSEDriver(t, true); testSSETampered(t, d, st) })
+	// 20 packages: a stripe large enough to be read from its file.
+	t.Run("disk", func(t *testing.T) {
+		d, st, _ := newSSEDriverOn(t, true, t.TempDir(), vfs.Default)
+		testSSETampered(t, d, st)
+	})
+}
+
+// testSSETampered runs on a driver that encrypts by default.
+func testSSETampered(t *testing.T, d *driver.Driver, st objstore.Store) {
+	body := payload(20*crypt.PackageSize, []byte("x"))
 	if _, err := d.PutObject(context.Background(), driver.PutObjectInput{Bucket: "bkt", Key: "k", Body: bytes.NewReader(body), Size: int64(len(body))}); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +255,7 @@ func TestSSETamperedDataIsAnError(t *testing.T) {
 	if got, err := readAll(t, ctx, d, "k", &driver.Range{Start: 0, Length: crypt.PackageSize}); err != nil || !bytes.Equal(got, body[:crypt.PackageSize]) {
 		t.Fatalf("untouched package: %v", err)
 	}
-	got, err := readAll(t, ctx, d, "k", nil)
+	got, err := readBoth(t, ctx, d, "k", nil)
 	if !errors.Is(err, crypt.ErrAuth) {
 		t.Fatalf("tampered read: %v", err)
 	}
@@ -223,7 +266,7 @@ func TestSSETamperedDataIsAnError(t *testing.T) {
 	if err := ioc.Operate(ctx, oids[0], objstore.NewWriteOp().WriteFull(rd.Data[:2*crypt.MaxPackage])); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readAll(t, ctx, d, "k", &driver.Range{Start: 2 * crypt.PackageSize, Length: 10}); err == nil {
+	if _, err := readBoth(t, ctx, d, "k", &driver.Range{Start: 2 * crypt.PackageSize, Length: 10}); err == nil {
 		t.Fatal("truncated data read without error")
 	}
 }
