@@ -156,6 +156,18 @@ func verifyBody(r *http.Request, rc *reqCtx, size int64) (*payload, error) {
 	return p, nil
 }
 
+// defaultChecksum makes an object body that declares no checksum get S3's
+// default, a full-object CRC64NVME computed over the bytes stored (AWS
+// adds it to every object uploaded without one). It must be called before
+// the body is read; p.alg stays "" since the client declared nothing.
+func (p *payload) defaultChecksum() {
+	v, ok := p.body.(*verifier)
+	if !ok || p.alg != "" || v.sum != nil {
+		return
+	}
+	v.alg, v.sum, v.out = "CRC64NVME", newChecksumHash("CRC64NVME"), p.checksums
+}
+
 // declaredChecksum finds the checksum the client declared: a value header,
 // a trailer named in x-amz-trailer, or just an algorithm in
 // x-amz-sdk-checksum-algorithm (we then compute and store it).
@@ -251,9 +263,15 @@ func (v *verifier) finish() error {
 		return s3err.New(s3err.ErrIncompleteBody, "")
 	}
 	if v.verified != nil {
-		for alg, sum := range v.verified() {
+		sums := v.verified()
+		for alg, sum := range sums {
 			v.out[alg] = sum
 		}
+		if len(sums) > 0 || v.sum == nil {
+			return nil
+		}
+		// Nothing declared: only the default checksum is left to compute.
+		v.out[v.alg] = base64.StdEncoding.EncodeToString(v.sum.Sum(nil))
 		return nil
 	}
 	if v.md5 != nil && !bytes.Equal(v.md5.Sum(nil), v.md5Want) {
