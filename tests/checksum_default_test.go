@@ -75,3 +75,55 @@ func TestSDKDefaultChecksumCRC64NVME(t *testing.T) {
 		}
 	}
 }
+
+// A multipart upload created without an algorithm (and parts sent without
+// checksums) completes with the default full-object CRC64NVME of the
+// whole data, as AWS computes it; GET with ChecksumMode validates it.
+func TestSDKDefaultChecksumMultipart(t *testing.T) {
+	g := StartGateway(t)
+	c := s3.New(s3.Options{
+		BaseEndpoint: aws.String(g.Endpoint), Region: "us-east-1", UsePathStyle: true,
+		Credentials:                sdkClient(g, g.AccessKey, g.SecretKey).Options().Credentials,
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+	})
+	ctx := context.Background()
+	b, k := aws.String("default-mp"), aws.String("k")
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	data := randomData(t, 5*mib+777)
+	cu, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []types.CompletedPart
+	for i, chunk := range [][]byte{data[:5*mib], data[5*mib:]} {
+		up, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: b, Key: k, UploadId: cu.UploadId,
+			PartNumber: aws.Int32(int32(i + 1)), Body: bytes.NewReader(chunk)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if up.ChecksumCRC64NVME != nil {
+			t.Fatalf("part %d: a checksum nobody asked for: %q", i+1, aws.ToString(up.ChecksumCRC64NVME))
+		}
+		parts = append(parts, types.CompletedPart{PartNumber: aws.Int32(int32(i + 1)), ETag: up.ETag})
+	}
+	done, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: b, Key: k, UploadId: cu.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := crc64NVME(data)
+	if aws.ToString(done.ChecksumCRC64NVME) != want || done.ChecksumType != types.ChecksumTypeFullObject {
+		t.Fatalf("complete: %q %q, want %q FULL_OBJECT", aws.ToString(done.ChecksumCRC64NVME), done.ChecksumType, want)
+	}
+	get, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: k, ChecksumMode: types.ChecksumModeEnabled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(get.Body) // validated by the SDK against the full-object CRC
+	get.Body.Close()
+	if err != nil || !bytes.Equal(got, data) || aws.ToString(get.ChecksumCRC64NVME) != want || get.ChecksumType != types.ChecksumTypeFullObject {
+		t.Fatalf("get: %v %q %q", err, aws.ToString(get.ChecksumCRC64NVME), get.ChecksumType)
+	}
+}
