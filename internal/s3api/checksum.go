@@ -3,18 +3,15 @@ package s3api
 import (
 	"bytes"
 	"crypto/md5"
-	"crypto/sha1"
-	"crypto/sha256"
 	"encoding/base64"
 	"hash"
-	"hash/crc32"
-	"hash/crc64"
 	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/cairn-s3/cairn/internal/checksum"
 	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
@@ -23,25 +20,7 @@ import (
 // driver.ObjectMeta.Checksums.
 var checksumAlgorithms = []string{"CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"}
 
-// crc64NVME is the bit-reversed CRC-64/NVME polynomial, as crc64.MakeTable
-// wants it (the AWS SDKs use the same constant).
-const crc64NVME = 0x9a6c9329ac4bc9b5
-
-func newChecksumHash(alg string) hash.Hash {
-	switch alg {
-	case "CRC32":
-		return crc32.NewIEEE()
-	case "CRC32C":
-		return crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	case "CRC64NVME":
-		return crc64.New(crc64.MakeTable(crc64NVME))
-	case "SHA1":
-		return sha1.New()
-	case "SHA256":
-		return sha256.New()
-	}
-	return nil
-}
+func newChecksumHash(alg string) hash.Hash { return checksum.Algorithm(alg).New() }
 
 func checksumHeader(alg string) string { return "x-amz-checksum-" + strings.ToLower(alg) }
 
