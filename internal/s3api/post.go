@@ -335,8 +335,13 @@ func (s *Server) postObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 		return err
 	}
 	ctx = withSSE(ctx, sp)
+	// S3's default full-object CRC64NVME, filled in at EOF (PutObject
+	// stores the metadata after reading the body).
+	om.Checksums = map[string]string{}
+	body := &verifier{r: &postBody{r: f.file, min: lo, max: hi}, size: -1,
+		alg: "CRC64NVME", sum: newChecksumHash("CRC64NVME"), out: om.Checksums}
 	info, err := s.be.PutObject(ctx, driver.PutObjectInput{
-		Bucket: rc.bucket, Key: key, Body: &postBody{r: f.file, min: lo, max: hi}, Size: -1, Meta: om,
+		Bucket: rc.bucket, Key: key, Body: body, Size: -1, Meta: om,
 		EventName: "ObjectCreated:Post",
 	})
 	if err != nil {

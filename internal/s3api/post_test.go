@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairn-s3/cairn/internal/auth/sigv2"
 	"github.com/cairn-s3/cairn/internal/auth/sigv4"
+	"github.com/cairn-s3/cairn/internal/checksum"
 )
 
 type formField struct{ name, value string }
@@ -106,6 +107,10 @@ func TestPostObjectV4(t *testing.T) {
 	}
 	if h.be.lastEvent != "ObjectCreated:Post" {
 		t.Fatalf("event %q", h.be.lastEvent)
+	}
+	// S3's default checksum, as for PUT: the CRC64NVME of "meow".
+	if got := o.info.Meta.Checksums; len(got) != 1 || got["CRC64NVME"] != checksum.CRC64NVME.Sum([]byte("meow")) {
+		t.Fatalf("stored checksums %v", got)
 	}
 	if _, err := h.be.object("up", "ignored-after-file"); err == nil {
 		t.Fatal("a field after the file was used")
