@@ -45,13 +45,20 @@ type partHasher struct {
 	alg  checksum.Algorithm
 	h    interface{ Sum([]byte) []byte } // nil: the caller supplies alg
 	body io.Reader
+	// dflt hashes S3's default CRC64NVME for a part of an upload created
+	// without an algorithm (nil when the client sends that CRC itself).
+	dflt interface{ Sum([]byte) []byte }
 }
 
 func newPartHasher(ui UploadInfo, body io.Reader, client map[string]string) *partHasher {
 	alg, _ := uploadChecksum(ui.Meta)
 	a := checksum.Algorithm(alg)
 	if a.Size() == 0 {
-		return &partHasher{body: body}
+		if _, promised := client[string(checksum.CRC64NVME)]; promised {
+			return &partHasher{body: body}
+		}
+		h := checksum.CRC64NVME.New()
+		return &partHasher{dflt: h, body: io.TeeReader(body, h)}
 	}
 	if _, promised := client[alg]; promised {
 		return &partHasher{alg: a, body: body}
@@ -95,6 +102,18 @@ func (p *partHasher) partChecksums(client map[string]string) (map[string]string,
 	return out, nil
 }
 
+// defaultCRC is the part's CRC64NVME for S3's default object checksum,
+// when its upload has no algorithm; sums are the part's recorded checksums.
+func (p *partHasher) defaultCRC(sums map[string]string) string {
+	if p.alg != "" {
+		return ""
+	}
+	if p.dflt != nil {
+		return checksum.Encode(p.dflt.Sum(nil))
+	}
+	return sums[string(checksum.CRC64NVME)]
+}
+
 // checkListedPartChecksums compares the checksums a client listed for a
 // part in the Complete XML with the part's recorded ones.
 func checkListedPartChecksums(cp CompletePart, p partRecord) error {
@@ -134,7 +153,23 @@ func (d *Driver) completeChecksum(ctx context.Context, ui UploadInfo, parts []pa
 	case wantTyp != "":
 		return "", "", "", fmt.Errorf("%w: The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header or an x-amz-checksum-<algorithm> header.", ErrInvalidRequest)
 	default:
-		return "", "", "", nil
+		// Neither asked: S3's default full-object CRC64NVME, combined from
+		// the parts' CRCs. Parts recorded without one (written before this
+		// existed) leave the object without a checksum rather than being
+		// read back.
+		sums := make([]checksum.Part, len(parts))
+		for i, p := range parts {
+			raw, err := base64.StdEncoding.DecodeString(p.DefaultCRC)
+			if err != nil || len(raw) != checksum.CRC64NVME.Size() {
+				return "", "", "", nil
+			}
+			sums[i] = checksum.Part{Sum: raw, Size: p.Size}
+		}
+		raw, err := checksum.FullObject(checksum.CRC64NVME, sums)
+		if err != nil {
+			return "", "", "", err
+		}
+		return string(checksum.CRC64NVME), "FULL_OBJECT", checksum.Encode(raw), nil
 	}
 	a := checksum.Algorithm(alg)
 	if a.Size() == 0 {

@@ -117,11 +117,22 @@ func TestMultipartChecksums(t *testing.T) {
 		}
 	})
 
+	// Nobody asked for a checksum: S3's default full-object CRC64NVME,
+	// with the parts' CRCs for GetObjectAttributes, none in the parts'
+	// own records (ListParts shows what the client sent).
 	t.Run("no-checksum-at-all", func(t *testing.T) {
 		id, parts := upload(t, driver.ObjectMeta{}, none)
+		lp, err := d.ListParts(ctx, "ckbkt", "obj", id, 0, 1000)
+		if err != nil || len(lp.Parts) != 2 || len(lp.Parts[0].Checksums) != 0 {
+			t.Fatalf("parts %+v %v", lp.Parts, err)
+		}
 		oi, err := d.CompleteMultipartUpload(ctx, "ckbkt", "obj", id, parts, driver.ObjectChecksum{})
-		if err != nil || len(oi.Meta.Checksums) != 0 || oi.Meta.ChecksumType != "" {
-			t.Fatalf("%+v %v", oi.Meta, err)
+		want := checksum.CRC64NVME.Sum(whole)
+		if err != nil || len(oi.Meta.Checksums) != 1 || oi.Meta.Checksums["CRC64NVME"] != want || oi.Meta.ChecksumType != "FULL_OBJECT" {
+			t.Fatalf("%+v %v, want CRC64NVME %s", oi.Meta, err, want)
+		}
+		if pc := oi.Meta.PartChecksums; len(pc) != 2 || pc[0] != checksum.CRC64NVME.Sum(p1) || pc[1] != checksum.CRC64NVME.Sum(p2) {
+			t.Fatalf("part checksums %v", pc)
 		}
 	})
 }

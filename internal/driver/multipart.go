@@ -37,6 +37,11 @@ type partRecord struct {
 	// one, so a slow first attempt finishing after its retry cannot swap
 	// out the part the client completes with.
 	Started int64 `json:"st,omitempty"`
+	// DefaultCRC is the part's CRC64NVME (base64) when its upload has no
+	// checksum algorithm: Complete combines them into S3's default
+	// full-object checksum. Kept out of PartInfo, so clients see no
+	// checksum they did not ask for.
+	DefaultCRC string `json:"dcrc,omitempty"`
 }
 
 func (d *Driver) upload(ctx context.Context, bucket, key, uploadID string) (Instance, UploadInfo, error) {
@@ -142,7 +147,7 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 		return PartInfo{}, err
 	}
 	pi := PartInfo{PartNumber: part, ETag: sseETag(ui.Meta.SSE, oek, sum), Size: run.DataSize(), ModTime: d.opts.Now().UTC(), Checksums: sums, SSE: ui.Meta.SSE}
-	rec, _ := json.Marshal(partRecord{PartInfo: pi, Run: run, Started: started})
+	rec, _ := json.Marshal(partRecord{PartInfo: pi, Run: run, Started: started, DefaultCRC: ph.defaultCRC(sums)})
 	uo := uploadOID(inst.ID, uploadID)
 	// Read the part being replaced and swap it, guarded so a concurrent
 	// replacement of the same part is not lost.
@@ -366,7 +371,11 @@ func (d *Driver) CompleteMultipartUploadCond(ctx context.Context, bucket, key, u
 	if alg != "" {
 		ui.Meta.Checksums, ui.Meta.ChecksumType = map[string]string{alg: value}, typ
 		for _, p := range listed {
-			ui.Meta.PartChecksums = append(ui.Meta.PartChecksums, p.Checksums[alg])
+			v := p.Checksums[alg]
+			if v == "" {
+				v = p.DefaultCRC // S3's default checksum
+			}
+			ui.Meta.PartChecksums = append(ui.Meta.PartChecksums, v)
 		}
 	}
 	qt, err := d.quotaAdmit(ctx, inst, 1, size)

@@ -106,7 +106,11 @@ func (s *Server) getObjectAttributes(w http.ResponseWriter, r *http.Request, rc 
 		out.ETag = info.ETag // unquoted, as S3 sends it here
 	}
 	if want["Checksum"] && len(info.Meta.Checksums) > 0 {
-		out.Checksum = &attributesChecksum{checksumXML: newChecksumXML(info.Meta.Checksums), ChecksumType: info.Meta.ChecksumType}
+		typ := info.Meta.ChecksumType
+		if typ == "" {
+			typ = "FULL_OBJECT" // a single-part object's checksum is of the whole data
+		}
+		out.Checksum = &attributesChecksum{checksumXML: newChecksumXML(info.Meta.Checksums), ChecksumType: typ}
 	}
 	if want["ObjectParts"] && info.Parts > 0 {
 		out.ObjectParts = objectParts(info, marker, min(maxParts, maxListParts))

@@ -3,18 +3,15 @@ package s3api
 import (
 	"bytes"
 	"crypto/md5"
-	"crypto/sha1"
-	"crypto/sha256"
 	"encoding/base64"
 	"hash"
-	"hash/crc32"
-	"hash/crc64"
 	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/cairn-s3/cairn/internal/checksum"
 	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
@@ -23,25 +20,7 @@ import (
 // driver.ObjectMeta.Checksums.
 var checksumAlgorithms = []string{"CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"}
 
-// crc64NVME is the bit-reversed CRC-64/NVME polynomial, as crc64.MakeTable
-// wants it (the AWS SDKs use the same constant).
-const crc64NVME = 0x9a6c9329ac4bc9b5
-
-func newChecksumHash(alg string) hash.Hash {
-	switch alg {
-	case "CRC32":
-		return crc32.NewIEEE()
-	case "CRC32C":
-		return crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	case "CRC64NVME":
-		return crc64.New(crc64.MakeTable(crc64NVME))
-	case "SHA1":
-		return sha1.New()
-	case "SHA256":
-		return sha256.New()
-	}
-	return nil
-}
+func newChecksumHash(alg string) hash.Hash { return checksum.Algorithm(alg).New() }
 
 func checksumHeader(alg string) string { return "x-amz-checksum-" + strings.ToLower(alg) }
 
@@ -156,6 +135,18 @@ func verifyBody(r *http.Request, rc *reqCtx, size int64) (*payload, error) {
 	return p, nil
 }
 
+// defaultChecksum makes an object body that declares no checksum get S3's
+// default, a full-object CRC64NVME computed over the bytes stored (AWS
+// adds it to every object uploaded without one). It must be called before
+// the body is read; p.alg stays "" since the client declared nothing.
+func (p *payload) defaultChecksum() {
+	v, ok := p.body.(*verifier)
+	if !ok || p.alg != "" || v.sum != nil {
+		return
+	}
+	v.alg, v.sum, v.out = "CRC64NVME", newChecksumHash("CRC64NVME"), p.checksums
+}
+
 // declaredChecksum finds the checksum the client declared: a value header,
 // a trailer named in x-amz-trailer, or just an algorithm in
 // x-amz-sdk-checksum-algorithm (we then compute and store it).
@@ -251,9 +242,15 @@ func (v *verifier) finish() error {
 		return s3err.New(s3err.ErrIncompleteBody, "")
 	}
 	if v.verified != nil {
-		for alg, sum := range v.verified() {
+		sums := v.verified()
+		for alg, sum := range sums {
 			v.out[alg] = sum
 		}
+		if len(sums) > 0 || v.sum == nil {
+			return nil
+		}
+		// Nothing declared: only the default checksum is left to compute.
+		v.out[v.alg] = base64.StdEncoding.EncodeToString(v.sum.Sum(nil))
 		return nil
 	}
 	if v.md5 != nil && !bytes.Equal(v.md5.Sum(nil), v.md5Want) {

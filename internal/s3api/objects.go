@@ -104,6 +104,7 @@ func (s *Server) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 	if err != nil {
 		return err
 	}
+	p.defaultChecksum()
 	meta.Checksums = p.checksums
 	info, err := s.be.PutObject(withSSE(r.Context(), sp), driver.PutObjectInput{
 		Bucket:      rc.bucket,

@@ -6,6 +6,8 @@ import (
 	"crypto/md5"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
+	"hash/crc64"
 	"io"
 	"net/http"
 	"strconv"
@@ -426,5 +428,32 @@ func TestOwnVerifierTrailer(t *testing.T) {
 	want := sha256.Sum256([]byte("data"))
 	if got := h.be.buckets["b"].objects["k3"].info.Meta.Checksums["SHA256"]; got != base64.StdEncoding.EncodeToString(want[:]) {
 		t.Fatalf("computed sha256 %q", got)
+	}
+}
+
+// An object uploaded without any checksum gets S3's default full-object
+// CRC64NVME (AWS "Checking object integrity"): stored, returned on PUT and
+// on HEAD with x-amz-checksum-mode: ENABLED.
+func TestPutDefaultChecksum(t *testing.T) {
+	h := newHarness(t)
+	h.bucket("b")
+	tab := crc64.MakeTable(0x9a6c9329ac4bc9b5)
+	sum := crc64.Checksum([]byte("data"), tab)
+	want := base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint64(nil, sum))
+	res := h.mustDo(req{method: "PUT", path: "/b/k", body: "data"}, 200)
+	if got := res.header.Get("x-amz-checksum-crc64nvme"); got != want || res.header.Get("x-amz-checksum-type") != "FULL_OBJECT" {
+		t.Fatalf("put headers %v, want crc64nvme %s", res.header, want)
+	}
+	if got := h.be.buckets["b"].objects["k"].info.Meta.Checksums; len(got) != 1 || got["CRC64NVME"] != want {
+		t.Fatalf("stored %v", got)
+	}
+	head := h.mustDo(req{method: "HEAD", path: "/b/k", hdr: map[string]string{"x-amz-checksum-mode": "ENABLED"}}, 200)
+	if head.header.Get("x-amz-checksum-crc64nvme") != want || head.header.Get("x-amz-checksum-type") != "FULL_OBJECT" {
+		t.Fatalf("head headers %v", head.header)
+	}
+	// A declared algorithm replaces the default rather than adding to it.
+	res = h.mustDo(req{method: "PUT", path: "/b/k2", body: "data", hdr: map[string]string{"x-amz-checksum-crc32": "rfPzYw=="}}, 200)
+	if res.header.Get("x-amz-checksum-crc64nvme") != "" || len(h.be.buckets["b"].objects["k2"].info.Meta.Checksums) != 1 {
+		t.Fatalf("declared CRC32 also got the default: %v", res.header)
 	}
 }

@@ -335,8 +335,30 @@ func (s *Server) postObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 		return err
 	}
 	ctx = withSSE(ctx, sp)
+	// Checksum fields are read as the PUT headers would be: the declared
+	// value is verified at EOF (BadDigest), else S3's default CRC64NVME is
+	// computed; PutObject stores the metadata after reading the body.
+	ch := http.Header{}
+	for k, v := range fv {
+		switch {
+		case k == "x-amz-checksum-algorithm":
+			ch.Set("x-amz-sdk-checksum-algorithm", v)
+		case strings.HasPrefix(k, "x-amz-checksum-"):
+			ch.Set(k, v)
+		}
+	}
+	alg, want, _, err := declaredChecksum(ch)
+	if err != nil {
+		return err
+	}
+	if alg == "" {
+		alg = "CRC64NVME"
+	}
+	om.Checksums = map[string]string{}
+	body := &verifier{r: &postBody{r: f.file, min: lo, max: hi}, size: -1,
+		alg: alg, want: want, sum: newChecksumHash(alg), out: om.Checksums}
 	info, err := s.be.PutObject(ctx, driver.PutObjectInput{
-		Bucket: rc.bucket, Key: key, Body: &postBody{r: f.file, min: lo, max: hi}, Size: -1, Meta: om,
+		Bucket: rc.bucket, Key: key, Body: body, Size: -1, Meta: om,
 		EventName: "ObjectCreated:Post",
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairn-s3/cairn/internal/auth/sigv2"
 	"github.com/cairn-s3/cairn/internal/auth/sigv4"
+	"github.com/cairn-s3/cairn/internal/checksum"
 )
 
 type formField struct{ name, value string }
@@ -106,6 +107,10 @@ func TestPostObjectV4(t *testing.T) {
 	}
 	if h.be.lastEvent != "ObjectCreated:Post" {
 		t.Fatalf("event %q", h.be.lastEvent)
+	}
+	// S3's default checksum, as for PUT: the CRC64NVME of "meow".
+	if got := o.info.Meta.Checksums; len(got) != 1 || got["CRC64NVME"] != checksum.CRC64NVME.Sum([]byte("meow")) {
+		t.Fatalf("stored checksums %v", got)
 	}
 	if _, err := h.be.object("up", "ignored-after-file"); err == nil {
 		t.Fatal("a field after the file was used")
@@ -213,5 +218,39 @@ func TestPostObjectErrors(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != 400 {
 		t.Fatalf("no file: %d", res.StatusCode)
+	}
+}
+
+// Checksum form fields are verified like PUT headers: a matching value is
+// stored, a wrong one is BadDigest, a malformed one InvalidRequest.
+func TestPostObjectChecksumFields(t *testing.T) {
+	h := newHarness(t)
+	h.bucket("up")
+	exp := time.Now().Add(time.Hour)
+	for _, tc := range []struct{ value, code string }{
+		{"rfPzYw==", ""}, // CRC32 of "data"
+		{"AAAAAA==", "BadDigest"},
+		{"AAAA", "InvalidRequest"},
+	} {
+		conds := []any{map[string]string{"bucket": "up"}, []any{"starts-with", "$key", ""},
+			[]any{"starts-with", "$x-amz-checksum-crc32", ""}}
+		fields := v4Form(aliceKey, exp, conds, formField{"key", "k"}, formField{"x-amz-checksum-crc32", tc.value})
+		res := h.postForm("up", fields, "f", "data")
+		if tc.code == "" {
+			if res.status != 204 {
+				t.Fatalf("%s: %d %s", tc.value, res.status, res.body)
+			}
+			o, err := h.be.object("up", "k")
+			if err != nil || len(o.info.Meta.Checksums) != 1 || o.info.Meta.Checksums["CRC32"] != tc.value {
+				t.Fatalf("stored %v %v", o, err)
+			}
+			continue
+		}
+		if res.status != 400 || !strings.Contains(res.body, "<Code>"+tc.code+"</Code>") {
+			t.Fatalf("%s: %d %s", tc.value, res.status, res.body)
+		}
+	}
+	if o, err := h.be.object("up", "k"); err != nil || o.info.Meta.Checksums["CRC32"] != "rfPzYw==" {
+		t.Fatalf("a refused POST replaced the object: %v %v", o, err)
 	}
 }
