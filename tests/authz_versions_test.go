@@ -256,3 +256,40 @@ func versionAuthzProbe(t *testing.T, g *Gateway) {
 		t.Errorf("bob's bucket holds %v, want only the allowed copy", keys)
 	}
 }
+
+// A missing key is 404 to a caller whose s3:ListBucket grant is
+// conditioned on s3:prefix only when the key lies under that prefix (a
+// listing with the key as prefix would show it absent); elsewhere 403.
+func TestMissingKeyPrefixConditionedList(t *testing.T) {
+	g := StartGateway(t)
+	ctx := context.Background()
+	out, err := g.Admin("user", "create", "--uid", "pfxbob", "--display-name", "pfxbob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := sdkClient(g, g.AccessKey, g.SecretKey)
+	bob := sdkClient(g, jsonField(t, out, "access_key"), jsonField(t, out, "secret_key"))
+	b := "pfx-missing"
+	if _, err := admin.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+		t.Fatal(err)
+	}
+	policy := `{"Version":"2012-10-17","Statement":[
+ {"Effect":"Allow","Principal":{"AWS":"arn:aws:iam:::user/pfxbob"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::` + b + `/*"},
+ {"Effect":"Allow","Principal":{"AWS":"arn:aws:iam:::user/pfxbob"},"Action":"s3:ListBucket","Resource":"arn:aws:s3:::` + b + `",
+  "Condition":{"StringLike":{"s3:prefix":"pub/*"}}}]}`
+	if _, err := admin.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(b), Policy: aws.String(policy)}); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]int{"pub/missing": 404, "priv/missing": 403} {
+		_, err := bob.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String(key)})
+		var re *awshttp.ResponseError
+		if !errors.As(err, &re) || re.HTTPStatusCode() != want {
+			t.Errorf("HEAD %s: %v, want %d", key, err, want)
+		}
+		_, err = bob.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b), Key: aws.String(key)})
+		wantCode := map[int]string{404: "NoSuchKey", 403: "AccessDenied"}[want]
+		if apiCode(err) != wantCode {
+			t.Errorf("GET %s: %v, want %s", key, err, wantCode)
+		}
+	}
+}

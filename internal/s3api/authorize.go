@@ -223,7 +223,7 @@ func (s *Server) hideMissing(w http.ResponseWriter, r *http.Request, rc *reqCtx,
 		return err
 	}
 	in := authz.Input{Request: authz.Request{Principal: rc.principal(),
-		Resource: authz.Resource{Bucket: rc.bucket}}}
+		Resource: authz.Resource{Bucket: rc.bucket, Key: rc.key}}}
 	s.fillBucket(&in, rc.bauth)
 	if s.mayList(r, rc, &in) {
 		return err
@@ -265,6 +265,11 @@ func (s *Server) mayList(r *http.Request, rc *reqCtx, in *authz.Input) bool {
 	l.ObjectACL = nil
 	if l.Policy != nil {
 		l.Context = s.conditionContext(r, rc, authz.S3ListBucket, l.Policy)
+		// Whether the key exists is what a listing with the key as prefix
+		// tells: a grant conditioned on s3:prefix decides with that.
+		if l.Policy.Needs("s3:prefix") {
+			l.Context["s3:prefix"] = []string{in.Resource.Key}
+		}
 	}
 	return s.decide(r.Context(), rc, &l).Allowed()
 }
