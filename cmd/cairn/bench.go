@@ -177,10 +177,7 @@ func benchObjstore(ctx context.Context, args []string, out io.Writer) error {
 func benchS3(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("cairn bench s3", flag.ContinueOnError)
 	var cfg bench.S3Config
-	fs.StringVar(&cfg.Endpoint, "endpoint", "http://127.0.0.1:7480", "S3 endpoint URL")
-	// Env defaults are applied after parsing so -h never prints a secret.
-	fs.StringVar(&cfg.AccessKey, "access-key", "", "access key (default $CAIRN_ACCESS_KEY)")
-	fs.StringVar(&cfg.SecretKey, "secret-key", "", "secret key (default $CAIRN_SECRET_KEY)")
+	gw := bindGateway(fs, &cfg.Endpoint, &cfg.AccessKey, &cfg.SecretKey, "S3 endpoint URL", "")
 	fs.StringVar(&cfg.Region, "region", "us-east-1", "SigV4 signing region")
 	fs.StringVar(&cfg.Bucket, "bucket", "cairn-bench", "bucket (created if missing)")
 	fs.StringVar(&cfg.Op, "op", "put", "put, get, delete, mixed (45% GET, 35% PUT, 15% STAT, 5% DELETE) or overwrite (PUT over prefilled keys)")
@@ -190,13 +187,9 @@ func benchS3(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&cfg.Objects, "objects", 1000, "objects written first for get/mixed/overwrite (read or overwritten) and delete (deleted)")
 	fs.BoolVar(&cfg.SignPayload, "sign-payload", false, "sign the body's SHA-256 instead of UNSIGNED-PAYLOAD")
 	fs.StringVar(&cfg.Checksum, "checksum", "", "add x-amz-checksum-<alg> to PUTs: crc32, crc32c or sha256")
-	if err := parseInterspersed(fs, args); err != nil {
-		return err
-	}
-	envKeys(&cfg.AccessKey, &cfg.SecretKey)
-	n, err := config.ParseSize(*size)
+	n, err := gw.parse(args, "size", size)
 	if err != nil {
-		return fmt.Errorf("--size: %w", err)
+		return err
 	}
 	cfg.Size, cfg.Out = n, out
 	res, err := bench.RunS3(ctx, cfg)
@@ -209,9 +202,7 @@ func benchS3(ctx context.Context, args []string, out io.Writer) error {
 func benchVersioning(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("cairn bench versioning", flag.ContinueOnError)
 	var cfg bench.VersioningConfig
-	fs.StringVar(&cfg.Endpoint, "endpoint", "http://127.0.0.1:7480", "S3 endpoint URL")
-	fs.StringVar(&cfg.AccessKey, "access-key", "", "access key (default $CAIRN_ACCESS_KEY)")
-	fs.StringVar(&cfg.SecretKey, "secret-key", "", "secret key (default $CAIRN_SECRET_KEY)")
+	gw := bindGateway(fs, &cfg.Endpoint, &cfg.AccessKey, &cfg.SecretKey, "S3 endpoint URL", "")
 	fs.StringVar(&cfg.Prefix, "prefix", "", "bucket name prefix (default random)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "closed-loop workers")
 	size := fs.String("size", "4KiB", "PUT object size")
@@ -221,13 +212,9 @@ func benchVersioning(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&cfg.Noncurrent, "noncurrent", 10, "noncurrent versions per key in the versioned listed bucket")
 	fs.IntVar(&cfg.ListPage, "list-page", 1000, "max-keys per listing page")
 	fs.DurationVar(&cfg.ListTime, "list-duration", 10*time.Second, "listing phase length per side")
-	if err := parseInterspersed(fs, args); err != nil {
-		return err
-	}
-	envKeys(&cfg.AccessKey, &cfg.SecretKey)
-	n, err := config.ParseSize(*size)
+	n, err := gw.parse(args, "size", size)
 	if err != nil {
-		return fmt.Errorf("--size: %w", err)
+		return err
 	}
 	cfg.Size, cfg.Out = n, out
 	res, err := bench.RunVersioning(ctx, cfg)
@@ -240,22 +227,16 @@ func benchVersioning(ctx context.Context, args []string, out io.Writer) error {
 func benchQuota(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("cairn bench quota", flag.ContinueOnError)
 	var cfg bench.QuotaConfig
-	fs.StringVar(&cfg.Endpoint, "endpoint", "http://127.0.0.1:7480", "S3 endpoint URL")
-	fs.StringVar(&cfg.AccessKey, "access-key", "", "admin access key (default $CAIRN_ACCESS_KEY)")
-	fs.StringVar(&cfg.SecretKey, "secret-key", "", "admin secret key (default $CAIRN_SECRET_KEY)")
+	gw := bindGateway(fs, &cfg.Endpoint, &cfg.AccessKey, &cfg.SecretKey, "S3 endpoint URL", "admin ")
 	fs.StringVar(&cfg.UID, "uid", "admin", "user id of that admin (the bucket owner whose user quota is toggled)")
 	fs.StringVar(&cfg.Prefix, "prefix", "", "bucket name prefix (default random)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "closed-loop workers")
 	size := fs.String("size", "4KiB", "PUT object size")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "time per side and key pattern (in 8 ABBA slices)")
 	fs.IntVar(&cfg.OverwriteKeys, "overwrite-keys", 1000, "keys the overwrite pattern writes at random")
-	if err := parseInterspersed(fs, args); err != nil {
-		return err
-	}
-	envKeys(&cfg.AccessKey, &cfg.SecretKey)
-	n, err := config.ParseSize(*size)
+	n, err := gw.parse(args, "size", size)
 	if err != nil {
-		return fmt.Errorf("--size: %w", err)
+		return err
 	}
 	cfg.Size, cfg.Out = n, out
 	res, err := bench.RunQuota(ctx, cfg)
@@ -268,22 +249,16 @@ func benchQuota(ctx context.Context, args []string, out io.Writer) error {
 func benchLifecycle(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("cairn bench lifecycle", flag.ContinueOnError)
 	var cfg bench.LifecycleConfig
-	fs.StringVar(&cfg.Endpoint, "endpoint", "http://127.0.0.1:7480", "S3 endpoint URL (the gateway's lc-rate is what is measured)")
-	fs.StringVar(&cfg.AccessKey, "access-key", "", "admin access key (default $CAIRN_ACCESS_KEY)")
-	fs.StringVar(&cfg.SecretKey, "secret-key", "", "admin secret key (default $CAIRN_SECRET_KEY)")
+	gw := bindGateway(fs, &cfg.Endpoint, &cfg.AccessKey, &cfg.SecretKey, "S3 endpoint URL (the gateway's lc-rate is what is measured)", "admin ")
 	fs.StringVar(&cfg.Prefix, "prefix", "", "bucket name prefix (default random)")
 	fs.IntVar(&cfg.Objects, "objects", 100000, "objects in the processed bucket (half expire)")
 	fs.IntVar(&cfg.FillConcurrency, "fill-concurrency", 32, "workers filling the bucket")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 8, "foreground PUT workers")
 	size := fs.String("size", "4KiB", "foreground PUT size")
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "length of each foreground phase")
-	if err := parseInterspersed(fs, args); err != nil {
-		return err
-	}
-	envKeys(&cfg.AccessKey, &cfg.SecretKey)
-	n, err := config.ParseSize(*size)
+	n, err := gw.parse(args, "size", size)
 	if err != nil {
-		return fmt.Errorf("--size: %w", err)
+		return err
 	}
 	cfg.Size, cfg.Out = n, out
 	res, err := bench.RunLifecycle(ctx, cfg)
@@ -353,6 +328,37 @@ func parseFlagsAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // envKeys fills unset bench credentials from CAIRN_ACCESS_KEY and
 // CAIRN_SECRET_KEY, as cairn admin does.
+// gatewayFlags are the flags every workload against a running gateway
+// shares; bindGateway binds them and parse finishes the command line.
+type gatewayFlags struct {
+	fs     *flag.FlagSet
+	ak, sk *string
+}
+
+// bindGateway binds --endpoint, --access-key and --secret-key (keyKind:
+// "" or "admin "). The keys' environment defaults are applied after
+// parsing so -h never prints a secret.
+func bindGateway(fs *flag.FlagSet, endpoint, ak, sk *string, endpointHelp, keyKind string) gatewayFlags {
+	fs.StringVar(endpoint, "endpoint", "http://127.0.0.1:7480", endpointHelp)
+	fs.StringVar(ak, "access-key", "", keyKind+"access key (default $CAIRN_ACCESS_KEY)")
+	fs.StringVar(sk, "secret-key", "", keyKind+"secret key (default $CAIRN_SECRET_KEY)")
+	return gatewayFlags{fs: fs, ak: ak, sk: sk}
+}
+
+// parse parses args, takes missing keys from the environment and returns
+// the size the flag named sizeFlag holds.
+func (g gatewayFlags) parse(args []string, sizeFlag string, size *string) (int64, error) {
+	if err := parseInterspersed(g.fs, args); err != nil {
+		return 0, err
+	}
+	envKeys(g.ak, g.sk)
+	n, err := config.ParseSize(*size)
+	if err != nil {
+		return 0, fmt.Errorf("--%s: %w", sizeFlag, err)
+	}
+	return n, nil
+}
+
 func envKeys(ak, sk *string) {
 	if *ak == "" {
 		*ak = os.Getenv("CAIRN_ACCESS_KEY")
@@ -365,9 +371,7 @@ func envKeys(ak, sk *string) {
 func benchSSE(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("cairn bench sse", flag.ContinueOnError)
 	var cfg bench.SSEConfig
-	fs.StringVar(&cfg.Endpoint, "endpoint", "http://127.0.0.1:7480", "S3 endpoint URL (empty: only the in-process measurements)")
-	fs.StringVar(&cfg.AccessKey, "access-key", "", "access key (default $CAIRN_ACCESS_KEY)")
-	fs.StringVar(&cfg.SecretKey, "secret-key", "", "secret key (default $CAIRN_SECRET_KEY)")
+	gw := bindGateway(fs, &cfg.Endpoint, &cfg.AccessKey, &cfg.SecretKey, "S3 endpoint URL (empty: only the in-process measurements)", "")
 	fs.StringVar(&cfg.Prefix, "prefix", "", "bucket name prefix (default random)")
 	fs.StringVar(&cfg.Algorithm, "algorithm", "AES256", "default encryption of the encrypted bucket: AES256 or aws:kms")
 	fs.StringVar(&cfg.KMSKeyID, "kms-key-id", "", "KMS key of the aws:kms rule")
@@ -378,13 +382,9 @@ func benchSSE(ctx context.Context, args []string, out io.Writer) error {
 	rng := fs.String("range-object", "1GiB", "size of the in-process object for the range measurement (0: skip)")
 	fs.StringVar(&cfg.Dir, "dir", "", "parent directory of the in-process store (default the temp dir)")
 	fs.IntVar(&cfg.GatewayPID, "gateway-pid", 0, "the gateway's pid: also report its CPU time per operation (Linux /proc)")
-	if err := parseInterspersed(fs, args); err != nil {
-		return err
-	}
-	envKeys(&cfg.AccessKey, &cfg.SecretKey)
-	n, err := config.ParseSize(*rng)
+	n, err := gw.parse(args, "range-object", rng)
 	if err != nil {
-		return fmt.Errorf("--range-object: %w", err)
+		return err
 	}
 	cfg.RangeObject = n
 	if n == 0 {
