@@ -621,39 +621,15 @@ func (a *API) listUserPolicies(q *request) (any, error) {
 }
 
 func (a *API) deleteUserPolicy(q *request) (any, error) {
-	name, err := q.required("PolicyName")
-	if err != nil {
-		return nil, err
-	}
-	u, err := a.target(q, authz.IAMDeleteUserPolicy, false)
-	if err != nil {
-		return nil, err
-	}
-	return nil, a.opts.Store.DeleteUserPolicy(q.r.Context(), u, name)
+	return change(q, "PolicyName", func() (driver.User, error) { return a.target(q, authz.IAMDeleteUserPolicy, false) }, a.opts.Store.DeleteUserPolicy)
 }
 
 func (a *API) attachUserPolicy(q *request) (any, error) {
-	arn, err := q.required("PolicyArn")
-	if err != nil {
-		return nil, err
-	}
-	u, err := a.target(q, authz.IAMAttachUserPolicy, false)
-	if err != nil {
-		return nil, err
-	}
-	return nil, a.opts.Store.AttachUserPolicy(q.r.Context(), u, arn)
+	return change(q, "PolicyArn", func() (driver.User, error) { return a.target(q, authz.IAMAttachUserPolicy, false) }, a.opts.Store.AttachUserPolicy)
 }
 
 func (a *API) detachUserPolicy(q *request) (any, error) {
-	arn, err := q.required("PolicyArn")
-	if err != nil {
-		return nil, err
-	}
-	u, err := a.target(q, authz.IAMDetachUserPolicy, false)
-	if err != nil {
-		return nil, err
-	}
-	return nil, a.opts.Store.DetachUserPolicy(q.r.Context(), u, arn)
+	return change(q, "PolicyArn", func() (driver.User, error) { return a.target(q, authz.IAMDetachUserPolicy, false) }, a.opts.Store.DetachUserPolicy)
 }
 
 func (a *API) listAttachedUserPolicies(q *request) (any, error) {
@@ -718,4 +694,19 @@ func (a *API) getAccountSummary(q *request) (any, error) {
 		{"AttachedPoliciesPerUserQuota", iam.MaxAttachedPoliciesPerUser},
 		{"Groups", len(groups)}, {"GroupsPerUserQuota", iam.MaxGroupsPerUser}, {"Roles", 0}, {"Policies", 0},
 	}}, nil
+}
+
+// change serves the actions that name one required parameter and change
+// one entity: the parameter is checked first, then resolve finds the
+// entity (and authorizes the action), then apply changes it.
+func change[E any](q *request, param string, resolve func() (E, error), apply func(context.Context, E, string) error) (any, error) {
+	v, err := q.required(param)
+	if err != nil {
+		return nil, err
+	}
+	e, err := resolve()
+	if err != nil {
+		return nil, err
+	}
+	return nil, apply(q.r.Context(), e, v)
 }

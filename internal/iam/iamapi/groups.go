@@ -228,39 +228,15 @@ func (a *API) listGroupPolicies(q *request) (any, error) {
 }
 
 func (a *API) deleteGroupPolicy(q *request) (any, error) {
-	name, err := q.required("PolicyName")
-	if err != nil {
-		return nil, err
-	}
-	g, err := a.group(q, authz.IAMDeleteGroupPolicy)
-	if err != nil {
-		return nil, err
-	}
-	return nil, a.opts.Store.DeleteGroupPolicy(q.r.Context(), g, name)
+	return change(q, "PolicyName", func() (iam.Group, error) { return a.group(q, authz.IAMDeleteGroupPolicy) }, a.opts.Store.DeleteGroupPolicy)
 }
 
 func (a *API) attachGroupPolicy(q *request) (any, error) {
-	arn, err := q.required("PolicyArn")
-	if err != nil {
-		return nil, err
-	}
-	g, err := a.group(q, authz.IAMAttachGroupPolicy)
-	if err != nil {
-		return nil, err
-	}
-	return nil, a.opts.Store.AttachGroupPolicy(q.r.Context(), g, arn)
+	return change(q, "PolicyArn", func() (iam.Group, error) { return a.group(q, authz.IAMAttachGroupPolicy) }, a.opts.Store.AttachGroupPolicy)
 }
 
 func (a *API) detachGroupPolicy(q *request) (any, error) {
-	arn, err := q.required("PolicyArn")
-	if err != nil {
-		return nil, err
-	}
-	g, err := a.group(q, authz.IAMDetachGroupPolicy)
-	if err != nil {
-		return nil, err
-	}
-	return nil, a.opts.Store.DetachGroupPolicy(q.r.Context(), g, arn)
+	return change(q, "PolicyArn", func() (iam.Group, error) { return a.group(q, authz.IAMDetachGroupPolicy) }, a.opts.Store.DetachGroupPolicy)
 }
 
 func (a *API) listAttachedGroupPolicies(q *request) (any, error) {
