@@ -2,7 +2,6 @@ package bucketindex
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
+	json "github.com/goccy/go-json"
 )
 
 // Versioning in the index (docs/format/cls.md has the byte layout).
