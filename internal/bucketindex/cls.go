@@ -2,12 +2,12 @@ package bucketindex
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
+	json "github.com/goccy/go-json"
 )
 
 // ClassName is the object class that updates index shards atomically: an

@@ -2,12 +2,12 @@ package bucketindex
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"hash/fnv"
 	"strconv"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
+	json "github.com/goccy/go-json"
 )
 
 // Entry is one object's index record: the bucket index is authoritative for

@@ -2,12 +2,12 @@ package bucketindex
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
+	json "github.com/goccy/go-json"
 )
 
 // Index is one bucket's index at one layout. It is a value: callers get a

@@ -3,11 +3,11 @@ package bucketindex
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"strconv"
 	"strings"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
+	json "github.com/goccy/go-json"
 )
 
 // This file is the index's side of online resharding (internal/reshard

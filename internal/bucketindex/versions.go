@@ -2,7 +2,6 @@ package bucketindex
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
+	json "github.com/goccy/go-json"
 )
 
 // Versioning in the index (docs/format/cls.md has the byte layout).
@@ -322,6 +322,12 @@ func (t *shardTx) get(k string) ([]byte, error) {
 }
 
 // newest returns key's newest version record (nil if none) and its raw value.
+// hasRecords reports whether the shard may hold version records: its
+// stats count every record plus each legacy entry, so equal counts mean
+// none. A shard of a never-versioned bucket then skips the scan for the
+// key's records, a read round trip per PUT on RADOS.
+func (t *shardTx) hasRecords() bool { return t.h.NumVersions > t.h.Legacy }
+
 func (t *shardTx) newest(key string) (*Entry, []byte, error) {
 	p := verKeyPrefix(key)
 	kvs, _, err := t.ctx.GetOmapVals(p, p, 1)
@@ -431,7 +437,7 @@ func clsLinkVersion(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 		bare = &b
 	}
 	var newest *Entry
-	if bare == nil || bare.Seq > 0 {
+	if (bare == nil || bare.Seq > 0) && t.hasRecords() {
 		if newest, _, err = t.newest(e.Key); err != nil {
 			return nil, err
 		}

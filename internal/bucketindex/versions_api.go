@@ -3,11 +3,11 @@ package bucketindex
 import (
 	"container/heap"
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
+	json "github.com/goccy/go-json"
 )
 
 // VersionCond makes LinkVersion conditional (see linkVersionIn).

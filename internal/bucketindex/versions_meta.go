@@ -3,9 +3,9 @@ package bucketindex
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
+	json "github.com/goccy/go-json"
 )
 
 // setVersionMetaIn is set_version_meta's input: replace the metadata of

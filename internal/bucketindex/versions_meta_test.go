@@ -82,3 +82,44 @@ func TestSetVersionMetaAndUnlinkGuard(t *testing.T) {
 		t.Fatalf("legacy meta %s", e.Meta)
 	}
 }
+
+// TestUnversionedLinkSeesRecords: the link skips the scan for a key's
+// version records only when the shard's stats say it holds none, so a
+// gateway with a stale unversioned view of a versioned key still stacks a
+// new version on the records (the old one is kept, not collected), and a
+// shard whose records are all gone goes back to bare entries.
+func TestUnversionedLinkSeesRecords(t *testing.T) {
+	ctx := context.Background()
+	ix := newIndex(t, 1)
+	v1, err := ix.LinkVersion(ctx, bucketindex.ModeEnabled, entry("a", 10, "t1"), bucketindex.VersionCond{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ix.LinkVersion(ctx, bucketindex.ModeUnversioned, entry("a", 7, "t2"), bucketindex.VersionCond{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Entry.Seq != 2 || r.Entry.VersionID != bucketindex.NullVersion || len(r.Freed) != 0 {
+		t.Fatalf("stale unversioned link over a record: seq %d id %q freed %d", r.Entry.Seq, r.Entry.VersionID, len(r.Freed))
+	}
+	if e, err := ix.GetVersion(ctx, "a", v1.Entry.VersionID); err != nil || e.Tag != "t1" {
+		t.Fatalf("older version lost: %+v %v", e, err)
+	}
+	// Another key on the same shard: records exist, its link still scans
+	// and, finding none for its key, writes a bare entry.
+	if r, err := ix.LinkVersion(ctx, bucketindex.ModeUnversioned, entry("b", 3, "t3"), bucketindex.VersionCond{}); err != nil || r.Entry.Seq != 0 {
+		t.Fatalf("b: %+v %v", r.Entry, err)
+	}
+	for _, id := range []string{v1.Entry.VersionID, bucketindex.NullVersion} {
+		if _, err := ix.UnlinkVersionIf(ctx, "a", id, bucketindex.UnlinkCond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, _ := ix.Stats(ctx)
+	if st.NumObjects != 1 || st.NumVersions != 1 {
+		t.Fatalf("stats after removing a's versions: %+v", st)
+	}
+	if r, err := ix.LinkVersion(ctx, bucketindex.ModeUnversioned, entry("a", 5, "t4"), bucketindex.VersionCond{}); err != nil || r.Entry.Seq != 0 {
+		t.Fatalf("a again: %+v %v", r.Entry, err)
+	}
+}

@@ -2,9 +2,9 @@ package driver
 
 import (
 	"github.com/cairn-s3/cairn/internal/ratelimit"
+	json "github.com/goccy/go-json"
 
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"

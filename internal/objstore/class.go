@@ -61,7 +61,9 @@ type MethodContext interface {
 	GetOmapValsByKeys(keys ...string) ([]KV, error)
 	// GetOmapVals: cls_cxx_map_get_vals (start_after, prefix, max; 0 = all).
 	GetOmapVals(startAfter, prefix string, max int) (pairs []KV, more bool, err error)
-	// SetOmap: cls_cxx_map_set_vals.
+	// SetOmap: cls_cxx_map_set_vals. Values must not be empty (ErrInvalid):
+	// the RADOS backend takes a key it has not read for absent and asserts
+	// that with omap_cmp(key == ""), which an empty value would also pass.
 	SetOmap(pairs ...KV) error
 	// RmOmapKeys: cls_cxx_map_remove_key for each key.
 	RmOmapKeys(keys ...string) error

@@ -177,6 +177,12 @@ func (m *methodCtx) SetOmap(pairs ...objstore.KV) error {
 		if err := objstore.ValidateOmapValue(kv.Value); err != nil {
 			return err
 		}
+		if len(kv.Value) == 0 {
+			// The RADOS backend may answer a key it has not read as absent
+			// and assert it with omap_cmp(key == ""), which an empty value
+			// also passes: class values are never empty.
+			return objstore.Errorf(objstore.ErrInvalid, "class %s: empty omap value for %q", m.class, kv.Key)
+		}
 	}
 	if err := m.w(); err != nil {
 		return err

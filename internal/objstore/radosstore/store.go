@@ -39,6 +39,8 @@ type Store struct {
 	txns, conflicts, txnReads atomic.Int64
 	batched                   atomic.Int64 // ops that committed in a batch with others (group commit)
 	writes                    atomic.Int64 // rados_write_op round trips
+	specHits, specMisses      atomic.Int64 // absent-key guesses confirmed / refuted by the write
+	spec                      sync.Map     // pool -> *atomic.Int32: its guess score (speculate.go)
 }
 
 // Stats are counters of the optimistic path since Open.
@@ -57,7 +59,8 @@ func (s *Store) Stats() Stats {
 func (s *Store) Counters() map[string]int64 {
 	st := s.Stats()
 	return map[string]int64{"txns": st.Txns, "conflicts": st.Conflicts, "state_reads": st.Reads,
-		"batched_ops": s.batched.Load(), "writes": s.writes.Load()}
+		"batched_ops": s.batched.Load(), "writes": s.writes.Load(),
+		"absent_guesses": s.specHits.Load(), "absent_misses": s.specMisses.Load()}
 }
 
 type ioKey struct{ pool, ns string }

@@ -55,6 +55,9 @@ type model struct {
 	mtime   *time.Time
 	writers map[string]bool
 	staged  map[string]any
+
+	speculate bool     // answer unknown omap keys "absent" without reading (speculate.go)
+	assumed   []string // keys so answered: the write asserts each is still absent
 }
 
 type ovVal struct {
@@ -382,6 +385,10 @@ func (m *model) omapGet(k string) ([]byte, bool, error) {
 	if o, ok := m.baseOmap[k]; ok {
 		return o.v, !o.del, nil
 	}
+	if m.speculate {
+		m.assume(k)
+		return nil, false, nil
+	}
 	st := &objstore.OmapValsByKeysStep{Keys: []string{k}}
 	if err := m.guarded(st); err != nil {
 		return nil, false, err
@@ -409,6 +416,12 @@ func (m *model) omapGetMany(keys []string) ([]objstore.KV, error) {
 		if _, ok := m.baseOmap[k]; !ok {
 			missing = append(missing, k)
 		}
+	}
+	if len(missing) > 0 && m.speculate {
+		for _, k := range missing {
+			m.assume(k)
+		}
+		missing = nil
 	}
 	if len(missing) > 0 {
 		st := &objstore.OmapValsByKeysStep{Keys: missing}
@@ -637,7 +650,9 @@ func (c *ioContext) operateTxn(ctx context.Context, io C.rados_ioctx_t, oid stri
 func (c *ioContext) runBatch(io C.rados_ioctx_t, oid string, key objKey, ops []*pendingOp) {
 	c.s.txns.Add(int64(len(ops)))
 	live := ops
+	specOK := !slices.ContainsFunc(ops, func(p *pendingOp) bool { return !batchable(p.op) }) && c.shouldSpeculate()
 	for attempt := 1; ; attempt++ {
+		guessed := false // the attempt failed on a guess: rerun reading
 		if attempt > 1 {
 			c.s.conflicts.Add(1)
 		}
@@ -652,6 +667,7 @@ func (c *ioContext) runBatch(io C.rados_ioctx_t, oid string, key objKey, ops []*
 			return
 		}
 		m := c.newModel(io, oid)
+		m.speculate = specOK
 		if ms := c.s.caches.meta(key); ms != nil && attempt == 1 {
 			m.fromMeta(ms)
 		} else if err := m.load(); err != nil {
@@ -672,6 +688,12 @@ func (c *ioContext) runBatch(io C.rados_ioctx_t, oid string, key objKey, ops []*
 					}
 					continue
 				}
+				if len(m.assumed) > 0 {
+					// a guess may not decide a failure: rerun reading
+					c.specDone(false)
+					m.conflict, guessed = true, true
+					break
+				}
 				if m.fromCache {
 					// a failure computed from cached state may be stale: confirm
 					if verr := m.validate(); verr != nil || m.conflict {
@@ -691,11 +713,17 @@ func (c *ioContext) runBatch(io C.rados_ioctx_t, oid string, key objKey, ops []*
 				baseCached, baseMtime = false, m.baseMtime // validated: no need to confirm again
 			}
 			m = c.newModel(io, oid)
+			m.speculate = specOK
 			m.fromMeta(base)
 			m.fromCache, m.baseMtime = baseCached, baseMtime
 		}
 		if len(live) == 0 {
 			return
+		}
+		if !m.conflict && !m.dirty && len(m.assumed) > 0 {
+			// nothing to write to assert the guesses with
+			c.specDone(false)
+			m.conflict, guessed = true, true
 		}
 		if !m.conflict && !m.dirty {
 			// nothing to write: the result must not rest on a stale cache
@@ -721,7 +749,8 @@ func (c *ioContext) runBatch(io C.rados_ioctx_t, oid string, key objKey, ops []*
 			// The model validated every exclusive create against the base
 			// the prefix guards; replayed after that guard's own create
 			// they would fail, so they become plain creates.
-			steps := make([]objstore.Step, 0, len(m.emitted)+1)
+			steps := make([]objstore.Step, 0, len(m.assumed)+len(m.emitted)+1)
+			steps = append(steps, m.guards()...)
 			for _, s := range m.emitted {
 				if c, ok := s.(*objstore.Create); ok && c.Exclusive {
 					s = &objstore.Create{}
@@ -732,6 +761,9 @@ func (c *ioContext) runBatch(io C.rados_ioctx_t, oid string, key objKey, ops []*
 				steps = append(steps, &objstore.SetMtime{Time: *m.mtime})
 			}
 			v, werr := c.writeSteps(io, oid, pre, steps)
+			if len(m.assumed) > 0 {
+				c.specDone(werr == nil)
+			}
 			if werr == nil {
 				for _, p := range live {
 					p.op.Version = v
@@ -757,6 +789,14 @@ func (c *ioContext) runBatch(io C.rados_ioctx_t, oid string, key objKey, ops []*
 				return
 			}
 			c.s.caches.dropMeta(key)
+			// ECANCELED after guesses: a guess (or the version) was wrong
+			guessed = guessed || len(m.assumed) > 0
+		}
+		if guessed {
+			// not a conflict: the same attempt again, reading every key
+			specOK = false
+			attempt--
+			continue
 		}
 		if attempt >= c.s.opts.MaxAttempts {
 			for _, p := range live {
