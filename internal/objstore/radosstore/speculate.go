@@ -20,10 +20,10 @@ import (
 // not written (a method's refusal, a read-only outcome) are never taken
 // from a guess: the batch reruns reading first.
 //
-// Guessing is per pool and adaptive: a refuted guess adds specMissCost to
-// the pool's score, a confirmed one and each txn run without guessing take
-// one off, and pools score above specLimit do not guess, so an
-// overwrite-heavy workload stops guessing after a few misses and tries
+// Guessing is adaptive per pool and method: a refuted guess adds
+// specMissCost to the score, a confirmed one and each txn run without
+// guessing take one off, and above specLimit the method does not guess, so
+// an overwrite-heavy workload stops guessing after a few misses and tries
 // again after a while.
 const (
 	specMissCost = 8
@@ -31,18 +31,26 @@ const (
 	specMax      = 64
 )
 
-func (c *ioContext) specScore() *atomic.Int32 {
-	if v, ok := c.s.spec.Load(c.pool); ok {
+// specScore is the guess score of one method in one pool: methods that
+// look up keys they expect present (a queue's commit of its reservation)
+// stop guessing without stopping those that create keys (an index link).
+func (c *ioContext) specScore(ops []*pendingOp) *atomic.Int32 {
+	k := c.pool
+	if len(ops) > 0 && len(ops[0].op.Steps) > 0 {
+		if e, ok := ops[0].op.Steps[0].(*objstore.ExecStep); ok {
+			k += "\x00" + e.Class + "." + e.Method
+		}
+	}
+	if v, ok := c.s.spec.Load(k); ok {
 		return v.(*atomic.Int32)
 	}
-	v, _ := c.s.spec.LoadOrStore(c.pool, new(atomic.Int32))
+	v, _ := c.s.spec.LoadOrStore(k, new(atomic.Int32))
 	return v.(*atomic.Int32)
 }
 
-// shouldSpeculate reports whether a write txn in this pool may guess; a
-// txn that does not guess decays the score.
-func (c *ioContext) shouldSpeculate() bool {
-	sc := c.specScore()
+// shouldSpeculate reports whether a write txn of ops may guess; a txn that
+// does not guess decays the score.
+func shouldSpeculate(sc *atomic.Int32) bool {
 	if sc.Load() <= specLimit {
 		return true
 	}
@@ -51,8 +59,7 @@ func (c *ioContext) shouldSpeculate() bool {
 }
 
 // specDone records whether a write resting on guesses held.
-func (c *ioContext) specDone(held bool) {
-	sc := c.specScore()
+func (c *ioContext) specDone(sc *atomic.Int32, held bool) {
 	if held {
 		c.s.specHits.Add(1)
 		if sc.Load() > 0 {

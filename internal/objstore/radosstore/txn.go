@@ -650,7 +650,8 @@ func (c *ioContext) operateTxn(ctx context.Context, io C.rados_ioctx_t, oid stri
 func (c *ioContext) runBatch(io C.rados_ioctx_t, oid string, key objKey, ops []*pendingOp) {
 	c.s.txns.Add(int64(len(ops)))
 	live := ops
-	specOK := !slices.ContainsFunc(ops, func(p *pendingOp) bool { return !batchable(p.op) }) && c.shouldSpeculate()
+	sc := c.specScore(ops)
+	specOK := !slices.ContainsFunc(ops, func(p *pendingOp) bool { return !batchable(p.op) }) && shouldSpeculate(sc)
 	for attempt := 1; ; attempt++ {
 		guessed := false // the attempt failed on a guess: rerun reading
 		if attempt > 1 {
@@ -690,7 +691,7 @@ func (c *ioContext) runBatch(io C.rados_ioctx_t, oid string, key objKey, ops []*
 				}
 				if len(m.assumed) > 0 {
 					// a guess may not decide a failure: rerun reading
-					c.specDone(false)
+					c.specDone(sc, false)
 					m.conflict, guessed = true, true
 					break
 				}
@@ -722,7 +723,7 @@ func (c *ioContext) runBatch(io C.rados_ioctx_t, oid string, key objKey, ops []*
 		}
 		if !m.conflict && !m.dirty && len(m.assumed) > 0 {
 			// nothing to write to assert the guesses with
-			c.specDone(false)
+			c.specDone(sc, false)
 			m.conflict, guessed = true, true
 		}
 		if !m.conflict && !m.dirty {
@@ -762,7 +763,7 @@ func (c *ioContext) runBatch(io C.rados_ioctx_t, oid string, key objKey, ops []*
 			}
 			v, werr := c.writeSteps(io, oid, pre, steps)
 			if len(m.assumed) > 0 {
-				c.specDone(werr == nil)
+				c.specDone(sc, werr == nil)
 			}
 			if werr == nil {
 				for _, p := range live {
