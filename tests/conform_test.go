@@ -658,14 +658,14 @@ func TestConformMultipartInitiator(t *testing.T) {
 		t.Fatal(err)
 	}
 	// ACL documents: CanonicalUser grantees carry DisplayName (AWS, RGW),
-	// canned ACLs included.
+	// canned ACLs included; groups listed first (RGW).
 	if _, err := alice.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: b, ACL: types.BucketCannedACLAuthenticatedRead}); err != nil {
 		t.Fatal(err)
 	}
 	acl, err := alice.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: b})
 	if err != nil || len(acl.Grants) != 2 || aws.ToString(acl.Owner.DisplayName) == "" ||
-		acl.Grants[0].Grantee.Type != types.TypeCanonicalUser || aws.ToString(acl.Grants[0].Grantee.DisplayName) != aws.ToString(acl.Owner.DisplayName) ||
-		acl.Grants[1].Grantee.Type != types.TypeGroup {
+		acl.Grants[1].Grantee.Type != types.TypeCanonicalUser || aws.ToString(acl.Grants[1].Grantee.DisplayName) != aws.ToString(acl.Owner.DisplayName) ||
+		acl.Grants[0].Grantee.Type != types.TypeGroup {
 		t.Fatalf("GetBucketAcl: %+v %v", acl, err)
 	}
 	cu, err := bob.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: aws.String("bobs")})
@@ -738,4 +738,89 @@ func TestConformNotificationEmptyID(t *testing.T) {
 		NotificationConfiguration: &types.NotificationConfiguration{TopicConfigurations: []types.TopicConfiguration{{
 			Id: aws.String(""), TopicArn: aws.String("arn:aws:sns:default::t"), Events: []types.Event{"s3:ObjectCreated:*"}}}}})
 	wantErr(t, "empty notification Id", err, 400, "InvalidArgument")
+}
+
+// ACL grant order (RGW lists group grants first, then users by id, each
+// grantee's grants in the order given; s3-tests checks the order exactly),
+// and email grantees (AWS: AmazonCustomerByEmail resolves to the user with
+// that address, listed as a CanonicalUser; an unknown address is 400
+// UnresolvableGrantByEmailAddress).
+func TestConformACLGrantOrder(t *testing.T) {
+	g := StartGateway(t)
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	for _, u := range [][]string{{"aaa-first", "Aaa", "aaa@example.com"}, {"zzz-last", "Zzz", "zzz@example.com"}} {
+		if _, err := g.Admin("user", "create", "--uid", u[0], "--display-name", u[1], "--email", u[2]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := aws.String("aclorder")
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b, ACL: types.BucketCannedACLPublicReadWrite}); err != nil {
+		t.Fatal(err)
+	}
+	type grant struct{ typ, who, perm string }
+	list := func() []grant {
+		t.Helper()
+		acl, err := c.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []grant
+		for _, gr := range acl.Grants {
+			who := aws.ToString(gr.Grantee.ID) + aws.ToString(gr.Grantee.URI) + aws.ToString(gr.Grantee.EmailAddress)
+			out = append(out, grant{string(gr.Grantee.Type), who, string(gr.Permission)})
+		}
+		return out
+	}
+	acl, err := c.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := aws.ToString(acl.Owner.ID)
+	if !(me > "aaa-first" && me < "zzz-last") {
+		t.Fatalf("the test assumes the owner id %q sorts between its users", me)
+	}
+	const all = "http://acs.amazonaws.com/groups/global/AllUsers"
+	want := []grant{{"Group", all, "READ"}, {"Group", all, "WRITE"}, {"CanonicalUser", me, "FULL_CONTROL"}}
+	if got := list(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("public-read-write grants:\n got %v\nwant %v", got, want)
+	}
+
+	// An AccessControlPolicy listing the owner first, a user, a group and
+	// an email grantee.
+	user := func(id string) *types.Grantee { return &types.Grantee{Type: types.TypeCanonicalUser, ID: aws.String(id)} }
+	if _, err := c.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: b, AccessControlPolicy: &types.AccessControlPolicy{
+		Owner: &types.Owner{ID: aws.String(me)},
+		Grants: []types.Grant{
+			{Grantee: user(me), Permission: types.PermissionFullControl},
+			{Grantee: user("zzz-last"), Permission: types.PermissionWrite},
+			{Grantee: user("zzz-last"), Permission: types.PermissionRead},
+			{Grantee: &types.Grantee{Type: types.TypeGroup, URI: aws.String(all)}, Permission: types.PermissionRead},
+			{Grantee: &types.Grantee{Type: types.TypeAmazonCustomerByEmail, EmailAddress: aws.String("AAA@example.com")}, Permission: types.PermissionReadAcp},
+		}}}); err != nil {
+		t.Fatal(err)
+	}
+	want = []grant{{"Group", all, "READ"}, {"CanonicalUser", "aaa-first", "READ_ACP"}, {"CanonicalUser", me, "FULL_CONTROL"},
+		{"CanonicalUser", "zzz-last", "WRITE"}, {"CanonicalUser", "zzz-last", "READ"}}
+	if got := list(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("AccessControlPolicy grants:\n got %v\nwant %v", got, want)
+	}
+
+	// x-amz-grant-* headers: each header's grantees in order, headers in
+	// READ, WRITE, READ_ACP, WRITE_ACP, FULL_CONTROL order.
+	if _, err := c.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: b, GrantFullControl: aws.String(`id="` + me + `"`),
+		GrantRead: aws.String(`id="zzz-last", emailAddress="aaa@example.com", uri="` + all + `"`), GrantWriteACP: aws.String(`id="zzz-last"`)}); err != nil {
+		t.Fatal(err)
+	}
+	want = []grant{{"Group", all, "READ"}, {"CanonicalUser", "aaa-first", "READ"}, {"CanonicalUser", me, "FULL_CONTROL"},
+		{"CanonicalUser", "zzz-last", "READ"}, {"CanonicalUser", "zzz-last", "WRITE_ACP"}}
+	if got := list(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("x-amz-grant-* grants:\n got %v\nwant %v", got, want)
+	}
+
+	_, err = c.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: b, GrantRead: aws.String(`emailAddress="nobody@example.com"`)})
+	wantErr(t, "grant to an unknown email", err, 400, "UnresolvableGrantByEmailAddress")
+	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("k"), Body: strings.NewReader("x"),
+		GrantRead: aws.String(`emailAddress="nobody@example.com"`)})
+	wantErr(t, "object grant to an unknown email", err, 400, "UnresolvableGrantByEmailAddress")
 }
