@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -788,7 +789,9 @@ func TestConformACLGrantOrder(t *testing.T) {
 
 	// An AccessControlPolicy listing the owner first, a user, a group and
 	// an email grantee.
-	user := func(id string) *types.Grantee { return &types.Grantee{Type: types.TypeCanonicalUser, ID: aws.String(id)} }
+	user := func(id string) *types.Grantee {
+		return &types.Grantee{Type: types.TypeCanonicalUser, ID: aws.String(id)}
+	}
 	if _, err := c.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: b, AccessControlPolicy: &types.AccessControlPolicy{
 		Owner: &types.Owner{ID: aws.String(me)},
 		Grants: []types.Grant{
@@ -823,4 +826,92 @@ func TestConformACLGrantOrder(t *testing.T) {
 	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("k"), Body: strings.NewReader("x"),
 		GrantRead: aws.String(`emailAddress="nobody@example.com"`)})
 	wantErr(t, "object grant to an unknown email", err, 400, "UnresolvableGrantByEmailAddress")
+}
+
+// GET and HEAD with partNumber and ChecksumMode ENABLED answer the part's
+// checksum (AWS ObjectPart/GetObject: part-level checksums of multipart
+// uploads, the default CRC64NVME included) with the object's checksum
+// type; the SDK validates the part's bytes against it. Part 1 of a
+// single-part object is the whole object, with its checksum.
+func TestConformPartChecksums(t *testing.T) {
+	g := StartGateway(t)
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	plain := s3.New(c.Options(), func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired })
+	ctx := context.Background()
+	b := aws.String("partsums")
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	data := randomData(t, 5*mib+1000)
+	chunks := [][]byte{data[:5*mib], data[5*mib:]}
+	upload := func(cl *s3.Client, k string, alg types.ChecksumAlgorithm) []string {
+		t.Helper()
+		cu, err := cl.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: aws.String(k), ChecksumAlgorithm: alg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var parts []types.CompletedPart
+		var sums []string
+		for i, chunk := range chunks {
+			up, err := cl.UploadPart(ctx, &s3.UploadPartInput{Bucket: b, Key: aws.String(k), UploadId: cu.UploadId,
+				PartNumber: aws.Int32(int32(i + 1)), Body: bytes.NewReader(chunk), ChecksumAlgorithm: alg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts = append(parts, types.CompletedPart{PartNumber: aws.Int32(int32(i + 1)), ETag: up.ETag, ChecksumCRC32: up.ChecksumCRC32})
+			sums = append(sums, aws.ToString(up.ChecksumCRC32))
+		}
+		if _, err := cl.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: b, Key: aws.String(k), UploadId: cu.UploadId,
+			MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}); err != nil {
+			t.Fatal(err)
+		}
+		return sums
+	}
+
+	// COMPOSITE CRC32: each part's own CRC32.
+	sums := upload(c, "composite", types.ChecksumAlgorithmCrc32)
+	for i := range chunks {
+		n := aws.Int32(int32(i + 1))
+		get, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: aws.String("composite"), PartNumber: n, ChecksumMode: types.ChecksumModeEnabled})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(get.Body) // validated by the SDK
+		get.Body.Close()
+		if err != nil || !bytes.Equal(body, chunks[i]) || aws.ToString(get.ChecksumCRC32) != sums[i] ||
+			get.ChecksumType != types.ChecksumTypeComposite || aws.ToInt32(get.PartsCount) != 2 {
+			t.Fatalf("GET part %d: %v crc32 %q type %q parts %d, want %q COMPOSITE 2", i+1, err, aws.ToString(get.ChecksumCRC32), get.ChecksumType, aws.ToInt32(get.PartsCount), sums[i])
+		}
+		head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: aws.String("composite"), PartNumber: n, ChecksumMode: types.ChecksumModeEnabled})
+		if err != nil || aws.ToString(head.ChecksumCRC32) != sums[i] || head.ChecksumType != types.ChecksumTypeComposite {
+			t.Fatalf("HEAD part %d: %v %q %q", i+1, err, aws.ToString(head.ChecksumCRC32), head.ChecksumType)
+		}
+	}
+	// Without ChecksumMode, no checksum.
+	if head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: aws.String("composite"), PartNumber: aws.Int32(1)}); err != nil || head.ChecksumCRC32 != nil {
+		t.Fatalf("HEAD part without checksum mode: %v %q", err, aws.ToString(head.ChecksumCRC32))
+	}
+
+	// Uploaded without checksums: the default CRC64NVME of each part.
+	upload(plain, "default", "")
+	for i := range chunks {
+		head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: aws.String("default"), PartNumber: aws.Int32(int32(i + 1)), ChecksumMode: types.ChecksumModeEnabled})
+		if err != nil || aws.ToString(head.ChecksumCRC64NVME) != crc64NVME(chunks[i]) || head.ChecksumType != types.ChecksumTypeFullObject {
+			t.Fatalf("HEAD default part %d: %v %q %q, want %q", i+1, err, aws.ToString(head.ChecksumCRC64NVME), head.ChecksumType, crc64NVME(chunks[i]))
+		}
+	}
+
+	// A single-part object: part 1 is the object.
+	if _, err := plain.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("single"), Body: bytes.NewReader(chunks[1])}); err != nil {
+		t.Fatal(err)
+	}
+	get, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: aws.String("single"), PartNumber: aws.Int32(1), ChecksumMode: types.ChecksumModeEnabled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(get.Body)
+	get.Body.Close()
+	if err != nil || !bytes.Equal(body, chunks[1]) || aws.ToString(get.ChecksumCRC64NVME) != crc64NVME(chunks[1]) || get.ChecksumType != types.ChecksumTypeFullObject {
+		t.Fatalf("GET part 1 of a single-part object: %v %q %q", err, aws.ToString(get.ChecksumCRC64NVME), get.ChecksumType)
+	}
 }

@@ -156,6 +156,18 @@ func setChecksumHeaders(h http.Header, sums map[string]string, typ string) {
 	}
 }
 
+// setPartChecksumHeaders answers GET/HEAD ?partNumber=n of a multipart
+// object with that part's checksum, as S3 does (the SDKs validate the
+// part's bytes against it), and the object's checksum type.
+func setPartChecksumHeaders(h http.Header, info driver.ObjectInfo, n int) {
+	if n > len(info.Meta.PartChecksums) || info.Meta.PartChecksums[n-1] == "" {
+		return
+	}
+	for alg := range info.Meta.Checksums { // one algorithm per multipart object
+		setChecksumHeaders(h, map[string]string{alg: info.Meta.PartChecksums[n-1]}, info.Meta.ChecksumType)
+	}
+}
+
 func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
 	vid, err := s.versionParam(r.URL.Query())
 	if err != nil {
@@ -432,6 +444,9 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 				if l == 0 { // an empty last part: no range to name
 					closeBody()
 					writeObjectHeaders(w.Header(), info, q, false)
+					if withChecksums {
+						setPartChecksumHeaders(w.Header(), info, partNumber)
+					}
 					w.Header().Set("Content-Length", "0")
 					w.WriteHeader(http.StatusOK)
 					return nil
@@ -469,7 +484,11 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 		}
 
 		h := w.Header()
-		writeObjectHeaders(h, info, q, withChecksums && rng == nil)
+		// A part of a single-part object is all of it: its checksums hold.
+		writeObjectHeaders(h, info, q, withChecksums && (rng == nil || partNumber > 0 && info.Parts == 0))
+		if withChecksums && partNumber > 0 && info.Parts > 0 {
+			setPartChecksumHeaders(h, info, partNumber)
+		}
 		sseHeaders(h, info.Meta.SSE, sp.keyMD5)
 		setVersionHeader(h, info.VersionID)
 		s.setExpiration(ctx, h, rc.bucket, vid, info)
