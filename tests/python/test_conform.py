@@ -83,3 +83,52 @@ def test_presign_expires_bounds(expires, want):
         urllib.request.urlopen(url)
     assert e.value.code == 400
     assert f"<Code>{want}</Code>" in e.value.read().decode()
+
+
+def post_form(bucket, doc, fields):
+    """A SigV2 POST form (as s3-tests builds it) with the policy doc."""
+    import base64
+    import hashlib
+    import hmac
+    import json
+    policy = base64.b64encode(json.dumps(doc).encode())
+    sig = base64.b64encode(hmac.new(SK.encode(), policy, hashlib.sha1).digest()).decode()
+    fields = dict(fields, AWSAccessKeyId=AK, signature=sig, policy=policy.decode())
+    boundary = "----conform" + uuid.uuid4().hex
+    body = b"".join(f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
+                    for k, v in fields.items())
+    body += (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n\r\nbar\r\n'
+             f"--{boundary}--\r\n").encode()
+    req = urllib.request.Request(f"{ENDPOINT}/{bucket}", data=body, method="POST",
+                                 headers={"Content-Type": "multipart/form-data; boundary=" + boundary})
+    try:
+        with urllib.request.urlopen(req) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+@pytest.mark.parametrize("expiration,conditions,want", [
+    # Condition names, operators and form field names are case-insensitive
+    # (s3-tests test_post_object_case_insensitive_condition_fields)...
+    ("expiration", "conditions", 204),
+    # ...the policy document's own keys are not (s3-tests
+    # test_post_object_condition_is_case_sensitive, _expires_is_case_sensitive).
+    ("expiration", "CONDITIONS", 400),
+    ("EXPIRATION", "conditions", 400),
+])
+def test_post_policy_key_case(expiration, conditions, want):
+    import datetime
+    c = client()
+    b = "postcase-" + uuid.uuid4().hex[:8]
+    c.create_bucket(Bucket=b)
+    exp = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    doc = {expiration: exp, conditions: [
+        {"bUcKeT": b}, ["StArTs-WiTh", "$KeY", "foo"], {"AcL": "private"},
+        ["StArTs-WiTh", "$CoNtEnT-TyPe", "text/plain"], ["content-length-range", 0, 1024]]}
+    status, body = post_form(b, doc, {"kEy": "foo.txt", "aCl": "private", "Content-Type": "text/plain"})
+    assert status == want, body
+    if want == 204:
+        assert c.get_object(Bucket=b, Key="foo.txt")["Body"].read() == b"bar"
+    else:
+        assert b"<Code>InvalidPolicyDocument</Code>" in body
