@@ -915,3 +915,68 @@ func TestConformPartChecksums(t *testing.T) {
 		t.Fatalf("GET part 1 of a single-part object: %v %q %q", err, aws.ToString(get.ChecksumCRC64NVME), get.ChecksumType)
 	}
 }
+
+// Bucket policies and object ownership: a statement whose only action
+// needs an object ARN but names only the bucket is MalformedPolicy ("Action
+// does not apply to any resource(s) in statement", AWS); beside an action
+// that fits, s3:PutObject on the bucket ARN is accepted and never matches
+// an object. The bucket owner reads the ACL of an object another user
+// wrote (ObjectWriter ownership) only when that ACL grants it (AWS: the
+// object owner controls its ACL).
+func TestConformPolicyResourcesAndObjectACLOwner(t *testing.T) {
+	g := StartGateway(t)
+	ctx := context.Background()
+	for _, u := range []string{"alice", "bob"} {
+		if _, err := g.Admin("user", "create", "--uid", u, "--display-name", u, "--access-key", strings.ToUpper(u)+"KEY", "--secret", u+"secret123"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice, bob := sdkClient(g, "ALICEKEY", "alicesecret123"), sdkClient(g, "BOBKEY", "bobsecret123")
+	b := aws.String("owners")
+	if _, err := alice.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	stmt := func(actions string) *string {
+		return aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam:::user/bob"},` +
+			`"Action":` + actions + `,"Resource":"arn:aws:s3:::owners"}]}`)
+	}
+	_, err := alice.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: b, Policy: stmt(`"s3:PutObject"`)})
+	wantErr(t, "object action on the bucket ARN alone", err, 400, "MalformedPolicy")
+	if _, err := alice.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: b, Policy: stmt(`["s3:PutObject","s3:ListBucket"]`)}); err != nil {
+		t.Fatalf("object action beside a bucket action on the bucket ARN: %v", err)
+	}
+	if _, err := bob.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: b}); err != nil {
+		t.Fatalf("ListBucket granted on the bucket ARN: %v", err)
+	}
+	_, err = bob.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("k"), Body: strings.NewReader("x")})
+	wantErr(t, "PutObject matched by a bucket ARN", err, 403, "AccessDenied")
+
+	// Bob writes an object (granted on bucket/*); alice owns the bucket, not it.
+	if _, err := alice.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: b, Policy: aws.String(`{"Version":"2012-10-17","Statement":[` +
+		`{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam:::user/bob"},"Action":"s3:PutObject","Resource":"arn:aws:s3:::owners/*"}]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("bobs"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = alice.GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: b, Key: aws.String("bobs")})
+	wantErr(t, "bucket owner reading the ACL of bob's object", err, 403, "AccessDenied")
+	_, err = alice.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: aws.String("bobs")})
+	wantErr(t, "bucket owner reading bob's object", err, 403, "AccessDenied")
+	// bucket-owner-read grants READ, not READ_ACP; bucket-owner-full-control both.
+	if _, err := bob.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("bobs"), Body: strings.NewReader("x"), ACL: types.ObjectCannedACLBucketOwnerRead}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: aws.String("bobs")}); err != nil {
+		t.Fatalf("bucket-owner-read: %v", err)
+	}
+	_, err = alice.GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: b, Key: aws.String("bobs")})
+	wantErr(t, "bucket-owner-read, ACL", err, 403, "AccessDenied")
+	if _, err := bob.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("bobs"), Body: strings.NewReader("x"), ACL: types.ObjectCannedACLBucketOwnerFullControl}); err != nil {
+		t.Fatal(err)
+	}
+	acl, err := alice.GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: b, Key: aws.String("bobs")})
+	if err != nil || aws.ToString(acl.Owner.ID) != "bob" {
+		t.Fatalf("bucket-owner-full-control, ACL: %+v %v", acl, err)
+	}
+}
