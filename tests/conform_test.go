@@ -980,3 +980,28 @@ func TestConformPolicyResourcesAndObjectACLOwner(t *testing.T) {
 		t.Fatalf("bucket-owner-full-control, ACL: %+v %v", acl, err)
 	}
 }
+
+// GetObjectTorrent as RGW answers it with torrents off (its default): no
+// object has a torrent, so an existing object is 404 NoSuchKey; a missing
+// one NoSuchKey too; another user without a grant AccessDenied.
+func TestConformObjectTorrent(t *testing.T) {
+	g := StartGateway(t)
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	b := aws.String("torrents")
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("k"), Body: strings.NewReader("data")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.GetObjectTorrent(ctx, &s3.GetObjectTorrentInput{Bucket: b, Key: aws.String("k")})
+	wantErr(t, "torrent of an object", err, 404, "NoSuchKey")
+	_, err = c.GetObjectTorrent(ctx, &s3.GetObjectTorrentInput{Bucket: b, Key: aws.String("missing")})
+	wantErr(t, "torrent of a missing object", err, 404, "NoSuchKey")
+	if _, err := g.Admin("user", "create", "--uid", "eve", "--display-name", "Eve", "--access-key", "EVEKEY", "--secret", "evesecret123"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = sdkClient(g, "EVEKEY", "evesecret123").GetObjectTorrent(ctx, &s3.GetObjectTorrentInput{Bucket: b, Key: aws.String("k")})
+	wantErr(t, "torrent without a grant", err, 403, "AccessDenied")
+}

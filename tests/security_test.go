@@ -402,7 +402,7 @@ func TestCrossUserMatrix(t *testing.T) {
 		{"DeleteBucket", "DELETE", "/mx-alice", "", nil},
 		{"GetObject", "GET", "/mx-alice/k", "", nil},
 		{"GetObjectAcl", "GET", "/mx-alice/k?acl", "", nil},
-		{"GetObjectTorrent(501)", "GET", "/mx-alice/k?torrent", "", nil},
+		{"GetObjectTorrent", "GET", "/mx-alice/k?torrent", "", nil},
 		{"PutObjectRetention(501)", "PUT", "/mx-alice/k?retention", "<Retention/>", nil},
 		{"PutObject", "PUT", "/mx-alice/new", "bob was here", nil},
 		{"PutObject(overwrite)", "PUT", "/mx-alice/k", "bob was here", nil},
