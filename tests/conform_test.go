@@ -1005,3 +1005,60 @@ func TestConformObjectTorrent(t *testing.T) {
 	_, err = sdkClient(g, "EVEKEY", "evesecret123").GetObjectTorrent(ctx, &s3.GetObjectTorrentInput{Bucket: b, Key: aws.String("k")})
 	wantErr(t, "torrent without a grant", err, 403, "AccessDenied")
 }
+
+// Lifecycle expiration events under RGW's two names (rgw_lc.cc sends each
+// expiration under its ObjectLifecycle:Expiration:* type and the legacy
+// LifecycleExpiration:* one; every configuration gets a record for each
+// type it selects): current version → Current and LifecycleExpiration:Delete
+// (with the object's size), noncurrent → LifecycleExpiration:Delete and
+// NonCurrent, expired delete marker → DeleteMarker and
+// LifecycleExpiration:DeleteMarkerCreated (size 0: a marker has no data).
+func TestConformLifecycleEventNames(t *testing.T) {
+	rv := newReceiver(t)
+	g := StartGateway(t, "--lc-debug-interval", "2s", "--notif-scan-interval", "1s")
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	awsCLI(t, g, "s3api", "create-bucket", "--bucket", "lcnames")
+	awsCLI(t, g, "s3api", "put-bucket-versioning", "--bucket", "lcnames", "--versioning-configuration", "Status=Enabled")
+	out := awsCLI(t, g, "sns", "create-topic", "--name=lcnames",
+		`--attributes={"push-endpoint": "`+rv.srv.URL+`", "persistent": "true"}`)
+	arn := jsonField(t, out, "TopicArn")
+	awsCLI(t, g, "s3api", "put-bucket-notification-configuration", "--bucket", "lcnames",
+		`--notification-configuration={"TopicConfigurations": [`+
+			`{"Id": "new", "TopicArn": "`+arn+`", "Events": ["s3:ObjectLifecycle:Expiration:*"]},`+
+			`{"Id": "legacy", "TopicArn": "`+arn+`", "Events": ["s3:LifecycleExpiration:*"]},`+
+			`{"Id": "both", "TopicArn": "`+arn+`", "Events": ["s3:ObjectLifecycle:Expiration:Current", "s3:LifecycleExpiration:Delete"]}]}`)
+	sdkPut(t, c, "lcnames", "k", "old")
+	sdkPut(t, c, "lcnames", "k", "current!")
+	awsCLI(t, g, "s3api", "put-bucket-lifecycle-configuration", "--bucket", "lcnames", "--lifecycle-configuration",
+		`{"Rules": [{"ID": "all", "Status": "Enabled", "Filter": {"Prefix": ""}, "Expiration": {"Days": 1}, "NoncurrentVersionExpiration": {"NoncurrentDays": 1}}]}`)
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(versionsOf(t, c, "lcnames")) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("versions left: %v", versionsOf(t, c, "lcnames"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	want := map[string]int{
+		"new ObjectLifecycle:Expiration:Current 8": 1, "new ObjectLifecycle:Expiration:NonCurrent 3": 1,
+		"new ObjectLifecycle:Expiration:NonCurrent 8": 1, "new ObjectLifecycle:Expiration:DeleteMarker 0": 1,
+		"legacy LifecycleExpiration:Delete 8": 2, "legacy LifecycleExpiration:Delete 3": 1,
+		"legacy LifecycleExpiration:DeleteMarkerCreated 0": 1,
+		"both ObjectLifecycle:Expiration:Current 8": 1, "both LifecycleExpiration:Delete 8": 2, "both LifecycleExpiration:Delete 3": 1,
+	}
+	total := 0
+	for _, n := range want {
+		total += n
+	}
+	deadline = time.Now().Add(time.Minute)
+	for len(rv.snapshot()) < total && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	waitPasses(t, g, "lcnames", 1) // late extras would have arrived by now
+	got := map[string]int{}
+	for _, r := range rv.snapshot() {
+		got[fmt.Sprintf("%v %v %v", field(r, "s3", "configurationId"), r["eventName"], field(r, "s3", "object", "size"))]++
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("records (configuration, eventName, size):\n got %v\nwant %v", got, want)
+	}
+}
