@@ -132,3 +132,14 @@ def test_post_policy_key_case(expiration, conditions, want):
         assert c.get_object(Bucket=b, Key="foo.txt")["Body"].read() == b"bar"
     else:
         assert b"<Code>InvalidPolicyDocument</Code>" in body
+
+
+@pytest.mark.parametrize("sigv", ["s3", "v2"])
+def test_sns_sigv2_access_denied(sigv):
+    # SNS takes SigV4 only; a SigV2 request (S3's header form, or the query
+    # APIs' SignatureVersion=2) is 403 AccessDenied, the code RGW answers.
+    sns = boto3.client("sns", endpoint_url=ENDPOINT, aws_access_key_id=AK, aws_secret_access_key=SK,
+                       region_name="us-east-1", config=Config(signature_version=sigv, retries={"max_attempts": 1}))
+    with pytest.raises(ClientError) as e:
+        sns.create_topic(Name="v2topic-" + uuid.uuid4().hex[:8])
+    assert error(e.value) == (403, "AccessDenied")
