@@ -6,6 +6,7 @@ package tests
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
@@ -1043,7 +1044,7 @@ func TestConformLifecycleEventNames(t *testing.T) {
 		"new ObjectLifecycle:Expiration:NonCurrent 8": 1, "new ObjectLifecycle:Expiration:DeleteMarker 0": 1,
 		"legacy LifecycleExpiration:Delete 8": 2, "legacy LifecycleExpiration:Delete 3": 1,
 		"legacy LifecycleExpiration:DeleteMarkerCreated 0": 1,
-		"both ObjectLifecycle:Expiration:Current 8": 1, "both LifecycleExpiration:Delete 8": 2, "both LifecycleExpiration:Delete 3": 1,
+		"both ObjectLifecycle:Expiration:Current 8":        1, "both LifecycleExpiration:Delete 8": 2, "both LifecycleExpiration:Delete 3": 1,
 	}
 	total := 0
 	for _, n := range want {
@@ -1060,5 +1061,61 @@ func TestConformLifecycleEventNames(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("records (configuration, eventName, size):\n got %v\nwant %v", got, want)
+	}
+}
+
+// cairn admin topic get/list print subscribed_buckets, the buckets whose
+// notifications name the topic, as radosgw-admin does.
+func TestConformAdminTopicSubscribedBuckets(t *testing.T) {
+	g := StartGateway(t)
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	arn := jsonField(t, awsCLI(t, g, "sns", "create-topic", "--name=subs"), "TopicArn")
+	for _, b := range []string{"subs-b", "subs-a", "subs-none"} {
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range []string{"subs-b", "subs-a"} {
+		if _, err := c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String(b),
+			NotificationConfiguration: &types.NotificationConfiguration{TopicConfigurations: []types.TopicConfiguration{
+				{Id: aws.String("one"), TopicArn: aws.String(arn), Events: []types.Event{"s3:ObjectCreated:*"}},
+				{Id: aws.String("two"), TopicArn: aws.String(arn), Events: []types.Event{"s3:ObjectRemoved:*"}}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subs := func(args ...string) string {
+		t.Helper()
+		out, err := g.Admin(args...)
+		if err != nil {
+			t.Fatalf("admin %v: %s %v", args, out, err)
+		}
+		var doc struct {
+			SubscribedBuckets []string `json:"subscribed_buckets"`
+			Topics            []struct {
+				Name              string   `json:"name"`
+				SubscribedBuckets []string `json:"subscribed_buckets"`
+			} `json:"topics"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("admin %v: %v\n%s", args, err, out)
+		}
+		if len(doc.Topics) > 0 {
+			return fmt.Sprint(doc.Topics[0].Name, doc.Topics[0].SubscribedBuckets)
+		}
+		return fmt.Sprint(doc.SubscribedBuckets)
+	}
+	if got := subs("topic", "get", "--topic", "subs"); got != "[subs-a subs-b]" {
+		t.Fatalf("topic get: %s", got)
+	}
+	if got := subs("topic", "list"); got != "subs[subs-a subs-b]" {
+		t.Fatalf("topic list: %s", got)
+	}
+	if _, err := c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String("subs-b"),
+		NotificationConfiguration: &types.NotificationConfiguration{}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := subs("topic", "get", "--topic", "subs"); got != "[subs-a]" {
+		t.Fatalf("topic get after subs-b dropped its notifications: %s", got)
 	}
 }
