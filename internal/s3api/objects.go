@@ -59,6 +59,11 @@ func objectMeta(h http.Header) (driver.ObjectMeta, error) {
 	if size > driver.MaxUserMetaSize {
 		return m, s3err.New(s3err.ErrMetadataTooLarge, "Your metadata headers exceed the maximum allowed metadata size (%d > %d bytes).", size, driver.MaxUserMetaSize)
 	}
+	// Every object is STANDARD, the one class of RGW's default placement;
+	// another is refused as RGW refuses a class its placement lacks.
+	if sc := h.Get("x-amz-storage-class"); sc != "" && sc != "STANDARD" {
+		return m, s3err.New(s3err.ErrInvalidStorageClass, "")
+	}
 	if t := h.Get("x-amz-tagging"); t != "" {
 		tags, err := parseTagging(t)
 		if err != nil {
@@ -375,8 +380,8 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 		partNumber = n
 	}
 	rangeHdr := r.Header.Get("Range")
-	if partNumber > 0 {
-		rangeHdr = "" // S3 rejects both; we let partNumber win
+	if partNumber > 0 && rangeHdr != "" {
+		return s3err.New(s3err.ErrInvalidRequest, "Cannot specify both Range header and partNumber query parameter.")
 	}
 	withChecksums := strings.EqualFold(r.Header.Get("x-amz-checksum-mode"), "ENABLED")
 	sp, err := s.parseSSE(r, sseRead)
