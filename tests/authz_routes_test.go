@@ -256,6 +256,7 @@ func routeSpecs() map[string]routeSpec {
 			more: []routeVariant{{name: "version", query: versionQuery, deny: "s3:GetObjectVersionAttributes",
 				grant:   []string{"s3:GetObjectVersionAttributes", "s3:GetObjectVersion"},
 				partial: []string{"s3:GetObjectAttributes", "s3:GetObject"}}}},
+		"GetObjectTorrent":      version(obj("s3:GetObjectTorrent", false), "s3:GetObjectVersionTorrent", "s3:GetObjectTorrent", false),
 		"GetObjectRetention":    obj("s3:GetObjectRetention", false),
 		"PutObjectRetention":    withBody(obj("s3:PutObjectRetention", true), `<Retention><Mode>GOVERNANCE</Mode><RetainUntilDate>`+future+`</RetainUntilDate></Retention>`),
 		"GetObjectLegalHold":    obj("s3:GetObjectLegalHold", false),

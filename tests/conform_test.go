@@ -6,7 +6,9 @@ package tests
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -658,14 +660,14 @@ func TestConformMultipartInitiator(t *testing.T) {
 		t.Fatal(err)
 	}
 	// ACL documents: CanonicalUser grantees carry DisplayName (AWS, RGW),
-	// canned ACLs included.
+	// canned ACLs included; groups listed first (RGW).
 	if _, err := alice.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: b, ACL: types.BucketCannedACLAuthenticatedRead}); err != nil {
 		t.Fatal(err)
 	}
 	acl, err := alice.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: b})
 	if err != nil || len(acl.Grants) != 2 || aws.ToString(acl.Owner.DisplayName) == "" ||
-		acl.Grants[0].Grantee.Type != types.TypeCanonicalUser || aws.ToString(acl.Grants[0].Grantee.DisplayName) != aws.ToString(acl.Owner.DisplayName) ||
-		acl.Grants[1].Grantee.Type != types.TypeGroup {
+		acl.Grants[1].Grantee.Type != types.TypeCanonicalUser || aws.ToString(acl.Grants[1].Grantee.DisplayName) != aws.ToString(acl.Owner.DisplayName) ||
+		acl.Grants[0].Grantee.Type != types.TypeGroup {
 		t.Fatalf("GetBucketAcl: %+v %v", acl, err)
 	}
 	cu, err := bob.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: aws.String("bobs")})
@@ -738,4 +740,417 @@ func TestConformNotificationEmptyID(t *testing.T) {
 		NotificationConfiguration: &types.NotificationConfiguration{TopicConfigurations: []types.TopicConfiguration{{
 			Id: aws.String(""), TopicArn: aws.String("arn:aws:sns:default::t"), Events: []types.Event{"s3:ObjectCreated:*"}}}}})
 	wantErr(t, "empty notification Id", err, 400, "InvalidArgument")
+}
+
+// ACL grant order (RGW lists group grants first, then users by id, each
+// grantee's grants in the order given; s3-tests checks the order exactly),
+// and email grantees (AWS: AmazonCustomerByEmail resolves to the user with
+// that address, listed as a CanonicalUser; an unknown address is 400
+// UnresolvableGrantByEmailAddress).
+func TestConformACLGrantOrder(t *testing.T) {
+	g := StartGateway(t)
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	for _, u := range [][]string{{"aaa-first", "Aaa", "aaa@example.com"}, {"zzz-last", "Zzz", "zzz@example.com"}} {
+		if _, err := g.Admin("user", "create", "--uid", u[0], "--display-name", u[1], "--email", u[2]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := aws.String("aclorder")
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b, ACL: types.BucketCannedACLPublicReadWrite}); err != nil {
+		t.Fatal(err)
+	}
+	type grant struct{ typ, who, perm string }
+	list := func() []grant {
+		t.Helper()
+		acl, err := c.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []grant
+		for _, gr := range acl.Grants {
+			who := aws.ToString(gr.Grantee.ID) + aws.ToString(gr.Grantee.URI) + aws.ToString(gr.Grantee.EmailAddress)
+			out = append(out, grant{string(gr.Grantee.Type), who, string(gr.Permission)})
+		}
+		return out
+	}
+	acl, err := c.GetBucketAcl(ctx, &s3.GetBucketAclInput{Bucket: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := aws.ToString(acl.Owner.ID)
+	if !(me > "aaa-first" && me < "zzz-last") {
+		t.Fatalf("the test assumes the owner id %q sorts between its users", me)
+	}
+	const all = "http://acs.amazonaws.com/groups/global/AllUsers"
+	want := []grant{{"Group", all, "READ"}, {"Group", all, "WRITE"}, {"CanonicalUser", me, "FULL_CONTROL"}}
+	if got := list(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("public-read-write grants:\n got %v\nwant %v", got, want)
+	}
+
+	// An AccessControlPolicy listing the owner first, a user, a group and
+	// an email grantee.
+	user := func(id string) *types.Grantee {
+		return &types.Grantee{Type: types.TypeCanonicalUser, ID: aws.String(id)}
+	}
+	if _, err := c.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: b, AccessControlPolicy: &types.AccessControlPolicy{
+		Owner: &types.Owner{ID: aws.String(me)},
+		Grants: []types.Grant{
+			{Grantee: user(me), Permission: types.PermissionFullControl},
+			{Grantee: user("zzz-last"), Permission: types.PermissionWrite},
+			{Grantee: user("zzz-last"), Permission: types.PermissionRead},
+			{Grantee: &types.Grantee{Type: types.TypeGroup, URI: aws.String(all)}, Permission: types.PermissionRead},
+			{Grantee: &types.Grantee{Type: types.TypeAmazonCustomerByEmail, EmailAddress: aws.String("AAA@example.com")}, Permission: types.PermissionReadAcp},
+		}}}); err != nil {
+		t.Fatal(err)
+	}
+	want = []grant{{"Group", all, "READ"}, {"CanonicalUser", "aaa-first", "READ_ACP"}, {"CanonicalUser", me, "FULL_CONTROL"},
+		{"CanonicalUser", "zzz-last", "WRITE"}, {"CanonicalUser", "zzz-last", "READ"}}
+	if got := list(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("AccessControlPolicy grants:\n got %v\nwant %v", got, want)
+	}
+
+	// x-amz-grant-* headers: each header's grantees in order, headers in
+	// READ, WRITE, READ_ACP, WRITE_ACP, FULL_CONTROL order.
+	if _, err := c.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: b, GrantFullControl: aws.String(`id="` + me + `"`),
+		GrantRead: aws.String(`id="zzz-last", emailAddress="aaa@example.com", uri="` + all + `"`), GrantWriteACP: aws.String(`id="zzz-last"`)}); err != nil {
+		t.Fatal(err)
+	}
+	want = []grant{{"Group", all, "READ"}, {"CanonicalUser", "aaa-first", "READ"}, {"CanonicalUser", me, "FULL_CONTROL"},
+		{"CanonicalUser", "zzz-last", "READ"}, {"CanonicalUser", "zzz-last", "WRITE_ACP"}}
+	if got := list(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("x-amz-grant-* grants:\n got %v\nwant %v", got, want)
+	}
+
+	_, err = c.PutBucketAcl(ctx, &s3.PutBucketAclInput{Bucket: b, GrantRead: aws.String(`emailAddress="nobody@example.com"`)})
+	wantErr(t, "grant to an unknown email", err, 400, "UnresolvableGrantByEmailAddress")
+	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("k"), Body: strings.NewReader("x"),
+		GrantRead: aws.String(`emailAddress="nobody@example.com"`)})
+	wantErr(t, "object grant to an unknown email", err, 400, "UnresolvableGrantByEmailAddress")
+}
+
+// GET and HEAD with partNumber and ChecksumMode ENABLED answer the part's
+// checksum (AWS ObjectPart/GetObject: part-level checksums of multipart
+// uploads, the default CRC64NVME included) with the object's checksum
+// type; the SDK validates the part's bytes against it. Part 1 of a
+// single-part object is the whole object, with its checksum.
+func TestConformPartChecksums(t *testing.T) {
+	g := StartGateway(t)
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	plain := s3.New(c.Options(), func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired })
+	ctx := context.Background()
+	b := aws.String("partsums")
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	data := randomData(t, 5*mib+1000)
+	chunks := [][]byte{data[:5*mib], data[5*mib:]}
+	upload := func(cl *s3.Client, k string, alg types.ChecksumAlgorithm) []string {
+		t.Helper()
+		cu, err := cl.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: aws.String(k), ChecksumAlgorithm: alg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var parts []types.CompletedPart
+		var sums []string
+		for i, chunk := range chunks {
+			up, err := cl.UploadPart(ctx, &s3.UploadPartInput{Bucket: b, Key: aws.String(k), UploadId: cu.UploadId,
+				PartNumber: aws.Int32(int32(i + 1)), Body: bytes.NewReader(chunk), ChecksumAlgorithm: alg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts = append(parts, types.CompletedPart{PartNumber: aws.Int32(int32(i + 1)), ETag: up.ETag, ChecksumCRC32: up.ChecksumCRC32})
+			sums = append(sums, aws.ToString(up.ChecksumCRC32))
+		}
+		if _, err := cl.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: b, Key: aws.String(k), UploadId: cu.UploadId,
+			MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}); err != nil {
+			t.Fatal(err)
+		}
+		return sums
+	}
+
+	// COMPOSITE CRC32: each part's own CRC32.
+	sums := upload(c, "composite", types.ChecksumAlgorithmCrc32)
+	for i := range chunks {
+		n := aws.Int32(int32(i + 1))
+		get, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: aws.String("composite"), PartNumber: n, ChecksumMode: types.ChecksumModeEnabled})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(get.Body) // validated by the SDK
+		get.Body.Close()
+		if err != nil || !bytes.Equal(body, chunks[i]) || aws.ToString(get.ChecksumCRC32) != sums[i] ||
+			get.ChecksumType != types.ChecksumTypeComposite || aws.ToInt32(get.PartsCount) != 2 {
+			t.Fatalf("GET part %d: %v crc32 %q type %q parts %d, want %q COMPOSITE 2", i+1, err, aws.ToString(get.ChecksumCRC32), get.ChecksumType, aws.ToInt32(get.PartsCount), sums[i])
+		}
+		head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: aws.String("composite"), PartNumber: n, ChecksumMode: types.ChecksumModeEnabled})
+		if err != nil || aws.ToString(head.ChecksumCRC32) != sums[i] || head.ChecksumType != types.ChecksumTypeComposite {
+			t.Fatalf("HEAD part %d: %v %q %q", i+1, err, aws.ToString(head.ChecksumCRC32), head.ChecksumType)
+		}
+	}
+	// Without ChecksumMode, no checksum.
+	if head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: aws.String("composite"), PartNumber: aws.Int32(1)}); err != nil || head.ChecksumCRC32 != nil {
+		t.Fatalf("HEAD part without checksum mode: %v %q", err, aws.ToString(head.ChecksumCRC32))
+	}
+
+	// Uploaded without checksums: the default CRC64NVME of each part.
+	upload(plain, "default", "")
+	for i := range chunks {
+		head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: aws.String("default"), PartNumber: aws.Int32(int32(i + 1)), ChecksumMode: types.ChecksumModeEnabled})
+		if err != nil || aws.ToString(head.ChecksumCRC64NVME) != crc64NVME(chunks[i]) || head.ChecksumType != types.ChecksumTypeFullObject {
+			t.Fatalf("HEAD default part %d: %v %q %q, want %q", i+1, err, aws.ToString(head.ChecksumCRC64NVME), head.ChecksumType, crc64NVME(chunks[i]))
+		}
+	}
+
+	// A single-part object: part 1 is the object.
+	if _, err := plain.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("single"), Body: bytes.NewReader(chunks[1])}); err != nil {
+		t.Fatal(err)
+	}
+	get, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: aws.String("single"), PartNumber: aws.Int32(1), ChecksumMode: types.ChecksumModeEnabled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(get.Body)
+	get.Body.Close()
+	if err != nil || !bytes.Equal(body, chunks[1]) || aws.ToString(get.ChecksumCRC64NVME) != crc64NVME(chunks[1]) || get.ChecksumType != types.ChecksumTypeFullObject {
+		t.Fatalf("GET part 1 of a single-part object: %v %q %q", err, aws.ToString(get.ChecksumCRC64NVME), get.ChecksumType)
+	}
+}
+
+// Bucket policies and object ownership: a statement whose only action
+// needs an object ARN but names only the bucket is MalformedPolicy ("Action
+// does not apply to any resource(s) in statement", AWS); beside an action
+// that fits, s3:PutObject on the bucket ARN is accepted and never matches
+// an object. The bucket owner reads the ACL of an object another user
+// wrote (ObjectWriter ownership) only when that ACL grants it (AWS: the
+// object owner controls its ACL).
+func TestConformPolicyResourcesAndObjectACLOwner(t *testing.T) {
+	g := StartGateway(t)
+	ctx := context.Background()
+	for _, u := range []string{"alice", "bob"} {
+		if _, err := g.Admin("user", "create", "--uid", u, "--display-name", u, "--access-key", strings.ToUpper(u)+"KEY", "--secret", u+"secret123"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice, bob := sdkClient(g, "ALICEKEY", "alicesecret123"), sdkClient(g, "BOBKEY", "bobsecret123")
+	b := aws.String("owners")
+	if _, err := alice.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	stmt := func(actions string) *string {
+		return aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam:::user/bob"},` +
+			`"Action":` + actions + `,"Resource":"arn:aws:s3:::owners"}]}`)
+	}
+	_, err := alice.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: b, Policy: stmt(`"s3:PutObject"`)})
+	wantErr(t, "object action on the bucket ARN alone", err, 400, "MalformedPolicy")
+	if _, err := alice.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: b, Policy: stmt(`["s3:PutObject","s3:ListBucket"]`)}); err != nil {
+		t.Fatalf("object action beside a bucket action on the bucket ARN: %v", err)
+	}
+	if _, err := bob.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: b}); err != nil {
+		t.Fatalf("ListBucket granted on the bucket ARN: %v", err)
+	}
+	_, err = bob.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("k"), Body: strings.NewReader("x")})
+	wantErr(t, "PutObject matched by a bucket ARN", err, 403, "AccessDenied")
+
+	// Bob writes an object (granted on bucket/*); alice owns the bucket, not it.
+	if _, err := alice.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: b, Policy: aws.String(`{"Version":"2012-10-17","Statement":[` +
+		`{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam:::user/bob"},"Action":"s3:PutObject","Resource":"arn:aws:s3:::owners/*"}]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("bobs"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = alice.GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: b, Key: aws.String("bobs")})
+	wantErr(t, "bucket owner reading the ACL of bob's object", err, 403, "AccessDenied")
+	_, err = alice.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: aws.String("bobs")})
+	wantErr(t, "bucket owner reading bob's object", err, 403, "AccessDenied")
+	// bucket-owner-read grants READ, not READ_ACP; bucket-owner-full-control both.
+	if _, err := bob.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("bobs"), Body: strings.NewReader("x"), ACL: types.ObjectCannedACLBucketOwnerRead}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: aws.String("bobs")}); err != nil {
+		t.Fatalf("bucket-owner-read: %v", err)
+	}
+	_, err = alice.GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: b, Key: aws.String("bobs")})
+	wantErr(t, "bucket-owner-read, ACL", err, 403, "AccessDenied")
+	if _, err := bob.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("bobs"), Body: strings.NewReader("x"), ACL: types.ObjectCannedACLBucketOwnerFullControl}); err != nil {
+		t.Fatal(err)
+	}
+	acl, err := alice.GetObjectAcl(ctx, &s3.GetObjectAclInput{Bucket: b, Key: aws.String("bobs")})
+	if err != nil || aws.ToString(acl.Owner.ID) != "bob" {
+		t.Fatalf("bucket-owner-full-control, ACL: %+v %v", acl, err)
+	}
+}
+
+// GetObjectTorrent as RGW answers it with torrents off (its default): no
+// object has a torrent, so an existing object is 404 NoSuchKey; a missing
+// one NoSuchKey too; another user without a grant AccessDenied.
+func TestConformObjectTorrent(t *testing.T) {
+	g := StartGateway(t)
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	b := aws.String("torrents")
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("k"), Body: strings.NewReader("data")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.GetObjectTorrent(ctx, &s3.GetObjectTorrentInput{Bucket: b, Key: aws.String("k")})
+	wantErr(t, "torrent of an object", err, 404, "NoSuchKey")
+	_, err = c.GetObjectTorrent(ctx, &s3.GetObjectTorrentInput{Bucket: b, Key: aws.String("missing")})
+	wantErr(t, "torrent of a missing object", err, 404, "NoSuchKey")
+	if _, err := g.Admin("user", "create", "--uid", "eve", "--display-name", "Eve", "--access-key", "EVEKEY", "--secret", "evesecret123"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = sdkClient(g, "EVEKEY", "evesecret123").GetObjectTorrent(ctx, &s3.GetObjectTorrentInput{Bucket: b, Key: aws.String("k")})
+	wantErr(t, "torrent without a grant", err, 403, "AccessDenied")
+}
+
+// Lifecycle expiration events under RGW's two names (rgw_lc.cc sends each
+// expiration under its ObjectLifecycle:Expiration:* type and the legacy
+// LifecycleExpiration:* one; every configuration gets a record for each
+// type it selects): current version → Current and LifecycleExpiration:Delete
+// (with the object's size), noncurrent → LifecycleExpiration:Delete and
+// NonCurrent, expired delete marker → DeleteMarker and
+// LifecycleExpiration:DeleteMarkerCreated (size 0: a marker has no data).
+func TestConformLifecycleEventNames(t *testing.T) {
+	rv := newReceiver(t)
+	g := StartGateway(t, "--lc-debug-interval", "2s", "--notif-scan-interval", "1s")
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	awsCLI(t, g, "s3api", "create-bucket", "--bucket", "lcnames")
+	awsCLI(t, g, "s3api", "put-bucket-versioning", "--bucket", "lcnames", "--versioning-configuration", "Status=Enabled")
+	out := awsCLI(t, g, "sns", "create-topic", "--name=lcnames",
+		`--attributes={"push-endpoint": "`+rv.srv.URL+`", "persistent": "true"}`)
+	arn := jsonField(t, out, "TopicArn")
+	awsCLI(t, g, "s3api", "put-bucket-notification-configuration", "--bucket", "lcnames",
+		`--notification-configuration={"TopicConfigurations": [`+
+			`{"Id": "new", "TopicArn": "`+arn+`", "Events": ["s3:ObjectLifecycle:Expiration:*"]},`+
+			`{"Id": "legacy", "TopicArn": "`+arn+`", "Events": ["s3:LifecycleExpiration:*"]},`+
+			`{"Id": "both", "TopicArn": "`+arn+`", "Events": ["s3:ObjectLifecycle:Expiration:Current", "s3:LifecycleExpiration:Delete"]}]}`)
+	sdkPut(t, c, "lcnames", "k", "old")
+	sdkPut(t, c, "lcnames", "k", "current!")
+	awsCLI(t, g, "s3api", "put-bucket-lifecycle-configuration", "--bucket", "lcnames", "--lifecycle-configuration",
+		`{"Rules": [{"ID": "all", "Status": "Enabled", "Filter": {"Prefix": ""}, "Expiration": {"Days": 1}, "NoncurrentVersionExpiration": {"NoncurrentDays": 1}}]}`)
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(versionsOf(t, c, "lcnames")) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("versions left: %v", versionsOf(t, c, "lcnames"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	want := map[string]int{
+		"new ObjectLifecycle:Expiration:Current 8": 1, "new ObjectLifecycle:Expiration:NonCurrent 3": 1,
+		"new ObjectLifecycle:Expiration:NonCurrent 8": 1, "new ObjectLifecycle:Expiration:DeleteMarker 0": 1,
+		"legacy LifecycleExpiration:Delete 8": 2, "legacy LifecycleExpiration:Delete 3": 1,
+		"legacy LifecycleExpiration:DeleteMarkerCreated 0": 1,
+		"both ObjectLifecycle:Expiration:Current 8":        1, "both LifecycleExpiration:Delete 8": 2, "both LifecycleExpiration:Delete 3": 1,
+	}
+	total := 0
+	for _, n := range want {
+		total += n
+	}
+	deadline = time.Now().Add(time.Minute)
+	for len(rv.snapshot()) < total && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	waitPasses(t, g, "lcnames", 1) // late extras would have arrived by now
+	got := map[string]int{}
+	for _, r := range rv.snapshot() {
+		got[fmt.Sprintf("%v %v %v", field(r, "s3", "configurationId"), r["eventName"], field(r, "s3", "object", "size"))]++
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("records (configuration, eventName, size):\n got %v\nwant %v", got, want)
+	}
+}
+
+// cairn admin topic get/list print subscribed_buckets, the buckets whose
+// notifications name the topic, as radosgw-admin does.
+func TestConformAdminTopicSubscribedBuckets(t *testing.T) {
+	g := StartGateway(t)
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	arn := jsonField(t, awsCLI(t, g, "sns", "create-topic", "--name=subs"), "TopicArn")
+	for _, b := range []string{"subs-b", "subs-a", "subs-none"} {
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range []string{"subs-b", "subs-a"} {
+		if _, err := c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String(b),
+			NotificationConfiguration: &types.NotificationConfiguration{TopicConfigurations: []types.TopicConfiguration{
+				{Id: aws.String("one"), TopicArn: aws.String(arn), Events: []types.Event{"s3:ObjectCreated:*"}},
+				{Id: aws.String("two"), TopicArn: aws.String(arn), Events: []types.Event{"s3:ObjectRemoved:*"}}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subs := func(args ...string) string {
+		t.Helper()
+		out, err := g.Admin(args...)
+		if err != nil {
+			t.Fatalf("admin %v: %s %v", args, out, err)
+		}
+		var doc struct {
+			SubscribedBuckets []string `json:"subscribed_buckets"`
+			Topics            []struct {
+				Name              string   `json:"name"`
+				SubscribedBuckets []string `json:"subscribed_buckets"`
+			} `json:"topics"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("admin %v: %v\n%s", args, err, out)
+		}
+		if len(doc.Topics) > 0 {
+			return fmt.Sprint(doc.Topics[0].Name, doc.Topics[0].SubscribedBuckets)
+		}
+		return fmt.Sprint(doc.SubscribedBuckets)
+	}
+	if got := subs("topic", "get", "--topic", "subs"); got != "[subs-a subs-b]" {
+		t.Fatalf("topic get: %s", got)
+	}
+	if got := subs("topic", "list"); got != "subs[subs-a subs-b]" {
+		t.Fatalf("topic list: %s", got)
+	}
+	if _, err := c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String("subs-b"),
+		NotificationConfiguration: &types.NotificationConfiguration{}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := subs("topic", "get", "--topic", "subs"); got != "[subs-a]" {
+		t.Fatalf("topic get after subs-b dropped its notifications: %s", got)
+	}
+}
+
+// Request validation AWS documents: GetObject with both Range and
+// partNumber is 400 InvalidRequest; a storage class the gateway does not
+// have is 400 InvalidStorageClass (every object is STANDARD, the one class
+// of RGW's default placement) on PutObject, CopyObject and
+// CreateMultipartUpload.
+func TestConformRequestValidation(t *testing.T) {
+	g := StartGateway(t)
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	b, k := aws.String("validation"), aws.String("k")
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: k, Body: strings.NewReader("hello"), StorageClass: types.StorageClassStandard}); err != nil {
+		t.Fatalf("STANDARD: %v", err)
+	}
+	_, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: k, PartNumber: aws.Int32(1), Range: aws.String("bytes=0-1")})
+	wantErr(t, "Range with partNumber", err, 400, "InvalidRequest")
+	_, err = c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: k, PartNumber: aws.Int32(1), Range: aws.String("bytes=0-1")})
+	if httpStatus(err) != 400 {
+		t.Fatalf("HEAD with Range and partNumber: %v", err)
+	}
+	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("g"), Body: strings.NewReader("x"), StorageClass: types.StorageClassGlacier})
+	wantErr(t, "PutObject GLACIER", err, 400, "InvalidStorageClass")
+	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("g"), Body: strings.NewReader("x"), StorageClass: "FOO"})
+	wantErr(t, "PutObject FOO", err, 400, "InvalidStorageClass")
+	_, err = c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: b, Key: aws.String("g"), CopySource: aws.String("validation/k"), StorageClass: types.StorageClassStandardIa})
+	wantErr(t, "CopyObject STANDARD_IA", err, 400, "InvalidStorageClass")
+	_, err = c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: aws.String("g"), StorageClass: types.StorageClassReducedRedundancy})
+	wantErr(t, "CreateMultipartUpload REDUCED_REDUNDANCY", err, 400, "InvalidStorageClass")
+	if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: aws.String("g")}); httpStatus(err) != 404 {
+		t.Fatalf("a refused write stored something: %v", err)
+	}
 }

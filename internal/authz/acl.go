@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 )
 
@@ -330,6 +331,25 @@ func (a *ACL) DescribeGrant(i int) string {
 	return fmt.Sprintf("ACL grant %s to %s %s", g.Permission, g.Grantee.Type, who)
 }
 
+// ListedGrants returns the grants in the order RGW lists them, which
+// s3-tests holds clients to: RGW keeps grants in a multimap keyed by the
+// grantee's user id (empty for groups), so group grants come first, then
+// users by id, each key's grants in the order they were given.
+func (a *ACL) ListedGrants() []Grant {
+	out := append([]Grant(nil), a.Grants...)
+	key := func(g Grant) string {
+		switch g.Grantee.Type {
+		case GranteeCanonicalUser:
+			return g.Grantee.ID
+		case GranteeEmail:
+			return g.Grantee.Email
+		}
+		return ""
+	}
+	sort.SliceStable(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
+	return out
+}
+
 // --- AccessControlPolicy XML ---
 
 const xsiNS = "http://www.w3.org/2001/XMLSchema-instance"
@@ -452,7 +472,7 @@ func ParseACLXML(body []byte, owner Owner) (ACL, error) {
 }
 
 // AppendXML renders the ACL as an AccessControlPolicy (GetBucketAcl,
-// GetObjectAcl), with S3's namespace.
+// GetObjectAcl), with S3's namespace, grants in RGW's order (ListedGrants).
 func (a ACL) AppendXML(b []byte) ([]byte, error) {
 	x := struct {
 		XMLName xml.Name   `xml:"http://s3.amazonaws.com/doc/2006-03-01/ AccessControlPolicy"`
@@ -460,7 +480,7 @@ func (a ACL) AppendXML(b []byte) ([]byte, error) {
 		Grants  []xmlGrant `xml:"AccessControlList>Grant"`
 	}{Owner: xmlOwner{ID: a.Owner.ID, DisplayName: a.Owner.DisplayName}}
 	x.Grants = []xmlGrant{} // an empty list still renders
-	for _, g := range a.Grants {
+	for _, g := range a.ListedGrants() {
 		x.Grants = append(x.Grants, xmlGrant{
 			Grantee: &xmlGrantee{
 				Type: g.Grantee.Type.String(), ID: g.Grantee.ID, DisplayName: g.Grantee.DisplayName,

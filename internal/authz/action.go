@@ -69,6 +69,8 @@ const (
 	S3GetObjectLegalHold
 	S3PutObjectLegalHold
 	S3BypassGovernanceRetention
+	S3GetObjectTorrent
+	S3GetObjectVersionTorrent
 
 	// CairnBucketOwnerOnly decides requests for bucket operations Cairn
 	// does not implement (they answer NotImplemented): only the bucket
@@ -236,6 +238,8 @@ var actions = [numActions]actionInfo{
 	S3GetObjectLegalHold:         {"s3:GetObjectLegalHold", ScopeObject, 0, 0},
 	S3PutObjectLegalHold:         {"s3:PutObjectLegalHold", ScopeObject, 0, 0},
 	S3BypassGovernanceRetention:  {"s3:BypassGovernanceRetention", ScopeObject, 0, 0},
+	S3GetObjectTorrent:           {"s3:GetObjectTorrent", ScopeObject, PermRead, ScopeObject},
+	S3GetObjectVersionTorrent:    {"s3:GetObjectVersionTorrent", ScopeObject, PermRead, ScopeObject},
 
 	CairnBucketOwnerOnly: {"cairn:BucketOwnerOnly", ScopeBucket, 0, 0},
 	CairnGetUsage:        {"cairn:GetUsage", ScopeService, 0, 0},
@@ -416,9 +420,9 @@ var knownUnmodelled = map[string]bool{
 	"s3:getanalyticsconfiguration": true, "s3:putanalyticsconfiguration": true,
 	"s3:getintelligenttieringconfiguration": true, "s3:putintelligenttieringconfiguration": true,
 	"s3:objectowneroverridetobucketowner": true, "s3:replicateobject": true,
-	"s3:replicatedelete": true, "s3:replicatetags": true, "s3:getobjecttorrent": true,
-	"s3:getobjectversiontorrent": true, "s3:getobjectversionforreplication": true,
-	"sns:subscribe": true, "sns:unsubscribe": true,
+	"s3:replicatedelete": true, "s3:replicatetags": true,
+	"s3:getobjectversionforreplication": true,
+	"sns:subscribe":                     true, "sns:unsubscribe": true,
 	"sns:listsubscriptionsbytopic": true, "sns:addpermission": true, "sns:removepermission": true,
 	"sns:tagresource": true, "sns:untagresource": true, "sns:listtagsforresource": true,
 	"iam:getrole": true, "iam:createrole": true, "iam:deleterole": true, "iam:listroles": true,

@@ -78,6 +78,7 @@ var opActions = map[string]authz.Action{
 	"PutBucketEncryption":             authz.S3PutEncryptionConfiguration,
 	"DeleteBucketEncryption":          authz.S3PutEncryptionConfiguration,
 	"GetObjectAttributes":             authz.S3GetObjectAttributes,
+	"GetObjectTorrent":                authz.S3GetObjectTorrent,
 	"PostObject":                      authz.S3PutObject,
 	// Extension subresources (HandleBucketSubresource), named by
 	// subresourceOp. RGW's DeleteBucketNotification needs the Put action,
@@ -115,6 +116,7 @@ var versionActions = map[authz.Action]authz.Action{
 	authz.S3PutObjectTagging:    authz.S3PutObjectVersionTagging,
 	authz.S3DeleteObjectTagging: authz.S3DeleteObjectVersionTagging,
 	authz.S3GetObjectAttributes: authz.S3GetObjectVersionAttributes,
+	authz.S3GetObjectTorrent:    authz.S3GetObjectVersionTorrent,
 }
 
 // principal is who the request is, for authz.

@@ -59,6 +59,11 @@ func objectMeta(h http.Header) (driver.ObjectMeta, error) {
 	if size > driver.MaxUserMetaSize {
 		return m, s3err.New(s3err.ErrMetadataTooLarge, "Your metadata headers exceed the maximum allowed metadata size (%d > %d bytes).", size, driver.MaxUserMetaSize)
 	}
+	// Every object is STANDARD, the one class of RGW's default placement;
+	// another is refused as RGW refuses a class its placement lacks.
+	if sc := h.Get("x-amz-storage-class"); sc != "" && sc != "STANDARD" {
+		return m, s3err.New(s3err.ErrInvalidStorageClass, "")
+	}
 	if t := h.Get("x-amz-tagging"); t != "" {
 		tags, err := parseTagging(t)
 		if err != nil {
@@ -153,6 +158,18 @@ func setChecksumHeaders(h http.Header, sums map[string]string, typ string) {
 			typ = "FULL_OBJECT"
 		}
 		h.Set("x-amz-checksum-type", typ)
+	}
+}
+
+// setPartChecksumHeaders answers GET/HEAD ?partNumber=n of a multipart
+// object with that part's checksum, as S3 does (the SDKs validate the
+// part's bytes against it), and the object's checksum type.
+func setPartChecksumHeaders(h http.Header, info driver.ObjectInfo, n int) {
+	if n > len(info.Meta.PartChecksums) || info.Meta.PartChecksums[n-1] == "" {
+		return
+	}
+	for alg := range info.Meta.Checksums { // one algorithm per multipart object
+		setChecksumHeaders(h, map[string]string{alg: info.Meta.PartChecksums[n-1]}, info.Meta.ChecksumType)
 	}
 }
 
@@ -363,8 +380,8 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 		partNumber = n
 	}
 	rangeHdr := r.Header.Get("Range")
-	if partNumber > 0 {
-		rangeHdr = "" // S3 rejects both; we let partNumber win
+	if partNumber > 0 && rangeHdr != "" {
+		return s3err.New(s3err.ErrInvalidRequest, "Cannot specify both Range header and partNumber query parameter.")
 	}
 	withChecksums := strings.EqualFold(r.Header.Get("x-amz-checksum-mode"), "ENABLED")
 	sp, err := s.parseSSE(r, sseRead)
@@ -432,6 +449,9 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 				if l == 0 { // an empty last part: no range to name
 					closeBody()
 					writeObjectHeaders(w.Header(), info, q, false)
+					if withChecksums {
+						setPartChecksumHeaders(w.Header(), info, partNumber)
+					}
 					w.Header().Set("Content-Length", "0")
 					w.WriteHeader(http.StatusOK)
 					return nil
@@ -469,7 +489,11 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 		}
 
 		h := w.Header()
-		writeObjectHeaders(h, info, q, withChecksums && rng == nil)
+		// A part of a single-part object is all of it: its checksums hold.
+		writeObjectHeaders(h, info, q, withChecksums && (rng == nil || partNumber > 0 && info.Parts == 0))
+		if withChecksums && partNumber > 0 && info.Parts > 0 {
+			setPartChecksumHeaders(h, info, partNumber)
+		}
 		sseHeaders(h, info.Meta.SSE, sp.keyMD5)
 		setVersionHeader(h, info.VersionID)
 		s.setExpiration(ctx, h, rc.bucket, vid, info)

@@ -44,7 +44,7 @@ var unsupported = map[string]bool{
 	"encryption": true, "intelligent-tiering": true, "inventory": true,
 	"logging": true, "metrics": true, "notification": true,
 	"replication": true, "requestPayment": true, "restore": true,
-	"select": true, "session": true, "torrent": true,
+	"select": true, "session": true,
 	"website": true, "renameObject": true,
 	"metadataTable": true,
 }
@@ -313,6 +313,8 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 			return scoped("GetObjectRetention", s.getObjectRetention)
 		case q.Has("legal-hold"):
 			return scoped("GetObjectLegalHold", s.getObjectLegalHold)
+		case q.Has("torrent"):
+			return scoped("GetObjectTorrent", s.getObjectTorrent)
 		case sr != "":
 			return notImplemented("Object", "GET ?"+sr)
 		case q.Has("uploadId"):

@@ -27,7 +27,8 @@ var v2Unsigned = map[string]bool{
 // checkSignedScope refuses an authenticated request whose signature does
 // not cover what decides the operation:
 //   - SigV2 for the SNS and admin APIs (their action and target are
-//     query or body parameters V2 never signs; AWS SNS is SigV4-only too);
+//     query or body parameters V2 never signs; AWS SNS is SigV4-only too):
+//     SNS answers 403 AccessDenied as RGW does, admin 400 InvalidRequest;
 //   - a SigV2 S3 request with a parameter that is neither signed, nor a
 //     header parameter equal to its (signed) header (a presigned URL's
 //     content-type, content-md5 and x-amz-*), nor in v2Unsigned, or with a
@@ -37,6 +38,10 @@ var v2Unsigned = map[string]bool{
 //     unsigned: there the body names the action (SNS) or carries the
 //     command (POST /admin/rados), so a presigned URL would run any.
 func checkSignedScope(r *http.Request, kind routeKind, ar AuthResult) error {
+	if kind == kindSNS && ar.SigV2 {
+		// 403 AccessDenied, the answer RGW gives and its clients expect.
+		return s3err.New(s3err.ErrAccessDenied, "SigV2 is not accepted for the SNS API; sign with AWS4-HMAC-SHA256.")
+	}
 	if kind == kindSNS && ar.UnsignedPayload {
 		return s3err.New(s3err.ErrInvalidRequest, "The SNS API needs a signed payload: sign the request body (no UNSIGNED-PAYLOAD, no presigned URLs).")
 	}

@@ -67,14 +67,27 @@ func Decode(b64 string) (Policy, error) {
 
 // Parse parses a policy document's JSON.
 func Parse(data []byte) (Policy, error) {
+	// The document's own keys are case-sensitive (s3-tests: "CONDITIONS"
+	// and "EXPIRATION" are refused); encoding/json would fold their case.
+	var top map[string]json.RawMessage
 	var doc struct {
-		Expiration *string           `json:"expiration"`
-		Conditions []json.RawMessage `json:"conditions"`
+		Expiration *string
+		Conditions []json.RawMessage
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
+	if err := dec.Decode(&top); err != nil {
 		return Policy{}, fmt.Errorf("%w: Invalid JSON.", ErrMalformed)
+	}
+	if v, ok := top["expiration"]; ok {
+		if err := json.Unmarshal(v, &doc.Expiration); err != nil {
+			return Policy{}, fmt.Errorf("%w: Invalid 'expiration' value.", ErrMalformed)
+		}
+	}
+	if v, ok := top["conditions"]; ok {
+		if err := json.Unmarshal(v, &doc.Conditions); err != nil {
+			return Policy{}, fmt.Errorf("%w: Invalid JSON.", ErrMalformed)
+		}
 	}
 	if doc.Expiration == nil {
 		return Policy{}, fmt.Errorf("%w: Policy missing expiration.", ErrMalformed)

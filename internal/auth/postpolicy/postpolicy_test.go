@@ -26,6 +26,9 @@ func TestParse(t *testing.T) {
 		{`{"expiration":"2030-01-01T00:00:00Z","conditions":[{"key":5}]}`, false, 0},
 		{`{"expiration":"2030-01-01T00:00:00Z","conditions":["key"]}`, false, 0},
 		{`not json`, false, 0},
+		{`{"expiration":"2030-01-01T00:00:00Z","CONDITIONS":[]}`, false, 0}, // the document's keys keep their case
+		{`{"EXPIRATION":"2030-01-01T00:00:00Z","conditions":[]}`, false, 0},
+		{`{"expiration":"2030-01-01T00:00:00Z","conditions":[["StArTs-WiTh","$KeY","a"],{"bUcKeT":"b"}]}`, true, 2},
 	} {
 		p, err := Parse([]byte(tc.doc))
 		if tc.ok != (err == nil) {

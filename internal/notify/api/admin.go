@@ -25,11 +25,18 @@ type adminTopic struct {
 	Attributes map[string]string `json:"attributes"`
 	Created    time.Time         `json:"created"`
 	Updated    time.Time         `json:"updated"`
+	// SubscribedBuckets are the buckets whose notifications name the
+	// topic, as radosgw-admin topic get/list print them.
+	SubscribedBuckets []string `json:"subscribed_buckets"`
 }
 
-func toAdmin(t *topic.Topic) adminTopic {
+func toAdmin(t *topic.Topic, subs map[string][]string) adminTopic {
+	bs := subs[t.ARN]
+	if bs == nil {
+		bs = []string{}
+	}
 	return adminTopic{Name: t.Name, ARN: t.ARN, Owner: t.Owner, Persistent: t.Persistent(), NumShards: t.NumShards,
-		Attributes: t.Settings.Attributes(false), Created: t.CreatedAt, Updated: t.UpdatedAt}
+		Attributes: t.Settings.Attributes(false), Created: t.CreatedAt, Updated: t.UpdatedAt, SubscribedBuckets: bs}
 }
 
 func intParam(r *http.Request, name string) (int, error) {
@@ -78,8 +85,12 @@ func (a *API) AdminTopic(w http.ResponseWriter, r *http.Request) error {
 			Topics []adminTopic `json:"topics"`
 			Next   string       `json:"next_marker,omitempty"`
 		}{Topics: []adminTopic{}, Next: next}
+		subs, err := a.svc.SubscribedBuckets(ctx)
+		if err != nil {
+			return s3Error(err)
+		}
 		for _, t := range ts {
-			out.Topics = append(out.Topics, toAdmin(t))
+			out.Topics = append(out.Topics, toAdmin(t, subs))
 		}
 		return writeJSON(w, http.StatusOK, out)
 	}
@@ -124,7 +135,11 @@ func (a *API) AdminTopic(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return s3Error(err)
 		}
-		return writeJSON(w, http.StatusOK, toAdmin(t))
+		subs, err := a.svc.SubscribedBuckets(ctx)
+		if err != nil {
+			return s3Error(err)
+		}
+		return writeJSON(w, http.StatusOK, toAdmin(t, subs))
 	}
 }
 

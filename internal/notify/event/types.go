@@ -46,6 +46,23 @@ const (
 
 var known = map[Type]bool{}
 
+// SentAs returns the event types RGW sends one change under, in its order
+// (rgw_lc.cc): a lifecycle expiration goes out under its
+// ObjectLifecycle:Expiration:* type and under the legacy
+// LifecycleExpiration:* one, and a configuration gets a record for each
+// type it selects. Other types are sent as themselves.
+func SentAs(t Type) []Type {
+	switch t {
+	case ObjectLifecycleExpirationCurrent:
+		return []Type{ObjectLifecycleExpirationCurrent, LifecycleExpirationDelete}
+	case ObjectLifecycleExpirationNonCurrent:
+		return []Type{LifecycleExpirationDelete, ObjectLifecycleExpirationNonCurrent}
+	case ObjectLifecycleExpirationDeleteMarker:
+		return []Type{ObjectLifecycleExpirationDeleteMarker, LifecycleExpirationDeleteMarkerCreated}
+	}
+	return []Type{t}
+}
+
 func init() {
 	for _, t := range []Type{
 		ObjectCreatedAll, ObjectCreatedPut, ObjectCreatedPost, ObjectCreatedCopy,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/notify/config"
@@ -179,4 +181,44 @@ func (s *Service) invalidateConfig(b driver.BucketInfo) {
 	s.cmu.Lock()
 	delete(s.cfgCache, b.ID)
 	s.cmu.Unlock()
+}
+
+// SubscribedBuckets maps each topic ARN to the names of the buckets whose
+// notification configurations name it, sorted (radosgw-admin's
+// "subscribed_buckets"). It reads every stored configuration: an admin
+// read, not for request paths.
+func (s *Service) SubscribedBuckets(ctx context.Context) (map[string][]string, error) {
+	out := map[string][]string{}
+	marker := ""
+	for {
+		oids, more, err := s.confs.ListObjects(ctx, marker, 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, oid := range oids {
+			name, id, ok := strings.Cut(oid, ":")
+			if !ok {
+				continue
+			}
+			c, _, err := s.readConfig(ctx, driver.BucketInfo{Name: name, ID: id})
+			if err != nil {
+				return nil, fmt.Errorf("notification configuration of bucket %s: %w", name, err)
+			}
+			seen := map[string]bool{}
+			for _, tc := range c.Topics {
+				if !seen[tc.TopicARN] {
+					seen[tc.TopicARN] = true
+					out[tc.TopicARN] = append(out[tc.TopicARN], name)
+				}
+			}
+		}
+		if !more || len(oids) == 0 {
+			break
+		}
+		marker = oids[len(oids)-1]
+	}
+	for _, bs := range out {
+		sort.Strings(bs)
+	}
+	return out, nil
 }

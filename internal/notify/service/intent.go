@@ -69,6 +69,8 @@ type intentTarget struct {
 	Bytes   uint64 `json:"rb"` // reserved bytes
 	Created int64  `json:"rc"` // reservation's creation, unix ns (gateway clock)
 	EventID string `json:"e"`  // the record's eventId, the same whoever commits
+	// EventName is the record's type when not the intent's (event.SentAs).
+	EventName string `json:"ev,omitempty"`
 }
 
 // Intent implements driver.IntentReservation: nil without persistent
@@ -84,8 +86,12 @@ func (r *reservation) Intent(ctx context.Context) []byte {
 	r.eventIDs = make([]string, len(r.persist))
 	for i, tg := range r.persist {
 		r.eventIDs[i] = event.NewEventID()
-		in.Targets = append(in.Targets, intentTarget{Queue: r.s.queueName(tg.t), Config: tg.tc.ID, OID: tg.res.OID(),
-			Res: tg.res.ID(), Bytes: tg.res.Bytes(), Created: tg.res.Created().UnixNano(), EventID: r.eventIDs[i]})
+		it := intentTarget{Queue: r.s.queueName(tg.t), Config: tg.tc.ID, OID: tg.res.OID(),
+			Res: tg.res.ID(), Bytes: tg.res.Bytes(), Created: tg.res.Created().UnixNano(), EventID: r.eventIDs[i]}
+		if tg.typ != r.typ {
+			it.EventName = tg.typ.Name()
+		}
+		in.Targets = append(in.Targets, it)
 	}
 	b, _ := json.Marshal(in)
 	return b
@@ -137,7 +143,11 @@ func (s *Service) RecoverIntent(ctx context.Context, data []byte, obj driver.Obj
 			s.Counters.Dropped.Add(1)
 			continue
 		}
-		rec := forConfiguration(base, target{tc: &config.TopicConfiguration{ID: t.Config}, t: tp})
+		tg := target{tc: &config.TopicConfiguration{ID: t.Config}, t: tp}
+		if t.EventName != "" {
+			tg.typ = event.Type("s3:" + t.EventName)
+		}
+		rec := forConfiguration(base, tg)
 		rec.EventID = t.EventID
 		b := event.AppendJSON(nil, rec)
 		_, err = s.queues.Resume(t.OID, t.Res, t.Bytes, time.Unix(0, t.Created)).Commit(ctx, b)

@@ -103,3 +103,32 @@ func TestRecoverIntent(t *testing.T) {
 		t.Fatalf("%d records, want 3", n)
 	}
 }
+
+// A lifecycle expiration is sent under two types (event.SentAs); the
+// intent names each target's own, so recovery commits each record under
+// the type the writer would have.
+func TestRecoverIntentTwoEventNames(t *testing.T) {
+	e := newEnv(t, Options{})
+	ctx := reqCtx()
+	e.topic(t, "t1", map[string]string{"push-endpoint": "http://127.0.0.1:1/", "persistent": "true"})
+	e.configure(t, notifConf(
+		topicConf("new", "t1", "<Event>s3:ObjectLifecycle:Expiration:*</Event>"),
+		topicConf("legacy", "t1", "<Event>s3:LifecycleExpiration:*</Event>")))
+	e.svc.SetOwner("gw1", true)
+	r, err := e.svc.Reserve(ctx, driver.PendingEvent{Bucket: e.b, Key: "k", EventName: "ObjectLifecycle:Expiration:Current"})
+	if err != nil || r == nil {
+		t.Fatalf("reserve: %v %v", r, err)
+	}
+	in := r.(driver.IntentReservation).Intent(ctx)
+	obj := driver.ObjectInfo{Bucket: "bk1", Key: "k", Size: 3, ETag: "abc", ModTime: time.Now()}
+	if done, err := e.svc.RecoverIntent(context.Background(), in, obj, true, true); err != nil || !done {
+		t.Fatalf("recover: %v %v", done, err)
+	}
+	got := map[string]string{}
+	for _, rec := range e.events(t, "t1") {
+		got[rec.S3.ConfigurationID] = rec.EventName
+	}
+	if len(got) != 2 || got["new"] != "ObjectLifecycle:Expiration:Current" || got["legacy"] != "LifecycleExpiration:Delete" {
+		t.Fatalf("recovered records: %v", got)
+	}
+}

@@ -24,6 +24,7 @@ type target struct {
 	tc  *config.TopicConfiguration
 	t   *topic.Topic
 	res *queue.Reservation // nil for non-persistent topics
+	typ event.Type         // the record's type (event.SentAs)
 }
 
 // reservation is the room reserved for one S3 write's events.
@@ -59,12 +60,23 @@ func (s *Service) Reserve(ctx context.Context, ev driver.PendingEvent) (driver.R
 		return nil, nil
 	}
 	typ := event.Type("s3:" + ev.EventName)
-	matches := cfg.Match(typ, config.Object{Key: ev.Key, Metadata: metaHeaders(ev.Meta.UserMeta), Tags: ev.Meta.Tags})
+	obj := config.Object{Key: ev.Key, Metadata: metaHeaders(ev.Meta.UserMeta), Tags: ev.Meta.Tags}
+	type match struct {
+		tc  *config.TopicConfiguration
+		typ event.Type
+	}
+	var matches []match
+	for _, st := range event.SentAs(typ) {
+		for _, tc := range cfg.Match(st, obj) {
+			matches = append(matches, match{tc, st})
+		}
+	}
 	if len(matches) == 0 {
 		return nil, nil
 	}
 	r := &reservation{s: s, ev: ev, typ: typ}
-	for _, tc := range matches {
+	for _, m := range matches {
+		tc := m.tc
 		t, err := s.topicForARN(ctx, tc.TopicARN)
 		if err != nil {
 			r.Abort(ctx)
@@ -76,7 +88,7 @@ func (s *Service) Reserve(ctx context.Context, ev driver.PendingEvent) (driver.R
 		}
 		if !t.Persistent() {
 			if t.Settings.PushEndpoint != "" {
-				r.push = append(r.push, target{tc: tc, t: t})
+				r.push = append(r.push, target{tc: tc, t: t, typ: m.typ})
 			}
 			continue
 		}
@@ -94,7 +106,7 @@ func (s *Service) Reserve(ctx context.Context, ev driver.PendingEvent) (driver.R
 			r.Abort(ctx)
 			return nil, fmt.Errorf("notifications: reserve on topic %s: %w", t.Name, err)
 		}
-		r.persist = append(r.persist, target{tc: tc, t: t, res: qr})
+		r.persist = append(r.persist, target{tc: tc, t: t, res: qr, typ: m.typ})
 	}
 	if len(r.persist) == 0 && len(r.push) == 0 {
 		return nil, nil
@@ -218,6 +230,9 @@ func (r *reservation) Commit(ctx context.Context, obj driver.ObjectInfo) error {
 // feed one endpoint.
 func forConfiguration(base *event.Record, tg target) *event.Record {
 	rec := base.ForConfiguration(tg.tc.ID, tg.t.Settings.OpaqueData)
+	if tg.typ != "" {
+		rec.EventName = tg.typ.Name()
+	}
 	rec.EventID = event.NewEventID()
 	// ForConfiguration turns empty lists into nil; records carry [] there.
 	if rec.S3.Object.Metadata == nil {
