@@ -315,7 +315,7 @@ func TestRollIdempotent(t *testing.T) {
 	meta.Created = time.Now()
 	mj := fmt.Appendf(nil, `{"source_bucket":"src","source_id":%q,"target_bucket":"logs","key_format":"Simple","roll_time":300,"created":%q}`, inst.ID, meta.Created.Format(time.RFC3339Nano))
 	op.SetXattr(xattrMeta, mj)
-	op.Append([]byte("same\n"))
+	op.SetOmap(objstore.KV{Key: "0000000000000001", Value: []byte("same\n")})
 	if err := l.io.Operate(ctx, names[0], op); err != nil {
 		t.Fatal(err)
 	}

@@ -106,6 +106,7 @@ type Logger struct {
 	mu       sync.Mutex
 	buckets  map[string]*bucketLog // by source bucket id
 	seq      uint64
+	entry    uint64
 	detached []string // pending objects replaced before their roll time
 
 	rmu  sync.Mutex // one roll pass at a time
@@ -340,7 +341,9 @@ func (l *Logger) append(ctx context.Context, bl *bucketLog, meta pendingMeta, da
 		} else {
 			op.CmpXattr(xattrState, objstore.CmpEQ, stateOpen)
 		}
-		op.Append(data)
+		// One omap entry per append: a small key-value write, where an
+		// append to the data would rewrite the object's last data chunk.
+		op.SetOmap(objstore.KV{Key: l.nextEntry(), Value: data})
 		err := l.io.Operate(ctx, name, op)
 		if err == nil {
 			return nil
@@ -356,6 +359,16 @@ func (l *Logger) append(ctx context.Context, bl *bucketLog, meta pendingMeta, da
 		bl.mu.Unlock()
 	}
 	return errors.New("accesslog: pending log object kept changing")
+}
+
+// nextEntry is the next omap key of this process's appends: ordered,
+// unique within each of its pending objects.
+func (l *Logger) nextEntry() string {
+	l.mu.Lock()
+	l.entry++
+	n := l.entry
+	l.mu.Unlock()
+	return fmt.Sprintf("%016x", n)
 }
 
 func (l *Logger) detach(name string) {
@@ -512,19 +525,30 @@ func (l *Logger) roll(ctx context.Context, name string) (string, error) {
 			return "", err
 		}
 	}
-	rop := objstore.NewReadOp()
-	kx := rop.GetXattr(xattrKey)
-	data := rop.Read(0, 0)
-	if err := l.io.OperateRead(ctx, name, rop); err != nil {
-		if errors.Is(err, objstore.ErrNotFound) {
-			return "", nil
+	var key string
+	var data []byte
+	for after := ""; ; {
+		rop := objstore.NewReadOp()
+		kx := rop.GetXattr(xattrKey)
+		vals := rop.GetOmapValues(after, "", 1000)
+		if err := l.io.OperateRead(ctx, name, rop); err != nil {
+			if errors.Is(err, objstore.ErrNotFound) {
+				return "", nil
+			}
+			return "", err
 		}
-		return "", err
+		key = string(kx.Value)
+		for _, kv := range vals.Pairs {
+			data = append(data, kv.Value...)
+			after = kv.Key
+		}
+		if !vals.More {
+			break
+		}
 	}
-	key := string(kx.Value)
-	if len(data.Data) > 0 {
+	if len(data) > 0 {
 		_, err := l.d.PutObject(ctx, driver.PutObjectInput{
-			Bucket: meta.Target, Key: key, Body: bytes.NewReader(data.Data), Size: int64(len(data.Data)),
+			Bucket: meta.Target, Key: key, Body: bytes.NewReader(data), Size: int64(len(data)),
 			Meta: driver.ObjectMeta{ContentType: "text/plain"},
 		})
 		if err != nil {

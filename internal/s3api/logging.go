@@ -152,7 +152,9 @@ func (s *Server) journalHook(w *statusWriter, r *http.Request, rc *reqCtx, start
 			return nil // failed ops leave no journal record
 		}
 		rec := s.accessRecord(r, rc, w, start, status, 0)
-		return s.cfg.AccessLog.Log(r.Context(), inst, cfg, rec)
+		// The operation happened: its record is written even if the
+		// client has gone.
+		return s.cfg.AccessLog.Log(context.WithoutCancel(r.Context()), inst, cfg, rec)
 	}
 	w.fail = func(err error) {
 		s.log.Error("bucket logging: journal record not stored; request failed", "request_id", rc.id, "bucket", rc.bucket, "err", err)
