@@ -11,7 +11,7 @@
 //
 // Storage (docs/format/accesslog.md): log pool, namespace
 // "bucket-logging", one pending object per source bucket and gateway
-// process, "<bucket id>/<boot id>.<seq>", records appended to its data,
+// process, "<bucket id>/<boot id>.<seq>", records appended as omap entries,
 // its state ("open" or "sealed") and where it goes in xattrs. Appends are
 // guarded by state == open; rolling first seals the object (one guarded
 // xattr write), so any gateway may roll any pending object at any time
