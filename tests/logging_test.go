@@ -258,8 +258,8 @@ func TestBucketLoggingShutdownFlush(t *testing.T) {
 	}
 }
 
-// TestBucketLoggingJournalKill: journal mode under concurrent PUTs and
-// DELETEs, the gateway killed with SIGKILL mid-load; after a restart and
+// TestBucketLoggingJournalKill: journal mode under concurrent PUTs,
+// DELETEs and DeleteObjects, the gateway killed with SIGKILL mid-load; after a restart and
 // a flush every acknowledged write has its journal record.
 func TestBucketLoggingJournalKill(t *testing.T) {
 	g := StartGateway(t)
@@ -307,9 +307,17 @@ func TestBucketLoggingJournalKill(t *testing.T) {
 			return // in flight at the kill: no promise either way
 		}
 		ack(key, "REST.PUT.OBJECT")
-		if i%4 == 3 {
+		switch {
+		case i%4 == 3 && w%2 == 0:
 			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("jr-src"), Key: aws.String(key)}); err == nil {
 				ack(key, "REST.DELETE.OBJECT")
+			}
+		case i%4 == 3:
+			// DeleteObjects: one journal record per deleted key.
+			out, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String("jr-src"),
+				Delete: &types.Delete{Objects: []types.ObjectIdentifier{{Key: aws.String(key)}}}})
+			if err == nil && len(out.Deleted) == 1 {
+				ack(key, "REST.POST.MULTI_OBJECT_DELETE")
 			}
 		}
 	})

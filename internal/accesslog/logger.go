@@ -217,19 +217,24 @@ var journalOps = map[string]bool{
 	"PutObjectRetention": true, "PutObjectTagging": true, "DeleteObjectTagging": true,
 }
 
-// Log records r for the source bucket inst under cfg. Standard records
+// Log records rs for the source bucket inst under cfg. Standard records
 // are buffered and appended within FlushInterval; journal records are
-// appended and synced before Log returns, and an error means the record
-// is not stored. Records the filter excludes are dropped.
-func (l *Logger) Log(ctx context.Context, inst driver.Instance, cfg *driver.BucketLogging, r *Record) error {
-	if !matchFilter(cfg.Filter, r.Key) {
-		return nil
-	}
+// appended (together) and synced before Log returns, and an error means
+// none is stored. Records the filter excludes are dropped.
+func (l *Logger) Log(ctx context.Context, inst driver.Instance, cfg *driver.BucketLogging, rs ...*Record) error {
 	meta := l.metaFor(inst, cfg)
 	bl := l.bucket(inst.ID)
 	if cfg.Type == driver.LoggingJournal {
-		line := AppendJournal(nil, r)
-		return l.append(ctx, bl, meta, line)
+		var lines []byte
+		for _, r := range rs {
+			if matchFilter(cfg.Filter, r.Key) {
+				lines = AppendJournal(lines, r)
+			}
+		}
+		if len(lines) == 0 {
+			return nil
+		}
+		return l.append(ctx, bl, meta, lines)
 	}
 	bl.mu.Lock()
 	if len(bl.buf) > 0 && bl.bufMeta.sig() != meta.sig() {
@@ -239,8 +244,10 @@ func (l *Logger) Log(ctx context.Context, inst driver.Instance, cfg *driver.Buck
 		bl.mu.Lock()
 	}
 	bl.bufMeta = meta
-	bl.buf = AppendStandard(bl.buf, r)
-	bl.nbuf++
+	for _, r := range rs {
+		bl.buf = AppendStandard(bl.buf, r)
+		bl.nbuf++
+	}
 	full := len(bl.buf) >= maxBuffered || (cfg.BatchSize > 0 && bl.nbuf >= cfg.BatchSize)
 	bl.mu.Unlock()
 	if full {

@@ -20,7 +20,7 @@ type AccessLogger interface {
 	Enabled(ctx context.Context, bucket string) (*driver.BucketLogging, driver.Instance)
 	// Log records one request; for journal configurations the record is
 	// durable when Log returns nil.
-	Log(ctx context.Context, inst driver.Instance, cfg *driver.BucketLogging, r *accesslog.Record) error
+	Log(ctx context.Context, inst driver.Instance, cfg *driver.BucketLogging, rs ...*accesslog.Record) error
 	Put(ctx context.Context, bucket string, cfg *driver.BucketLogging, hasGrants bool) error
 	Flush(ctx context.Context, bucket string) ([]string, error)
 }
@@ -152,9 +152,19 @@ func (s *Server) journalHook(w *statusWriter, r *http.Request, rc *reqCtx, start
 			return nil // failed ops leave no journal record
 		}
 		rec := s.accessRecord(r, rc, w, start, status, 0)
+		recs := []*accesslog.Record{rec}
+		if rc.op == "DeleteObjects" {
+			// One record per key deleted, as a journal of changes needs.
+			recs = recs[:0]
+			for _, d := range rc.deleted {
+				kr := *rec
+				kr.Key, kr.VersionID, kr.ETag, kr.ObjectSize = d.key, d.versionID, "", 0
+				recs = append(recs, &kr)
+			}
+		}
 		// The operation happened: its record is written even if the
 		// client has gone.
-		return s.cfg.AccessLog.Log(context.WithoutCancel(r.Context()), inst, cfg, rec)
+		return s.cfg.AccessLog.Log(context.WithoutCancel(r.Context()), inst, cfg, recs...)
 	}
 	w.fail = func(err error) {
 		s.log.Error("bucket logging: journal record not stored; request failed", "request_id", rc.id, "bucket", rc.bucket, "err", err)

@@ -229,7 +229,12 @@ type reqCtx struct {
 	logged bool
 	etag   string
 	size   int64
+	// deleted are DeleteObjects' deleted keys when a journal record is
+	// armed (one record each).
+	deleted []deletedKey
 }
+
+type deletedKey struct{ key, versionID string }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
