@@ -357,3 +357,41 @@ func TestBucketLoggingJournalKill(t *testing.T) {
 		t.Fatalf("%d acknowledged writes without a record (of %d; %d records)", missing, len(acked), len(recs))
 	}
 }
+
+// TestBucketLoggingRollTime: without any flush, records reach the target
+// bucket once ObjectRollTime (RGW's extension) has passed.
+func TestBucketLoggingRollTime(t *testing.T) {
+	g := StartGateway(t)
+	ctx := context.Background()
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	for _, b := range []string{"rt-src", "rt-logs"} {
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String("rt-logs"), Policy: aws.String(loggingPolicy("rt-logs", "", "rt-src"))}); err != nil {
+		t.Fatal(err)
+	}
+	doc := `<BucketLoggingStatus xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><LoggingEnabled>` +
+		`<TargetBucket>rt-logs</TargetBucket><TargetPrefix></TargetPrefix><ObjectRollTime>1</ObjectRollTime>` +
+		`</LoggingEnabled></BucketLoggingStatus>`
+	if r := (principal{ak: g.AccessKey, sk: g.SecretKey}).do(t, g, "PUT", "/rt-src?logging", doc); r.status != 200 {
+		t.Fatalf("PutBucketLogging: %d %s", r.status, r.body)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("rt-src"), Key: aws.String("k"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the condition (delivery), bounded generously for a loaded
+	// machine: roll time 1 s, checked every second.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		recs, _ := readLogObjects(t, c, "rt-logs", "")
+		if strings.Contains(strings.Join(recs, "\n"), "REST.PUT.OBJECT k ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no record delivered within 60 s of a 1 s roll time: %v", recs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
