@@ -208,6 +208,9 @@ func routeSpecs() map[string]routeSpec {
 		"PutBucketCors":       withBody(bkt("s3:PutBucketCORS", true), `<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>`),
 		"DeleteBucketCors":    {action: "s3:PutBucketCORS", body: nil, more: nil},
 		"GetBucketEncryption": bkt("s3:GetEncryptionConfiguration", false),
+		"GetBucketLogging":    bkt("s3:GetBucketLogging", false),
+		// Disabling (no target to set up): allowed or not, nothing changes.
+		"PutBucketLogging": withBody(bkt("s3:PutBucketLogging", false), `<BucketLoggingStatus xmlns="http://s3.amazonaws.com/doc/2006-03-01/"/>`),
 		"PutBucketEncryption": withBody(bkt("s3:PutEncryptionConfiguration", true),
 			`<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>`),
 		"DeleteBucketEncryption":          bkt("s3:PutEncryptionConfiguration", false),

@@ -393,7 +393,7 @@ func TestCrossUserMatrix(t *testing.T) {
 		{"GetBucketNotification", "GET", "/mx-alice?notification", "", nil},
 		{"PutBucketNotification", "PUT", "/mx-alice?notification", notif, nil},
 		{"DeleteBucketNotification", "DELETE", "/mx-alice?notification", "", nil},
-		{"GetBucketLogging(501)", "GET", "/mx-alice?logging", "", nil},
+		{"GetBucketWebsite(501)", "GET", "/mx-alice?website", "", nil},
 		{"PutBucketCors(501)", "PUT", "/mx-alice?cors", "<CORSConfiguration/>", nil},
 		{"DeleteBucketLifecycle(501)", "DELETE", "/mx-alice?lifecycle", "", nil},
 		{"PostBucket(501)", "POST", "/mx-alice?restore", "", nil},
@@ -498,9 +498,9 @@ func TestCrossUserMatrix(t *testing.T) {
 
 	// Missing buckets: NoSuchBucket whatever the subresource, even an
 	// unimplemented one; only the owner learns about NotImplemented.
-	want(t, "missing bucket ?logging", bob.do(t, g, "GET", "/mx-nobucket?logging", ""), 404, "NoSuchBucket")
+	want(t, "missing bucket ?website", bob.do(t, g, "GET", "/mx-nobucket?website", ""), 404, "NoSuchBucket")
 	want(t, "missing bucket PUT ?cors", bob.do(t, g, "PUT", "/mx-nobucket?cors", "<CORSConfiguration/>"), 404, "NoSuchBucket")
-	want(t, "owner ?logging", alice.do(t, g, "GET", "/mx-alice?logging", ""), 501, "NotImplemented")
+	want(t, "owner ?website", alice.do(t, g, "GET", "/mx-alice?website", ""), 501, "NotImplemented")
 
 	// Nothing changed.
 	if got := alice.do(t, g, "GET", "/mx-alice/k", ""); got.status != 200 || got.body != "alice data" {

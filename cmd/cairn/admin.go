@@ -31,6 +31,7 @@ const adminUsage = `usage: cairn admin [--endpoint URL] <noun> <verb> [flags]
   bucket list [--uid U] | bucket stats --bucket B
   bucket create --bucket B --uid OWNER [--num-shards N]
   bucket reshard --bucket B --num-shards N
+  bucket logging flush --bucket B | bucket logging info --bucket B
   reshard list | reshard status --bucket B | reshard cancel --bucket B
   lc list | lc status --bucket B | lc process --bucket B
   topic list | topic get --topic T | topic stats --topic T
@@ -57,37 +58,39 @@ type adminRoute struct {
 }
 
 var adminRoutes = map[string]adminRoute{
-	"user create":       {http.MethodPut, "/admin/user", "", []string{"uid"}},
-	"user info":         {http.MethodGet, "/admin/user", "", []string{"uid"}},
-	"user list":         {http.MethodGet, "/admin/user", "list", nil},
-	"user rm":           {http.MethodDelete, "/admin/user", "", []string{"uid"}},
-	"user stats":        {http.MethodGet, "/admin/user", "stats", []string{"uid"}},
-	"account create":    {http.MethodPut, "/admin/account", "", []string{"account-name"}},
-	"account info":      {http.MethodGet, "/admin/account", "info", nil},
-	"account list":      {http.MethodGet, "/admin/account", "list", nil},
-	"account rm":        {http.MethodDelete, "/admin/account", "", nil},
-	"bucket list":       {http.MethodGet, "/admin/bucket", "", nil},
-	"bucket stats":      {http.MethodGet, "/admin/bucket", "stats", []string{"bucket"}},
-	"bucket create":     {http.MethodPut, "/admin/bucket", "", []string{"bucket", "uid"}},
-	"bucket reshard":    {http.MethodPost, "/admin/reshard", "", []string{"bucket", "num-shards"}},
-	"reshard list":      {http.MethodGet, "/admin/reshard", "list", nil},
-	"reshard status":    {http.MethodGet, "/admin/reshard", "status", []string{"bucket"}},
-	"reshard cancel":    {http.MethodDelete, "/admin/reshard", "", []string{"bucket"}},
-	"lc list":           {http.MethodGet, "/admin/lc", "list", nil},
-	"lc status":         {http.MethodGet, "/admin/lc", "status", []string{"bucket"}},
-	"lc process":        {http.MethodPost, "/admin/lc", "", []string{"bucket"}},
-	"topic list":        {http.MethodGet, "/admin/topic", "list", nil},
-	"topic get":         {http.MethodGet, "/admin/topic", "get", []string{"topic"}},
-	"topic stats":       {http.MethodGet, "/admin/topic", "stats", []string{"topic"}},
-	"topic dump":        {http.MethodGet, "/admin/topic", "dump", []string{"topic"}},
-	"topic rm":          {http.MethodDelete, "/admin/topic", "", []string{"topic"}},
-	"notification list": {http.MethodGet, "/admin/notification", "list", []string{"bucket"}},
-	"notification get":  {http.MethodGet, "/admin/notification", "get", []string{"bucket", "notification-id"}},
-	"notification rm":   {http.MethodDelete, "/admin/notification", "", []string{"bucket"}},
-	"kms create-key":    {http.MethodPost, "/admin/kms", "create-key", []string{"key-id"}},
-	"kms rotate-key":    {http.MethodPost, "/admin/kms", "rotate-key", []string{"key-id"}},
-	"kms reseal":        {http.MethodPost, "/admin/kms", "reseal", nil},
-	"kms rewrap":        {http.MethodPost, "/admin/kms", "rewrap", []string{"bucket"}},
+	"user create":          {http.MethodPut, "/admin/user", "", []string{"uid"}},
+	"user info":            {http.MethodGet, "/admin/user", "", []string{"uid"}},
+	"user list":            {http.MethodGet, "/admin/user", "list", nil},
+	"user rm":              {http.MethodDelete, "/admin/user", "", []string{"uid"}},
+	"user stats":           {http.MethodGet, "/admin/user", "stats", []string{"uid"}},
+	"account create":       {http.MethodPut, "/admin/account", "", []string{"account-name"}},
+	"account info":         {http.MethodGet, "/admin/account", "info", nil},
+	"account list":         {http.MethodGet, "/admin/account", "list", nil},
+	"account rm":           {http.MethodDelete, "/admin/account", "", nil},
+	"bucket list":          {http.MethodGet, "/admin/bucket", "", nil},
+	"bucket stats":         {http.MethodGet, "/admin/bucket", "stats", []string{"bucket"}},
+	"bucket create":        {http.MethodPut, "/admin/bucket", "", []string{"bucket", "uid"}},
+	"bucket reshard":       {http.MethodPost, "/admin/reshard", "", []string{"bucket", "num-shards"}},
+	"bucket logging flush": {http.MethodPost, "/admin/bucket", "logging", []string{"bucket"}},
+	"bucket logging info":  {http.MethodGet, "/admin/bucket", "logging", []string{"bucket"}},
+	"reshard list":         {http.MethodGet, "/admin/reshard", "list", nil},
+	"reshard status":       {http.MethodGet, "/admin/reshard", "status", []string{"bucket"}},
+	"reshard cancel":       {http.MethodDelete, "/admin/reshard", "", []string{"bucket"}},
+	"lc list":              {http.MethodGet, "/admin/lc", "list", nil},
+	"lc status":            {http.MethodGet, "/admin/lc", "status", []string{"bucket"}},
+	"lc process":           {http.MethodPost, "/admin/lc", "", []string{"bucket"}},
+	"topic list":           {http.MethodGet, "/admin/topic", "list", nil},
+	"topic get":            {http.MethodGet, "/admin/topic", "get", []string{"topic"}},
+	"topic stats":          {http.MethodGet, "/admin/topic", "stats", []string{"topic"}},
+	"topic dump":           {http.MethodGet, "/admin/topic", "dump", []string{"topic"}},
+	"topic rm":             {http.MethodDelete, "/admin/topic", "", []string{"topic"}},
+	"notification list":    {http.MethodGet, "/admin/notification", "list", []string{"bucket"}},
+	"notification get":     {http.MethodGet, "/admin/notification", "get", []string{"bucket", "notification-id"}},
+	"notification rm":      {http.MethodDelete, "/admin/notification", "", []string{"bucket"}},
+	"kms create-key":       {http.MethodPost, "/admin/kms", "create-key", []string{"key-id"}},
+	"kms rotate-key":       {http.MethodPost, "/admin/kms", "rotate-key", []string{"key-id"}},
+	"kms reseal":           {http.MethodPost, "/admin/kms", "reseal", nil},
+	"kms rewrap":           {http.MethodPost, "/admin/kms", "rewrap", []string{"bucket"}},
 	// Quotas: scope bucket with --bucket is that bucket's own quota,
 	// otherwise the user's (see quotaPath).
 	"quota set":         {http.MethodPut, "/admin/user", "quota", []string{"quota-scope"}},
@@ -150,6 +153,9 @@ func runAdmin(args []string) int {
 		}
 		words = append(words, fs.Arg(0))
 		rest = fs.Args()[1:]
+	}
+	if len(words) == 3 && words[0] == "bucket" && words[1] == "logging" {
+		words = []string{"bucket", "logging " + words[2]} // radosgw-admin's three-word command
 	}
 	if len(words) != 2 {
 		if len(words) == 0 {

@@ -31,6 +31,8 @@ workloads:
             examined/s, and the 4 KiB PUT rate during the pass vs without it
   quota     4 KiB PUT with user and bucket quotas enabled vs disabled (ABBA
             on one bucket), new keys and overwrites
+  logging   4 KiB PUT with bucket logging off vs on, standard and journal mode
+            (ABBA on one bucket); records found vs PUTs acknowledged
 
   sse       encrypted vs plain on one gateway (ABBA): 4 MiB PUT/GET, 4 KiB PUT;
             in process: store bytes a 1 MiB range GET reads, KMS calls per op
@@ -51,6 +53,7 @@ var benchWorkloads = map[string]func(ctx context.Context, args []string, out io.
 	"lifecycle":  benchLifecycle,
 	"sse":        benchSSE,
 	"quota":      benchQuota,
+	"logging":    benchLogging,
 }
 
 func runBench(args []string) int {
@@ -240,6 +243,26 @@ func benchQuota(ctx context.Context, args []string, out io.Writer) error {
 	}
 	cfg.Size, cfg.Out = n, out
 	res, err := bench.RunQuota(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return printJSON(out, res)
+}
+
+func benchLogging(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("cairn bench logging", flag.ContinueOnError)
+	var cfg bench.LoggingConfig
+	gw := bindGateway(fs, &cfg.Endpoint, &cfg.AccessKey, &cfg.SecretKey, "S3 endpoint URL", "")
+	fs.StringVar(&cfg.Prefix, "prefix", "", "bucket name prefix (default random)")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "closed-loop workers")
+	size := fs.String("size", "4KiB", "PUT object size")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "time per side and mode (in 8 ABBA slices)")
+	n, err := gw.parse(args, "size", size)
+	if err != nil {
+		return err
+	}
+	cfg.Size, cfg.Out = n, out
+	res, err := bench.RunLogging(ctx, cfg)
 	if err != nil {
 		return err
 	}

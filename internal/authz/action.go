@@ -42,6 +42,8 @@ const (
 	S3PutEncryptionConfiguration
 	S3GetBucketObjectLockConfiguration
 	S3PutBucketObjectLockConfiguration
+	S3GetBucketLogging
+	S3PutBucketLogging
 
 	// S3, object level.
 	S3GetObject
@@ -212,6 +214,8 @@ var actions = [numActions]actionInfo{
 	S3PutEncryptionConfiguration:       {"s3:PutEncryptionConfiguration", ScopeBucket, 0, 0},
 	S3GetBucketObjectLockConfiguration: {"s3:GetBucketObjectLockConfiguration", ScopeBucket, 0, 0},
 	S3PutBucketObjectLockConfiguration: {"s3:PutBucketObjectLockConfiguration", ScopeBucket, 0, 0},
+	S3GetBucketLogging:                 {"s3:GetBucketLogging", ScopeBucket, 0, 0},
+	S3PutBucketLogging:                 {"s3:PutBucketLogging", ScopeBucket, 0, 0},
 
 	S3GetObject:                  {"s3:GetObject", ScopeObject, PermRead, ScopeObject},
 	S3GetObjectVersion:           {"s3:GetObjectVersion", ScopeObject, PermRead, ScopeObject},
@@ -412,7 +416,6 @@ func serviceAllowed(svc string, services []string) bool {
 var knownUnmodelled = map[string]bool{
 	"s3:getbucketwebsite": true, "s3:putbucketwebsite": true, "s3:deletebucketwebsite": true,
 	"s3:getreplicationconfiguration": true, "s3:putreplicationconfiguration": true,
-	"s3:getbucketlogging": true, "s3:putbucketlogging": true,
 	"s3:getaccelerateconfiguration": true, "s3:putaccelerateconfiguration": true,
 	"s3:getbucketrequestpayment": true, "s3:putbucketrequestpayment": true,
 	"s3:getinventoryconfiguration": true, "s3:putinventoryconfiguration": true,

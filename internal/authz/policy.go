@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -117,6 +118,9 @@ type Statement struct {
 	principals   []string // canonical user ids, or account ids (IsAccountID)
 	// acctUsers are account users named by ARN: "<account>:<lower-case name>".
 	acctUsers []string
+	// services are service principals (lower case), e.g.
+	// "logging.s3.amazonaws.com": the gateway acting for a service.
+	services []string
 
 	notAction bool
 	actions   actionSet
@@ -423,7 +427,11 @@ func (st *Statement) parsePrincipal(raw json.RawMessage) error {
 					return bad
 				}
 				st.principals = append(st.principals, id)
-			case "Service", "Federated":
+			case "Service":
+				// Only the gateway itself acts as a service (bucket
+				// logging's permission check); no request comes from one.
+				st.services = append(st.services, strings.ToLower(id))
+			case "Federated":
 				// Valid IAM, but no Cairn request comes from one.
 			default:
 				return bad
@@ -546,6 +554,9 @@ func (st *Statement) matchRest(req *Request, arn string) bool {
 func (st *Statement) principalKind(p Principal) (in, viaAccount bool) {
 	if st.anyPrincipal {
 		return true, false
+	}
+	if p.Service != "" {
+		return slices.Contains(st.services, strings.ToLower(p.Service)), false
 	}
 	if p.IsAnonymous() {
 		return false, false

@@ -23,6 +23,10 @@ type Principal struct {
 	// Identity holds the compiled identity-based policies (inline and
 	// attached managed); nil is none.
 	Identity *IdentityPolicies
+	// Service is a service principal the gateway acts as (bucket
+	// logging's "logging.s3.amazonaws.com"); ID is then "". Only
+	// statements naming that service, or "*", match it.
+	Service string
 }
 
 // InAccount reports whether p is an IAM account's user.

@@ -117,6 +117,8 @@ type Config struct {
 	RateLimitInterval            time.Duration
 	UsageLog                     bool
 	UsageFlushInterval           time.Duration
+	// Bucket logging: the roll time of configurations that set none.
+	BucketLoggingObjRollTime time.Duration
 }
 
 // MinMetricsTokenLen is the shortest bearer token accepted for /metrics.
@@ -281,6 +283,7 @@ var options = []option{
 	{"ratelimit-interval", "the window rate limits are per: a spent limit refills over it (RGW: one minute)", "1m", durOpt(func(c *Config) *time.Duration { return &c.RateLimitInterval })},
 	{"usage-log", "count requests in the usage log (rgw_enable_usage_log)", "true", boolOpt(func(c *Config) *bool { return &c.UsageLog })},
 	{"usage-flush-interval", "how often usage counts are written (rgw_usage_log_tick_interval); a kill -9 loses at most this much", "30s", durOpt(func(c *Config) *time.Duration { return &c.UsageFlushInterval })},
+	{"bucket-logging-obj-roll-time", "how long bucket logging records gather in one log object before it is written to the target bucket, for configurations without ObjectRollTime (rgw_bucket_logging_obj_roll_time)", "5m", durOpt(func(c *Config) *time.Duration { return &c.BucketLoggingObjRollTime })},
 }
 
 // UsageError is a command line that does not parse (unknown flag, missing
@@ -407,6 +410,7 @@ func (c *Config) Validate() error {
 	check(c.MaxBuckets >= 0, "max-buckets must not be negative")
 	check(c.QuotaStatsTTL >= 0, "quota-stats-ttl must not be negative")
 	check(c.RateLimitInterval > 0 && c.UsageFlushInterval > 0, "ratelimit-interval and usage-flush-interval must be positive")
+	check(c.BucketLoggingObjRollTime >= time.Second, "bucket-logging-obj-roll-time must be at least 1s")
 	for _, v := range []int64{c.UserDefaultQuotaMaxObjects, c.UserDefaultQuotaMaxSize, c.BucketDefaultQuotaMaxObjects, c.BucketDefaultQuotaMaxSize} {
 		check(v >= -1, "default quotas must be -1 (none) or a limit, not %d", v)
 	}

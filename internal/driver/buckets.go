@@ -49,6 +49,9 @@ type Instance struct {
 	// Quota and RateLimit are the bucket's own (quota.go); nil: none.
 	Quota     *Quota           `json:"quota,omitempty"`
 	RateLimit *ratelimit.Limit `json:"ratelimit,omitempty"`
+	// Logging is the bucket's logging configuration (PutBucketLogging,
+	// logging.go); nil: logging disabled.
+	Logging *BucketLogging `json:"logging,omitempty"`
 }
 
 // entryPoint is the bucket name's record (namespace "root", object <name>).

@@ -31,7 +31,7 @@ var layers = map[string]int{
 	"internal/notify/endpoint": 2, "internal/notify/delivery": 2, "internal/usage": 2,
 	// 3: S3 semantics over storage.
 	"internal/driver": 3, "internal/reshard": 3, "internal/lcproc": 3, "internal/notify/service": 3,
-	"internal/nullgw": 3, "internal/iam": 3, "internal/sts": 3,
+	"internal/nullgw": 3, "internal/iam": 3, "internal/sts": 3, "internal/accesslog": 3,
 	// 4: HTTP.
 	"internal/s3api": 4, "internal/notify/api": 4, "internal/notify": 4, "internal/iam/iamapi": 4,
 	// 5: wiring, workloads, the binary.

@@ -304,6 +304,9 @@ func (s *Server) adminBucket(w http.ResponseWriter, r *http.Request) error {
 		}
 		return s.adminQuota(w, r, driver.QuotaScopeBucket, q.Get("bucket"))
 	}
+	if q.Has("logging") {
+		return s.adminBucketLogging(w, r)
+	}
 	if r.Method == http.MethodPut {
 		return s.adminCreateBucket(w, r)
 	}

@@ -77,6 +77,8 @@ var opActions = map[string]authz.Action{
 	"GetBucketEncryption":             authz.S3GetEncryptionConfiguration,
 	"PutBucketEncryption":             authz.S3PutEncryptionConfiguration,
 	"DeleteBucketEncryption":          authz.S3PutEncryptionConfiguration,
+	"GetBucketLogging":                authz.S3GetBucketLogging,
+	"PutBucketLogging":                authz.S3PutBucketLogging,
 	"GetObjectAttributes":             authz.S3GetObjectAttributes,
 	"GetObjectTorrent":                authz.S3GetObjectTorrent,
 	"PostObject":                      authz.S3PutObject,

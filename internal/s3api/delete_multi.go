@@ -184,6 +184,13 @@ func (s *Server) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqCt
 	out := deleteResult{Xmlns: s3Namespace}
 	for i, o := range req.Objects {
 		if errs[i] == nil {
+			if rc.logged {
+				vid := o.VersionID
+				if vid == "" && results[i].DeleteMarker {
+					vid = results[i].VersionID
+				}
+				rc.deleted = append(rc.deleted, deletedKey{o.Key, vid})
+			}
 			if !req.Quiet {
 				d := deletedXML{Key: o.Key, VersionID: o.VersionID}
 				if res := results[i]; res.DeleteMarker {

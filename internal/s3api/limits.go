@@ -123,15 +123,21 @@ func (s *Server) account(r *http.Request, rc *reqCtx, kind routeKind, status int
 	s.cfg.Usage.Record(owner, bucket, categoryOf(rc.op), sent, received, status > 0 && status < 400)
 }
 
-// countingBody counts the request body bytes a handler read.
+// countingBody counts the request body bytes a handler read, and notes
+// when it hit the end (turn-around time of the access log).
 type countingBody struct {
 	io.ReadCloser
-	n int64
+	n     int64
+	now   func() time.Time
+	eofAt time.Time
 }
 
 func (c *countingBody) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
 	c.n += int64(n)
+	if err == io.EOF && c.eofAt.IsZero() && c.now != nil {
+		c.eofAt = c.now()
+	}
 	return n, err
 }
 

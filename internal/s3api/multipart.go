@@ -497,6 +497,7 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, r *http.Request,
 		return err
 	}
 	setWriteVersionHeader(w.Header(), info.VersionID)
+	rc.etag, rc.size = info.ETag, info.Size
 	sseHeaders(w.Header(), info.Meta.SSE, sp.keyMD5)
 	out := completeMultipartUploadResult{
 		Xmlns:       s3Namespace,

@@ -223,6 +223,8 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 			return scoped("GetBucketLifecycleConfiguration", s.getBucketLifecycle)
 		case q.Has("encryption"):
 			return scoped("GetBucketEncryption", s.getBucketEncryption)
+		case q.Has("logging"):
+			return scoped("GetBucketLogging", s.getBucketLogging)
 		case subresource(q) != "":
 			return notImplemented("Bucket", "GET ?"+subresource(q))
 		case q.Get("list-type") == "2":
@@ -254,6 +256,8 @@ func (s *Server) bucketRoute(r *http.Request, q url.Values) route {
 			return scoped("PutBucketLifecycleConfiguration", s.putBucketLifecycle)
 		case q.Has("encryption"):
 			return scoped("PutBucketEncryption", s.putBucketEncryption)
+		case q.Has("logging"):
+			return scoped("PutBucketLogging", s.putBucketLogging)
 		}
 		if sr := subresource(q); sr != "" {
 			return notImplemented("Bucket", "PUT ?"+sr)

@@ -66,6 +66,9 @@ type Config struct {
 	RateLimiter *ratelimit.Limiter
 	// Usage is the usage log every S3 request is counted in; nil: none.
 	Usage *usage.Log
+	// AccessLog is bucket logging (PutBucketLogging and the records of
+	// buckets that have it); nil: PutBucketLogging answers NotImplemented.
+	AccessLog AccessLogger
 }
 
 // Validate reports every problem with c.
@@ -220,17 +223,28 @@ type reqCtx struct {
 	// admitted under (its bytes are charged when it ends).
 	kind   routeKind
 	rlKeys []ratelimit.Key
+	// logged: a journal record was armed (no standard record); etag and
+	// size are what a handler reports for the record when the response
+	// headers do not carry them (CompleteMultipartUpload).
+	logged bool
+	etag   string
+	size   int64
+	// deleted are DeleteObjects' deleted keys when a journal record is
+	// armed (one record each).
+	deleted []deletedKey
 }
+
+type deletedKey struct{ key, versionID string }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.cfg.Now()
 	rc := &reqCtx{id: s.newRequestID(), op: "Unknown", decodedLength: -1}
-	rw := &statusWriter{ResponseWriter: w}
+	rw := &statusWriter{ResponseWriter: w, now: s.cfg.Now}
 	r = s.guardBody(w, r)
 	var body *countingBody
 	if r.Body != nil && r.Body != http.NoBody {
-		body = &countingBody{ReadCloser: r.Body}
+		body = &countingBody{ReadCloser: r.Body, now: s.cfg.Now}
 		r.Body = body
 	}
 	h := w.Header()
@@ -238,7 +252,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("x-amz-id-2", s.cfg.HostID)
 	h.Set("Server", "Cairn")
 
-	s.serve(rw, r, rc)
+	s.serve(rw, r, rc, start)
 
 	if rw.status == 0 { // handler wrote nothing: an empty 200
 		rw.WriteHeader(http.StatusOK)
@@ -250,6 +264,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		received = body.n
 	}
 	s.account(r, rc, rc.kind, rw.status, rw.bytes, received)
+	if s.cfg.AccessLog != nil {
+		lastIn := start
+		if body != nil {
+			lastIn = body.eofAt
+		}
+		s.logAccess(r, rc, rw, start, lastIn)
+	}
 	level := slog.LevelInfo
 	if rw.status >= 500 {
 		level = slog.LevelError
@@ -276,7 +297,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.log.LogAttrs(r.Context(), level, "request", attrs...)
 }
 
-func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
+func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx, start time.Time) {
 	if headerBytes(r) > s.cfg.MaxHeaderBytes {
 		rc.op = "HeaderTooLarge"
 		s.writeError(w, r, rc, s3err.New(s3err.ErrRequestHeaderSectionTooLarge, ""))
@@ -365,6 +386,7 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx) {
 		s.writeError(w, r, rc, rt.deferred)
 		return
 	}
+	s.journalHook(w, r, rc, start)
 	if err := rt.h(w, r, rc); err != nil {
 		s.writeError(w, r, rc, s.hideMissing(w, r, rc, err))
 	}
@@ -434,20 +456,51 @@ func sourceIP(r *http.Request) string {
 // statusWriter records the status and byte count for logs and metrics.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
-	bytes  int64
+	status   int
+	bytes    int64
+	firstOut time.Time // when the status was written (turn-around time)
+	now      func() time.Time
+	// commit, if set, runs once before the status goes out (bucket
+	// logging's journal record); its error replaces the response with
+	// fail's, and what the handler writes afterwards is dropped.
+	commit func(status int) error
+	fail   func(error)
+	failed bool
+}
+
+// start runs commit and notes the first output; false: the response was
+// replaced, drop the caller's.
+func (w *statusWriter) start(code int) bool {
+	if c := w.commit; c != nil {
+		w.commit = nil
+		if err := c(code); err != nil {
+			if w.fail != nil {
+				w.fail(err)
+			}
+			w.failed = true
+			return false
+		}
+	}
+	w.status = code
+	if w.now != nil {
+		w.firstOut = w.now()
+	}
+	return true
 }
 
 func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
+	if w.failed {
+		return
+	}
+	if w.status == 0 && !w.start(code) {
+		return
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
+	if w.failed || w.status == 0 && !w.start(http.StatusOK) {
+		return len(p), nil
 	}
 	n, err := w.ResponseWriter.Write(p)
 	w.bytes += int64(n)
@@ -456,8 +509,8 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 
 // ReadFrom keeps sendfile/splice-style fast paths of the underlying writer.
 func (w *statusWriter) ReadFrom(src io.Reader) (int64, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
+	if w.failed || w.status == 0 && !w.start(http.StatusOK) {
+		return io.Copy(io.Discard, src)
 	}
 	n, err := io.Copy(w.ResponseWriter, src)
 	w.bytes += n

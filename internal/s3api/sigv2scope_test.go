@@ -17,16 +17,16 @@ func TestNotImplementedAfterAuthorization(t *testing.T) {
 		status int
 		code   string
 	}{
-		{req{method: "GET", path: "/b?logging", key: bobKey}, 403, "AccessDenied"},
+		{req{method: "GET", path: "/b?website", key: bobKey}, 403, "AccessDenied"},
 		{req{method: "PUT", path: "/b?lifecycle", body: "<x/>", key: bobKey}, 403, "AccessDenied"},
 		{req{method: "DELETE", path: "/b?cors", key: bobKey}, 403, "AccessDenied"},
 		{req{method: "GET", path: "/b/k?tagging", key: bobKey}, 403, "AccessDenied"},
 		{req{method: "POST", path: "/b/k", key: bobKey}, 403, "AccessDenied"},
 		{req{method: "PATCH", path: "/b/k", key: bobKey}, 403, "AccessDenied"},
-		{req{method: "GET", path: "/none?logging"}, 404, "NoSuchBucket"},
+		{req{method: "GET", path: "/none?website"}, 404, "NoSuchBucket"},
 		{req{method: "PUT", path: "/none?lifecycle", body: "<x/>"}, 404, "NoSuchBucket"},
 		{req{method: "GET", path: "/none/k?tagging"}, 404, "NoSuchBucket"},
-		{req{method: "GET", path: "/b?logging", key: adminKey}, 501, "NotImplemented"},
+		{req{method: "GET", path: "/b?website", key: adminKey}, 501, "NotImplemented"},
 		{req{method: "GET", path: "/?Action=ListTopics"}, 405, "MethodNotAllowed"},
 	} {
 		res := h.do(tc.rq)

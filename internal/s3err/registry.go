@@ -146,3 +146,6 @@ var Registry = []APIError{
 	ErrSNSAuthorization, ErrSNSInternal, ErrSNSInvalidAction, ErrSNSInvalidParameter,
 	ErrInvalidParameterValue, ErrMissingParameter, ErrTopicNotFound,
 }
+
+// Bucket logging (PutBucketLogging's target checks).
+var ErrInvalidTargetBucketForLogging = APIError{"InvalidTargetBucketForLogging", http.StatusBadRequest, "The target bucket for logging is not valid."}

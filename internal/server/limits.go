@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cairn-s3/cairn/internal/accesslog"
 	"github.com/cairn-s3/cairn/internal/config"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/ratelimit"
@@ -25,6 +26,22 @@ func defaultQuota(maxObjects, maxSize int64) driver.Quota {
 func (g *Gateway) openLimits(cfg *config.Config, api *s3api.Config) error {
 	api.Limits = g.Driver
 	api.RateLimiter = ratelimit.New(ratelimit.Options{Interval: cfg.RateLimitInterval})
+	al, err := accesslog.New(accesslog.Options{
+		Driver: g.Driver, IO: g.Driver.LogIO(), BootID: g.Driver.BootID(), Region: cfg.Region,
+		RollTime: cfg.BucketLoggingObjRollTime, Logger: g.Log.With("component", "accesslog"),
+	})
+	if err != nil {
+		return err
+	}
+	al.Start()
+	api.AccessLog = al
+	g.closers = append(g.closers, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := al.Close(ctx); err != nil {
+			g.Log.Warn("bucket logging: shutdown flush failed", "err", err)
+		}
+	})
 	if !cfg.UsageLog {
 		return nil
 	}
