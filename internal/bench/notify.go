@@ -273,6 +273,14 @@ type NotifyCell struct {
 	BenchUsEvent   float64 `json:"bench_cpu_us_per_event,omitempty"`
 	PushesOK       float64 `json:"pushes_ok,omitempty"`     // cairn_notify_delivery_pushes_ok_total delta
 	PushesFailed   float64 `json:"pushes_failed,omitempty"` // cairn_notify_delivery_pushes_failed_total delta
+	// Store ops behind the events (deltas of the gateway's counters over
+	// load and drain): group commits and the events they carried;
+	// delivery's lists, removals, and lists carrying removals.
+	CommitOps     float64 `json:"commit_ops,omitempty"`
+	CommitEvents  float64 `json:"commit_events,omitempty"`
+	ListOps       float64 `json:"list_ops,omitempty"`
+	RemoveOps     float64 `json:"remove_ops,omitempty"`
+	ListRemoveOps float64 `json:"list_remove_ops,omitempty"`
 }
 
 // NotifyGoal is one goal of the issue and whether the run met it.
@@ -658,13 +666,13 @@ func (b *notifyBench) cell(ctx context.Context, round int, mode, op string, size
 	// The load starts after the prefill, inside RunS3, which reports the
 	// prefill's end on Out: startWriter marks the start there.
 	var cpu0g, cpu0b, cpu0m float64
-	var ok0, fail0 float64
+	var n0 notifyCounters
 	markStart := func() {
 		mu.Lock()
 		loadStart = time.Now()
 		mu.Unlock()
 		cpu0g, cpu0b, cpu0m = b.gw.cpuSeconds(), selfCPUSeconds(), machineBusySeconds()
-		ok0, fail0 = b.gw.pushCounters(ctx)
+		n0 = b.gw.counters(ctx)
 	}
 	startWatch := &startWriter{w: out, prefix: "prefill:", fn: markStart}
 	scfg.Out = startWatch
@@ -735,14 +743,18 @@ func (b *notifyBench) cell(ctx context.Context, round int, mode, op string, size
 		c.DrainSeconds = math.Round(time.Since(loadEnd).Seconds()*100) / 100
 		// Let the last removals' acks land in the receiver.
 		time.Sleep(200 * time.Millisecond)
-		ok1, fail1 := b.gw.pushCounters(ctx)
-		c.PushesOK, c.PushesFailed = ok1-ok0, fail1-fail0
+		n1 := b.gw.counters(ctx)
+		c.PushesOK, c.PushesFailed = n1.ok-n0.ok, n1.failed-n0.failed
+		c.ListOps, c.RemoveOps, c.ListRemoveOps = n1.listOps-n0.listOps, n1.removeOps-n0.removeOps, n1.listRemoveOps-n0.listRemoveOps
+		c.CommitOps, c.CommitEvents = n1.commitOps-n0.commitOps, n1.commitEvents-n0.commitEvents
 	}
 	stopSampling()
 	swg.Wait()
 	c.DepthSlope = depthSlope(c.Depth)
 	c.Lag = b.rv.lag(c.Bucket)
 	if c.Topic != "" {
+		fmt.Fprintf(out, "  store ops: %.0f commits for %.0f events; %.0f lists, %.0f removals, %.0f lists with removals\n",
+			c.CommitOps, c.CommitEvents, c.ListOps, c.RemoveOps, c.ListRemoveOps)
 		fmt.Fprintf(out, "  delivered %d events (pushes ok %.0f failed %.0f), lag p50 %.1f p99 %.1f max %.1f ms, max depth %d, slope %.1f/s, drained %v in %.1fs, CPU/op: gateway %.0f µs, client+receiver %.0f µs; other jobs %.1f CPU-s, load %.1f\n",
 			c.Lag.Events, c.PushesOK, c.PushesFailed, c.Lag.P50Ms, c.Lag.P99Ms, c.Lag.MaxMs, c.MaxDepth, c.DepthSlope, c.Drained, c.DrainSeconds, c.GatewayUsOp, c.BenchUsOp, c.OtherCPU, c.LoadAvg)
 		if !c.Drained {
@@ -1214,12 +1226,21 @@ func (g *notifyGateway) topicStats(ctx context.Context, name string) (topicStats
 	return st, err
 }
 
-// pushCounters sums cairn_notify_delivery_pushes_{ok,failed}_total from
-// /metrics, scraped with the admin's signature (/metrics is not public).
-func (g *notifyGateway) pushCounters(ctx context.Context) (ok, failed float64) {
+// notifyCounters are the gateway's delivery and commit counters
+// (/metrics), summed over labels.
+type notifyCounters struct {
+	ok, failed                        float64
+	listOps, removeOps, listRemoveOps float64 // cairn_notify_delivery_shard_ops_total by op
+	commitOps, commitEvents           float64 // cairn_notify_queue_commit_{ops,events}_total
+}
+
+// counters reads notifyCounters from the gateway's /metrics (zero when
+// unreadable).
+func (g *notifyGateway) counters(ctx context.Context) notifyCounters {
+	var n notifyCounters
 	body, err := g.call(ctx, http.MethodGet, "/metrics", nil, "", nil)
 	if err != nil {
-		return 0, 0
+		return n
 	}
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -1228,9 +1249,19 @@ func (g *notifyGateway) pushCounters(ctx context.Context) (ok, failed float64) {
 		var dst *float64
 		switch {
 		case strings.HasPrefix(line, "cairn_notify_delivery_pushes_ok_total"):
-			dst = &ok
+			dst = &n.ok
 		case strings.HasPrefix(line, "cairn_notify_delivery_pushes_failed_total"):
-			dst = &failed
+			dst = &n.failed
+		case strings.HasPrefix(line, `cairn_notify_delivery_shard_ops_total{op="list"}`):
+			dst = &n.listOps
+		case strings.HasPrefix(line, `cairn_notify_delivery_shard_ops_total{op="remove"}`):
+			dst = &n.removeOps
+		case strings.HasPrefix(line, `cairn_notify_delivery_shard_ops_total{op="list_remove"}`):
+			dst = &n.listRemoveOps
+		case strings.HasPrefix(line, "cairn_notify_queue_commit_ops_total"):
+			dst = &n.commitOps
+		case strings.HasPrefix(line, "cairn_notify_queue_commit_events_total"):
+			dst = &n.commitEvents
 		default:
 			continue
 		}
@@ -1240,7 +1271,7 @@ func (g *notifyGateway) pushCounters(ctx context.Context) (ok, failed float64) {
 			}
 		}
 	}
-	return ok, failed
+	return n
 }
 
 // cpuSeconds is the child gateway's user+system CPU time (0 in-process or

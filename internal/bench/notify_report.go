@@ -60,7 +60,7 @@ func NotifyMarkdown(res *NotifyResult) string {
 			lag(r.GwUsEvent), lag(r.BenchUsEvent), r.Errors)
 	}
 	p("\n### Every cell\n\n")
-	p("| round | op | size | mode | ops/s | ratio | gateway µs CPU/op | gateway µs CPU/event | events delivered | drained after s | other jobs' CPU-s during the cell | load avg |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| round | op | size | mode | ops/s | ratio | gateway µs CPU/op | gateway µs CPU/event | events per commit op | events per delivery op (lists / removals / both) | events delivered | drained after s | other jobs' CPU-s during the cell | load avg |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	cells := res.Cells
 	if res.Soak != nil {
 		cells = append(append([]*NotifyCell(nil), cells...), res.Soak)
@@ -85,8 +85,15 @@ func NotifyMarkdown(res *NotifyResult) string {
 		if c.GatewayUsEvent != 0 {
 			perEv = fmt.Sprintf("%.0f", c.GatewayUsEvent)
 		}
-		p("| %s | %s | %s | %s | %s | %s | %.0f | %s | %s | %s | %.1f in %.0fs | %.1f |\n", round, strings.ToUpper(c.Op), sizeString(c.Size), c.Mode,
-			thousands(c.S3.OpsPerSec), ratio, c.GatewayUsOp, perEv, ev, dr, c.OtherCPU, c.S3.Seconds, c.LoadAvg)
+		perCommit, perDeliv := "–", "–"
+		if c.CommitOps > 0 {
+			perCommit = fmt.Sprintf("%.1f", c.CommitEvents/c.CommitOps)
+		}
+		if n := c.ListOps + c.RemoveOps + c.ListRemoveOps; n > 0 {
+			perDeliv = fmt.Sprintf("%.1f (%.0f / %.0f / %.0f)", c.PushesOK/n, c.ListOps, c.RemoveOps, c.ListRemoveOps)
+		}
+		p("| %s | %s | %s | %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %.1f in %.0fs | %.1f |\n", round, strings.ToUpper(c.Op), sizeString(c.Size), c.Mode,
+			thousands(c.S3.OpsPerSec), ratio, c.GatewayUsOp, perEv, perCommit, perDeliv, ev, dr, c.OtherCPU, c.S3.Seconds, c.LoadAvg)
 	}
 	if s := res.Soak; s != nil && s.S3 != nil {
 		p("\n### Queue depth over the %.0f s %s 4 KiB PUT run\n\n", s.S3.Seconds, s.Mode)
