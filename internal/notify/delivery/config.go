@@ -25,6 +25,7 @@ const (
 	DefaultShardWindow    = 1024
 	DefaultRemoveBatch    = 256
 	DefaultRemoveInterval = 50 * time.Millisecond
+	DefaultAckLinger      = 5 * time.Millisecond
 	DefaultInitialBackoff = time.Second
 	DefaultMaxBackoff     = 5 * time.Minute
 	DefaultPushTimeout    = 30 * time.Second
@@ -110,6 +111,12 @@ type Config struct {
 	// the retry-state updates of failed pushes (default 50 ms).
 	RemoveBatch    int
 	RemoveInterval time.Duration
+	// AckLinger is how long acknowledgements wait for the shard's other
+	// pushes in flight before their removal op goes out (default 5 ms):
+	// the pushes of one list usually answer together, so one op removes
+	// them all instead of one op per answer. The removal also rides the
+	// shard's next list op when one is due.
+	AckLinger time.Duration
 
 	// Global defaults for topics whose attribute is unset
 	// (topic.UseGlobal): MaxRetries 0 = unlimited, TTL 0 = forever,
@@ -186,6 +193,9 @@ func (c *Config) EnsureDefaults() *Config {
 	if c.RemoveBatch == 0 {
 		c.RemoveBatch = DefaultRemoveBatch
 	}
+	if c.AckLinger == 0 {
+		c.AckLinger = DefaultAckLinger
+	}
 	if c.RemoveInterval == 0 {
 		c.RemoveInterval = DefaultRemoveInterval
 	}
@@ -255,6 +265,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RemoveBatch < 1 || c.RemoveBatch > 2000 {
 		bad("RemoveBatch %d must be in [1, 2000]", c.RemoveBatch)
+	}
+	if c.AckLinger <= 0 {
+		bad("AckLinger %v must be positive", c.AckLinger)
 	}
 	if c.RemoveInterval <= 0 {
 		bad("RemoveInterval %v must be positive", c.RemoveInterval)

@@ -159,6 +159,25 @@ func (l *lease) list(ctx context.Context, marker queue.Marker, max int) (queue.L
 	return s.Result()
 }
 
+// removeAndList removes markers and lists a page after marker in one
+// fenced op: the removal a worker owes and the list it wants share the
+// store op (and its sync) instead of costing one each.
+func (l *lease) removeAndList(ctx context.Context, remove []queue.Marker, marker queue.Marker, max int) (queue.ListResult, error) {
+	op := objstore.NewWriteOp()
+	l.guard(op)
+	if _, err := queue.AddRemoveMarkers(op, remove...); err != nil {
+		return queue.ListResult{}, err
+	}
+	s := queue.AddList(op, marker, max)
+	if err := l.io.Operate(ctx, l.oid, op); err != nil {
+		if errors.Is(err, objstore.ErrNotFound) {
+			return queue.ListResult{}, errShardGone
+		}
+		return queue.ListResult{}, fenced(err)
+	}
+	return s.Result()
+}
+
 // update is one entry's new delivery state.
 type update struct {
 	marker  queue.Marker

@@ -20,6 +20,7 @@ type metrics struct {
 	inflight prometheus.Gauge
 	owned    prometheus.Gauge
 	lost     prometheus.Counter
+	shardOps *prometheus.CounterVec
 
 	// Totals mirrored for Stats (cheap to read without a registry).
 	nOK, nFailed, nExpired, nLost, nInflight atomic.Int64
@@ -52,9 +53,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Queue shards this gateway holds a lease on."}),
 		lost: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "leases_lost_total",
 			Help: "Shard leases lost without releasing them (renewal failed or fenced op)."}),
+		shardOps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "shard_ops_total",
+			Help: "Store ops delivery sent to queue shards: list, remove (acks and retry states), list_remove (both in one op)."}, []string{"op"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.entries, m.bytes, m.oldest, m.latency, m.ok, m.failed, m.expired, m.inflight, m.owned, m.lost)
+		reg.MustRegister(m.entries, m.bytes, m.oldest, m.latency, m.ok, m.failed, m.expired, m.inflight, m.owned, m.lost, m.shardOps)
 	}
 	return m
 }

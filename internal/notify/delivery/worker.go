@@ -193,11 +193,13 @@ func (w *worker) loop() error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		// Acknowledged removals first, before listing or pushing more:
-		// an entry the endpoint has but the queue still holds is what a
-		// crash delivers again, so that window is one op, not a timer.
-		// (After a failed op, wait a poll interval before the next.)
-		if len(w.removes) > 0 && time.Since(w.lastErr) >= cfg.PollInterval {
+		// Acknowledged removals first, before pushing more: an entry the
+		// endpoint has but the queue still holds is what a crash delivers
+		// again, so that window is one op plus at most AckLinger, not a
+		// timer. They wait for the shard's other pushes in flight (one
+		// op for a list's worth of answers), and ride the list op when
+		// one is due (fill). (After a failed op, wait a poll interval.)
+		if len(w.removes) > 0 && time.Since(w.lastErr) >= cfg.PollInterval && w.acksDue() && !w.listDue() {
 			if err := w.flush(w.stopCtx); err != nil {
 				if fatal(err) {
 					return err
@@ -265,6 +267,9 @@ func (w *worker) nextWake(cfg *Config) time.Duration {
 	if len(w.waiting) > 0 {
 		d = min(d, max(w.waiting[0].due.Sub(w.m.cfg.Now()), time.Millisecond))
 	}
+	if len(w.removes) > 0 {
+		d = min(d, cfg.AckLinger-time.Since(w.pendSince))
+	}
 	if w.poked && w.drained && w.held < cfg.ShardWindow && time.Since(w.lastErr) >= cfg.PollInterval {
 		d = min(d, w.gap-time.Since(w.lastList))
 	}
@@ -274,25 +279,70 @@ func (w *worker) nextWake(cfg *Config) time.Duration {
 	return max(d, 0)
 }
 
-// fill lists more entries while the window has room.
-func (w *worker) fill() error {
+// acksDue reports whether the acknowledged removals should go out now:
+// no other push of the shard is in flight, the batch is full, or the
+// oldest waited AckLinger.
+func (w *worker) acksDue() bool {
 	cfg := &w.m.cfg
-	room := cfg.ShardWindow - w.held
-	if room <= 0 || time.Since(w.lastErr) < cfg.PollInterval {
-		return nil
+	return w.inflight == 0 || len(w.removes) >= cfg.RemoveBatch || time.Since(w.pendSince) >= cfg.AckLinger
+}
+
+// listDue reports whether fill would list now.
+func (w *worker) listDue() bool {
+	cfg := &w.m.cfg
+	if cfg.ShardWindow-w.held <= 0 || time.Since(w.lastErr) < cfg.PollInterval {
+		return false
 	}
 	since := time.Since(w.lastList)
-	if w.drained && since < cfg.PollInterval && !(w.poked && since >= w.gap) {
+	return !w.drained || since >= cfg.PollInterval || (w.poked && since >= w.gap)
+}
+
+// fill lists more entries while the window has room. Pending removals
+// ride in the same op (removeAndList).
+func (w *worker) fill() error {
+	cfg := &w.m.cfg
+	if !w.listDue() {
 		return nil
 	}
+	room := cfg.ShardWindow - w.held
+	since := time.Since(w.lastList)
 	woken := w.poked && w.drained
 	w.poked = false // commits from now on poke again
 	ctx, cancel := context.WithTimeout(w.stopCtx, cfg.PushTimeout)
 	defer cancel()
-	res, err := w.lease.list(ctx, w.marker, min(room, queue.MaxListMax))
+	var res queue.ListResult
+	var err error
+	var rmItems []*item
+	if len(w.removes) > 0 {
+		rmItems = w.removes[:min(len(w.removes), cfg.RemoveBatch)]
+		rm := make([]queue.Marker, len(rmItems))
+		for i, it := range rmItems {
+			rm[i] = it.e.Marker
+		}
+		res, err = w.lease.removeAndList(ctx, rm, w.marker, min(room, queue.MaxListMax))
+		w.m.met.shardOps.WithLabelValues("list_remove").Inc()
+	} else {
+		res, err = w.lease.list(ctx, w.marker, min(room, queue.MaxListMax))
+		w.m.met.shardOps.WithLabelValues("list").Inc()
+	}
 	w.lastList = time.Now()
 	if err != nil {
 		return err
+	}
+	if len(rmItems) > 0 {
+		w.removed(rmItems)
+		w.removes = w.removes[len(rmItems):]
+		for _, it := range rmItems {
+			delete(w.unflushed, it.key)
+		}
+		for _, it := range w.removes {
+			w.unflushed[it.key] = true
+		}
+		if len(w.removes)+len(w.updates) > 0 {
+			w.pendSince = time.Now()
+		} else {
+			w.removes = nil
+		}
 	}
 	if woken {
 		w.adaptGap(since, len(res.Entries))
@@ -604,6 +654,7 @@ func (w *worker) flush(ctx context.Context) error {
 		}
 		cctx, cancel := context.WithTimeout(ctx, w.m.cfg.PushTimeout)
 		err := w.lease.commit(cctx, rm, ups)
+		w.m.met.shardOps.WithLabelValues("remove").Inc()
 		if err != nil && errors.Is(err, objstore.ErrNotFound) && len(ups) > 0 {
 			// An updated entry vanished (purged by an admin): keep the
 			// removals, forget the updates.
@@ -616,15 +667,7 @@ func (w *worker) flush(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		// Expiries count once their removal is durable, so a lease lost
-		// before the flush does not count them twice (the next owner
-		// expires them again).
-		for _, it := range rmItems {
-			if it.dropped != "" {
-				w.m.met.expired.WithLabelValues(w.label, it.dropped).Inc()
-				w.m.met.nExpired.Add(1)
-			}
-		}
+		w.removed(rmItems)
 		for _, it := range done {
 			it.dirty = false
 		}
@@ -635,6 +678,18 @@ func (w *worker) flush(ctx context.Context) error {
 	w.removes, w.updates = nil, nil
 	clear(w.unflushed)
 	return nil
+}
+
+// removed counts the expiries among items whose removal is now durable:
+// so a lease lost before the removal does not count them twice (the next
+// owner expires them again).
+func (w *worker) removed(items []*item) {
+	for _, it := range items {
+		if it.dropped != "" {
+			w.m.met.expired.WithLabelValues(w.label, it.dropped).Inc()
+			w.m.met.nExpired.Add(1)
+		}
+	}
 }
 
 // waitHeap orders keys waiting for a retry by due time.

@@ -33,10 +33,16 @@ var (
 		"Reservations of writes in flight (topic stats' reservations; pooled ones excluded).", []string{"topic"}, nil)
 	queueCapacityDesc = prometheus.NewDesc("cairn_notify_queue_capacity_bytes",
 		"Capacity of the topic's queue, summed over its shards.", []string{"topic"}, nil)
+	// Group commit: events / ops is the mean batch (docs/bench/notify.md).
+	commitOpsDesc = prometheus.NewDesc("cairn_notify_queue_commit_ops_total",
+		"Store ops that committed events to queue shards through this gateway (group commits).", nil, nil)
+	commitEventsDesc = prometheus.NewDesc("cairn_notify_queue_commit_events_total",
+		"Events those ops committed.", nil, nil)
 )
 
 func (c queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{queueEntriesDesc, queueBytesDesc, queueOldestDesc, queueReservedDesc, queueCapacityDesc} {
+	for _, d := range []*prometheus.Desc{queueEntriesDesc, queueBytesDesc, queueOldestDesc, queueReservedDesc, queueCapacityDesc,
+		commitOpsDesc, commitEventsDesc} {
 		ch <- d
 	}
 }
@@ -45,6 +51,9 @@ func (c queueCollector) Describe(ch chan<- *prometheus.Desc) {
 const scrapeTimeout = 10 * time.Second
 
 func (c queueCollector) Collect(ch chan<- prometheus.Metric) {
+	ops, events := c.s.queues.GroupStats()
+	ch <- prometheus.MustNewConstMetric(commitOpsDesc, prometheus.CounterValue, float64(ops))
+	ch <- prometheus.MustNewConstMetric(commitEventsDesc, prometheus.CounterValue, float64(events))
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	marker := ""
