@@ -63,8 +63,8 @@ type Options struct {
 	// notification commit and reply), "after-unlink" (version removed,
 	// before its data is collected); and for the orphan drills
 	// (orphans_test.go): "data-stripe" (after each stripe of a run),
-	// "part-after-data", "part-after-swap" (a re-uploaded part recorded,
-	// the part it replaced not yet removed), "create-upload",
+	// "part-after-data", "part-after-swap" (a part recorded; the part
+	// it replaced, if any, not yet removed), "create-upload",
 	// "complete-before-drop", "drop-upload" (between the two removals of
 	// an upload's records), "abort-part" (before each part an abort
 	// removes), "gc-after-remove" (data collected, record not cleared).
