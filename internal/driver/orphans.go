@@ -234,13 +234,35 @@ func (s *orphanScan) orphaned(ctx context.Context, prefix string, head bool, own
 	}
 	var refd bool
 	err = s.d.withIndex(ctx, inst.Name, func(cur Instance, ix bucketindex.Index) error {
-		if cur.ID != bid {
+		switch {
+		case cur.ID != bid:
 			refd = false // the name now belongs to a newer bucket
+			return nil
+		case cur.Reshard != nil:
+			// GC records wait on the old generation until the cleanup
+			// moves them: check again at the next scan.
+			refd = true
 			return nil
 		}
 		var err error
-		refd, err = ix.References(ctx, key, prefix)
-		return err
+		if refd, err = ix.References(ctx, key, prefix); refd || err != nil {
+			return err
+		}
+		// A reshard moves GC records to the shard of their tag, not of
+		// their key: look through every shard's before deciding.
+		for i := 0; i < ix.Layout.NumShards && !refd; i++ {
+			recs, err := ix.PendingGC(ctx, i, 0)
+			if errors.Is(err, objstore.ErrNotFound) {
+				return objstore.Errorf(objstore.ErrStale, "index shard %d gone", i)
+			}
+			if err != nil {
+				return err
+			}
+			for _, r := range recs {
+				refd = refd || usesRun(r.Manifest, prefix)
+			}
+		}
+		return nil
 	})
 	switch {
 	case errors.Is(err, ErrNoSuchBucket):

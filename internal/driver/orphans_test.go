@@ -344,3 +344,35 @@ func TestOrphanScanKeepsLiveData(t *testing.T) {
 }
 
 func partOf(c byte) []byte { return bytes.Repeat([]byte{c}, driver.MinPartSize) }
+
+// TestOrphanScanFindsMovedGCRecords: a reshard puts GC records on the
+// shard of their tag, not of their key; replaced data they name is not an
+// orphan (a GET of the old version may still be reading it).
+func TestOrphanScanFindsMovedGCRecords(t *testing.T) {
+	ctx := context.Background()
+	r := newCrashRig(t)
+	putBytes(r.d, "k", []byte("old"))
+	putBytes(r.d, "k", []byte("new")) // the old run now has a GC record (gc-min-wait 1h)
+	inst, err := r.d.Instance(ctx, "bkt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := bucketindex.Index{IO: r.d.IndexIO(), BucketID: inst.ID, Layout: inst.Layout}
+	home := bucketindex.ShardOf("k", inst.Layout.NumShards)
+	recs, err := ix.GCRecords(ctx, home)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("gc records on the key's shard: %v, %v", recs, err)
+	}
+	other := (home + 1) % inst.Layout.NumShards
+	if err := ix.PutGCRecords(ctx, other, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := bucketindex.GCDone(ctx, r.d.IndexIO(), ix.ShardOID(home), recs[0].Key[len("\xffg/"):]); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := r.d.ScanOrphans(ctx, driver.OrphanOptions{Remove: true}); err != nil || rep.Orphans != 0 {
+		t.Fatalf("replaced data with a moved GC record taken for an orphan: %+v, %v", rep, err)
+	}
+	r.recover()
+	r.drain()
+}
