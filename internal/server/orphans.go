@@ -60,6 +60,7 @@ type orphanJob struct {
 	every  time.Duration
 	minAge time.Duration
 	owner  string
+	tick   time.Duration // how often to try the lease (0: min(every/4, 1 min))
 	log    interface {
 		Info(string, ...any)
 		Warn(string, ...any)
@@ -69,7 +70,11 @@ type orphanJob struct {
 func (j *orphanJob) run(ctx context.Context) {
 	// Try a few times per interval (at most every minute), so the scan
 	// follows the lease's lapse closely.
-	t := time.NewTicker(min(max(j.every/4, time.Second), time.Minute))
+	tick := j.tick
+	if tick <= 0 {
+		tick = min(max(j.every/4, time.Second), time.Minute)
+	}
+	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
 		select {
