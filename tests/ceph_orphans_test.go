@@ -11,3 +11,9 @@ func TestCephChurnCrashLeavesNoOrphans(t *testing.T) {
 	conf, _ := cephCluster(t)
 	churnCrash(t, func(extra ...string) *Gateway { return startRadosGateways(t, conf, 1, extra...)[0] })
 }
+
+// TestCephAdminGCListProcess is TestAdminGCListProcess on Ceph.
+func TestCephAdminGCListProcess(t *testing.T) {
+	conf, _ := cephCluster(t)
+	gcListProcess(t, func(extra ...string) *Gateway { return startRadosGateways(t, conf, 1, extra...)[0] })
+}
