@@ -40,6 +40,9 @@ type OrphanOptions struct {
 	Remove bool
 	// MaxListed bounds OrphanReport.Objects (0: 1000).
 	MaxListed int
+	// Rate paces the data pass to about this many objects a second (0:
+	// unpaced), so a background scan leaves the foreground its CPU and I/O.
+	Rate int
 }
 
 // OrphanReport is what one scan found.
@@ -109,6 +112,7 @@ func (d *Driver) ScanOrphans(ctx context.Context, opt OrphanOptions) (OrphanRepo
 	}
 	var group []string
 	marker := ""
+	start := time.Now()
 	for {
 		oids, more, err := d.data.ListObjects(ctx, marker, orphanPageLength)
 		if err != nil {
@@ -120,6 +124,9 @@ func (d *Driver) ScanOrphans(ctx context.Context, opt OrphanOptions) (OrphanRepo
 					return s.rep, err
 				}
 				group = group[:0]
+				if err := pace(ctx, start, s.rep.Examined, opt.Rate); err != nil {
+					return s.rep, err
+				}
 			}
 			group = append(group, oid)
 		}
@@ -134,6 +141,25 @@ func (d *Driver) ScanOrphans(ctx context.Context, opt OrphanOptions) (OrphanRepo
 		}
 	}
 	return s.rep, nil
+}
+
+// pace waits until n objects at rate per second have had their time.
+func pace(ctx context.Context, start time.Time, n, rate int) error {
+	if rate <= 0 {
+		return nil
+	}
+	wait := time.Until(start.Add(time.Duration(n) * time.Second / time.Duration(rate)))
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // run examines the stripes of one run.

@@ -40,7 +40,7 @@ func (g *Gateway) openOrphans(ctx context.Context, cfg *config.Config, d *driver
 		return err
 	}
 	host, _ := os.Hostname()
-	j := &orphanJob{d: d, io: io.WithNamespace(orphanNS), every: cfg.OrphanScanInterval, minAge: cfg.OrphanMinAge,
+	j := &orphanJob{d: d, io: io.WithNamespace(orphanNS), every: cfg.OrphanScanInterval, minAge: cfg.OrphanMinAge, rate: cfg.OrphanScanRate,
 		owner: host + "@" + cfg.Listen, log: g.Log.With("component", "orphans")}
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -59,6 +59,7 @@ type orphanJob struct {
 	io     objstore.IOContext
 	every  time.Duration
 	minAge time.Duration
+	rate   int
 	owner  string
 	tick   time.Duration // how often to try the lease (0: min(every/4, 1 min))
 	log    interface {
@@ -85,7 +86,7 @@ func (j *orphanJob) run(ctx context.Context) {
 		if !j.take(ctx) {
 			continue
 		}
-		rep, err := j.d.ScanOrphans(ctx, driver.OrphanOptions{MinAge: j.minAge, Remove: true, MaxListed: 1})
+		rep, err := j.d.ScanOrphans(ctx, driver.OrphanOptions{MinAge: j.minAge, Remove: true, MaxListed: 1, Rate: j.rate})
 		if err != nil {
 			if ctx.Err() == nil {
 				j.log.Warn("orphan scan", "err", err)
