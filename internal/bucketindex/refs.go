@@ -15,12 +15,25 @@ import (
 // (refresh the layout and ask again). The orphan scanner's last check
 // before it removes data.
 func (x Index) References(ctx context.Context, key, prefix string) (bool, error) {
+	// Live data, the common case, is found by the small read of the key's
+	// own records; only a miss reads the shard's GC records too (again
+	// with the key's records: one snapshot).
+	if ok, err := x.references(ctx, key, prefix, false); ok || err != nil {
+		return ok, err
+	}
+	return x.references(ctx, key, prefix, true)
+}
+
+func (x Index) references(ctx context.Context, key, prefix string, withGC bool) (bool, error) {
 	oid := x.ShardFor(key)
 	op := objstore.NewReadOp()
 	notClosed(op)
 	bare := op.GetOmapValuesByKeys(key)
 	vers := op.GetOmapValues("", verKeyPrefix(key), 0)
-	gc := op.GetOmapValues("", gcPrefix, 0)
+	var gc *objstore.OmapValsStep
+	if withGC {
+		gc = op.GetOmapValues("", gcPrefix, 0)
+	}
 	if err := x.IO.OperateRead(ctx, oid, op); err != nil {
 		return false, readErr(err, oid)
 	}
@@ -42,6 +55,9 @@ func (x Index) References(ctx context.Context, key, prefix string) (bool, error)
 				return true, nil
 			}
 		}
+	}
+	if gc == nil {
+		return false, nil
 	}
 	for _, kv := range gc.Pairs {
 		var m Manifest

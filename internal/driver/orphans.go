@@ -96,6 +96,7 @@ type orphanScan struct {
 	// dropped are upload records this scan drops (or would): their parts
 	// reference nothing.
 	dropped map[string]bool
+	names   map[string]string // bucket id → name, with uploadRuns
 }
 
 // ScanOrphans finds (and with opt.Remove removes) data no record
@@ -105,7 +106,7 @@ func (d *Driver) ScanOrphans(ctx context.Context, opt OrphanOptions) (OrphanRepo
 	if opt.MaxListed <= 0 {
 		opt.MaxListed = 1000
 	}
-	s := &orphanScan{d: d, opt: opt, cutoff: d.opts.Now().Add(-opt.MinAge), uploadRuns: map[string]map[string]bool{}, dropped: map[string]bool{}}
+	s := &orphanScan{d: d, opt: opt, cutoff: d.opts.Now().Add(-opt.MinAge), uploadRuns: map[string]map[string]bool{}, dropped: map[string]bool{}, names: map[string]string{}}
 	s.rep.Objects = []OrphanObject{}
 	if err := s.uploads(ctx); err != nil {
 		return s.rep, err
@@ -251,15 +252,10 @@ func (s *orphanScan) orphaned(ctx context.Context, prefix string, head bool, own
 	if runs[prefix] {
 		return "", nil
 	}
-	inst, _, err := s.d.ReadInstance(ctx, bid)
-	if errors.Is(err, ErrNoSuchBucket) {
-		return OrphanNoBucket, nil
-	}
-	if err != nil {
-		return "", err
-	}
+	// The name read at the bucket's first run: withIndex reads the
+	// current instance, and a bucket deleted or renamed since is noticed.
 	var refd bool
-	err = s.d.withIndex(ctx, inst.Name, func(cur Instance, ix bucketindex.Index) error {
+	err = s.d.withIndex(ctx, s.names[bid], func(cur Instance, ix bucketindex.Index) error {
 		switch {
 		case cur.ID != bid:
 			refd = false // the name now belongs to a newer bucket
@@ -307,12 +303,14 @@ func (s *orphanScan) uploadsOf(ctx context.Context, bid string) (map[string]bool
 	if runs, ok := s.uploadRuns[bid]; ok {
 		return runs, nil
 	}
-	if _, _, err := s.d.ReadInstance(ctx, bid); errors.Is(err, ErrNoSuchBucket) {
+	inst, _, err := s.d.ReadInstance(ctx, bid)
+	if errors.Is(err, ErrNoSuchBucket) {
 		s.uploadRuns[bid] = nil
 		return nil, nil
 	} else if err != nil {
 		return nil, err
 	}
+	s.names[bid] = inst.Name
 	runs := map[string]bool{}
 	ids, err := listPrefix(ctx, s.d.index, ".upload."+bid+".")
 	if err != nil {
