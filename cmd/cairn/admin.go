@@ -34,6 +34,8 @@ const adminUsage = `usage: cairn admin [--endpoint URL] <noun> <verb> [flags]
   bucket logging flush --bucket B | bucket logging info --bucket B
   reshard list | reshard status --bucket B | reshard cancel --bucket B
   lc list | lc status --bucket B | lc process --bucket B
+  gc list [--include-all] | gc process [--include-all]
+  orphans find [--min-age DURATION] [--max-entries N] | orphans rm [--min-age DURATION]
   topic list | topic get --topic T | topic stats --topic T
   topic dump --topic T [--max-entries N] [--marker M] | topic rm --topic T
   notification list --bucket B | notification get --bucket B --notification-id ID
@@ -79,6 +81,10 @@ var adminRoutes = map[string]adminRoute{
 	"lc list":              {http.MethodGet, "/admin/lc", "list", nil},
 	"lc status":            {http.MethodGet, "/admin/lc", "status", []string{"bucket"}},
 	"lc process":           {http.MethodPost, "/admin/lc", "", []string{"bucket"}},
+	"gc list":              {http.MethodGet, "/admin/gc", "list", nil},
+	"gc process":           {http.MethodPost, "/admin/gc", "process", nil},
+	"orphans find":         {http.MethodGet, "/admin/orphans", "", nil},
+	"orphans rm":           {http.MethodDelete, "/admin/orphans", "", nil},
 	"topic list":           {http.MethodGet, "/admin/topic", "list", nil},
 	"topic get":            {http.MethodGet, "/admin/topic", "get", []string{"topic"}},
 	"topic stats":          {http.MethodGet, "/admin/topic", "stats", []string{"topic"}},
@@ -116,7 +122,7 @@ var adminParamNames = map[string]string{
 var adminParams = []string{"uid", "display-name", "email", "access-key", "secret", "max-buckets", "bucket", "num-shards",
 	"topic", "max-entries", "marker", "notification-id", "key-id", "account-name", "account-id",
 	"quota-scope", "max-objects", "max-size", "ratelimit-scope", "max-read-ops", "max-write-ops", "max-read-bytes", "max-write-bytes",
-	"start-date", "end-date", "show-log-entries", "show-log-sum"}
+	"start-date", "end-date", "show-log-entries", "show-log-sum", "min-age"}
 
 func runAdmin(args []string) int {
 	fs := quiet(flag.NewFlagSet("admin", flag.ContinueOnError))
@@ -131,6 +137,7 @@ func runAdmin(args []string) int {
 	admin := fs.Bool("admin", false, "user create: make the user an admin")
 	sure := fs.Bool("yes-i-really-mean-it", false, "usage trim: without --uid, trim every user's usage")
 	acctRoot := fs.Bool("account-root", false, "user create: make the user its account's root user")
+	includeAll := fs.Bool("include-all", false, "gc list|process: also the records gc-min-wait still holds back")
 	vals := map[string]*string{}
 	for _, p := range adminParams {
 		if p == "num-shards" || p == "max-entries" {
@@ -196,6 +203,9 @@ func runAdmin(args []string) int {
 	}
 	if *acctRoot {
 		q.Set("account-root", "true")
+	}
+	if *includeAll {
+		q.Set("include-all", "true")
 	}
 	path := rt.path
 	switch words[0] {
@@ -287,7 +297,7 @@ func adminCallBody(ctx context.Context, endpoint, ak, sk, method, path string, q
 var adminParamHelp = map[string]string{
 	"uid": "user id", "display-name": "user create: display name", "access-key": "user create: access key",
 	"secret": "user create: secret key", "bucket": "bucket name", "num-shards": "index shards (bucket create, bucket reshard)",
-	"topic": "topic name", "max-entries": "topic dump: page size", "marker": "topic dump: resume after this marker",
+	"topic": "topic name", "max-entries": "topic dump: page size; orphans find: objects listed (default 1000)", "marker": "topic dump: resume after this marker",
 	"notification-id": "notification get|rm: the notification's Id",
 	"account-name":    "account create|info|rm: the account's name", "account-id": "account info|rm, user create: the account's id (RGW + 17 digits)",
 	"quota-scope": "quota: user (the user's total, or with scope bucket and no --bucket its buckets' template) or bucket",
@@ -296,6 +306,7 @@ var adminParamHelp = map[string]string{
 	"max-read-ops":    "ratelimit set: read ops per minute, 0 = unlimited", "max-write-ops": "ratelimit set: write ops per minute, 0 = unlimited",
 	"max-read-bytes": "ratelimit set: bytes sent per minute, 0 = unlimited", "max-write-bytes": "ratelimit set: bytes received per minute, 0 = unlimited",
 	"start-date": "usage: from this date (YYYY-MM-DD[ HH:MM:SS], UTC)", "end-date": "usage: before this date",
+	"min-age":          "orphans find|rm: only data older than this (default: the gateway's orphan-min-age)",
 	"show-log-entries": "usage show: false omits the per-bucket entries", "show-log-sum": "usage show: false omits the summary",
 }
 

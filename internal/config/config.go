@@ -60,9 +60,14 @@ type Config struct {
 	LCMaxObjs       int
 	LCRate          int
 
-	GCMinWait       time.Duration
-	ShutdownTimeout time.Duration
-	MaxHeaderBytes  int
+	GCMinWait time.Duration
+	// The orphan scan (docs/design/orphans.md): how often one gateway of
+	// the cluster runs it (0 = never) and how old data must be.
+	OrphanScanInterval time.Duration
+	OrphanMinAge       time.Duration
+	OrphanScanRate     int
+	ShutdownTimeout    time.Duration
+	MaxHeaderBytes     int
 
 	// Limits and hostile-client defences (README "Limits and TLS").
 	MaxBucketIndexShards   int // cap on x-cairn-bucket-index-shards; 0 = MaxDynamicShards
@@ -241,6 +246,9 @@ var options = []option{
 	{"lc-max-objs", "lifecycle registry shards, leased by gateways (rgw_lc_max_objs)", "32", intOpt(func(c *Config) *int { return &c.LCMaxObjs })},
 	{"lc-rate", "objects per second a gateway's lifecycle pass examines (0 = unlimited); pacing keeps foreground latency", "1000", intOpt(func(c *Config) *int { return &c.LCRate })},
 	{"gc-min-wait", "delay before replaced object data is collected (rgw_gc_obj_min_wait)", "30s", durOpt(func(c *Config) *time.Duration { return &c.GCMinWait })},
+	{"orphan-scan-interval", "how often one gateway (a lease decides which) removes data no index entry, GC record or upload references, left by crashes; 0 = never (run `cairn admin orphans rm`)", "24h", durOpt(func(c *Config) *time.Duration { return &c.OrphanScanInterval })},
+	{"orphan-min-age", "the orphan scan leaves data younger than this (it must exceed the longest upload of one object or part)", "24h", durOpt(func(c *Config) *time.Duration { return &c.OrphanMinAge })},
+	{"orphan-scan-rate", "data objects per second the periodic orphan scan examines (0 = unlimited); pacing that keeps foreground throughput", "1000", intOpt(func(c *Config) *int { return &c.OrphanScanRate })},
 	{"shutdown-timeout", "how long SIGTERM waits for in-flight requests", "30s", durOpt(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 	{"max-header-bytes", "request header limit (larger: 400 RequestHeaderSectionTooLarge)", "65536", intOpt(func(c *Config) *int { return &c.MaxHeaderBytes })},
 
@@ -405,6 +413,8 @@ func (c *Config) Validate() error {
 	check(c.PersistTTL >= 0 && c.PersistSleep >= 0, "topic persistency durations must not be negative")
 	check(c.LCDebugInterval >= 0 && c.LCRate >= 0, "lc-debug-interval and lc-rate must not be negative")
 	check(c.LCMaxObjs >= 1 && c.LCMaxObjs <= 65521, "lc-max-objs %d outside 1..65521", c.LCMaxObjs)
+	check(c.OrphanScanInterval >= 0 && c.OrphanScanRate >= 0, "orphan-scan-interval and orphan-scan-rate must not be negative")
+	check(c.OrphanMinAge >= time.Minute, "orphan-min-age must be at least 1m: younger data may be a write in progress")
 	check(c.MaxHeaderBytes >= 8<<10, "max-header-bytes must be at least 8KB")
 	check(c.MaxBucketIndexShards >= 0 && c.MaxBucketIndexShards <= 65521, "max-bucket-index-shards %d outside 0..65521", c.MaxBucketIndexShards)
 	check(c.MaxBuckets >= 0, "max-buckets must not be negative")

@@ -65,6 +65,7 @@ func (d *Driver) writeRun(ctx context.Context, prefix, owner string, body io.Rea
 		if err := d.data.Operate(ctx, oid, op); err != nil {
 			return fail(err)
 		}
+		d.failpoint("data-stripe")
 		if last {
 			break
 		}

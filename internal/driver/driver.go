@@ -61,7 +61,13 @@ type Options struct {
 	// (crash drills: see ExitFailpoint): "put-after-data" (data written,
 	// not linked), "after-link" (version linked, before GC hand-off,
 	// notification commit and reply), "after-unlink" (version removed,
-	// before its data is collected).
+	// before its data is collected); and for the orphan drills
+	// (orphans_test.go): "data-stripe" (after each stripe of a run),
+	// "part-after-data", "part-after-swap" (a part recorded; the part
+	// it replaced, if any, not yet removed), "create-upload",
+	// "complete-before-drop", "drop-upload" (between the two removals of
+	// an upload's records), "abort-part" (before each part an abort
+	// removes), "gc-after-remove" (data collected, record not cleared).
 	Failpoint func(point string)
 	// KMS seals the data keys of SSE-S3 and SSE-KMS objects; nil: only
 	// SSE-C is served.

@@ -19,6 +19,7 @@ type collector struct {
 	d      *Driver
 	mu     sync.Mutex
 	queue  []gcItem
+	queued map[string]time.Time // shard + "\x00" + tag → due, of every queued item
 	wake   chan struct{}
 	stopCh chan struct{}
 	done   chan struct{}
@@ -32,7 +33,7 @@ type gcItem struct {
 }
 
 func newCollector(d *Driver) *collector {
-	c := &collector{d: d, wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
+	c := &collector{d: d, queued: map[string]time.Time{}, wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
 	go c.run()
 	return c
 }
@@ -42,7 +43,11 @@ func (c *collector) enqueue(shard, tag string, m bucketindex.Manifest) {
 		return
 	}
 	c.mu.Lock()
-	c.queue = append(c.queue, gcItem{due: c.d.opts.Now().Add(c.d.opts.GCMinWait), shard: shard, tag: tag, manifest: m})
+	if k := shard + "\x00" + tag; c.queued[k].IsZero() {
+		due := c.d.opts.Now().Add(c.d.opts.GCMinWait)
+		c.queued[k] = due
+		c.queue = append(c.queue, gcItem{due: due, shard: shard, tag: tag, manifest: m})
+	}
 	c.mu.Unlock()
 }
 
@@ -80,10 +85,14 @@ func (c *collector) collectDue(ctx context.Context, force bool) int {
 		}
 	}
 	c.queue = keep
+	for _, it := range due {
+		delete(c.queued, it.shard+"\x00"+it.tag)
+	}
 	c.mu.Unlock()
 	byShard := map[string][]string{}
 	for _, it := range due {
 		c.d.removeObjects(ctx, it.manifest.Objects())
+		c.d.failpoint("gc-after-remove")
 		byShard[it.shard] = append(byShard[it.shard], it.tag)
 	}
 	for shard, tags := range byShard {
@@ -114,13 +123,24 @@ func (c *collector) drainIndex(ctx context.Context, ix bucketindex.Index) {
 }
 
 // SweepGC queues every GC record of every bucket: run at start-up, so data
-// replaced just before a crash is still collected.
+// replaced just before a crash is still collected. A record already
+// queued keeps its due time; one found here (another gateway's, or left
+// by a crash) is due GCMinWait from now.
 func (d *Driver) SweepGC(ctx context.Context) (int, error) {
+	n := 0
+	err := d.eachGCRecord(ctx, func(_ Instance, r bucketindex.GCRecord) {
+		d.gc.enqueue(r.Shard, r.Tag, r.Manifest)
+		n++
+	})
+	return n, err
+}
+
+// eachGCRecord calls fn with every GC record of every bucket.
+func (d *Driver) eachGCRecord(ctx context.Context, fn func(Instance, bucketindex.GCRecord)) error {
 	ids, err := listAll(ctx, d.meta.WithNamespace(nsInstances))
 	if err != nil {
-		return 0, err
+		return err
 	}
-	n := 0
 	for _, id := range ids {
 		inst, _, err := d.ReadInstance(ctx, id)
 		if err != nil {
@@ -130,16 +150,65 @@ func (d *Driver) SweepGC(ctx context.Context) (int, error) {
 		for s := 0; s < inst.Layout.NumShards; s++ {
 			recs, err := ix.PendingGC(ctx, s, 0)
 			if err != nil {
-				continue
+				continue // a retired shard: its records moved on
 			}
 			for _, r := range recs {
-				d.gc.enqueue(r.Shard, r.Tag, r.Manifest)
-				n++
+				fn(inst, r)
 			}
 		}
 	}
-	return n, nil
+	return nil
 }
 
 // CollectNow runs every queued collection immediately (tests, shutdown).
 func (d *Driver) CollectNow(ctx context.Context) int { return d.gc.collectDue(ctx, true) }
+
+// GCEntry is data awaiting collection (gc list): a version an overwrite
+// or a delete replaced, recorded in its index shard with the change.
+type GCEntry struct {
+	Bucket   string    `json:"bucket"`
+	BucketID string    `json:"bucket_id"`
+	Shard    string    `json:"shard"` // the index shard object holding the record
+	Tag      string    `json:"tag"`
+	Due      time.Time `json:"time"` // when this gateway collects it
+	Objects  []string  `json:"objs"` // data objects (pool default.rgw.buckets.data)
+	Size     int64     `json:"size"` // bytes stored
+}
+
+// GCList returns the GC records of every bucket whose collection is due
+// (all of them with includeAll), as radosgw-admin gc list [--include-all].
+// Records not yet queued here are queued (due GCMinWait from now).
+func (d *Driver) GCList(ctx context.Context, includeAll bool) ([]GCEntry, error) {
+	out := []GCEntry{}
+	now := d.opts.Now()
+	err := d.eachGCRecord(ctx, func(inst Instance, r bucketindex.GCRecord) {
+		d.gc.enqueue(r.Shard, r.Tag, r.Manifest)
+		due := d.gc.due(r.Shard, r.Tag)
+		if !includeAll && due.After(now) {
+			return
+		}
+		e := GCEntry{Bucket: inst.Name, BucketID: inst.ID, Shard: r.Shard, Tag: r.Tag, Due: due.UTC(), Objects: r.Manifest.Objects()}
+		for _, run := range r.Manifest.Runs {
+			e.Size += run.Size
+		}
+		out = append(out, e)
+	})
+	return out, err
+}
+
+// GCProcess collects every due GC record of every bucket now (all of them
+// with includeAll, ignoring gc-min-wait), as radosgw-admin gc process
+// [--include-all]. It returns how many records were collected.
+func (d *Driver) GCProcess(ctx context.Context, includeAll bool) (int, error) {
+	if _, err := d.SweepGC(ctx); err != nil {
+		return 0, err
+	}
+	return d.gc.collectDue(ctx, includeAll), nil
+}
+
+// due is when the queued item (shard, tag) is collected (zero: not queued).
+func (c *collector) due(shard, tag string) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queued[shard+"\x00"+tag]
+}

@@ -96,6 +96,7 @@ func (d *Driver) CreateMultipartUpload(ctx context.Context, bucket, key string, 
 	if err := d.index.Operate(ctx, uploadOID(inst.ID, id), objstore.NewWriteOp().Create(true)); err != nil {
 		return "", err
 	}
+	d.failpoint("create-upload")
 	if err := d.index.Operate(ctx, uploadsOID(inst.ID), objstore.NewWriteOp().SetOmap(objstore.KV{Key: uploadKey(key, id), Value: b})); err != nil {
 		return "", err
 	}
@@ -140,6 +141,7 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 	if err != nil {
 		return PartInfo{}, err
 	}
+	d.failpoint("part-after-data")
 	// checksums is complete only now: trailer values arrive at EOF.
 	sums, err := ph.partChecksums(checksums)
 	if err != nil {
@@ -179,6 +181,7 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 			d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
 			return PartInfo{}, err
 		}
+		d.failpoint("part-after-swap")
 		if len(vs.Pairs) > 0 {
 			var old partRecord
 			if json.Unmarshal(vs.Pairs[0].Value, &old) == nil {
@@ -404,6 +407,7 @@ func (d *Driver) CompleteMultipartUploadCond(ctx context.Context, bucket, key, u
 		}
 	}
 	d.removeObjects(context.WithoutCancel(ctx), unused)
+	d.failpoint("complete-before-drop")
 	d.dropUpload(context.WithoutCancel(ctx), inst.ID, key, uploadID)
 	return oi, nil
 }
@@ -432,49 +436,23 @@ func (d *Driver) completed(ctx context.Context, bucket, key, uploadID string) (O
 	return versionInfo(bucket, state, e), true
 }
 
-// uploadLinked reports whether a version of key (current or not) was
-// linked by the upload: a Complete that crashed before its clean-up. Its
-// parts are that version's data and must stay.
-func (d *Driver) uploadLinked(ctx context.Context, bucket, key, uploadID string) (bool, error) {
-	tag := "mp_" + uploadID
-	found := false
-	err := d.withIndex(ctx, bucket, func(inst Instance, ix bucketindex.Index) error {
-		found = false
-		if e, err := ix.Get(ctx, key); err == nil && e.Tag == tag {
-			found = true
-			return nil
-		} else if err != nil && !errors.Is(err, objstore.ErrNotFound) {
-			return err
-		}
-		if inst.Versioning == "" {
-			return nil
-		}
-		mark := bucketindex.VersionMark{}
-		for {
-			vs, more, err := ix.ListVersions(ctx, mark, key, 1000)
-			if err != nil {
-				return err
-			}
-			for _, v := range vs {
-				if v.Key != key {
-					return nil // past the key's versions
-				}
-				if v.Tag == tag {
-					found = true
-					return nil
-				}
-				mark = bucketindex.VersionMark{Key: v.Key, Seq: v.Seq}
-			}
-			if !more {
-				return nil
-			}
-		}
+// uploadLinked returns the version of key (current or not) the upload
+// linked, if any: a Complete that crashed before its clean-up. Its parts
+// are that version's data and must stay.
+func (d *Driver) uploadLinked(ctx context.Context, bucket, key, uploadID string) (bucketindex.Entry, bool, error) {
+	var e bucketindex.Entry
+	var found bool
+	err := d.withIndex(ctx, bucket, func(_ Instance, ix bucketindex.Index) error {
+		var err error
+		e, found, _, err = findTag(ctx, ix, key, "mp_"+uploadID)
+		return err
 	})
-	return found, err
+	return e, found, err
 }
 
 func (d *Driver) dropUpload(ctx context.Context, bucketID, key, uploadID string) {
 	_ = d.index.Operate(ctx, uploadsOID(bucketID), objstore.NewWriteOp().RmOmapKeys(uploadKey(key, uploadID)))
+	d.failpoint("drop-upload")
 	_ = d.index.Operate(ctx, uploadOID(bucketID, uploadID), objstore.NewWriteOp().Remove())
 }
 
@@ -497,7 +475,7 @@ func (d *Driver) AbortMultipartUploadEvent(ctx context.Context, bucket, key, upl
 	if err != nil && !errors.Is(err, ErrNoSuchUpload) {
 		return err
 	}
-	linked, err := d.uploadLinked(ctx, bucket, key, uploadID)
+	linked, found, err := d.uploadLinked(ctx, bucket, key, uploadID)
 	if err != nil {
 		return err
 	}
@@ -514,12 +492,23 @@ func (d *Driver) AbortMultipartUploadEvent(ctx context.Context, bucket, key, upl
 			}
 		}
 	}
-	if linked {
-		prs = nil
-	}
 	for _, p := range prs {
+		if found && usesRun(linked.Manifest, p.Run.Prefix) {
+			continue // the completed object's data
+		}
+		d.failpoint("abort-part")
 		d.removeObjects(ctx, bucketindex.Manifest{Runs: []bucketindex.Run{p.Run}}.Objects())
 	}
 	d.dropUpload(ctx, inst.ID, key, uploadID)
 	return nil
+}
+
+// usesRun reports whether m names the run with prefix.
+func usesRun(m bucketindex.Manifest, prefix string) bool {
+	for _, r := range m.Runs {
+		if r.Prefix == prefix {
+			return true
+		}
+	}
+	return false
 }

@@ -27,6 +27,7 @@ pool commands:
   mkpool P                   create pool P
 object commands (need --pool):
   ls                         list objects in the namespace
+  df                         objects and bytes in the namespace (rados df for one pool)
   stat OBJ                   size and mtime
   get OBJ FILE               write the object's data to FILE ("-" = stdout)
   put OBJ FILE               replace the object's data with FILE ("-" = stdin)
@@ -153,6 +154,7 @@ var commands = map[string]command{
 	"lspools":      {"no arguments", 0, 0, false, (*runner).lspools},
 	"mkpool":       {"POOL", 1, 1, false, (*runner).mkpool},
 	"ls":           {"no arguments", 0, 0, true, (*runner).ls},
+	"df":           {"no arguments", 0, 0, true, (*runner).df},
 	"stat":         {"OBJ", 1, 1, true, (*runner).stat},
 	"get":          {"OBJ FILE", 2, 2, true, (*runner).get},
 	"put":          {"OBJ FILE", 2, 2, true, (*runner).put},
@@ -208,6 +210,35 @@ func (r *runner) ls(_ []string) error {
 		}
 		marker = oids[len(oids)-1]
 	}
+}
+
+// df sums the sizes of the namespace's objects (one stat each).
+func (r *runner) df(_ []string) error {
+	var n, bytes int64
+	marker := ""
+	for {
+		oids, more, err := r.io.ListObjects(r.ctx, marker, 1000)
+		if err != nil {
+			return err
+		}
+		for _, o := range oids {
+			op := objstore.NewReadOp()
+			s := op.Stat()
+			if err := r.read(o, op); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+				return err
+			}
+			if s.Exists {
+				n++
+				bytes += s.Stat.Size
+			}
+		}
+		if !more || len(oids) == 0 {
+			break
+		}
+		marker = oids[len(oids)-1]
+	}
+	fmt.Fprintf(r.env.Stdout, "POOL_NAME NAMESPACE OBJECTS BYTES\n%s %q %d %d\n", r.io.Pool(), r.io.Namespace(), n, bytes)
+	return nil
 }
 
 func (r *runner) read(oid string, op *objstore.ReadOp) error {

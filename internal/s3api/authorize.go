@@ -466,6 +466,8 @@ var adminActions = map[string][2]authz.Action{
 	"/admin/bucket":        {authz.AdminBucketsRead, authz.AdminBucketsWrite},
 	"/admin/reshard":       {authz.AdminBucketsRead, authz.AdminBucketsWrite},
 	"/admin/lc":            {authz.AdminBucketsRead, authz.AdminBucketsWrite},
+	"/admin/gc":            {authz.AdminBucketsRead, authz.AdminBucketsWrite},
+	"/admin/orphans":       {authz.AdminBucketsRead, authz.AdminBucketsWrite},
 	"/admin/topic":         {authz.AdminTopicsRead, authz.AdminTopicsWrite},
 	"/admin/notification":  {authz.AdminTopicsRead, authz.AdminTopicsWrite},
 	"/admin/rados":         {authz.AdminRados, authz.AdminRados},

@@ -184,6 +184,10 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 			g.Close()
 			return nil, err
 		}
+		if err := g.openOrphans(ctx, cfg, g.Driver, api); err != nil {
+			g.Close()
+			return nil, err
+		}
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
