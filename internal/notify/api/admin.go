@@ -18,6 +18,7 @@ import (
 // are redacted.
 type adminTopic struct {
 	Name       string            `json:"name"`
+	Tenant     string            `json:"tenant"`
 	ARN        string            `json:"arn"`
 	Owner      string            `json:"owner"`
 	Persistent bool              `json:"persistent"`
@@ -28,7 +29,7 @@ type adminTopic struct {
 }
 
 func toAdmin(t *topic.Topic) adminTopic {
-	return adminTopic{Name: t.Name, ARN: t.ARN, Owner: t.Owner, Persistent: t.Persistent(), NumShards: t.NumShards,
+	return adminTopic{Name: t.Name, Tenant: t.Tenant, ARN: t.ARN, Owner: t.Owner, Persistent: t.Persistent(), NumShards: t.NumShards,
 		Attributes: t.Settings.Attributes(false), Created: t.CreatedAt, Updated: t.UpdatedAt}
 }
 
@@ -79,6 +80,9 @@ func (a *API) AdminTopic(w http.ResponseWriter, r *http.Request) error {
 			Next   string       `json:"next_marker,omitempty"`
 		}{Topics: []adminTopic{}, Next: next}
 		for _, t := range ts {
+			if q.Has("tenant") && t.Tenant != q.Get("tenant") {
+				continue // radosgw-admin topic list --tenant T
+			}
 			out.Topics = append(out.Topics, toAdmin(t))
 		}
 		return writeJSON(w, http.StatusOK, out)
