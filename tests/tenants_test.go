@@ -27,7 +27,9 @@ type tenantUser struct {
 // path-style request: "tenant:bucket" (":bucket" for the empty tenant).
 func (u tenantUser) ref(b string) string { return u.tenant + ":" + b }
 
-func (u tenantUser) topicARN(name string) string { return "arn:aws:sns:default:" + u.tenant + ":" + name }
+func (u tenantUser) topicARN(name string) string {
+	return "arn:aws:sns:default:" + u.tenant + ":" + name
+}
 
 // createTenantUsers makes "alice" in the empty tenant, in t1 (radosgw-admin's
 // --tenant form) and in t2 (the "tenant$uid" form).
