@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -377,5 +378,92 @@ func TestTenantAdmin(t *testing.T) {
 	}
 	if _, err := g.Admin("user", "info", "--uid", "t1$alice"); err == nil {
 		t.Error("t1$alice still there after user rm")
+	}
+}
+
+// TestTenantLifecycleNotifications: two tenants' buckets of one name, each
+// with a topic of one name, delivering to a real HTTP endpoint. Each
+// bucket's events carry its S3 name and its tenant's bucket ARN; t1's
+// lifecycle rule expires t1's object only.
+func TestTenantLifecycleNotifications(t *testing.T) {
+	rv := newReceiver(t)
+	g := StartGateway(t, "--lc-debug-interval", "2s", "--notif-scan-interval", "1s")
+	ctx := context.Background()
+	users := createTenantUsers(t, g)
+	t1, t2 := users[1], users[2]
+	for _, u := range []tenantUser{t1, t2} {
+		if _, err := u.c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("lcb")}); err != nil {
+			t.Fatal(err)
+		}
+		want(t, "CreateTopic", u.sns(t, g, topicForm("CreateTopic", "Name", "lctopic",
+			"Attributes.entry.1.key", "push-endpoint", "Attributes.entry.1.value", rv.srv.URL,
+			"Attributes.entry.2.key", "persistent", "Attributes.entry.2.value", "true")), 200, "")
+		if _, err := u.c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{
+			Bucket: aws.String("lcb"), NotificationConfiguration: &types.NotificationConfiguration{TopicConfigurations: []types.TopicConfiguration{{
+				Id: aws.String("n"), TopicArn: aws.String(u.topicARN("lctopic")), Events: []types.Event{"s3:ObjectCreated:*", "s3:ObjectLifecycle:*"}}}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := u.c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("lcb"), Key: aws.String("logs/a"), Body: strings.NewReader(u.name)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rule := func(prefix string) *types.BucketLifecycleConfiguration {
+		return &types.BucketLifecycleConfiguration{Rules: []types.LifecycleRule{{ID: aws.String("r"), Status: types.ExpirationStatusEnabled,
+			Filter: &types.LifecycleRuleFilter{Prefix: aws.String(prefix)}, Expiration: &types.LifecycleExpiration{Days: aws.Int32(1)}}}}
+	}
+	if _, err := t1.c.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: aws.String("lcb"), LifecycleConfiguration: rule("logs/")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := t2.c.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: aws.String("lcb"), LifecycleConfiguration: rule("other/")}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		_, err := t1.c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("lcb"), Key: aws.String("logs/a")})
+		if apiCode(err) == "NotFound" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("t1's logs/a not expired: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if out, err := g.Admin("lc", "process", "--tenant", "t2", "--bucket", "lcb"); err != nil {
+		t.Fatalf("lc process t2/lcb: %s %v", out, err)
+	}
+	waitPasses(t, g, "t2/lcb", 2)
+	if _, err := t2.c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("lcb"), Key: aws.String("logs/a")}); err != nil {
+		t.Fatalf("t2's logs/a after t2's passes: %v", err)
+	}
+
+	// Events: one creation per tenant and t1's expiry, each under its
+	// tenant's bucket ARN.
+	wantEv := map[string]bool{
+		"ObjectCreated:Put arn:aws:s3:default:t1:lcb":                  true,
+		"ObjectCreated:Put arn:aws:s3:default:t2:lcb":                  true,
+		"ObjectLifecycle:Expiration:Current arn:aws:s3:default:t1:lcb": true,
+	}
+	for {
+		got := map[string]bool{}
+		for _, r := range rv.snapshot() {
+			name, _ := field(r, "eventName").(string)
+			arn, _ := field(r, "s3", "bucket", "arn").(string)
+			if b, _ := field(r, "s3", "bucket", "name").(string); b != "lcb" {
+				t.Fatalf("event bucket name %q, want lcb", b)
+			}
+			got[strings.TrimPrefix(name, "s3:")+" "+arn] = true
+		}
+		if len(got) == len(wantEv) {
+			for k := range got {
+				if !wantEv[k] {
+					t.Fatalf("unexpected event %s (all: %v)", k, got)
+				}
+			}
+			break
+		}
+		if len(got) > len(wantEv) || time.Now().After(deadline) {
+			t.Fatalf("events %v, want %v", got, wantEv)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
