@@ -467,3 +467,34 @@ func TestTenantLifecycleNotifications(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestTenantVirtualHost: a virtual-host-style request names a bucket of
+// the caller's own tenant (RGW: a host name cannot carry "tenant:"), and
+// anonymous ones the empty tenant's.
+func TestTenantVirtualHost(t *testing.T) {
+	g := StartGateway(t, "--domain", "cairn.test")
+	ctx := context.Background()
+	users := createTenantUsers(t, g)
+	for _, u := range users {
+		if _, err := u.c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("vhb")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := u.c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("vhb"), Key: aws.String("k"), Body: strings.NewReader(u.name), ACL: types.ObjectCannedACLPublicRead}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port := g.Endpoint[strings.LastIndexByte(g.Endpoint, ':'):]
+	get := func(p principal) reply {
+		r := request(t, g, http.MethodGet, "/k", "")
+		r.Host = "vhb.cairn.test" + port
+		return send(t, p.signV4(t, r, ""))
+	}
+	for _, u := range users {
+		if r := get(u.principal); r.status != 200 || r.body != u.name {
+			t.Errorf("%s virtual-host GET: %d %q", u.name, r.status, r.body)
+		}
+	}
+	if r := get(principal{}); r.status != 200 || r.body != users[0].name {
+		t.Errorf("anonymous virtual-host GET: %d %q, want the empty tenant's", r.status, r.body)
+	}
+}
