@@ -144,3 +144,22 @@ def test_policy_grant(tenants):
     finally:
         owner.delete_bucket_policy(Bucket=BUCKET)
     assert code(lambda: s3(tb["creds"]).get_object(Bucket=ta["tenant"] + ":" + BUCKET, Key="k")) == "AccessDenied"
+
+
+def test_admin_user_policy_binds_to_tenant(tenants):
+    """An admin's PutUserPolicy on 'tenant$uid' (RGW's user-policy
+    capability): the policy's bare arn:aws:s3:::shared is that user's
+    tenant's bucket, and it binds only that user."""
+    ta, tb = tenants
+    admin = boto3.client("iam", endpoint_url=ENDPOINT, aws_access_key_id=AK, aws_secret_access_key=SK,
+                         region_name="us-east-1")
+    uid = ta["tenant"] + "$bob"
+    admin.put_user_policy(UserName=uid, PolicyName="nowrite", PolicyDocument=json.dumps({"Statement": [{
+        "Effect": "Deny", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::shared/*"}]}))
+    try:
+        assert admin.get_user_policy(UserName=uid, PolicyName="nowrite")["PolicyName"] == "nowrite"
+        assert code(lambda: s3(ta["creds"]).put_object(Bucket=BUCKET, Key="new", Body=b"x")) == "AccessDenied"
+        s3(tb["creds"]).put_object(Bucket=BUCKET, Key="new", Body=b"x")
+        s3(tb["creds"]).delete_object(Bucket=BUCKET, Key="new")
+    finally:
+        admin.delete_user_policy(UserName=uid, PolicyName="nowrite")
