@@ -175,6 +175,43 @@ func TestTenantIsolation(t *testing.T) {
 			denied("PutBucketNotificationConfiguration", err)
 			_, err = a.c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: other})
 			denied("DeleteBucket", err)
+			// DeleteObjects answers per key.
+			if dout, err := a.c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: other, Delete: &types.Delete{Objects: []types.ObjectIdentifier{{Key: aws.String("k")}}}}); err == nil &&
+				(len(dout.Deleted) != 0 || len(dout.Errors) != 1 || aws.ToString(dout.Errors[0].Code) != "AccessDenied") {
+				t.Errorf("%sDeleteObjects: deleted %d, errors %+v", pair, len(dout.Deleted), dout.Errors)
+			} else if err != nil {
+				denied("DeleteObjects", err)
+			}
+			_, err = a.c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: other, Key: aws.String("mp")})
+			denied("CreateMultipartUpload", err)
+			_, err = a.c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: other})
+			denied("ListMultipartUploads", err)
+			_, err = a.c.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: other})
+			denied("GetBucketVersioning", err)
+			_, err = a.c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: other, VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}})
+			denied("PutBucketVersioning", err)
+			_, err = a.c.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: other})
+			denied("GetBucketTagging", err)
+			_, err = a.c.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: other, Key: aws.String("k")})
+			denied("GetObjectTagging", err)
+			_, err = a.c.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{Bucket: other, LifecycleConfiguration: &types.BucketLifecycleConfiguration{
+				Rules: []types.LifecycleRule{{ID: aws.String("x"), Status: types.ExpirationStatusEnabled, Filter: &types.LifecycleRuleFilter{Prefix: aws.String("")}, Expiration: &types.LifecycleExpiration{Days: aws.Int32(1)}}}}})
+			denied("PutBucketLifecycleConfiguration", err)
+			_, err = a.c.GetBucketLocation(ctx, &s3.GetBucketLocationInput{Bucket: other})
+			denied("GetBucketLocation", err)
+			// A presigned URL of a's for b's object is no better.
+			ps, err := s3.NewPresignClient(a.c).PresignGetObject(ctx, &s3.GetObjectInput{Bucket: other, Key: aws.String("k")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := http.Get(ps.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != 403 {
+				t.Errorf("%spresigned GET: %d", pair, res.StatusCode)
+			}
 			// Its own bucket may not send events to the other's topic.
 			_, err = a.c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{
 				Bucket: aws.String(bkt), NotificationConfiguration: &types.NotificationConfiguration{TopicConfigurations: []types.TopicConfiguration{{
