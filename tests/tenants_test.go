@@ -232,6 +232,8 @@ func TestTenantIsolation(t *testing.T) {
 				topicForm("SetTopicAttributes", "TopicArn", b.topicARN("events"), "AttributeName", "push-endpoint", "AttributeValue", "http://127.0.0.1:10"),
 				topicForm("DeleteTopic", "TopicArn", b.topicARN("events")),
 				topicForm("DeleteTopic", "TopicArn", b.topicARN("nosuchtopic")),
+				topicForm("GetTopicAttributes", "TopicArn", b.topicARN("nosuchtopic")),
+				topicForm("SetTopicAttributes", "TopicArn", b.topicARN("nosuchtopic"), "AttributeName", "push-endpoint", "AttributeValue", "http://127.0.0.1:10"),
 			} {
 				want(t, pair+f.Get("Action")+" topic", a.sns(t, g, f), 403, "AuthorizationError")
 			}

@@ -88,6 +88,10 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 		}
 		t, err := a.svc.GetTopic(ctx, service.Ref(pa.Tenant, pa.Name))
 		if err != nil {
+			if errors.Is(err, service.ErrTopicNotFound) && pa.Tenant != caller.tenant() && !caller.Admin {
+				// Another tenant's topic names are not told apart.
+				return nil, snsError(service.ErrNotOwner)
+			}
 			if errors.Is(err, service.ErrTopicNotFound) {
 				return nil, topic.NotFound(arn)
 			}
