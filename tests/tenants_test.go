@@ -74,8 +74,9 @@ func createTenantUsers(t *testing.T, g *Gateway) []tenantUser {
 // get, put, delete, ACLs, policy, notifications — and the other's topic
 // refuses every SNS action and cannot be attached; until a bucket policy
 // naming "arn:aws:iam::<tenant>:user/alice" grants a read.
-func TestTenantIsolation(t *testing.T) {
-	g := StartGateway(t)
+func TestTenantIsolation(t *testing.T) { tenantIsolationProbe(t, StartGateway(t)) }
+
+func tenantIsolationProbe(t *testing.T, g *Gateway) {
 	ctx := context.Background()
 	users := createTenantUsers(t, g)
 	const bkt = "shared"
