@@ -368,6 +368,13 @@ func TestTenantAdmin(t *testing.T) {
 			t.Errorf("bucket stats %v: %+v %v\n%s", args, st, err, out)
 		}
 	}
+	// bucket create puts a bucket in its owner's tenant.
+	if out := admin("bucket", "create", "--uid", "t2$alice", "--bucket", "pre", "--num-shards", "3"); jsonField(t, out, "name") != "t2/pre" {
+		t.Errorf("bucket create for t2$alice: %s", out)
+	}
+	if _, err := g.Admin("bucket", "create", "--uid", "t2$alice", "--bucket", "t1/pre"); err == nil {
+		t.Error("bucket create in another tenant than its owner's: accepted")
+	}
 	// Resharding t1's bucket leaves the others alone.
 	admin("bucket", "reshard", "--tenant", "t1", "--bucket", "adm", "--num-shards", "5")
 	for _, tc := range []struct {

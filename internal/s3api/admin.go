@@ -381,6 +381,14 @@ func (s *Server) adminCreateBucket(w http.ResponseWriter, r *http.Request) error
 	if _, err := s.be.GetUser(ctx, uid); err != nil {
 		return err
 	}
+	// The bucket is in its owner's tenant, as S3 CreateBucket makes it.
+	ut, _ := driver.SplitUserID(uid)
+	switch bt, bare := driver.SplitBucket(name); {
+	case bt == "" && ut != "":
+		name = driver.TenantBucket(ut, bare)
+	case bt != ut:
+		return s3err.New(s3err.ErrInvalidArgument, "bucket %q is not in the tenant of its owner %q.", name, uid)
+	}
 	if err := s.be.CreateBucket(ctx, uid, name, "", n); err != nil {
 		return err
 	}
