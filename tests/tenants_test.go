@@ -295,6 +295,29 @@ func tenantIsolationProbe(t *testing.T, g *Gateway) {
 	if _, err := none.c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("t1:shared"), Key: aws.String("k")}); apiCode(err) != "AccessDenied" {
 		t.Errorf("untenanted alice reads t1:shared under a grant to t2's alice: %v", err)
 	}
+	// An ACL grant to the canonical id "t2$alice" opens that object to her
+	// alone (the bucket policy above does not name acl-k's reader twice).
+	if _, err := t1.c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bkt), Key: aws.String("acl-k"), Body: strings.NewReader("acl"),
+		GrantRead: aws.String(`id="t2$alice"`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := t1.c.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(bkt), Policy: aws.String(
+		`{"Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::t2:user/alice"},"Action":["s3:ListBucket"],"Resource":["arn:aws:s3:::shared"]}]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := t2.c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("t1:shared"), Key: aws.String("acl-k")}); err != nil {
+		t.Errorf("t2 alice reads t1:shared/acl-k under the ACL grant: %v", err)
+	}
+	if _, err := t2.c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("t1:shared"), Key: aws.String("k")}); apiCode(err) != "AccessDenied" {
+		t.Errorf("t2 alice reads t1:shared/k with neither grant: %v", err)
+	}
+	if _, err := none.c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("t1:shared"), Key: aws.String("acl-k")}); apiCode(err) != "AccessDenied" {
+		t.Errorf("untenanted alice reads t1:shared/acl-k under t2 alice's grant: %v", err)
+	}
+	if _, err := t1.c.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(bkt), Policy: aws.String(
+		`{"Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::t2:user/alice"},"Action":["s3:GetObject","s3:ListBucket"],"Resource":["arn:aws:s3:::shared","arn:aws:s3:::shared/*"]}]}`)}); err != nil {
+		t.Fatal(err)
+	}
 	// The raw forms: "t1:shared" and "t1%3Ashared" in the path.
 	for _, path := range []string{"/t1:shared/k", "/t1%3Ashared/k"} {
 		r := t2.do(t, g, http.MethodGet, path, "")
