@@ -358,6 +358,13 @@ func TestTenantAdmin(t *testing.T) {
 		}
 		return out
 	}
+	// Bad tenant forms are refused and create nothing.
+	for _, args := range [][]string{{"--tenant", "bad.t", "--uid", "bob"}, {"--uid", "$bob"}, {"--uid", "t1$"},
+		{"--uid", "t1$b$ob"}, {"--uid", "t:1$bob"}, {"--tenant", "t1", "--uid", "t2$bob"}} {
+		if out, err := g.Admin(append([]string{"user", "create"}, args...)...); err == nil {
+			t.Errorf("user create %v: accepted: %s", args, out)
+		}
+	}
 	var ids []string
 	if err := json.Unmarshal([]byte(admin("user", "list", "--tenant", "t1")), &ids); err != nil || len(ids) != 1 || ids[0] != "t1$alice" {
 		t.Errorf("user list --tenant t1: %v %v", ids, err)
@@ -366,7 +373,7 @@ func TestTenantAdmin(t *testing.T) {
 		t.Fatal(err)
 	}
 	sort.Strings(ids)
-	if !strings.Contains(strings.Join(ids, ","), "alice,t1$alice,t2$alice") {
+	if strings.Contains(strings.Join(ids, ","), "bob") || !strings.Contains(strings.Join(ids, ","), "alice,t1$alice,t2$alice") {
 		t.Errorf("user list: %v", ids)
 	}
 	for _, args := range [][]string{{"--tenant", "t2", "--uid", "alice"}, {"--uid", "t2$alice"}} {
