@@ -22,9 +22,11 @@ import (
 
 const adminUsage = `usage: cairn admin [--endpoint URL] <noun> <verb> [flags]
 
+  (a tenant's user is --uid 'T$U' or --tenant T --uid U; its bucket --bucket T/B or
+   --tenant T --bucket B; its topic --tenant T --topic N, as radosgw-admin)
   user create --uid U [--display-name N] [--email E] [--access-key K --secret S] [--admin] [--max-buckets N]
   user create --uid U --account-id ID [--account-root] [--display-name N] [--email E]
-  user info --uid U | user list | user rm --uid U | user stats --uid U
+  user info --uid U | user list [--tenant T] | user rm --uid U | user stats --uid U
   account create --account-name N [--email E] [--account-id ID]
   account info --account-id ID | --account-name N | account list
   account rm --account-id ID | --account-name N
@@ -119,7 +121,7 @@ var adminParamNames = map[string]string{
 }
 
 // adminParams are the flags passed through as query parameters.
-var adminParams = []string{"uid", "display-name", "email", "access-key", "secret", "max-buckets", "bucket", "num-shards",
+var adminParams = []string{"uid", "tenant", "display-name", "email", "access-key", "secret", "max-buckets", "bucket", "num-shards",
 	"topic", "max-entries", "marker", "notification-id", "key-id", "account-name", "account-id",
 	"quota-scope", "max-objects", "max-size", "ratelimit-scope", "max-read-ops", "max-write-ops", "max-read-bytes", "max-write-bytes",
 	"start-date", "end-date", "show-log-entries", "show-log-sum", "min-age"}
@@ -295,8 +297,9 @@ func adminCallBody(ctx context.Context, endpoint, ak, sk, method, path string, q
 
 // adminParamHelp documents the pass-through flags in --help.
 var adminParamHelp = map[string]string{
-	"uid": "user id", "display-name": "user create: display name", "access-key": "user create: access key",
-	"secret": "user create: secret key", "bucket": "bucket name", "num-shards": "index shards (bucket create, bucket reshard)",
+	"uid": "user id (\"tenant$uid\" for a tenant's user)", "tenant": "the tenant of --uid, --bucket and --topic (radosgw-admin --tenant)",
+	"display-name": "user create: display name", "access-key": "user create: access key",
+	"secret": "user create: secret key", "bucket": "bucket name (\"tenant/bucket\" for a tenant's)", "num-shards": "index shards (bucket create, bucket reshard)",
 	"topic": "topic name", "max-entries": "topic dump: page size; orphans find: objects listed (default 1000)", "marker": "topic dump: resume after this marker",
 	"notification-id": "notification get|rm: the notification's Id",
 	"account-name":    "account create|info|rm: the account's name", "account-id": "account info|rm, user create: the account's id (RGW + 17 digits)",

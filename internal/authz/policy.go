@@ -149,22 +149,34 @@ type PolicyOptions struct {
 	// DenyOnlyNotPrincipal refuses NotPrincipal with Allow (AWS bucket
 	// policies: "NotPrincipal" is only for Deny statements).
 	DenyOnlyNotPrincipal bool
+	// Tenant is the tenant the policy belongs to (its bucket's, its
+	// user's): an S3 resource naming no tenant ("arn:aws:s3:::b", or "*"
+	// in the account field) names one of this tenant's buckets, as RGW
+	// binds it.
+	Tenant string
 }
 
-// ParseBucketPolicy parses and validates a bucket policy for bucket.
+// ParseBucketPolicy parses and validates a bucket policy for bucket (its
+// internal name, "<tenant>/<name>" for a tenant's): every Resource must
+// name the bucket, in its own tenant.
 func ParseBucketPolicy(doc []byte, bucket string) (*Policy, error) {
+	tenant, name, _ := strings.Cut(bucket, "/")
+	if name == "" {
+		tenant, name = "", bucket
+	}
 	return ParsePolicy(doc, PolicyOptions{
 		Services:             []string{"s3"},
 		RequirePrincipal:     true,
 		DenyOnlyNotPrincipal: true,
 		MaxSize:              MaxBucketPolicySize,
+		Tenant:               tenant,
 		ResourceOK: func(arn string) bool {
-			rest, ok := strings.CutPrefix(arn, "arn:aws:s3:::")
-			if !ok {
+			acct, rest, ok := s3ARN(arn)
+			if !ok || (acct != "" && acct != "*" && acct != tenant) {
 				return false
 			}
 			b, _, _ := strings.Cut(rest, "/")
-			return wildMatch(b, bucket)
+			return wildMatch(b, name)
 		},
 	})
 }
@@ -353,6 +365,9 @@ func parseStatement(raw json.RawMessage, idx int, opts PolicyOptions) (Statement
 			return st, err
 		}
 	}
+	for i, r := range st.resources {
+		st.resources[i] = bindTenant(r, opts.Tenant)
+	}
 	return st, nil
 }
 
@@ -365,10 +380,11 @@ func (st *Statement) actionFitsResource() bool {
 			continue
 		}
 		for _, r := range st.resources {
-			if r == "*" || !strings.HasPrefix(r, "arn:aws:s3:::") {
+			_, res, s3 := s3ARN(r)
+			if r == "*" || !s3 {
 				return true
 			}
-			obj := strings.Contains(r, "/")
+			obj := strings.Contains(res, "/")
 			switch a.Scope() {
 			case ScopeObject:
 				if obj || strings.Contains(r, "*") {
@@ -442,7 +458,8 @@ func (st *Statement) parsePrincipal(raw json.RawMessage) error {
 }
 
 // principalID turns an AWS principal into a canonical user id:
-// "arn:aws:iam::<acct>:user/<id>", "arn:aws:iam::<id>:root" (each Cairn
+// "arn:aws:iam:::user/<id>", "arn:aws:iam::<tenant>:user/<id>" (the
+// tenant's user "<tenant>$<id>"), "arn:aws:iam::<id>:root" (each Cairn
 // user is its own account) or a bare id.
 func principalID(s string) (string, bool) {
 	if !strings.HasPrefix(s, "arn:") {
@@ -457,6 +474,9 @@ func principalID(s string) (string, bool) {
 		id := res[len("user/"):]
 		if i := strings.LastIndexByte(id, '/'); i >= 0 { // user path
 			id = id[i+1:]
+		}
+		if parts[4] != "" { // the tenant's user, as RGW reads the account field
+			return parts[4] + "$" + id, id != "" && !strings.ContainsAny(parts[4], "$*?")
 		}
 		return id, id != ""
 	case res == "root":

@@ -61,8 +61,16 @@ func AccountUserARN(account, path, name string) string {
 }
 
 // UserARN returns the IAM ARN of a Cairn user: every user is its own
-// account, with an empty account id (RGW's form for an untenanted user).
-func UserARN(id string) string { return "arn:aws:iam:::user/" + id }
+// account; the ARN's account field is the user's tenant, empty for a user
+// outside tenants (RGW's form): "<tenant>$<uid>" is
+// "arn:aws:iam::<tenant>:user/<uid>".
+func UserARN(id string) string {
+	tenant, uid, ok := strings.Cut(id, "$")
+	if !ok {
+		return "arn:aws:iam:::user/" + id
+	}
+	return "arn:aws:iam::" + tenant + ":user/" + uid
+}
 
 // Resource names what a request acts on. Bucket-scoped actions use Bucket;
 // object-scoped ones Bucket, Key and VersionID; SNS actions Topic (an ARN).
@@ -88,11 +96,21 @@ func (r Resource) ARN(a Action) string {
 		}
 		return r.IAM
 	case ScopeObject:
-		return "arn:aws:s3:::" + r.Bucket + "/" + r.Key
+		return BucketARN(r.Bucket) + "/" + r.Key
 	case ScopeBucket:
-		return "arn:aws:s3:::" + r.Bucket
+		return BucketARN(r.Bucket)
 	}
 	return "*"
+}
+
+// BucketARN is the ARN of a bucket by its internal name: a tenant's
+// bucket "<tenant>/<name>" is "arn:aws:s3::<tenant>:<name>", as in RGW,
+// where the tenant stands in the account field.
+func BucketARN(bucket string) string {
+	if tenant, name, ok := strings.Cut(bucket, "/"); ok {
+		return "arn:aws:s3::" + tenant + ":" + name
+	}
+	return "arn:aws:s3:::" + bucket
 }
 
 // Context holds a request's condition keys (aws:SourceIp, s3:prefix, ...)

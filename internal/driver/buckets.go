@@ -73,8 +73,16 @@ type bucketCacheEntry struct {
 // being told (by ErrStale) that it changed.
 const bucketCacheTTL = 5 * time.Second
 
-// ValidBucketName applies S3's bucket naming rules.
+// ValidBucketName applies S3's bucket naming rules to an internal
+// bucket name: a bare name, or "<tenant>/<name>" (tenant.go).
 func ValidBucketName(name string) bool {
+	if t, b, ok := strings.Cut(name, "/"); ok {
+		return ValidTenant(t) && validS3BucketName(b)
+	}
+	return validS3BucketName(name)
+}
+
+func validS3BucketName(name string) bool {
 	if len(name) < 3 || len(name) > 63 {
 		return false
 	}

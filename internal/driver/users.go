@@ -53,10 +53,13 @@ func (d *Driver) CreateUserWithoutKeys(ctx context.Context, u User) (User, error
 }
 
 func (d *Driver) createUser(ctx context.Context, u User, genKey bool) (User, error) {
-	if !uidRE.MatchString(u.ID) || authz.IsAccountID(u.ID) {
+	if !ValidUserID(u.ID) {
 		// Account ids name accounts in policies and ACLs: no user may
 		// take one's shape.
 		return User{}, fmt.Errorf("%w: user id %q", ErrInvalidArgument, u.ID)
+	}
+	if u.Account != "" && u.Tenant() != "" {
+		return User{}, fmt.Errorf("%w: IAM accounts live in the empty tenant", ErrInvalidArgument)
 	}
 	if len(u.Keys) == 0 && genKey {
 		ak, sk := NewKeyPair()
@@ -121,6 +124,17 @@ func (d *Driver) createUser(ctx context.Context, u User, genKey bool) (User, err
 		}
 	}
 	return u, nil
+}
+
+// ValidUserID reports whether id may name a new user: a bare id or
+// "<tenant>$<id>" (tenant.go). Account ids name accounts in policies and
+// ACLs: no user may take one's shape.
+func ValidUserID(id string) bool {
+	t, uid := SplitUserID(id)
+	if id != uid && !ValidTenant(t) {
+		return false
+	}
+	return uidRE.MatchString(uid) && !authz.IsAccountID(uid)
 }
 
 // GetUser returns a user or ErrNoSuchUser.
@@ -207,6 +221,11 @@ func CompileIdentity(u User) *authz.IdentityPolicies {
 	ps := CompilePolicies("", u.Policies, u.ManagedPolicies)
 	if len(ps) == 0 {
 		return nil
+	}
+	if t := u.Tenant(); t != "" { // "arn:aws:s3:::b" is the tenant's bucket b
+		for i := range ps {
+			ps[i].Policy = ps[i].Policy.InTenant(t)
+		}
 	}
 	return &authz.IdentityPolicies{Policies: ps}
 }

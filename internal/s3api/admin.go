@@ -145,6 +145,10 @@ func (s *Server) writeAdminError(w *statusWriter, rc *reqCtx, err error) {
 
 func (s *Server) serveAdmin(w *statusWriter, r *http.Request, rc *reqCtx) {
 	writeErr := func(err error) { s.writeAdminError(w, rc, err) }
+	if err := qualifyAdminTenant(r); err != nil {
+		writeErr(err)
+		return
+	}
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	act, mapped := adminAction(r.Method, path)
 	in := authz.Input{Request: authz.Request{Principal: rc.principal(), Action: act}}
@@ -278,21 +282,32 @@ func (s *Server) delegateAdmin(path string, w http.ResponseWriter, r *http.Reque
 }
 
 func (s *Server) adminListUsers(w http.ResponseWriter, r *http.Request) error {
-	ids, err := s.be.ListUsers(r.Context())
+	all, err := s.be.ListUsers(r.Context())
 	if err != nil {
 		return err
 	}
-	if ids == nil {
-		ids = []string{}
+	ids := []string{}
+	tenant, only := r.URL.Query().Get("tenant"), r.URL.Query().Has("tenant")
+	for _, id := range all {
+		if t, _ := driver.SplitUserID(id); !only || t == tenant {
+			ids = append(ids, id)
+		}
 	}
 	sort.Strings(ids)
 	return WriteJSON(w, http.StatusOK, ids)
 }
 
-// bucketStatsJSON is BucketStats with RGW's "bucket" name field.
+// bucketStatsJSON is BucketStats with RGW's "bucket" and "tenant" fields
+// (the S3 name and its tenant; "name" is the internal "tenant/bucket").
 type bucketStatsJSON struct {
 	Bucket string `json:"bucket"`
+	Tenant string `json:"tenant"`
 	driver.BucketStats
+}
+
+func statsJSON(st driver.BucketStats) bucketStatsJSON {
+	t, b := driver.SplitBucket(st.Name)
+	return bucketStatsJSON{Bucket: b, Tenant: t, BucketStats: st}
 }
 
 func (s *Server) adminBucket(w http.ResponseWriter, r *http.Request) error {
@@ -322,7 +337,7 @@ func (s *Server) adminBucket(w http.ResponseWriter, r *http.Request) error {
 		if !stats {
 			return WriteJSON(w, http.StatusOK, st.BucketInfo)
 		}
-		return WriteJSON(w, http.StatusOK, bucketStatsJSON{Bucket: st.Name, BucketStats: st})
+		return WriteJSON(w, http.StatusOK, statsJSON(st))
 	}
 	buckets, err := s.be.ListBuckets(ctx, q.Get("uid"))
 	if err != nil {
@@ -342,7 +357,7 @@ func (s *Server) adminBucket(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		out = append(out, bucketStatsJSON{Bucket: st.Name, BucketStats: st})
+		out = append(out, statsJSON(st))
 	}
 	return WriteJSON(w, http.StatusOK, out)
 }
@@ -369,6 +384,14 @@ func (s *Server) adminCreateBucket(w http.ResponseWriter, r *http.Request) error
 	if _, err := s.be.GetUser(ctx, uid); err != nil {
 		return err
 	}
+	// The bucket is in its owner's tenant, as S3 CreateBucket makes it.
+	ut, _ := driver.SplitUserID(uid)
+	switch bt, bare := driver.SplitBucket(name); {
+	case bt == "" && ut != "":
+		name = driver.TenantBucket(ut, bare)
+	case bt != ut:
+		return s3err.New(s3err.ErrInvalidArgument, "bucket %q is not in the tenant of its owner %q.", name, uid)
+	}
 	if err := s.be.CreateBucket(ctx, uid, name, "", n); err != nil {
 		return err
 	}
@@ -376,5 +399,5 @@ func (s *Server) adminCreateBucket(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, bucketStatsJSON{Bucket: st.Name, BucketStats: st})
+	return WriteJSON(w, http.StatusOK, statsJSON(st))
 }

@@ -94,6 +94,15 @@ func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 			return err
 		}
 	}
+	// Only the caller's tenant's buckets, by their S3 names.
+	shown := buckets[:0]
+	for _, b := range buckets {
+		if t, name := driver.SplitBucket(b.Name); t == rc.tenant() {
+			b.Name = name
+			shown = append(shown, b)
+		}
+	}
+	buckets = shown
 	sort.Slice(buckets, func(i, j int) bool { return buckets[i].Name < buckets[j].Name })
 	res := listAllMyBucketsResult{
 		Xmlns:   s3Namespace,
@@ -127,8 +136,13 @@ type createBucketConfiguration struct {
 }
 
 func (s *Server) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	if !validBucketName(rc.bucket) {
-		return s3err.New(s3err.ErrInvalidBucketName, "The specified bucket is not valid: %q.", rc.bucket)
+	if !validBucketName(rc.bucketName) {
+		return s3err.New(s3err.ErrInvalidBucketName, "The specified bucket is not valid: %q.", rc.bucketName)
+	}
+	// A bucket is created in the caller's own tenant; only an admin may
+	// name another (RGW).
+	if t, _ := driver.SplitBucket(rc.bucket); t != rc.tenant() && !rc.ident.User.Admin {
+		return s3err.New(s3err.ErrAccessDenied, "Buckets can only be created in your own tenant.")
 	}
 	shards := 0
 	if v := r.Header.Get(BucketShardsHeader); v != "" {
@@ -181,7 +195,7 @@ func (s *Server) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx
 			return err
 		}
 	}
-	w.Header().Set("Location", "/"+rc.bucket)
+	w.Header().Set("Location", "/"+rc.rawBucket)
 	writeEmptyOK(w, "")
 	return nil
 }
@@ -233,7 +247,7 @@ func (s *Server) recreateBucket(w http.ResponseWriter, r *http.Request, rc *reqC
 	if differs || !sameGrants(want, auth.ACL) {
 		return s3err.New(s3err.ErrBucketAlreadyExists, "")
 	}
-	w.Header().Set("Location", "/"+rc.bucket)
+	w.Header().Set("Location", "/"+rc.rawBucket)
 	writeEmptyOK(w, "")
 	return nil
 }

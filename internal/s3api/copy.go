@@ -53,7 +53,7 @@ func parseCopySource(v string) (copySrc, error) {
 // it decided on, and a check to run on the version the copy actually
 // reads (on an unversioned bucket the object may be replaced meanwhile).
 func (s *Server) copySource(r *http.Request, rc *reqCtx) (copySrc, driver.ObjectInfo, func(driver.ObjectInfo) error, error) {
-	src, err := parseCopySource(r.Header.Get("x-amz-copy-source"))
+	src, err := rc.parsedCopySource(r)
 	if err != nil {
 		return src, driver.ObjectInfo{}, nil, err
 	}

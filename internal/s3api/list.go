@@ -159,7 +159,7 @@ func (s *Server) listObjectsV1(w http.ResponseWriter, r *http.Request, rc *reqCt
 	}
 	out := listBucketResultV1{
 		Xmlns:        s3Namespace,
-		Name:         rc.bucket,
+		Name:         rc.bucketName,
 		Prefix:       p.prefix, // as sent, like RGW (v2 encodes it, as AWS)
 		Marker:       p.enc.enc(marker),
 		MaxKeys:      p.maxKeys,
@@ -207,7 +207,7 @@ func (s *Server) listObjectsV2(w http.ResponseWriter, r *http.Request, rc *reqCt
 	}
 	out := listBucketResultV2{
 		Xmlns:             s3Namespace,
-		Name:              rc.bucket,
+		Name:              rc.bucketName,
 		Prefix:            p.enc.enc(p.prefix),
 		StartAfter:        p.enc.enc(startAfter),
 		ContinuationToken: token,

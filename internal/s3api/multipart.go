@@ -79,7 +79,7 @@ func (s *Server) createMultipartUpload(w http.ResponseWriter, r *http.Request, r
 		w.Header().Set("x-amz-checksum-type", typ)
 	}
 	return writeXML(w, http.StatusOK, initiateMultipartUploadResult{
-		Xmlns: s3Namespace, Bucket: rc.bucket, Key: rc.key, UploadID: id,
+		Xmlns: s3Namespace, Bucket: rc.bucketName, Key: rc.key, UploadID: id,
 	})
 }
 
@@ -304,7 +304,7 @@ func (s *Server) listParts(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 	ow, init := oc.owner(res.Upload.Owner), oc.owner(cmp.Or(res.Upload.Initiator, res.Upload.Owner))
 	out := listPartsResult{
 		Xmlns:                s3Namespace,
-		Bucket:               rc.bucket,
+		Bucket:               rc.bucketName,
 		Key:                  rc.key,
 		UploadID:             id,
 		Initiator:            *init,
@@ -386,7 +386,7 @@ func (s *Server) listMultipartUploads(w http.ResponseWriter, r *http.Request, rc
 	}
 	out := listMultipartUploadsResult{
 		Xmlns:              s3Namespace,
-		Bucket:             rc.bucket,
+		Bucket:             rc.bucketName,
 		KeyMarker:          enc.enc(in.KeyMarker),
 		UploadIDMarker:     in.UploadIDMarker,
 		NextKeyMarker:      enc.enc(res.NextKeyMarker),
@@ -502,7 +502,7 @@ func (s *Server) completeMultipartUpload(w http.ResponseWriter, r *http.Request,
 	out := completeMultipartUploadResult{
 		Xmlns:       s3Namespace,
 		Location:    objectURL(r, rc),
-		Bucket:      rc.bucket,
+		Bucket:      rc.bucketName,
 		Key:         rc.key,
 		ETag:        quoteETag(info.ETag),
 		checksumXML: newChecksumXML(info.Meta.Checksums),
@@ -518,7 +518,7 @@ func objectURL(r *http.Request, rc *reqCtx) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host + "/" + rc.bucket + "/" + (&url.URL{Path: rc.key}).EscapedPath()
+	return scheme + "://" + r.Host + "/" + rc.rawBucket + "/" + (&url.URL{Path: rc.key}).EscapedPath()
 }
 
 func (s *Server) abortMultipartUpload(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {

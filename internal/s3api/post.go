@@ -171,6 +171,10 @@ func (s *Server) postIdentity(ctx context.Context, f *postForm, now time.Time) (
 // included where the bucket grants it).
 func (s *Server) authorizePostObject(r *http.Request, rc *reqCtx, id Identity, key string) error {
 	rc.ident, rc.key = id, key
+	// A signed form's bare bucket name is in the signer's tenant.
+	if err := s.resolveBucket(rc, id.User.Tenant()); err != nil {
+		return err
+	}
 	return s.authorize(r, rc, authz.S3PutObject)
 }
 
@@ -296,7 +300,7 @@ func (s *Server) postObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	}
 	// The policy's $bucket is the bucket posted to, whatever a bucket
 	// field says: a form signed for another bucket fails its condition.
-	fv["bucket"] = rc.bucket
+	fv["bucket"] = rc.bucketName
 	pr, err := postRequest(r.WithContext(ctx), fv)
 	if err != nil {
 		return err
@@ -375,7 +379,7 @@ func (s *Server) postResponse(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	loc := scheme + "://" + r.Host + "/" + rc.bucket + "/" + (&url.URL{Path: key}).EscapedPath()
+	loc := scheme + "://" + r.Host + "/" + rc.rawBucket + "/" + (&url.URL{Path: key}).EscapedPath()
 	h.Set("Location", loc)
 
 	redirect := fv["success_action_redirect"]
@@ -385,7 +389,7 @@ func (s *Server) postResponse(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	if u, err := url.Parse(redirect); redirect != "" && err == nil && u.Scheme != "" && u.Host != "" {
 		// AWS appends bucket, key and etag in that order to the query as
 		// the form gave it (url.Values would sort and re-encode it).
-		add := "bucket=" + url.QueryEscape(rc.bucket) + "&key=" + url.QueryEscape(key) + "&etag=" + url.QueryEscape(etag)
+		add := "bucket=" + url.QueryEscape(rc.bucketName) + "&key=" + url.QueryEscape(key) + "&etag=" + url.QueryEscape(etag)
 		if u.RawQuery != "" {
 			add = u.RawQuery + "&" + add
 		}
@@ -404,7 +408,7 @@ func (s *Server) postResponse(w http.ResponseWriter, r *http.Request, rc *reqCtx
 			Bucket   string   `xml:"Bucket"`
 			Key      string   `xml:"Key"`
 			ETag     string   `xml:"ETag"`
-		}{Location: loc, Bucket: rc.bucket, Key: key, ETag: etag})
+		}{Location: loc, Bucket: rc.bucketName, Key: key, ETag: etag})
 	default:
 		w.WriteHeader(http.StatusNoContent)
 	}

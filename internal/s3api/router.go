@@ -72,10 +72,11 @@ func isAdminPath(p string) bool { return p == "/admin" || strings.HasPrefix(p, "
 func (s *Server) route(r *http.Request, rc *reqCtx) route {
 	bucket, key, vhost := s.target(r)
 	rc.bucket, rc.key = bucket, key
+	rc.rawBucket, rc.bucketName, rc.vhost = bucket, bucket, vhost
 	q := r.URL.Query()
 
 	if !vhost && isAdminPath(r.URL.Path) {
-		rc.bucket, rc.key = "", ""
+		rc.bucket, rc.key, rc.rawBucket, rc.bucketName = "", "", "", ""
 		return route{kind: kindAdmin, op: "Admin"}
 	}
 	if bucket == "" {
@@ -119,7 +120,7 @@ func (s *Server) expectBucketOwner(rt route) route {
 			return denied
 		}
 		if v := r.Header.Get("x-amz-source-expected-bucket-owner"); v != "" && r.Header.Get("x-amz-copy-source") != "" {
-			src, err := parseCopySource(r.Header.Get("x-amz-copy-source"))
+			src, err := rc.parsedCopySource(r)
 			if err != nil {
 				return err
 			}

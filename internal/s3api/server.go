@@ -192,9 +192,13 @@ func (s *Server) newRequestID() string {
 type reqCtx struct {
 	id     string
 	op     string
-	bucket string
+	bucket string // the driver's name: "tenant/bucket" for a tenant's (tenant.go)
 	key    string
-	ident  Identity
+	// rawBucket is the bucket as addressed ("tenant:bucket" explicit),
+	// vhost whether by host name; bucketName is the S3 name responses show.
+	rawBucket, bucketName string
+	vhost                 bool
+	ident                 Identity
 	// body is the authenticated (and decoded) request body.
 	body io.Reader
 	// trailer returns the trailing headers once body hit EOF; may be nil.
@@ -305,16 +309,35 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx, start time.
 	}
 	rt := s.route(r, rc)
 	rc.op, rc.kind = rt.op, rt.kind
-	if rt.kind == kindS3 && r.Method != http.MethodOptions {
-		s.applyCORS(w, r, rc.bucket)
-	}
+	// Until the caller is known, a bare bucket name is the empty tenant's
+	// (anonymous requests, CORS preflights, POST forms until signed).
+	tenantErr := s.resolveBucket(rc, "")
+	cors := rt.kind == kindS3 && r.Method != http.MethodOptions
 	if rt.selfAuth && rt.err == nil {
+		if cors {
+			s.applyCORS(w, r, rc.bucket)
+		}
+		if tenantErr != nil {
+			s.writeError(w, r, rc, tenantErr)
+			return
+		}
 		s.serveSelfAuth(w, r, rc, rt)
 		return
 	}
 
 	// Unsigned requests are the anonymous principal; authz decides.
 	ident, err := s.authenticate(r, rc, rt.kind)
+	if err == nil {
+		tenantErr = s.resolveBucket(rc, ident.User.Tenant())
+	}
+	// CORS headers go on error responses too, so a browser page can read
+	// why its request failed.
+	if cors {
+		s.applyCORS(w, r, rc.bucket)
+	}
+	if err == nil && tenantErr != nil && rt.kind == kindS3 {
+		err = tenantErr
+	}
 	if err != nil {
 		switch rt.kind {
 		case kindSNS:

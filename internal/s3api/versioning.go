@@ -244,7 +244,7 @@ func (s *Server) listObjectVersions(w http.ResponseWriter, r *http.Request, rc *
 	}
 	encode := enc.enc
 	out := listVersionsResult{
-		Xmlns: s3Namespace, Name: rc.bucket, Prefix: encode(in.Prefix), KeyMarker: encode(in.KeyMarker),
+		Xmlns: s3Namespace, Name: rc.bucketName, Prefix: encode(in.Prefix), KeyMarker: encode(in.KeyMarker),
 		VersionIDMarker: in.VersionIDMarker, MaxKeys: maxKeys, Delimiter: in.Delimiter,
 		EncodingType: enc.typ(), IsTruncated: res.IsTruncated,
 	}

@@ -18,6 +18,7 @@ import (
 // are redacted.
 type adminTopic struct {
 	Name       string            `json:"name"`
+	Tenant     string            `json:"tenant"`
 	ARN        string            `json:"arn"`
 	Owner      string            `json:"owner"`
 	Persistent bool              `json:"persistent"`
@@ -35,7 +36,7 @@ func toAdmin(t *topic.Topic, subs map[string][]string) adminTopic {
 	if bs == nil {
 		bs = []string{}
 	}
-	return adminTopic{Name: t.Name, ARN: t.ARN, Owner: t.Owner, Persistent: t.Persistent(), NumShards: t.NumShards,
+	return adminTopic{Name: t.Name, Tenant: t.Tenant, ARN: t.ARN, Owner: t.Owner, Persistent: t.Persistent(), NumShards: t.NumShards,
 		Attributes: t.Settings.Attributes(false), Created: t.CreatedAt, Updated: t.UpdatedAt, SubscribedBuckets: bs}
 }
 
@@ -90,6 +91,9 @@ func (a *API) AdminTopic(w http.ResponseWriter, r *http.Request) error {
 			return s3Error(err)
 		}
 		for _, t := range ts {
+			if q.Has("tenant") && t.Tenant != q.Get("tenant") {
+				continue // radosgw-admin topic list --tenant T
+			}
 			out.Topics = append(out.Topics, toAdmin(t, subs))
 		}
 		return writeJSON(w, http.StatusOK, out)

@@ -39,6 +39,12 @@ func (c Caller) principal() authz.Principal {
 	return authz.Principal{ID: c.User, Admin: c.Admin}
 }
 
+// tenant is the caller's tenant ("" for none).
+func (c Caller) tenant() string {
+	t, _ := driver.SplitUserID(c.User)
+	return t
+}
+
 func (c Caller) global() authz.Global {
 	return authz.Global{SourceIP: c.SourceIP, Secure: c.Secure, Now: time.Now(), UserID: c.User, Principal: c.Principal}
 }

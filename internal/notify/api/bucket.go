@@ -44,7 +44,8 @@ func (a *API) PutBucketNotification(w http.ResponseWriter, r *http.Request, b dr
 // mayPublish refuses, with AccessDenied, a configuration naming a topic
 // the caller does not own unless the topic's Policy allows sns:Publish to
 // the caller (or RequirePublishPolicy is off and the topic has no Policy,
-// or the caller is an admin).
+// or the caller is an admin). Another tenant's topic needs the Policy's
+// grant in any case.
 // Missing topics are left to the service, which names them.
 func (a *API) mayPublish(ctx context.Context, c *config.Configuration) error {
 	caller, _ := a.opts.Caller(ctx)
@@ -53,8 +54,12 @@ func (a *API) mayPublish(ctx context.Context, c *config.Configuration) error {
 		if err != nil {
 			continue // the service reports it
 		}
-		t, err := a.svc.GetTopic(ctx, pa.Name)
+		foreign := pa.Tenant != caller.tenant() && !caller.Admin
+		t, err := a.svc.GetTopic(ctx, service.Ref(pa.Tenant, pa.Name))
 		if errors.Is(err, service.ErrTopicNotFound) {
+			if foreign { // another tenant's names are not told apart
+				return s3err.New(s3err.ErrAccessDenied, "Notification %q: topic %s does not allow sns:Publish to you.", tc.ID, tc.TopicARN)
+			}
 			continue
 		}
 		if err != nil {
@@ -64,7 +69,8 @@ func (a *API) mayPublish(ctx context.Context, c *config.Configuration) error {
 		// others need sns:Publish from the Policy. With the requirement
 		// off only a topic without a Policy is open to all (RGW): one
 		// with a Policy is decided by it, its Deny included.
-		if t.Owner != caller.User && !caller.Admin && !a.opts.RequirePublishPolicy && t.Settings.Policy == "" {
+		// Another tenant's topic always needs the grant.
+		if t.Owner != caller.User && !caller.Admin && !a.opts.RequirePublishPolicy && t.Settings.Policy == "" && !foreign {
 			continue
 		}
 		if t.MayAccess(caller.principal(), caller.global(), topic.ActionPublish) {

@@ -86,8 +86,12 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, snsError(err)
 		}
-		t, err := a.svc.GetTopic(ctx, pa.Name)
+		t, err := a.svc.GetTopic(ctx, service.Ref(pa.Tenant, pa.Name))
 		if err != nil {
+			if errors.Is(err, service.ErrTopicNotFound) && pa.Tenant != caller.tenant() && !caller.Admin {
+				// Another tenant's topic names are not told apart.
+				return nil, snsError(service.ErrNotOwner)
+			}
 			if errors.Is(err, service.ErrTopicNotFound) {
 				return nil, topic.NotFound(arn)
 			}
@@ -129,7 +133,7 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 		if len(ignored) > 0 {
 			a.log.Info("CreateTopic: ignoring attributes", "topic", form.Get("Name"), "attributes", ignored)
 		}
-		t, err := a.svc.CreateTopic(ctx, service.CreateTopicInput{Name: form.Get("Name"), Owner: caller.User, Settings: st, AnyOwner: caller.Admin})
+		t, err := a.svc.CreateTopic(ctx, service.CreateTopicInput{Name: form.Get("Name"), Tenant: caller.tenant(), Owner: caller.User, Settings: st, AnyOwner: caller.Admin})
 		if err != nil {
 			fail(snsError(err))
 			return
@@ -157,8 +161,9 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 		// token names the last topic shown, never a hidden one.
 		visible := func(t *topic.Topic) bool {
 			// Topics holding credentials are listed only over TLS (their
-			// endpoint address carries them).
-			return may(t, topic.ActionGetTopicAttributes) &&
+			// endpoint address carries them). A tenant lists its own
+			// namespace only (RGW).
+			return (caller.Admin || t.Tenant == caller.tenant()) && may(t, topic.ActionGetTopicAttributes) &&
 				(!t.Settings.HasSecret() || tlsReq || a.opts.AllowCleartextSecrets)
 		}
 		shown, next, err := a.listVisible(ctx, form.Get("NextToken"), listTopicsPage, visible)
@@ -183,7 +188,7 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 		}
 		// topicArg authorized the change; a grantee's is not the owner's.
 		grantee := caller.Admin || t.Owner != caller.User
-		if _, err := a.svc.SetTopicAttribute(ctx, t.Name, caller.User, grantee, name, form.Get("AttributeValue"), topts); err != nil {
+		if _, err := a.svc.SetTopicAttribute(ctx, service.Ref(t.Tenant, t.Name), caller.User, grantee, name, form.Get("AttributeValue"), topts); err != nil {
 			fail(snsError(err))
 			return
 		}
@@ -197,7 +202,8 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 		}
 		// Deleting a missing topic succeeds (and cleans up a queue left
 		// behind); an existing one needs the owner or sns:DeleteTopic.
-		t, err := a.svc.GetTopic(ctx, pa.Name)
+		ref := service.Ref(pa.Tenant, pa.Name)
+		t, err := a.svc.GetTopic(ctx, ref)
 		if err != nil && !errors.Is(err, service.ErrTopicNotFound) {
 			fail(snsError(err))
 			return
@@ -207,7 +213,12 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		grantee := caller.Admin || (t != nil && t.Owner != caller.User)
-		if err := a.svc.DeleteTopic(ctx, pa.Name, caller.User, grantee); err != nil {
+		if t == nil && pa.Tenant != caller.tenant() && !caller.Admin {
+			// Nothing to clean up in another tenant's namespace.
+			fail(snsError(service.ErrNotOwner))
+			return
+		}
+		if err := a.svc.DeleteTopic(ctx, ref, caller.User, grantee); err != nil {
 			fail(snsError(err))
 			return
 		}

@@ -270,10 +270,11 @@ func (r *reservation) record(ctx context.Context, obj driver.ObjectInfo) *event.
 	if len(meta) == 0 && len(tags) == 0 {
 		meta, tags = r.ev.Meta.UserMeta, r.ev.Meta.Tags
 	}
+	tenant, bucket := driver.SplitBucket(r.ev.Bucket.Name)
 	return event.New(event.Params{
 		Type: r.typ, Time: now, Region: s.opts.Zonegroup, Source: s.opts.EventSource,
 		User: req.Principal, SourceIP: req.SourceIP, RequestID: req.RequestID, HostID: req.HostID,
-		Bucket: r.ev.Bucket.Name, BucketOwner: r.ev.Bucket.Owner, BucketID: r.ev.Bucket.ID,
+		Bucket: bucket, Tenant: tenant, BucketOwner: r.ev.Bucket.Owner, BucketID: r.ev.Bucket.ID,
 		Key: r.ev.Key, Size: obj.Size, ETag: obj.ETag, VersionID: obj.VersionID,
 		Sequencer: s.clock.NextAfter(after),
 		Metadata:  metaHeaders(meta), Tags: tags,

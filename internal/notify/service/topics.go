@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cairn-s3/cairn/internal/notify/queue"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
@@ -68,16 +69,38 @@ func (s *Service) writeTopicSealed(ctx context.Context, t *topic.Topic, ver uint
 	return s.topics.Operate(ctx, queue.Name(t.Tenant, t.Name), op)
 }
 
-// GetTopic returns topic name (default tenant), read from the store.
+// Topic references: the methods taking a topic "name" take a bare name
+// (the empty tenant's topic) or "<tenant>:<name>" (a tenant's; topic
+// names cannot hold ':'), which is also the topic's object name once a
+// bare name gets its leading ':' (queue.Name).
+
+// Ref is the reference to topic name of tenant.
+func Ref(tenant, name string) string {
+	if tenant == "" {
+		return name
+	}
+	return queue.Name(tenant, name)
+}
+
+// refOID is the object (and queue) name of topic reference ref.
+func refOID(ref string) string {
+	if t, n, ok := strings.Cut(ref, ":"); ok {
+		return queue.Name(t, n)
+	}
+	return queue.Name("", ref)
+}
+
+// GetTopic returns the topic ref names (see Ref), read from the store.
 // ErrTopicNotFound if it does not exist.
-func (s *Service) GetTopic(ctx context.Context, name string) (*topic.Topic, error) {
-	t, _, err := s.readTopic(ctx, queue.Name("", name))
+func (s *Service) GetTopic(ctx context.Context, ref string) (*topic.Topic, error) {
+	t, _, err := s.readTopic(ctx, refOID(ref))
 	return t, err
 }
 
 // CreateTopicInput is CreateTopic's request.
 type CreateTopicInput struct {
 	Name     string
+	Tenant   string         // the creator's tenant ("" for none): the topic's namespace
 	Owner    string         // user creating (or updating) the topic
 	Settings topic.Settings // validated with topic.Parse
 	// AnyOwner lets an admin update another user's topic.
@@ -96,9 +119,11 @@ func (s *Service) CreateTopic(ctx context.Context, in CreateTopicInput) (*topic.
 	s.tmu.Lock()
 	defer s.tmu.Unlock()
 	for attempt := 0; ; attempt++ {
-		cur, ver, err := s.readTopic(ctx, queue.Name("", in.Name))
+		cur, ver, err := s.readTopic(ctx, queue.Name(in.Tenant, in.Name))
 		if errors.Is(err, ErrTopicNotFound) {
-			t := topic.New(s.ARN(in.Name), in.Owner, in.Settings, s.opts.NumShards, s.opts.Now())
+			arn := s.ARN(in.Name)
+			arn.Tenant = in.Tenant
+			t := topic.New(arn, in.Owner, in.Settings, s.opts.NumShards, s.opts.Now())
 			if t.Persistent() {
 				if err := s.queues.Create(ctx, s.queueName(t), t.NumShards); err != nil {
 					return nil, err
@@ -136,7 +161,7 @@ func (s *Service) SetTopicAttribute(ctx context.Context, name, owner string, any
 	s.tmu.Lock()
 	defer s.tmu.Unlock()
 	for attempt := 0; ; attempt++ {
-		cur, ver, err := s.readTopic(ctx, queue.Name("", name))
+		cur, ver, err := s.readTopic(ctx, refOID(name))
 		if err != nil {
 			return nil, err
 		}
@@ -187,7 +212,7 @@ func (s *Service) replaceTopic(ctx context.Context, cur, next *topic.Topic, ver 
 func (s *Service) DeleteTopic(ctx context.Context, name, owner string, anyOwner bool) error {
 	s.tmu.Lock()
 	defer s.tmu.Unlock()
-	oid := queue.Name("", name)
+	oid := refOID(name)
 	cur, ver, err := s.readTopic(ctx, oid)
 	if errors.Is(err, ErrTopicNotFound) {
 		// Still clean up a queue an interrupted delete left behind.

@@ -33,6 +33,9 @@ func ParseARN(s string) (ARN, error) {
 	if err := ValidateName(a.Name); err != nil {
 		return ARN{}, err
 	}
+	if a.Tenant != "" && ValidateName(a.Tenant) != nil { // a tenant's characters are a subset of a name's
+		return ARN{}, invalid("invalid topic ARN %q: bad tenant", s)
+	}
 	return a, nil
 }
 
