@@ -326,6 +326,12 @@ func tenantIsolationProbe(t *testing.T, g *Gateway) {
 			t.Errorf("GET %s: %q", path, r.body)
 		}
 		want(t, "untenanted alice GET "+path, none.do(t, g, http.MethodGet, path, ""), 403, "AccessDenied")
+		// SigV2, as RGW's multitenancy examples sign it (boto 2).
+		v2 := t2.principal
+		v2.v2 = true
+		if r := v2.do(t, g, http.MethodGet, path, ""); r.status != 200 || r.body != "data of t1-alice" {
+			t.Errorf("t2 alice GET %s signed with SigV2: %d %s", path, r.status, r.body)
+		}
 	}
 	// A tenant name that cannot be one is no bucket.
 	want(t, "bad tenant", t2.do(t, g, http.MethodGet, "/t.1:shared/k", ""), 400, "InvalidBucketName")
