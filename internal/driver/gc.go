@@ -83,7 +83,7 @@ func (c *collector) collectDue(ctx context.Context, force bool) int {
 	c.mu.Unlock()
 	byShard := map[string][]string{}
 	for _, it := range due {
-		c.d.removeObjects(ctx, it.manifest.Objects())
+		c.d.removeManifest(ctx, it.manifest)
 		byShard[it.shard] = append(byShard[it.shard], it.tag)
 	}
 	for shard, tags := range byShard {
@@ -104,7 +104,7 @@ func (c *collector) drainIndex(ctx context.Context, ix bucketindex.Index) {
 		}
 		var tags []string
 		for _, r := range recs {
-			c.d.removeObjects(ctx, r.Manifest.Objects())
+			c.d.removeManifest(ctx, r.Manifest)
 			tags = append(tags, r.Tag)
 		}
 		if len(tags) > 0 {

@@ -77,6 +77,10 @@ func (d *Driver) CreateMultipartUpload(ctx context.Context, bucket, key string, 
 	if err != nil {
 		return "", err
 	}
+	pl, err := d.placementFor(meta.StorageClass)
+	if err != nil {
+		return "", err
+	}
 	if m := meta; d.lockForWrite(inst, &m) != nil {
 		return "", ErrNoLockConfig // lock headers on a bucket without object lock
 	}
@@ -88,7 +92,7 @@ func (d *Driver) CreateMultipartUpload(ctx context.Context, bucket, key string, 
 	meta.SSE = rec
 	id := randomID(16)
 	ui := UploadInfo{Bucket: bucket, Key: key, UploadID: id, Initiated: d.opts.Now().UTC(), Owner: inst.Owner, Meta: meta,
-		Initiator: RequestFrom(ctx).Principal}
+		Initiator: RequestFrom(ctx).Principal, StorageClass: classField(pl.class)}
 	if meta.ACL != nil && meta.ACL.Owner.ID != "" {
 		ui.Owner = meta.ACL.Owner.ID // the writer, as the completed object's
 	}
@@ -132,9 +136,13 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 	ph := newPartHasher(ui, body, checksums)
 	started := d.opts.Now().UnixNano()
 	tag := d.newTag()
-	run, sum, err := d.writeData(ctx, tag, inst.ID+"/"+key, ph.body, MaxPutSize, oek)
+	pl, err := d.placementFor(ui.StorageClass)
+	if err != nil {
+		return PartInfo{}, err // a class removed from the configuration since
+	}
+	run, sum, err := d.writeData(ctx, pl, tag, inst.ID+"/"+key, ph.body, MaxPutSize, oek)
 	if err == nil && size >= 0 && run.DataSize() != size {
-		d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
+		d.removeRun(context.WithoutCancel(ctx), run)
 		err = ErrIncompleteBody
 	}
 	if err != nil {
@@ -143,7 +151,7 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 	// checksums is complete only now: trailer values arrive at EOF.
 	sums, err := ph.partChecksums(checksums)
 	if err != nil {
-		d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
+		d.removeRun(context.WithoutCancel(ctx), run)
 		return PartInfo{}, err
 	}
 	pi := PartInfo{PartNumber: part, ETag: sseETag(ui.Meta.SSE, oek, sum), Size: run.DataSize(), ModTime: d.opts.Now().UTC(), Checksums: sums, SSE: ui.Meta.SSE}
@@ -156,7 +164,7 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 		st := op.Stat()
 		vs := op.GetOmapValuesByKeys(partKey(part))
 		if err := d.index.OperateRead(ctx, uo, op); err != nil {
-			d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
+			d.removeRun(context.WithoutCancel(ctx), run)
 			if errors.Is(err, objstore.ErrNotFound) {
 				return PartInfo{}, ErrNoSuchUpload
 			}
@@ -166,7 +174,7 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 			var cur partRecord
 			if json.Unmarshal(vs.Pairs[0].Value, &cur) == nil && cur.Started > started {
 				// A later upload of this part already landed: it stays.
-				d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
+				d.removeRun(context.WithoutCancel(ctx), run)
 				return pi, nil
 			}
 		}
@@ -176,13 +184,13 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 			continue
 		}
 		if err != nil {
-			d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
+			d.removeRun(context.WithoutCancel(ctx), run)
 			return PartInfo{}, err
 		}
 		if len(vs.Pairs) > 0 {
 			var old partRecord
 			if json.Unmarshal(vs.Pairs[0].Value, &old) == nil {
-				d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{old.Run}}.Objects())
+				d.removeRun(context.WithoutCancel(ctx), old.Run)
 			}
 		}
 		return pi, nil
@@ -397,13 +405,13 @@ func (d *Driver) CompleteMultipartUploadCond(ctx context.Context, bucket, key, u
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	var unused []string
+	var unused bucketindex.Manifest
 	for _, p := range prs {
 		if !used[p.PartNumber] {
-			unused = append(unused, bucketindex.Manifest{Runs: []bucketindex.Run{p.Run}}.Objects()...)
+			unused.Runs = append(unused.Runs, p.Run)
 		}
 	}
-	d.removeObjects(context.WithoutCancel(ctx), unused)
+	d.removeManifest(context.WithoutCancel(ctx), unused)
 	d.dropUpload(context.WithoutCancel(ctx), inst.ID, key, uploadID)
 	return oi, nil
 }
@@ -518,7 +526,7 @@ func (d *Driver) AbortMultipartUploadEvent(ctx context.Context, bucket, key, upl
 		prs = nil
 	}
 	for _, p := range prs {
-		d.removeObjects(ctx, bucketindex.Manifest{Runs: []bucketindex.Run{p.Run}}.Objects())
+		d.removeRun(ctx, p.Run)
 	}
 	d.dropUpload(ctx, inst.ID, key, uploadID)
 	return nil
