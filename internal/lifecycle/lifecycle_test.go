@@ -91,9 +91,9 @@ func TestParseValidRoundTrip(t *testing.T) {
 
 func TestTransitions(t *testing.T) {
 	c, err := Parse(doc(
-		`<Rule><ID>tier</ID><Status>Enabled</Status><Filter><Prefix>a/</Prefix></Filter>` +
-			`<Transition><Days>1</Days><StorageClass>STANDARD_IA</StorageClass></Transition>` +
-			`<Transition><Days>3</Days><StorageClass>GLACIER</StorageClass></Transition>` +
+		`<Rule><ID>tier</ID><Status>Enabled</Status><Filter><Prefix>a/</Prefix></Filter>`+
+			`<Transition><Days>1</Days><StorageClass>STANDARD_IA</StorageClass></Transition>`+
+			`<Transition><Days>3</Days><StorageClass>GLACIER</StorageClass></Transition>`+
 			`<NoncurrentVersionTransition><NoncurrentDays>1</NoncurrentDays><NewerNoncurrentVersions>1</NewerNoncurrentVersions><StorageClass>GLACIER</StorageClass></NoncurrentVersionTransition></Rule>`,
 		`<Rule><ID>exp</ID><Status>Enabled</Status><Filter><Prefix>a/x</Prefix></Filter><Expiration><Days>2</Days></Expiration></Rule>`))
 	if err != nil {
