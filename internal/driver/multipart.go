@@ -398,6 +398,7 @@ func (d *Driver) CompleteMultipartUploadCond(ctx context.Context, bucket, key, u
 	e := bucketindex.Entry{
 		Key: key, Size: size, ETag: fmt.Sprintf("%s-%d", hex.EncodeToString(md.Sum(nil)), len(parts)),
 		ModTime: d.opts.Now().UTC(), Owner: inst.Owner, Tag: "mp_" + uploadID, Parts: len(parts), Manifest: m,
+		Class: ui.StorageClass,
 	}
 	e.Meta, _ = json.Marshal(ui.Meta)
 	// On failure the parts stay with the upload: link must not delete them.
