@@ -272,10 +272,12 @@ func (g *Gateway) openStorageClasses(cfg *config.Config, log *slog.Logger) ([]dr
 		case cfg.Backend == "rados":
 			c.Pool = sp.Location
 		default:
+			// Laid out as a data directory, so `cairn rados --data-dir`
+			// inspects it.
 			if err := os.MkdirAll(sp.Location, 0o700); err != nil {
 				return nil, fmt.Errorf("storage class %s: %w", sp.Name, err)
 			}
-			st, err := embedded.Open(embedded.Options{Dir: sp.Location, Classes: Classes(), CacheSize: cfg.CacheSize,
+			st, err := embedded.Open(embedded.Options{Dir: StoreDir(sp.Location), Classes: Classes(), CacheSize: cfg.CacheSize,
 				Logger: log.With("component", "embedded", "storage_class", sp.Name)})
 			if err != nil {
 				return nil, fmt.Errorf("storage class %s: open data directory %s: %w", sp.Name, sp.Location, err)
