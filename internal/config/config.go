@@ -63,6 +63,9 @@ type Config struct {
 	LCDebugInterval time.Duration // length of a lifecycle day; 0 = real days
 	LCMaxObjs       int
 	LCRate          int
+	// LCTransitionRate bounds the bytes per second a gateway's lifecycle
+	// transitions copy; 0 = unlimited.
+	LCTransitionRate int64
 
 	GCMinWait       time.Duration
 	ShutdownTimeout time.Duration
@@ -243,6 +246,7 @@ var options = []option{
 	{"lc-debug-interval", "length of a lifecycle day for tests (rgw_lc_debug_interval); 0 = real days", "0", durOpt(func(c *Config) *time.Duration { return &c.LCDebugInterval })},
 	{"lc-max-objs", "lifecycle registry shards, leased by gateways (rgw_lc_max_objs)", "32", intOpt(func(c *Config) *int { return &c.LCMaxObjs })},
 	{"lc-rate", "objects per second a gateway's lifecycle pass examines (0 = unlimited); pacing keeps foreground latency", "1000", intOpt(func(c *Config) *int { return &c.LCRate })},
+	{"lc-transition-rate", "bytes per second a gateway's lifecycle transitions copy between storage classes (0 = unlimited); pacing keeps foreground latency", "8MiB", sizeOpt(func(c *Config) *int64 { return &c.LCTransitionRate })},
 	{"gc-min-wait", "delay before replaced object data is collected (rgw_gc_obj_min_wait)", "30s", durOpt(func(c *Config) *time.Duration { return &c.GCMinWait })},
 	{"shutdown-timeout", "how long SIGTERM waits for in-flight requests", "30s", durOpt(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 	{"max-header-bytes", "request header limit (larger: 400 RequestHeaderSectionTooLarge)", "65536", intOpt(func(c *Config) *int { return &c.MaxHeaderBytes })},
@@ -405,7 +409,7 @@ func (c *Config) Validate() error {
 	check(c.CacheSize == 0 || c.CacheSize >= 1<<20, "cache-size must be 0 (automatic) or at least 1MB")
 	check(c.PersistMaxRetries >= 0, "topic-persistency-max-retries must not be negative")
 	check(c.PersistTTL >= 0 && c.PersistSleep >= 0, "topic persistency durations must not be negative")
-	check(c.LCDebugInterval >= 0 && c.LCRate >= 0, "lc-debug-interval and lc-rate must not be negative")
+	check(c.LCDebugInterval >= 0 && c.LCRate >= 0 && c.LCTransitionRate >= 0, "lc-debug-interval, lc-rate and lc-transition-rate must not be negative")
 	check(c.LCMaxObjs >= 1 && c.LCMaxObjs <= 65521, "lc-max-objs %d outside 1..65521", c.LCMaxObjs)
 	if _, err := ParseStorageClasses(c.StorageClasses); err != nil {
 		errs = append(errs, err)

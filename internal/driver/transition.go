@@ -98,14 +98,27 @@ func (d *Driver) TransitionObject(ctx context.Context, in TransitionInput) (Tran
 	if id == "" {
 		id = bucketindex.NullVersion
 	}
+	after := e
+	after.Manifest, after.Class = moved, classField(pl.class)
+	// The events are made durable before the switch, as lifecycle
+	// expiries are (DeleteObjectInput.EventFirst): a crash between the two
+	// makes the next pass move the version again and emit its events again
+	// (with the same request id), instead of losing the events of a move
+	// that happened.
+	for _, r := range reservations {
+		if err := r.Commit(ctx, versionInfo(in.Bucket, state, after)); err != nil {
+			d.removeManifest(context.WithoutCancel(ctx), moved)
+			abortAll()
+			return TransitionResult{}, fmt.Errorf("commit notification: %w", err)
+		}
+	}
 	gcTag := e.Tag + "~t" + d.newTag()
 	var shard string
 	err = d.withIndex(ctx, in.Bucket, func(_ Instance, ix bucketindex.Index) error {
 		shard = ix.ShardFor(in.Key)
-		return ix.SetVersionData(ctx, in.Key, id, e.Tag, e.Manifest, moved, classField(pl.class), gcTag)
+		return ix.SetVersionData(ctx, in.Key, id, e.Tag, e.Manifest, moved, after.Class, gcTag)
 	})
 	if err != nil {
-		abortAll()
 		if definite(err) {
 			// The switch did not happen: the copy is nobody's.
 			d.removeManifest(context.WithoutCancel(ctx), moved)
@@ -116,19 +129,13 @@ func (d *Driver) TransitionObject(ctx context.Context, in TransitionInput) (Tran
 		return TransitionResult{}, err
 	}
 	d.gc.enqueue(shard, gcTag, e.Manifest)
-	e.Manifest, e.Class = moved, classField(pl.class)
-	oi = versionInfo(in.Bucket, state, e)
-	for _, r := range reservations {
-		if err := r.Commit(ctx, oi); err != nil {
-			return TransitionResult{Moved: true, Bytes: bytes}, fmt.Errorf("commit notification: %w", err)
-		}
-	}
 	return TransitionResult{Moved: true, Bytes: bytes}, nil
 }
 
 // copyRun copies a run's stripes as stored into pl under a fresh name.
-// Stripes are written with DeferSync and made durable together at the end
-// (a failure removes what was written).
+// Stripes are written with DeferSync: the synced index switch that
+// follows makes them durable, as a PUT's link does, except in a store of
+// their own, synced here (a failure removes what was written).
 func (d *Driver) copyRun(ctx context.Context, run bucketindex.Run, pl placement, owner string) (bucketindex.Run, error) {
 	src, err := d.dataIO(ctx, run.Pool)
 	if err != nil {
@@ -168,8 +175,10 @@ func (d *Driver) copyRun(ctx context.Context, run bucketindex.Run, pl placement,
 			return fail(err)
 		}
 	}
-	if err := objstore.Sync(ctx, pl.io); err != nil {
-		return fail(err)
+	if pl.ownSync {
+		if err := objstore.Sync(ctx, pl.io); err != nil {
+			return fail(err)
+		}
 	}
 	return nr, nil
 }

@@ -30,8 +30,46 @@ type Processor struct {
 	// Workers is how many keys are decided and expired at once (default
 	// 4); the worker's Rate paces the total.
 	Workers int
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// TransitionRate bounds the bytes per second transitions copy (all
+	// workers together; lc-transition-rate); 0 = unlimited. Copying is
+	// what a transition costs the foreground: the examination pace
+	// (lc-rate) does not see object sizes.
+	TransitionRate int64
+	Logger         *slog.Logger
+	Now            func() time.Time
+
+	pace pacer
+}
+
+// pacer spaces transitions so that they copy at most rate bytes a second.
+type pacer struct {
+	mu   sync.Mutex
+	next time.Time
+}
+
+// wait reserves n bytes at rate and sleeps until the reservation starts.
+func (p *pacer) wait(ctx context.Context, rate, n int64) error {
+	if rate <= 0 {
+		return nil
+	}
+	p.mu.Lock()
+	now := time.Now()
+	if p.next.Before(now) {
+		p.next = now
+	}
+	at := p.next
+	p.next = p.next.Add(time.Duration(float64(n) / float64(rate) * float64(time.Second)))
+	p.mu.Unlock()
+	if d := time.Until(at); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
 }
 
 var _ lifecycle.Processor = (*Processor)(nil)
@@ -199,6 +237,9 @@ func (p *Processor) key(ctx context.Context, bucket, state string, vs []driver.O
 			continue
 		}
 		if dec.Action == lifecycle.TransitionCurrent || dec.Action == lifecycle.TransitionNoncurrent {
+			if err := p.pace.wait(ctx, p.TransitionRate, v.Size); err != nil {
+				return out, err
+			}
 			// Only if it is still the version decided on: the index
 			// switch is guarded by its write tag, this by what was listed.
 			res, err := p.Driver.TransitionObject(expiryContext(ctx, bucket, v), driver.TransitionInput{
