@@ -21,7 +21,8 @@ func requireTool(t *testing.T, name string, check ...string) {
 func TestPythonClients(t *testing.T) {
 	requireTool(t, "python3", "-c", "import boto3, pytest")
 	requireTool(t, "aws", "--version")
-	g := StartGateway(t)
+	// test_storage_classes.py needs the classes it writes to.
+	g := StartGateway(t, "--storage-classes", "STANDARD_IA,GLACIER")
 	cmd := exec.Command("python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "python")
 	cmd.Env = append(os.Environ(), "CAIRN_ENDPOINT="+g.Endpoint, "CAIRN_ACCESS_KEY="+g.AccessKey, "CAIRN_SECRET_KEY="+g.SecretKey)
 	out, err := cmd.CombinedOutput()

@@ -29,6 +29,8 @@ workloads:
             noncurrent versions and markers vs none; ListObjectVersions rate
   lifecycle a lifecycle pass over a filled bucket (half expiring): objects
             examined/s, and the 4 KiB PUT rate during the pass vs without it
+  transition a lifecycle pass moving a filled bucket to another storage class:
+            objects and MiB moved per second, 4 KiB PUT rate during it vs without
   quota     4 KiB PUT with user and bucket quotas enabled vs disabled (ABBA
             on one bucket), new keys and overwrites
   logging   4 KiB PUT with bucket logging off vs on, standard and journal mode
@@ -51,6 +53,7 @@ var benchWorkloads = map[string]func(ctx context.Context, args []string, out io.
 	"notify":     bench.NotifyMain,
 	"versioning": benchVersioning,
 	"lifecycle":  benchLifecycle,
+	"transition": benchTransition,
 	"sse":        benchSSE,
 	"quota":      benchQuota,
 	"logging":    benchLogging,
@@ -284,6 +287,34 @@ func benchLifecycle(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	cfg.Size, cfg.Out = n, out
+	res, err := bench.RunLifecycle(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return printJSON(out, res)
+}
+
+func benchTransition(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("cairn bench transition", flag.ContinueOnError)
+	var cfg bench.LifecycleConfig
+	gw := bindGateway(fs, &cfg.Endpoint, &cfg.AccessKey, &cfg.SecretKey, "S3 endpoint URL of a gateway configuring --class (its lc-rate paces the pass)", "admin ")
+	fs.StringVar(&cfg.Prefix, "prefix", "", "bucket name prefix (default random)")
+	fs.StringVar(&cfg.TransitionClass, "class", "STANDARD_IA", "storage class the objects move to")
+	fs.IntVar(&cfg.Objects, "objects", 20000, "objects in the processed bucket (all move)")
+	objSize := fs.String("object-size", "64KiB", "size of each moved object")
+	fs.IntVar(&cfg.FillConcurrency, "fill-concurrency", 32, "workers filling the bucket")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 8, "foreground PUT workers")
+	size := fs.String("size", "4KiB", "foreground PUT size")
+	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "length of each foreground phase")
+	n, err := gw.parse(args, "size", size)
+	if err != nil {
+		return err
+	}
+	osz, err := config.ParseSize(*objSize)
+	if err != nil || osz <= 0 {
+		return &bench.UsageError{Err: fmt.Errorf("--object-size %q: %v", *objSize, err)}
+	}
+	cfg.Size, cfg.ObjectSize, cfg.Out = n, osz, out
 	res, err := bench.RunLifecycle(ctx, cfg)
 	if err != nil {
 		return err

@@ -12,6 +12,12 @@ package bench
 //     same PUT load while the pass runs (B);
 //  4. after the pass, the PUT load again (A), and the pass's examined/s
 //     from its status (examined over completed - started).
+//
+// With TransitionClass set it is the transition workload instead (issue
+// 23): every object is ObjectSize bytes and the rule moves them all to
+// that storage class (a Transition with a past Date), so the pass copies
+// each object's data to the class's pool and switches its manifest;
+// objects and MiB moved per second come from the status.
 
 import (
 	"bytes"
@@ -37,7 +43,12 @@ type LifecycleConfig struct {
 	Concurrency          int           // foreground PUT workers; default 8
 	Size                 int64         // foreground PUT size; default 4 KiB
 	Duration             time.Duration // each foreground phase; default 20s
-	Out                  io.Writer
+	// TransitionClass, when set, makes it the transition workload: the
+	// rule moves every object to this class (which the gateway must
+	// configure), each ObjectSize bytes (default 64 KiB).
+	TransitionClass string
+	ObjectSize      int64
+	Out             io.Writer
 }
 
 // LifecycleResult is the workload's JSON output.
@@ -55,6 +66,13 @@ type LifecycleResult struct {
 	Expired        int64   `json:"expired"`
 	ExaminedPerSec float64 `json:"examined_per_sec"`
 	PutErrors      int64   `json:"put_errors"`
+	// The transition workload's.
+	TransitionClass     string  `json:"transition_class,omitempty"`
+	ObjectSize          int64   `json:"object_size,omitempty"`
+	Transitioned        int64   `json:"transitioned,omitempty"`
+	TransitionedBytes   int64   `json:"transitioned_bytes,omitempty"`
+	TransitionedPerSec  float64 `json:"transitioned_per_sec,omitempty"`
+	TransitionMiBPerSec float64 `json:"transition_mib_per_sec,omitempty"`
 }
 
 type lcStatusDoc struct {
@@ -63,6 +81,8 @@ type lcStatusDoc struct {
 	Completed time.Time `json:"completed"`
 	Examined  int64     `json:"examined"`
 	Expired   int64     `json:"expired"`
+	Moved     int64     `json:"transitioned"`
+	MovedB    int64     `json:"transitioned_bytes"`
 }
 
 // RunLifecycle runs the workload.
@@ -91,11 +111,18 @@ func RunLifecycle(ctx context.Context, cfg LifecycleConfig) (*LifecycleResult, e
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
 	}
+	fillSize := int64(32)
+	if cfg.TransitionClass != "" {
+		if cfg.ObjectSize == 0 {
+			cfg.ObjectSize = 64 << 10
+		}
+		fillSize = cfg.ObjectSize
+	}
 	client := func(bucket string, size int64, conc int) *s3Client {
 		return newS3Client(S3Config{Endpoint: cfg.Endpoint, AccessKey: cfg.AccessKey, SecretKey: cfg.SecretKey,
 			Region: cfg.Region, Bucket: bucket, Concurrency: conc, Size: size})
 	}
-	lc := client(cfg.Prefix+"-lc", 32, cfg.FillConcurrency)
+	lc := client(cfg.Prefix+"-lc", fillSize, cfg.FillConcurrency)
 	fg := client(cfg.Prefix+"-fg", cfg.Size, cfg.Concurrency)
 	admin := client("admin", 0, 1)
 	for _, c := range []*s3Client{lc, fg} {
@@ -104,6 +131,9 @@ func RunLifecycle(ctx context.Context, cfg LifecycleConfig) (*LifecycleResult, e
 		}
 	}
 	res := &LifecycleResult{Objects: cfg.Objects, Expiring: cfg.Objects / 2}
+	if cfg.TransitionClass != "" {
+		res.Expiring, res.TransitionClass, res.ObjectSize = 0, cfg.TransitionClass, cfg.ObjectSize
+	}
 
 	// 1. Fill.
 	t0 := time.Now()
@@ -120,7 +150,7 @@ func RunLifecycle(ctx context.Context, cfg LifecycleConfig) (*LifecycleResult, e
 					return
 				}
 				body := lc.body // 32 bytes: kept
-				if i%2 == 0 {
+				if i%2 == 0 && cfg.TransitionClass == "" {
 					body = body[:16] // expires
 				}
 				if _, err := lc.do(ctx, http.MethodPut, fmt.Sprintf("obj/%08d", i), body, nil); err != nil {
@@ -171,6 +201,10 @@ func RunLifecycle(ctx context.Context, cfg LifecycleConfig) (*LifecycleResult, e
 	// 3. The rule and a pass.
 	rule := []byte(`<LifecycleConfiguration><Rule><ID>bench</ID><Status>Enabled</Status><Filter><ObjectSizeLessThan>20</ObjectSizeLessThan></Filter>` +
 		`<Expiration><Date>2020-01-01T00:00:00Z</Date></Expiration></Rule></LifecycleConfiguration>`)
+	if cfg.TransitionClass != "" {
+		rule = []byte(`<LifecycleConfiguration><Rule><ID>bench</ID><Status>Enabled</Status><Filter><Prefix></Prefix></Filter>` +
+			`<Transition><Date>2020-01-01T00:00:00Z</Date><StorageClass>` + cfg.TransitionClass + `</StorageClass></Transition></Rule></LifecycleConfiguration>`)
+	}
 	if _, err := lc.doQuery(ctx, http.MethodPut, "", "lifecycle=", rule, nil, nil); err != nil {
 		return nil, fmt.Errorf("put lifecycle: %w", err)
 	}
@@ -208,6 +242,13 @@ func RunLifecycle(ctx context.Context, cfg LifecycleConfig) (*LifecycleResult, e
 	res.Examined, res.Expired = st.Examined, st.Expired
 	res.ExaminedPerSec = float64(st.Examined) / res.PassSeconds
 	fmt.Fprintf(cfg.Out, "pass: %d examined, %d expired in %.1fs: %.0f objects/s (%s)\n", st.Examined, st.Expired, res.PassSeconds, res.ExaminedPerSec, st.State)
+	if cfg.TransitionClass != "" {
+		res.Transitioned, res.TransitionedBytes = st.Moved, st.MovedB
+		res.TransitionedPerSec = float64(st.Moved) / res.PassSeconds
+		res.TransitionMiBPerSec = float64(st.MovedB) / (1 << 20) / res.PassSeconds
+		fmt.Fprintf(cfg.Out, "transitioned %d objects (%d bytes) to %s: %.0f objects/s, %.1f MiB/s\n",
+			st.Moved, st.MovedB, cfg.TransitionClass, res.TransitionedPerSec, res.TransitionMiBPerSec)
+	}
 
 	// 4. Foreground alone again.
 	res.PutAfter, _ = put(cfg.Duration, nil, 3)

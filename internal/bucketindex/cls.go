@@ -38,6 +38,7 @@ func Register(reg *objstore.Registry) {
 	reg.Register(ClassName, "link_version", objstore.MethodWrite, clsLinkVersion)
 	reg.Register(ClassName, "unlink_version", objstore.MethodWrite, clsUnlinkVersion)
 	reg.Register(ClassName, "set_version_meta", objstore.MethodWrite, clsSetVersionMeta)
+	reg.Register(ClassName, "set_version_data", objstore.MethodWrite, clsSetVersionData)
 	reg.Register(ClassName, "gc_done", objstore.MethodWrite, clsGCDone)
 	reg.Register(ClassName, "set_state", objstore.MethodWrite, clsSetState)
 	reg.Register(ClassName, "apply", objstore.MethodWrite, clsApply)

@@ -31,6 +31,9 @@ type Entry struct {
 	Version   uint64          `json:"v,omitempty"` // shard version at link time: per-key sequencer input
 	Manifest  Manifest        `json:"m"`
 	Meta      json.RawMessage `json:"x,omitempty"` // driver.ObjectMeta, opaque here
+	// Class is the version's storage class ("" = STANDARD); its runs name
+	// the pools that hold the data.
+	Class string `json:"sc,omitempty"`
 }
 
 // Manifest lists the data objects of an object: runs of stripes. A plain PUT
@@ -50,6 +53,22 @@ type Run struct {
 	StripeSize int64  `json:"z"`
 	Enc        bool   `json:"c,omitempty"`
 	Plain      int64  `json:"ps,omitempty"`
+	// Pool is the data pool holding the stripes ("" = the default data
+	// pool, default.rgw.buckets.data): storage classes place data in
+	// pools of their own, and a transition moves a run to another pool.
+	Pool string `json:"l,omitempty"`
+	// KeyName is the name an encrypted run's key was derived from when it
+	// differs from Prefix (a run copied by a transition keeps its
+	// ciphertext under a new name); "" = Prefix.
+	KeyName string `json:"kn,omitempty"`
+}
+
+// KeyPrefix is the name an encrypted run's key derives from.
+func (r Run) KeyPrefix() string {
+	if r.KeyName != "" {
+		return r.KeyName
+	}
+	return r.Prefix
 }
 
 // DataSize is the run's size as the object's bytes: Plain when encrypted.

@@ -56,9 +56,16 @@ type Config struct {
 
 	CacheSize int64 // embedded block cache; 0 = automatic
 
+	// StorageClasses are the storage classes besides STANDARD, each with a
+	// data pool of its own: NAME[=LOCATION],... (ParseStorageClasses).
+	StorageClasses string
+
 	LCDebugInterval time.Duration // length of a lifecycle day; 0 = real days
 	LCMaxObjs       int
 	LCRate          int
+	// LCTransitionRate bounds the bytes per second a gateway's lifecycle
+	// transitions copy; 0 = unlimited.
+	LCTransitionRate int64
 
 	GCMinWait time.Duration
 	// The orphan scan (docs/design/orphans.md): how often one gateway of
@@ -242,9 +249,11 @@ var options = []option{
 	{"notif-kafka-compression", "compression of Kafka batches: none (as RGW; every consumer reads it), gzip, snappy, lz4 or zstd", "none", strOpt(func(c *Config) *string { return &c.NotifKafkaCompression })},
 	{"notification-config-mode", "PutBucketNotificationConfiguration semantics: aws (replaces the whole configuration) or rgw (adds or updates by Id; only an empty configuration deletes all)", "aws", strOpt(func(c *Config) *string { return &c.NotifConfigMode })},
 	{"cache-size", "block cache of the embedded backend (0 = an eighth of RAM, 64 MiB to 2 GiB); index lookups miss to disk when it is smaller than the hot index and filter blocks", "0", sizeOpt(func(c *Config) *int64 { return &c.CacheSize })},
+	{"storage-classes", "storage classes besides STANDARD, NAME[=LOCATION],...: each stores its data in a pool of its own (default.rgw.<name>.data; LOCATION is a data directory of its own on the embedded backend, a pool name on rados), as RGW's placement storage classes", "", strOpt(func(c *Config) *string { return &c.StorageClasses })},
 	{"lc-debug-interval", "length of a lifecycle day for tests (rgw_lc_debug_interval); 0 = real days", "0", durOpt(func(c *Config) *time.Duration { return &c.LCDebugInterval })},
 	{"lc-max-objs", "lifecycle registry shards, leased by gateways (rgw_lc_max_objs)", "32", intOpt(func(c *Config) *int { return &c.LCMaxObjs })},
 	{"lc-rate", "objects per second a gateway's lifecycle pass examines (0 = unlimited); pacing keeps foreground latency", "1000", intOpt(func(c *Config) *int { return &c.LCRate })},
+	{"lc-transition-rate", "bytes per second a gateway's lifecycle transitions copy between storage classes (0 = unlimited); pacing keeps foreground latency", "2MiB", sizeOpt(func(c *Config) *int64 { return &c.LCTransitionRate })},
 	{"gc-min-wait", "delay before replaced object data is collected (rgw_gc_obj_min_wait)", "30s", durOpt(func(c *Config) *time.Duration { return &c.GCMinWait })},
 	{"orphan-scan-interval", "how often one gateway (a lease decides which) removes data no index entry, GC record or upload references, left by crashes; 0 = never (run `cairn admin orphans rm`)", "24h", durOpt(func(c *Config) *time.Duration { return &c.OrphanScanInterval })},
 	{"orphan-min-age", "the orphan scan leaves data younger than this (it must exceed the longest upload of one object or part)", "24h", durOpt(func(c *Config) *time.Duration { return &c.OrphanMinAge })},
@@ -411,10 +420,13 @@ func (c *Config) Validate() error {
 	check(c.CacheSize == 0 || c.CacheSize >= 1<<20, "cache-size must be 0 (automatic) or at least 1MB")
 	check(c.PersistMaxRetries >= 0, "topic-persistency-max-retries must not be negative")
 	check(c.PersistTTL >= 0 && c.PersistSleep >= 0, "topic persistency durations must not be negative")
-	check(c.LCDebugInterval >= 0 && c.LCRate >= 0, "lc-debug-interval and lc-rate must not be negative")
+	check(c.LCDebugInterval >= 0 && c.LCRate >= 0 && c.LCTransitionRate >= 0, "lc-debug-interval, lc-rate and lc-transition-rate must not be negative")
 	check(c.LCMaxObjs >= 1 && c.LCMaxObjs <= 65521, "lc-max-objs %d outside 1..65521", c.LCMaxObjs)
 	check(c.OrphanScanInterval >= 0 && c.OrphanScanRate >= 0, "orphan-scan-interval and orphan-scan-rate must not be negative")
 	check(c.OrphanMinAge >= time.Minute, "orphan-min-age must be at least 1m: younger data may be a write in progress")
+	if _, err := ParseStorageClasses(c.StorageClasses); err != nil {
+		errs = append(errs, err)
+	}
 	check(c.MaxHeaderBytes >= 8<<10, "max-header-bytes must be at least 8KB")
 	check(c.MaxBucketIndexShards >= 0 && c.MaxBucketIndexShards <= 65521, "max-bucket-index-shards %d outside 0..65521", c.MaxBucketIndexShards)
 	check(c.MaxBuckets >= 0, "max-buckets must not be negative")
@@ -456,6 +468,48 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel))
 	}
 	return errors.Join(errs...)
+}
+
+// StorageClassSpec is one entry of storage-classes.
+type StorageClassSpec struct {
+	Name string
+	// Location is a data directory of its own (embedded backend) or a
+	// pool name (rados); "" = the pool default.rgw.<lower-case name>.data
+	// in the gateway's store.
+	Location string
+}
+
+// ParseStorageClasses parses storage-classes: NAME[=LOCATION] entries
+// separated by commas. Names are upper-case letters, digits and
+// underscores (S3's spelling, e.g. STANDARD_IA); STANDARD is implicit.
+func ParseStorageClasses(s string) ([]StorageClassSpec, error) {
+	var out []StorageClassSpec
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, loc, _ := strings.Cut(part, "=")
+		name, loc = strings.TrimSpace(name), strings.TrimSpace(loc)
+		ok := name != "" && len(name) <= 64 && name[0] >= 'A' && name[0] <= 'Z'
+		for _, r := range name {
+			ok = ok && (r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_')
+		}
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("storage-classes: %q is not a class name (upper-case letters, digits and _)", name)
+		case name == "STANDARD":
+			return nil, fmt.Errorf("storage-classes: STANDARD is always there (the default data pool)")
+		case seen[name]:
+			return nil, fmt.Errorf("storage-classes: %s named twice", name)
+		case strings.Contains(part, "=") && loc == "":
+			return nil, fmt.Errorf("storage-classes: %s= names no location", name)
+		}
+		seen[name] = true
+		out = append(out, StorageClassSpec{Name: name, Location: loc})
+	}
+	return out, nil
 }
 
 // SizeUnits documents what ParseSize accepts. Units are case-insensitive

@@ -124,3 +124,19 @@ func TestBoolWithSeparateValueHints(t *testing.T) {
 		t.Fatalf("Load = %+v, %v", c, err)
 	}
 }
+
+func TestStorageClasses(t *testing.T) {
+	c, err := Load([]string{"--storage-classes", "STANDARD_IA, GLACIER=/mnt/cold"}, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseStorageClasses(c.StorageClasses)
+	if err != nil || len(got) != 2 || got[0] != (StorageClassSpec{Name: "STANDARD_IA"}) || got[1] != (StorageClassSpec{Name: "GLACIER", Location: "/mnt/cold"}) {
+		t.Fatalf("parsed %+v, %v", got, err)
+	}
+	for _, bad := range []string{"standard_ia", "STANDARD", "COLD,COLD", "COLD=", "A-B"} {
+		if _, err := Load([]string{"--storage-classes", bad}, env(nil)); err == nil || !strings.Contains(err.Error(), "storage-classes") {
+			t.Errorf("%q: err %v, want a storage-classes error", bad, err)
+		}
+	}
+}

@@ -25,8 +25,8 @@ var stripePool = sync.Pool{New: func() any { b := make([]byte, max(StripeSize, E
 // caller must commit the run with a synced op before acknowledging it. On any error every stripe written so far is
 // removed: a failed write leaves nothing behind.
 // hashData false skips the MD5 (encrypted runs hash their plaintext).
-func (d *Driver) writeRun(ctx context.Context, prefix, owner string, body io.Reader, limit, stripeSize int64, hashData bool) (bucketindex.Run, []byte, error) {
-	run := bucketindex.Run{Prefix: prefix, StripeSize: stripeSize}
+func (d *Driver) writeRun(ctx context.Context, pl placement, prefix, owner string, body io.Reader, limit, stripeSize int64, hashData bool) (bucketindex.Run, []byte, error) {
+	run := bucketindex.Run{Prefix: prefix, StripeSize: stripeSize, Pool: pl.poolField()}
 	var h hash.Hash = nopHash{}
 	if hashData {
 		h = md5.New()
@@ -36,7 +36,7 @@ func (d *Driver) writeRun(ctx context.Context, prefix, owner string, body io.Rea
 	buf := (*bp)[:stripeSize]
 	var written []string
 	fail := func(err error) (bucketindex.Run, []byte, error) {
-		d.removeObjects(context.WithoutCancel(ctx), written)
+		d.removeObjectsIn(context.WithoutCancel(ctx), pl.io, written)
 		return bucketindex.Run{}, nil, err
 	}
 	for i := int64(0); ; i++ {
@@ -62,7 +62,7 @@ func (d *Driver) writeRun(ctx context.Context, prefix, owner string, body io.Rea
 			op.SetXattr(ownerXattr, []byte(owner))
 		}
 		written = append(written, oid)
-		if err := d.data.Operate(ctx, oid, op); err != nil {
+		if err := pl.io.Operate(ctx, oid, op); err != nil {
 			return fail(err)
 		}
 		d.failpoint("data-stripe")
@@ -70,12 +70,17 @@ func (d *Driver) writeRun(ctx context.Context, prefix, owner string, body io.Rea
 			break
 		}
 	}
+	if pl.ownSync {
+		if err := objstore.Sync(ctx, pl.io); err != nil {
+			return fail(err)
+		}
+	}
 	return run, h.Sum(nil), nil
 }
 
-func (d *Driver) removeObjects(ctx context.Context, oids []string) {
+func (d *Driver) removeObjectsIn(ctx context.Context, io objstore.IOContext, oids []string) {
 	for _, oid := range oids {
-		err := d.data.Operate(ctx, oid, objstore.NewWriteOp().Remove())
+		err := io.Operate(ctx, oid, objstore.NewWriteOp().Remove())
 		if err != nil && !errors.Is(err, objstore.ErrNotFound) {
 			d.log.Warn("remove data object", "oid", oid, "err", err)
 		}
@@ -89,15 +94,15 @@ const readChunk = 1 << 20
 // manifestReader streams [off, off+n) of an object's runs.
 type manifestReader struct {
 	ctx  context.Context
-	io   objstore.IOContext
+	d    *Driver
 	runs []bucketindex.Run
 	off  int64 // position in the object
 	end  int64
 	buf  []byte
 }
 
-func newManifestReader(ctx context.Context, io objstore.IOContext, m bucketindex.Manifest, off, n int64) *manifestReader {
-	return &manifestReader{ctx: ctx, io: io, runs: m.Runs, off: off, end: off + n}
+func newManifestReader(ctx context.Context, d *Driver, m bucketindex.Manifest, off, n int64) *manifestReader {
+	return &manifestReader{ctx: ctx, d: d, runs: m.Runs, off: off, end: off + n}
 }
 
 func (r *manifestReader) Read(p []byte) (int, error) {
@@ -121,8 +126,8 @@ func (r *manifestReader) Read(p []byte) (int, error) {
 const fileMin = 1 << 20
 
 // locate returns the stripe holding r.off, the offset in it, how many
-// bytes of the range it holds from there and the stripe's length.
-func (r *manifestReader) locate() (oid string, within, want, stripeLen int64, err error) {
+// bytes of the range it holds from there, the stripe's length and its pool.
+func (r *manifestReader) locate() (oid string, within, want, stripeLen int64, pool string, err error) {
 	pos := r.off
 	for _, run := range r.runs {
 		if pos >= run.Size {
@@ -133,20 +138,24 @@ func (r *manifestReader) locate() (oid string, within, want, stripeLen int64, er
 		within = pos % run.StripeSize
 		want = min(run.StripeSize-within, run.Size-pos, r.end-r.off)
 		stripeLen = min(run.StripeSize, run.Size-stripe*run.StripeSize)
-		return run.StripeOID(stripe), within, want, stripeLen, nil
+		return run.StripeOID(stripe), within, want, stripeLen, run.Pool, nil
 	}
-	return "", 0, 0, 0, io.ErrUnexpectedEOF
+	return "", 0, 0, 0, "", io.ErrUnexpectedEOF
 }
 
 func (r *manifestReader) fill() error {
-	oid, within, want, _, err := r.locate()
+	oid, within, want, _, pool, err := r.locate()
+	if err != nil {
+		return err
+	}
+	pio, err := r.d.dataIO(r.ctx, pool)
 	if err != nil {
 		return err
 	}
 	want = min(want, readChunk)
 	op := objstore.NewReadOp()
 	rd := op.Read(within, want)
-	if err := r.io.OperateRead(r.ctx, oid, op); err != nil {
+	if err := pio.OperateRead(r.ctx, oid, op); err != nil {
 		return err
 	}
 	if int64(len(rd.Data)) != want {
@@ -181,12 +190,16 @@ func (r *manifestReader) WriteTo(w io.Writer) (int64, error) {
 			return total, err
 		}
 	}
-	opener, _ := r.io.(dataOpener)
 	for r.off < r.end {
-		oid, within, want, stripeLen, err := r.locate()
+		oid, within, want, stripeLen, pool, err := r.locate()
 		if err != nil {
 			return total, err
 		}
+		pio, err := r.d.dataIO(r.ctx, pool)
+		if err != nil {
+			return total, err
+		}
+		opener, _ := pio.(dataOpener)
 		if opener != nil && stripeLen >= fileMin && want >= fileMin/8 {
 			f, ok, err := opener.OpenData(r.ctx, oid, within, want)
 			if err != nil {

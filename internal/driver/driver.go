@@ -87,6 +87,9 @@ type Options struct {
 	// rgw_bucket_default_quota_*).
 	DefaultUserQuota   Quota
 	DefaultBucketQuota Quota
+	// StorageClasses are the classes besides STANDARD, each placed in a
+	// data pool of its own (RGW's placement storage classes).
+	StorageClasses []StorageClass
 }
 
 // ExitFailpoint returns a Failpoint that ends the process with status 137
@@ -164,6 +167,8 @@ type Driver struct {
 	intents *intentRemover
 	lc      lcReg // lifecycle worker, set after construction
 
+	pools pools // storage class placement (placement.go)
+
 	bkeys bucketKeys // SSE bucket keys (bucketkey.go)
 	quota quotaTracker
 }
@@ -192,6 +197,9 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 		return nil, err
 	}
 	if d.logIO, err = opts.Store.IOContext(ctx, PoolLog); err != nil {
+		return nil, err
+	}
+	if err := d.openPlacement(ctx); err != nil {
 		return nil, err
 	}
 	var b [6]byte

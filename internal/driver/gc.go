@@ -91,7 +91,7 @@ func (c *collector) collectDue(ctx context.Context, force bool) int {
 	c.mu.Unlock()
 	byShard := map[string][]string{}
 	for _, it := range due {
-		c.d.removeObjects(ctx, it.manifest.Objects())
+		c.d.removeManifest(ctx, it.manifest)
 		c.d.failpoint("gc-after-remove")
 		byShard[it.shard] = append(byShard[it.shard], it.tag)
 	}
@@ -113,7 +113,7 @@ func (c *collector) drainIndex(ctx context.Context, ix bucketindex.Index) {
 		}
 		var tags []string
 		for _, r := range recs {
-			c.d.removeObjects(ctx, r.Manifest.Objects())
+			c.d.removeManifest(ctx, r.Manifest)
 			tags = append(tags, r.Tag)
 		}
 		if len(tags) > 0 {

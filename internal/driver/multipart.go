@@ -77,6 +77,10 @@ func (d *Driver) CreateMultipartUpload(ctx context.Context, bucket, key string, 
 	if err != nil {
 		return "", err
 	}
+	pl, err := d.placementFor(meta.StorageClass)
+	if err != nil {
+		return "", err
+	}
 	if m := meta; d.lockForWrite(inst, &m) != nil {
 		return "", ErrNoLockConfig // lock headers on a bucket without object lock
 	}
@@ -88,7 +92,7 @@ func (d *Driver) CreateMultipartUpload(ctx context.Context, bucket, key string, 
 	meta.SSE = rec
 	id := randomID(16)
 	ui := UploadInfo{Bucket: bucket, Key: key, UploadID: id, Initiated: d.opts.Now().UTC(), Owner: inst.Owner, Meta: meta,
-		Initiator: RequestFrom(ctx).Principal}
+		Initiator: RequestFrom(ctx).Principal, StorageClass: classField(pl.class)}
 	if meta.ACL != nil && meta.ACL.Owner.ID != "" {
 		ui.Owner = meta.ACL.Owner.ID // the writer, as the completed object's
 	}
@@ -133,9 +137,13 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 	ph := newPartHasher(ui, body, checksums)
 	started := d.opts.Now().UnixNano()
 	tag := d.newTag()
-	run, sum, err := d.writeData(ctx, tag, inst.ID+"/"+key, ph.body, MaxPutSize, oek)
+	pl, err := d.placementFor(ui.StorageClass)
+	if err != nil {
+		return PartInfo{}, err // a class removed from the configuration since
+	}
+	run, sum, err := d.writeData(ctx, pl, tag, inst.ID+"/"+key, ph.body, MaxPutSize, oek)
 	if err == nil && size >= 0 && run.DataSize() != size {
-		d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
+		d.removeRun(context.WithoutCancel(ctx), run)
 		err = ErrIncompleteBody
 	}
 	if err != nil {
@@ -145,7 +153,7 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 	// checksums is complete only now: trailer values arrive at EOF.
 	sums, err := ph.partChecksums(checksums)
 	if err != nil {
-		d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
+		d.removeRun(context.WithoutCancel(ctx), run)
 		return PartInfo{}, err
 	}
 	pi := PartInfo{PartNumber: part, ETag: sseETag(ui.Meta.SSE, oek, sum), Size: run.DataSize(), ModTime: d.opts.Now().UTC(), Checksums: sums, SSE: ui.Meta.SSE}
@@ -158,7 +166,7 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 		st := op.Stat()
 		vs := op.GetOmapValuesByKeys(partKey(part))
 		if err := d.index.OperateRead(ctx, uo, op); err != nil {
-			d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
+			d.removeRun(context.WithoutCancel(ctx), run)
 			if errors.Is(err, objstore.ErrNotFound) {
 				return PartInfo{}, ErrNoSuchUpload
 			}
@@ -168,7 +176,7 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 			var cur partRecord
 			if json.Unmarshal(vs.Pairs[0].Value, &cur) == nil && cur.Started > started {
 				// A later upload of this part already landed: it stays.
-				d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
+				d.removeRun(context.WithoutCancel(ctx), run)
 				return pi, nil
 			}
 		}
@@ -178,14 +186,14 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 			continue
 		}
 		if err != nil {
-			d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
+			d.removeRun(context.WithoutCancel(ctx), run)
 			return PartInfo{}, err
 		}
 		d.failpoint("part-after-swap")
 		if len(vs.Pairs) > 0 {
 			var old partRecord
 			if json.Unmarshal(vs.Pairs[0].Value, &old) == nil {
-				d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{old.Run}}.Objects())
+				d.removeRun(context.WithoutCancel(ctx), old.Run)
 			}
 		}
 		return pi, nil
@@ -393,6 +401,7 @@ func (d *Driver) CompleteMultipartUploadCond(ctx context.Context, bucket, key, u
 	e := bucketindex.Entry{
 		Key: key, Size: size, ETag: fmt.Sprintf("%s-%d", hex.EncodeToString(md.Sum(nil)), len(parts)),
 		ModTime: d.opts.Now().UTC(), Owner: inst.Owner, Tag: "mp_" + uploadID, Parts: len(parts), Manifest: m,
+		Class: ui.StorageClass,
 	}
 	e.Meta, _ = json.Marshal(ui.Meta)
 	// On failure the parts stay with the upload: link must not delete them.
@@ -400,13 +409,13 @@ func (d *Driver) CompleteMultipartUploadCond(ctx context.Context, bucket, key, u
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	var unused []string
+	var unused bucketindex.Manifest
 	for _, p := range prs {
 		if !used[p.PartNumber] {
-			unused = append(unused, bucketindex.Manifest{Runs: []bucketindex.Run{p.Run}}.Objects()...)
+			unused.Runs = append(unused.Runs, p.Run)
 		}
 	}
-	d.removeObjects(context.WithoutCancel(ctx), unused)
+	d.removeManifest(context.WithoutCancel(ctx), unused)
 	d.failpoint("complete-before-drop")
 	d.dropUpload(context.WithoutCancel(ctx), inst.ID, key, uploadID)
 	return oi, nil
@@ -497,7 +506,7 @@ func (d *Driver) AbortMultipartUploadEvent(ctx context.Context, bucket, key, upl
 			continue // the completed object's data
 		}
 		d.failpoint("abort-part")
-		d.removeObjects(ctx, bucketindex.Manifest{Runs: []bucketindex.Run{p.Run}}.Objects())
+		d.removeRun(ctx, p.Run)
 	}
 	d.dropUpload(ctx, inst.ID, key, uploadID)
 	return nil

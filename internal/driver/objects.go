@@ -62,7 +62,7 @@ func (d *Driver) reserve(ctx context.Context, inst Instance, key, event string, 
 }
 
 func entryInfo(bucket string, e bucketindex.Entry) ObjectInfo {
-	oi := ObjectInfo{Bucket: bucket, Key: e.Key, Size: e.Size, ETag: e.ETag, ModTime: e.ModTime, Parts: e.Parts, Owner: e.Owner}
+	oi := ObjectInfo{Bucket: bucket, Key: e.Key, Size: e.Size, ETag: e.ETag, ModTime: e.ModTime, Parts: e.Parts, Owner: e.Owner, StorageClass: e.Class}
 	if e.Parts > 0 && len(e.Manifest.Runs) == e.Parts { // complete writes one run per part
 		oi.PartSizes = make([]int64, e.Parts)
 		for i, r := range e.Manifest.Runs {
@@ -94,6 +94,10 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 	if in.EventName == "" {
 		in.EventName = "ObjectCreated:Put"
 	}
+	pl, err := d.placementFor(in.Meta.StorageClass)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
 	if err := d.lockForWrite(inst, &in.Meta); err != nil {
 		return ObjectInfo{}, err
 	}
@@ -115,7 +119,7 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 		return ObjectInfo{}, err
 	}
 	tag := d.newTag()
-	run, sum, err := d.writeData(ctx, tag, inst.ID+"/"+in.Key, in.Body, MaxPutSize, oek)
+	run, sum, err := d.writeData(ctx, pl, tag, inst.ID+"/"+in.Key, in.Body, MaxPutSize, oek)
 	if err == nil {
 		if in.Size >= 0 && run.DataSize() != in.Size {
 			err = ErrIncompleteBody
@@ -123,7 +127,7 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 			err = qt.grow(run.DataSize()) // a body of unknown length
 		}
 		if err != nil {
-			d.removeObjects(context.WithoutCancel(ctx), bucketindex.Manifest{Runs: []bucketindex.Run{run}}.Objects())
+			d.removeRun(context.WithoutCancel(ctx), run)
 		}
 	}
 	if err != nil {
@@ -135,6 +139,7 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 	e := bucketindex.Entry{
 		Key: in.Key, Size: run.DataSize(), ETag: sseETag(rec, oek, sum), ModTime: d.opts.Now().UTC(),
 		Owner: inst.Owner, Tag: tag, Manifest: bucketindex.Manifest{Runs: []bucketindex.Run{run}},
+		Class: classField(pl.class),
 	}
 	e.Meta, _ = json.Marshal(in.Meta)
 	return d.link(ctx, in.Bucket, e, putCond(in.IfNoneMatch, in.IfMatch), res, true, qt)
@@ -212,7 +217,7 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 		}
 		qt.cancel()
 		if ownsData {
-			d.removeObjects(context.WithoutCancel(ctx), e.Manifest.Objects())
+			d.removeManifest(context.WithoutCancel(ctx), e.Manifest)
 		}
 		abort(ctx, res)
 		switch {
@@ -618,6 +623,7 @@ func (d *Driver) CopyObject(ctx context.Context, in CopyObjectInput) (ObjectInfo
 	// A copy is a new version: its lock comes from the request or the
 	// destination bucket's default, never from the source.
 	meta.LockMode, meta.LockUntil, meta.LegalHold = in.Meta.LockMode, in.Meta.LockUntil, in.Meta.LegalHold
+	meta.StorageClass = in.StorageClass
 	oi, err := d.PutObject(ctx, PutObjectInput{
 		Bucket: in.DstBucket, Key: in.DstKey, Body: body, Size: src.Size, Meta: meta,
 		EventName: "ObjectCreated:Copy",

@@ -421,9 +421,9 @@ func (e *encReader) Read(p []byte) (int, error) {
 
 // writeData writes body as one run, encrypted under oek when it is set.
 // It returns the run and the MD5 of the plaintext.
-func (d *Driver) writeData(ctx context.Context, prefix, owner string, body io.Reader, limit int64, oek []byte) (bucketindex.Run, []byte, error) {
+func (d *Driver) writeData(ctx context.Context, pl placement, prefix, owner string, body io.Reader, limit int64, oek []byte) (bucketindex.Run, []byte, error) {
 	if oek == nil {
-		return d.writeRun(ctx, prefix, owner, body, limit, StripeSize, true)
+		return d.writeRun(ctx, pl, prefix, owner, body, limit, StripeSize, true)
 	}
 	key := runKey(oek, prefix)
 	defer clear(key)
@@ -432,7 +432,7 @@ func (d *Driver) writeData(ctx context.Context, prefix, owner string, body io.Re
 		return bucketindex.Run{}, nil, err
 	}
 	defer er.release()
-	run, _, err := d.writeRun(ctx, prefix, owner, er, crypt.CipherSize(limit), EncStripeSize, false)
+	run, _, err := d.writeRun(ctx, pl, prefix, owner, er, crypt.CipherSize(limit), EncStripeSize, false)
 	if err != nil {
 		return run, nil, err
 	}
@@ -444,7 +444,7 @@ func (d *Driver) writeData(ctx context.Context, prefix, owner string, body io.Re
 // runs, through package decryption for encrypted ones (oek set).
 func (d *Driver) newDataReader(ctx context.Context, m bucketindex.Manifest, oek []byte, off, n int64) io.ReadCloser {
 	if oek == nil {
-		return newManifestReader(ctx, d.data, m, off, n)
+		return newManifestReader(ctx, d, m, off, n)
 	}
 	return &decReader{d: d, ctx: ctx, runs: m.Runs, oek: oek, off: off, end: off + n}
 }
@@ -485,8 +485,8 @@ func (r *decReader) open() (bool, error) {
 		lo := r.off - r.runStart
 		ln := min(size-lo, r.end-r.off)
 		_, _, cOff, cLen := crypt.PackageRange(size, lo, ln)
-		src := newManifestReader(r.ctx, r.d.data, bucketindex.Manifest{Runs: []bucketindex.Run{run}}, cOff, cLen)
-		key := runKey(r.oek, run.Prefix)
+		src := newManifestReader(r.ctx, r.d, bucketindex.Manifest{Runs: []bucketindex.Run{run}}, cOff, cLen)
+		key := runKey(r.oek, run.KeyPrefix())
 		if r.pkg == nil {
 			r.pkg = getPkg()
 		}
@@ -566,7 +566,6 @@ func (r *decReader) WriteTo(w io.Writer) (int64, error) {
 			f.Close()
 		}
 	}()
-	opener, _ := r.d.data.(dataOpener)
 	for r.off < r.end {
 		if len(r.runs) == 0 {
 			return total, io.ErrUnexpectedEOF
@@ -581,8 +580,13 @@ func (r *decReader) WriteTo(w io.Writer) (int64, error) {
 		if !run.Enc {
 			return total, errors.New("sse: clear run in an encrypted object")
 		}
+		pio, err := r.d.dataIO(r.ctx, run.Pool)
+		if err != nil {
+			return total, err
+		}
+		opener, _ := pio.(dataOpener)
 		if op == nil || opRun != run.Prefix {
-			key := runKey(r.oek, run.Prefix)
+			key := runKey(r.oek, run.KeyPrefix())
 			var err error
 			op, err = crypt.NewOpener(key)
 			clear(key)
@@ -630,7 +634,7 @@ func (r *decReader) WriteTo(w io.Writer) (int64, error) {
 		} else {
 			rop := objstore.NewReadOp()
 			rd := rop.Read(within, cLen)
-			if err := r.d.data.OperateRead(r.ctx, oid, rop); err != nil {
+			if err := pio.OperateRead(r.ctx, oid, rop); err != nil {
 				return total, err
 			}
 			if int64(len(rd.Data)) != cLen {

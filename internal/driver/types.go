@@ -197,6 +197,10 @@ type ObjectMeta struct {
 	LegalHold string    `json:"lh,omitempty"`
 	// SSE is the object's server-side encryption (sse.go); nil = clear.
 	SSE *SSERecord `json:"sse,omitempty"`
+	// StorageClass is the class a write asks for (x-amz-storage-class;
+	// "" = STANDARD). Input only: the index entry keeps the class, and
+	// ObjectInfo.StorageClass reports it.
+	StorageClass string `json:"-"`
 }
 
 // ObjectInfo describes a stored object.
@@ -220,6 +224,8 @@ type ObjectInfo struct {
 	IsLatest     bool // in version listings
 	// SourceVersionID is, for CopyObject, the source version copied.
 	SourceVersionID string
+	// StorageClass is the version's class ("" = STANDARD).
+	StorageClass string
 }
 
 // Range is a resolved byte range [Start, Start+Length).
@@ -273,6 +279,9 @@ type CopyObjectInput struct {
 	// otherwise the source's tags are copied. Object lock never comes from
 	// the source: Meta's lock fields (headers) or the bucket default apply.
 	ReplaceTags bool
+	// StorageClass is the copy's class (x-amz-storage-class; "" =
+	// STANDARD: never the source's, as S3).
+	StorageClass string
 	// SrcCheck, if set, is called with the source version as read, before
 	// anything is written; its error fails the copy (the caller authorizes
 	// the version actually copied, not one it read earlier).
@@ -382,6 +391,9 @@ type UploadInfo struct {
 	// Initiator is who created the upload ("" for uploads older than the
 	// field: the owner).
 	Initiator string `json:",omitempty"`
+	// StorageClass is the class the parts are written in and the
+	// completed object gets ("" = STANDARD).
+	StorageClass string `json:",omitempty"`
 }
 
 // ListPartsResult is one page of ListParts.

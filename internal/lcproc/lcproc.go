@@ -30,8 +30,46 @@ type Processor struct {
 	// Workers is how many keys are decided and expired at once (default
 	// 4); the worker's Rate paces the total.
 	Workers int
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// TransitionRate bounds the bytes per second transitions copy (all
+	// workers together; lc-transition-rate); 0 = unlimited. Copying is
+	// what a transition costs the foreground: the examination pace
+	// (lc-rate) does not see object sizes.
+	TransitionRate int64
+	Logger         *slog.Logger
+	Now            func() time.Time
+
+	pace pacer
+}
+
+// pacer spaces transitions so that they copy at most rate bytes a second.
+type pacer struct {
+	mu   sync.Mutex
+	next time.Time
+}
+
+// wait reserves n bytes at rate and sleeps until the reservation starts.
+func (p *pacer) wait(ctx context.Context, rate, n int64) error {
+	if rate <= 0 {
+		return nil
+	}
+	p.mu.Lock()
+	now := time.Now()
+	if p.next.Before(now) {
+		p.next = now
+	}
+	at := p.next
+	p.next = p.next.Add(time.Duration(float64(n) / float64(rate) * float64(time.Second)))
+	p.mu.Unlock()
+	if d := time.Until(at); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
 }
 
 var _ lifecycle.Processor = (*Processor)(nil)
@@ -107,8 +145,8 @@ func (p *Processor) versions(ctx context.Context, bucket, prefix, marker, state 
 			return nil
 		}
 		type outcome struct {
-			expired, locked int
-			err             error
+			keyOutcome
+			err error
 		}
 		out := make([]outcome, len(batch))
 		sem := make(chan struct{}, workers)
@@ -119,7 +157,7 @@ func (p *Processor) versions(ctx context.Context, bucket, prefix, marker, state 
 			go func() {
 				defer func() { <-sem; wg.Done() }()
 				o := &out[i]
-				o.expired, o.locked, o.err = p.key(ctx, bucket, state, vs, cfg, now)
+				o.keyOutcome, o.err = p.key(ctx, bucket, state, vs, cfg, now)
 			}()
 		}
 		wg.Wait()
@@ -133,6 +171,9 @@ func (p *Processor) versions(ctx context.Context, bucket, prefix, marker, state 
 			}
 			for range o.locked {
 				prog.Locked()
+			}
+			for _, b := range o.moved {
+				prog.Transitioned(b)
 			}
 			n += len(batch[i])
 		}
@@ -173,13 +214,19 @@ func (p *Processor) versions(ctx context.Context, bucket, prefix, marker, state 
 	}
 }
 
-// key decides and applies the rules to one key's versions (newest first);
-// it returns how many it expired and how many object lock kept.
-func (p *Processor) key(ctx context.Context, bucket, state string, vs []driver.ObjectInfo, cfg *lifecycle.Configuration, now time.Time) (expired, locked int, err error) {
+// keyOutcome is what the rules did to one key's versions.
+type keyOutcome struct {
+	expired, locked int
+	moved           []int64 // bytes copied per version transitioned
+}
+
+// key decides and applies the rules to one key's versions (newest first).
+func (p *Processor) key(ctx context.Context, bucket, state string, vs []driver.ObjectInfo, cfg *lifecycle.Configuration, now time.Time) (out keyOutcome, err error) {
 	for i, v := range vs {
 		lv := lifecycle.Version{
 			Key: v.Key, Size: v.Size, ModTime: v.ModTime, Tags: v.Meta.Tags,
 			IsLatest: i == 0, DeleteMarker: v.DeleteMarker, OnlyVersion: len(vs) == 1,
+			StorageClass: v.StorageClass,
 		}
 		if i > 0 {
 			lv.NoncurrentSince = vs[i-1].ModTime
@@ -187,6 +234,32 @@ func (p *Processor) key(ctx context.Context, bucket, state string, vs []driver.O
 		}
 		dec := cfg.Evaluate(lv, now, p.Day)
 		if dec.Action == lifecycle.None {
+			continue
+		}
+		if dec.Action == lifecycle.TransitionCurrent || dec.Action == lifecycle.TransitionNoncurrent {
+			if err := p.pace.wait(ctx, p.TransitionRate, v.Size); err != nil {
+				return out, err
+			}
+			// Only if it is still the version decided on: the index
+			// switch is guarded by its write tag, this by what was listed.
+			res, err := p.Driver.TransitionObject(expiryContext(ctx, bucket, v), driver.TransitionInput{
+				Bucket: bucket, Key: v.Key, VersionID: v.VersionID, StorageClass: dec.StorageClass,
+				IfETag: v.ETag, IfModTime: v.ModTime, EventNames: dec.Action.EventNames(),
+			})
+			switch {
+			case errors.Is(err, driver.ErrPreconditionFailed), errors.Is(err, driver.ErrNoSuchKey), errors.Is(err, driver.ErrNoSuchVersion):
+				continue // changed since listed: decided again next pass
+			case errors.Is(err, driver.ErrInvalidStorageClass):
+				// A class removed from the configuration: the rest of
+				// the pass goes on.
+				p.logger().Warn("lifecycle: transition to an unconfigured storage class", "bucket", bucket, "class", dec.StorageClass)
+				continue
+			case err != nil:
+				return out, err
+			}
+			if res.Moved {
+				out.moved = append(out.moved, res.Bytes)
+			}
 			continue
 		}
 		in := driver.DeleteObjectInput{Bucket: bucket, Key: v.Key, EventName: dec.Action.EventName(), EventFirst: true}
@@ -198,7 +271,7 @@ func (p *Processor) key(ctx context.Context, bucket, state string, vs []driver.O
 		default:
 			if p.Driver.Locked(v.Meta) {
 				p.logger().Debug("lifecycle: locked version kept", "bucket", bucket, "key", v.Key, "version", v.VersionID)
-				locked++
+				out.locked++
 				continue
 			}
 			in.VersionID = v.VersionID
@@ -211,11 +284,11 @@ func (p *Processor) key(ctx context.Context, bucket, state string, vs []driver.O
 		case errors.Is(err, driver.ErrPreconditionFailed):
 			continue // changed since listed: decided again next pass
 		case err != nil:
-			return expired, locked, err
+			return out, err
 		}
-		expired++
+		out.expired++
 	}
-	return expired, locked, nil
+	return out, nil
 }
 
 func (p *Processor) uploads(ctx context.Context, bucket string, cfg *lifecycle.Configuration, now time.Time, prog *lifecycle.Progress) error {

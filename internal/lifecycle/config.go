@@ -56,13 +56,27 @@ type Rule struct {
 	Expiration                     *Expiration                     `xml:"Expiration,omitempty"`
 	NoncurrentVersionExpiration    *NoncurrentVersionExpiration    `xml:"NoncurrentVersionExpiration,omitempty"`
 	AbortIncompleteMultipartUpload *AbortIncompleteMultipartUpload `xml:"AbortIncompleteMultipartUpload,omitempty"`
-	Transitions                    []xmlAny                        `xml:"Transition,omitempty"`
-	NoncurrentVersionTransitions   []xmlAny                        `xml:"NoncurrentVersionTransition,omitempty"`
+	Transitions                    []Transition                    `xml:"Transition,omitempty"`
+	NoncurrentVersionTransitions   []NoncurrentVersionTransition   `xml:"NoncurrentVersionTransition,omitempty"`
 }
 
-// xmlAny keeps an element we refuse, so it round-trips in error messages.
-type xmlAny struct {
-	Inner []byte `xml:",innerxml"`
+// Transition moves current versions to StorageClass Days after their
+// creation or from Date on.
+type Transition struct {
+	Days         *int    `xml:"Days,omitempty"`
+	Date         *string `xml:"Date,omitempty"`
+	StorageClass string  `xml:"StorageClass"`
+
+	date time.Time
+}
+
+// NoncurrentVersionTransition moves noncurrent versions to StorageClass
+// NoncurrentDays after they became noncurrent, keeping the
+// NewerNoncurrentVersions newest where they are.
+type NoncurrentVersionTransition struct {
+	NoncurrentDays          *int   `xml:"NoncurrentDays,omitempty"`
+	NewerNoncurrentVersions *int   `xml:"NewerNoncurrentVersions,omitempty"`
+	StorageClass            string `xml:"StorageClass"`
 }
 
 // Tag is one key/value filter tag.
@@ -226,10 +240,11 @@ func (r *Rule) validate() error {
 			return err
 		}
 	}
-	if len(r.Transitions) > 0 || len(r.NoncurrentVersionTransitions) > 0 {
-		return &Error{Code: "NotImplemented", Message: "Transitions are not supported: Cairn has one storage class."}
+	if err := r.validateTransitions(); err != nil {
+		return err
 	}
-	if r.Expiration == nil && r.NoncurrentVersionExpiration == nil && r.AbortIncompleteMultipartUpload == nil {
+	if r.Expiration == nil && r.NoncurrentVersionExpiration == nil && r.AbortIncompleteMultipartUpload == nil &&
+		len(r.Transitions) == 0 && len(r.NoncurrentVersionTransitions) == 0 {
 		return invalid("At least one action needs to be specified in a rule")
 	}
 	if e := r.Expiration; e != nil {
@@ -242,16 +257,9 @@ func (r *Rule) validate() error {
 		}
 		if e.Date != nil {
 			n++
-			t, err := time.Parse(time.RFC3339, strings.TrimSpace(*e.Date))
+			t, err := parseDate(*e.Date)
 			if err != nil {
-				t, err = time.Parse("2006-01-02", strings.TrimSpace(*e.Date))
-			}
-			if err != nil {
-				return invalid("'Date' must be in ISO 8601 format")
-			}
-			t = t.UTC()
-			if !t.Equal(t.Truncate(24 * time.Hour)) {
-				return invalid("'Date' must be at midnight GMT")
+				return err
 			}
 			e.date = t
 		}
@@ -282,6 +290,117 @@ func (r *Rule) validate() error {
 		}
 	}
 	return nil
+}
+
+// parseDate reads a rule's Date: ISO 8601, at midnight UTC.
+func parseDate(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, strings.TrimSpace(s))
+	if err != nil {
+		t, err = time.Parse("2006-01-02", strings.TrimSpace(s))
+	}
+	if err != nil {
+		return t, invalid("'Date' must be in ISO 8601 format")
+	}
+	t = t.UTC()
+	if !t.Equal(t.Truncate(24 * time.Hour)) {
+		return t, invalid("'Date' must be at midnight GMT")
+	}
+	return t, nil
+}
+
+// validClassName: S3's spelling of a storage class (whether this gateway
+// configures it is checked where the configuration is stored).
+func validClassName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// validateTransitions applies AWS's rules: each action names a storage
+// class other than STANDARD, once per rule; a rule's Transitions use Days
+// or Date, not both.
+func (r *Rule) validateTransitions() error {
+	seen := map[string]bool{}
+	days, dates := false, false
+	for i := range r.Transitions {
+		t := &r.Transitions[i]
+		if !validClassName(t.StorageClass) {
+			return malformed("Transition must name a StorageClass.")
+		}
+		if t.StorageClass == "STANDARD" {
+			return invalid("'StorageClass' of a Transition must not be STANDARD")
+		}
+		if seen[t.StorageClass] {
+			return invalid("'StorageClass' must be different for each Transition of a rule")
+		}
+		seen[t.StorageClass] = true
+		switch {
+		case t.Days != nil && t.Date == nil:
+			if *t.Days < 0 {
+				return invalid("'Days' for Transition action must be a non-negative integer")
+			}
+			days = true
+		case t.Date != nil && t.Days == nil:
+			d, err := parseDate(*t.Date)
+			if err != nil {
+				return err
+			}
+			t.date, dates = d, true
+		default:
+			return malformed("Transition must have exactly one of Days or Date.")
+		}
+	}
+	if days && dates {
+		return invalid("Found mixed 'Date' and 'Days' based Transition actions in a rule")
+	}
+	seen = map[string]bool{}
+	for _, t := range r.NoncurrentVersionTransitions {
+		if !validClassName(t.StorageClass) {
+			return malformed("NoncurrentVersionTransition must name a StorageClass.")
+		}
+		if t.StorageClass == "STANDARD" {
+			return invalid("'StorageClass' of a NoncurrentVersionTransition must not be STANDARD")
+		}
+		if seen[t.StorageClass] {
+			return invalid("'StorageClass' must be different for each NoncurrentVersionTransition of a rule")
+		}
+		seen[t.StorageClass] = true
+		if t.NoncurrentDays == nil || *t.NoncurrentDays < 0 {
+			return invalid("'NoncurrentDays' for NoncurrentVersionTransition action must be a non-negative integer")
+		}
+		if n := t.NewerNoncurrentVersions; n != nil && (*n <= 0 || *n > 100) {
+			return invalid("'NewerNoncurrentVersions' must be between 1 and 100")
+		}
+	}
+	return nil
+}
+
+// StorageClasses returns the classes the rules transition to, so the
+// caller can refuse those it does not configure (InvalidStorageClass).
+func (c *Configuration) StorageClasses() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range c.Rules {
+		for _, t := range r.Transitions {
+			if !seen[t.StorageClass] {
+				seen[t.StorageClass] = true
+				out = append(out, t.StorageClass)
+			}
+		}
+		for _, t := range r.NoncurrentVersionTransitions {
+			if !seen[t.StorageClass] {
+				seen[t.StorageClass] = true
+				out = append(out, t.StorageClass)
+			}
+		}
+	}
+	return out
 }
 
 func (f *Filter) hasTags() bool {

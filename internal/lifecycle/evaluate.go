@@ -28,6 +28,8 @@ type Version struct {
 	// OnlyVersion is true when this is the key's only version (a delete
 	// marker that is also the only version is "expired").
 	OnlyVersion bool
+	// StorageClass is the version's class ("" = STANDARD).
+	StorageClass string
 }
 
 // Action is what a rule does to a version.
@@ -42,6 +44,10 @@ const (
 	ExpireNoncurrent
 	// RemoveDeleteMarker permanently deletes an expired object delete marker.
 	RemoveDeleteMarker
+	// TransitionCurrent and TransitionNoncurrent move a version's data to
+	// Decision.StorageClass.
+	TransitionCurrent
+	TransitionNoncurrent
 )
 
 // EventName is the RGW notification event type for the action, without
@@ -54,8 +60,24 @@ func (a Action) EventName() string {
 		return "ObjectLifecycle:Expiration:NonCurrent"
 	case RemoveDeleteMarker:
 		return "ObjectLifecycle:Expiration:DeleteMarker"
+	case TransitionCurrent:
+		return "ObjectLifecycle:Transition:Current"
+	case TransitionNoncurrent:
+		return "ObjectLifecycle:Transition:NonCurrent"
 	}
 	return ""
+}
+
+// EventNames are every event type RGW emits for the action: a transition
+// of a current version is also AWS's LifecycleTransition.
+func (a Action) EventNames() []string {
+	switch a {
+	case None:
+		return nil
+	case TransitionCurrent:
+		return []string{a.EventName(), "LifecycleTransition"}
+	}
+	return []string{a.EventName()}
 }
 
 // AbortEventName is the event of an upload aborted by a rule.
@@ -65,6 +87,8 @@ const AbortEventName = "ObjectLifecycle:Expiration:AbortMultipartUpload"
 type Decision struct {
 	Action Action
 	RuleID string
+	// StorageClass is a transition's target class.
+	StorageClass string
 }
 
 // Due returns when something that started at from becomes days old: with
@@ -103,7 +127,77 @@ func (c *Configuration) Evaluate(v Version, now time.Time, day time.Duration) De
 			best = Decision{Action: a, RuleID: r.ID}
 		}
 	}
-	return best
+	if best.Action != None || v.DeleteMarker {
+		return best // an expiry wins over a transition
+	}
+	return c.transition(v, now, day)
+}
+
+// transition picks, among the due transitions of the enabled rules that
+// match v, the one due last (the furthest step of a Days or Date
+// sequence). Nothing happens when v is already in that class, or in the
+// class of a matching transition due even later (data never moves back
+// up the sequence).
+func (c *Configuration) transition(v Version, now time.Time, day time.Duration) Decision {
+	type step struct {
+		due   time.Time
+		class string
+		rule  string
+	}
+	var steps []step
+	for i := range c.Rules {
+		r := &c.Rules[i]
+		if r.Status != "Enabled" || !r.matches(v) {
+			continue
+		}
+		if v.IsLatest {
+			for _, t := range r.Transitions {
+				var due time.Time
+				switch {
+				case t.Days != nil:
+					due = Due(v.ModTime, *t.Days, day)
+				case !t.date.IsZero():
+					due = t.date
+				default:
+					continue
+				}
+				steps = append(steps, step{due, t.StorageClass, r.ID})
+			}
+			continue
+		}
+		if v.NoncurrentSince.IsZero() {
+			continue
+		}
+		for _, t := range r.NoncurrentVersionTransitions {
+			if t.NoncurrentDays == nil {
+				continue
+			}
+			if t.NewerNoncurrentVersions != nil && v.NewerNoncurrent < *t.NewerNoncurrentVersions {
+				continue
+			}
+			steps = append(steps, step{Due(v.NoncurrentSince, *t.NoncurrentDays, day), t.StorageClass, r.ID})
+		}
+	}
+	var best *step
+	for i := range steps {
+		s := &steps[i]
+		if !now.Before(s.due) && (best == nil || s.due.After(best.due)) {
+			best = s
+		}
+	}
+	if best == nil || v.StorageClass == best.class {
+		return Decision{}
+	}
+	for _, s := range steps {
+		if s.class == v.StorageClass && s.due.After(best.due) {
+			return Decision{}
+		}
+	}
+	a := TransitionCurrent
+	if !v.IsLatest {
+		a = TransitionNoncurrent
+	}
+	return Decision{Action: a, RuleID: best.rule, StorageClass: best.class}
 }
 
 func (r *Rule) action(v Version, now time.Time, day time.Duration) Action {

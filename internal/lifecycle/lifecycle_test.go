@@ -42,7 +42,13 @@ func TestParseErrors(t *testing.T) {
 		{"abort zero", "InvalidArgument", doc(`<Rule><Status>Enabled</Status><Filter/><AbortIncompleteMultipartUpload><DaysAfterInitiation>0</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`)},
 		{"abort with tags", "InvalidArgument", doc(`<Rule><Status>Enabled</Status><Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`)},
 		{"marker with tags", "InvalidArgument", doc(`<Rule><Status>Enabled</Status><Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration></Rule>`)},
-		{"transition", "NotImplemented", doc(`<Rule><Status>Enabled</Status><Filter/><Transition><Days>1</Days><StorageClass>GLACIER</StorageClass></Transition></Rule>`)},
+		{"transition to standard", "InvalidArgument", doc(`<Rule><Status>Enabled</Status><Filter/><Transition><Days>1</Days><StorageClass>STANDARD</StorageClass></Transition></Rule>`)},
+		{"transition without class", "MalformedXML", doc(`<Rule><Status>Enabled</Status><Filter/><Transition><Days>1</Days></Transition></Rule>`)},
+		{"transition days and date", "MalformedXML", doc(`<Rule><Status>Enabled</Status><Filter/><Transition><Days>1</Days><Date>2030-01-01T00:00:00Z</Date><StorageClass>GLACIER</StorageClass></Transition></Rule>`)},
+		{"transition negative days", "InvalidArgument", doc(`<Rule><Status>Enabled</Status><Filter/><Transition><Days>-1</Days><StorageClass>GLACIER</StorageClass></Transition></Rule>`)},
+		{"transition same class twice", "InvalidArgument", doc(`<Rule><Status>Enabled</Status><Filter/><Transition><Days>1</Days><StorageClass>GLACIER</StorageClass></Transition><Transition><Days>2</Days><StorageClass>GLACIER</StorageClass></Transition></Rule>`)},
+		{"transition mixed days and date", "InvalidArgument", doc(`<Rule><Status>Enabled</Status><Filter/><Transition><Days>1</Days><StorageClass>GLACIER</StorageClass></Transition><Transition><Date>2030-01-01T00:00:00Z</Date><StorageClass>COLD</StorageClass></Transition></Rule>`)},
+		{"noncurrent transition without days", "InvalidArgument", doc(`<Rule><Status>Enabled</Status><Filter/><NoncurrentVersionTransition><StorageClass>GLACIER</StorageClass></NoncurrentVersionTransition></Rule>`)},
 		{"trailing garbage", "MalformedXML", append(doc(`<Rule><Status>Enabled</Status><Filter/><Expiration><Days>1</Days></Expiration></Rule>`), "<x/>"...)},
 	}
 	for _, c := range cases {
@@ -83,6 +89,64 @@ func TestParseValidRoundTrip(t *testing.T) {
 	}
 }
 
+func TestTransitions(t *testing.T) {
+	c, err := Parse(doc(
+		`<Rule><ID>tier</ID><Status>Enabled</Status><Filter><Prefix>a/</Prefix></Filter>`+
+			`<Transition><Days>1</Days><StorageClass>STANDARD_IA</StorageClass></Transition>`+
+			`<Transition><Days>3</Days><StorageClass>GLACIER</StorageClass></Transition>`+
+			`<NoncurrentVersionTransition><NoncurrentDays>1</NoncurrentDays><NewerNoncurrentVersions>1</NewerNoncurrentVersions><StorageClass>GLACIER</StorageClass></NoncurrentVersionTransition></Rule>`,
+		`<Rule><ID>exp</ID><Status>Enabled</Status><Filter><Prefix>a/x</Prefix></Filter><Expiration><Days>2</Days></Expiration></Rule>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.StorageClasses(); len(got) != 2 || got[0] != "STANDARD_IA" || got[1] != "GLACIER" {
+		t.Fatalf("StorageClasses = %v", got)
+	}
+	day := time.Hour
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(days float64) time.Time { return t0.Add(time.Duration(days * float64(day))) }
+	cur := func(key, class string) Version {
+		return Version{Key: key, ModTime: t0, IsLatest: true, StorageClass: class}
+	}
+	cases := []struct {
+		name   string
+		v      Version
+		now    time.Time
+		action Action
+		class  string
+	}{
+		{"not yet", cur("a/1", ""), at(0.5), None, ""},
+		{"first step", cur("a/1", ""), at(1), TransitionCurrent, "STANDARD_IA"},
+		{"already there", cur("a/1", "STANDARD_IA"), at(2), None, ""},
+		{"last step wins", cur("a/1", ""), at(3), TransitionCurrent, "GLACIER"},
+		{"from the first step", cur("a/1", "STANDARD_IA"), at(4), TransitionCurrent, "GLACIER"},
+		{"never back up", cur("a/1", "GLACIER"), at(2), None, ""},
+		{"other prefix", cur("b/1", ""), at(9), None, ""},
+		{"expiry wins", cur("a/x", ""), at(3), ExpireCurrent, ""},
+		{"noncurrent due", Version{Key: "a/1", ModTime: t0, NoncurrentSince: at(1), NewerNoncurrent: 1}, at(2), TransitionNoncurrent, "GLACIER"},
+		{"noncurrent kept newer", Version{Key: "a/1", ModTime: t0, NoncurrentSince: at(1), NewerNoncurrent: 0}, at(2), None, ""},
+		{"noncurrent not yet", Version{Key: "a/1", ModTime: t0, NoncurrentSince: at(1.5), NewerNoncurrent: 1}, at(2), None, ""},
+		{"delete marker", Version{Key: "a/1", ModTime: t0, IsLatest: true, DeleteMarker: true}, at(9), None, ""},
+	}
+	for _, tc := range cases {
+		d := c.Evaluate(tc.v, tc.now, day)
+		if d.Action != tc.action || d.StorageClass != tc.class {
+			t.Errorf("%s: %+v, want %v %q", tc.name, d, tc.action, tc.class)
+		}
+	}
+	if got := TransitionCurrent.EventNames(); len(got) != 2 || got[0] != "ObjectLifecycle:Transition:Current" || got[1] != "LifecycleTransition" {
+		t.Errorf("current transition events %v", got)
+	}
+	if got := TransitionNoncurrent.EventNames(); len(got) != 1 || got[0] != "ObjectLifecycle:Transition:NonCurrent" {
+		t.Errorf("noncurrent transition events %v", got)
+	}
+	// Round trip keeps the transitions.
+	out, _ := c.Marshal()
+	if !strings.Contains(string(out), "<Transition><Days>3</Days><StorageClass>GLACIER</StorageClass></Transition>") {
+		t.Errorf("marshalled %s", out)
+	}
+}
+
 func TestDueRoundsToMidnight(t *testing.T) {
 	from := time.Date(2026, 3, 1, 15, 4, 0, 0, time.UTC)
 	if got, want := Due(from, 1, Day), time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC); !got.Equal(want) {
@@ -118,16 +182,16 @@ func TestEvaluate(t *testing.T) {
 		want Decision
 	}{
 		{"current not yet due", Version{Key: "logs/a", ModTime: t0, IsLatest: true}, at(1), Decision{}},
-		{"current due", Version{Key: "logs/a", ModTime: t0, IsLatest: true}, at(2), Decision{ExpireCurrent, "cur"}},
+		{"current due", Version{Key: "logs/a", ModTime: t0, IsLatest: true}, at(2), Decision{Action: ExpireCurrent, RuleID: "cur"}},
 		{"other prefix", Version{Key: "data/a", ModTime: t0, IsLatest: true}, at(9), Decision{}},
 		{"disabled rule", Version{Key: "off/a", ModTime: t0, IsLatest: true}, at(9), Decision{}},
-		{"noncurrent due", Version{Key: "logs/a", ModTime: t0, NoncurrentSince: at(1), NewerNoncurrent: 2}, at(2), Decision{ExpireNoncurrent, "nc"}},
+		{"noncurrent due", Version{Key: "logs/a", ModTime: t0, NoncurrentSince: at(1), NewerNoncurrent: 2}, at(2), Decision{Action: ExpireNoncurrent, RuleID: "nc"}},
 		{"noncurrent kept by newer count", Version{Key: "logs/a", ModTime: t0, NoncurrentSince: at(1), NewerNoncurrent: 1}, at(9), Decision{}},
 		{"noncurrent not yet", Version{Key: "logs/a", ModTime: t0, NoncurrentSince: at(5), NewerNoncurrent: 4}, at(5), Decision{}},
-		{"expired marker", Version{Key: "dm/a", ModTime: t0, IsLatest: true, DeleteMarker: true, OnlyVersion: true}, at(0), Decision{RemoveDeleteMarker, "dm"}},
+		{"expired marker", Version{Key: "dm/a", ModTime: t0, IsLatest: true, DeleteMarker: true, OnlyVersion: true}, at(0), Decision{Action: RemoveDeleteMarker, RuleID: "dm"}},
 		{"marker with older versions stays", Version{Key: "dm/a", ModTime: t0, IsLatest: true, DeleteMarker: true}, at(9), Decision{}},
-		{"days rule removes expired marker", Version{Key: "logs/m", ModTime: t0, IsLatest: true, DeleteMarker: true, OnlyVersion: true}, at(2), Decision{RemoveDeleteMarker, "cur"}},
-		{"tagged match", Version{Key: "t/a", Size: 10, ModTime: t0, IsLatest: true, Tags: map[string]string{"class": "tmp"}}, at(1), Decision{ExpireCurrent, "tagged"}},
+		{"days rule removes expired marker", Version{Key: "logs/m", ModTime: t0, IsLatest: true, DeleteMarker: true, OnlyVersion: true}, at(2), Decision{Action: RemoveDeleteMarker, RuleID: "cur"}},
+		{"tagged match", Version{Key: "t/a", Size: 10, ModTime: t0, IsLatest: true, Tags: map[string]string{"class": "tmp"}}, at(1), Decision{Action: ExpireCurrent, RuleID: "tagged"}},
 		{"tag mismatch", Version{Key: "t/a", Size: 10, ModTime: t0, IsLatest: true, Tags: map[string]string{"class": "keep"}}, at(9), Decision{}},
 		{"too big for size filter", Version{Key: "t/a", Size: 100, ModTime: t0, IsLatest: true, Tags: map[string]string{"class": "tmp"}}, at(9), Decision{}},
 	}

@@ -52,8 +52,12 @@ type Status struct {
 	Examined int64 `json:"examined"`
 	Expired  int64 `json:"expired"`
 	// Locked counts versions a rule would remove but object lock keeps.
-	Locked int64  `json:"locked,omitempty"`
-	Error  string `json:"error,omitempty"`
+	Locked int64 `json:"locked,omitempty"`
+	// Transitioned counts versions moved to another storage class, and
+	// TransitionedBytes the stored bytes copied.
+	Transitioned      int64  `json:"transitioned,omitempty"`
+	TransitionedBytes int64  `json:"transitioned_bytes,omitempty"`
+	Error             string `json:"error,omitempty"`
 	// Owner is the gateway that ran the last pass.
 	Owner string `json:"owner,omitempty"`
 }
@@ -370,6 +374,7 @@ func (w *Worker) processBucket(ctx context.Context, l *shardLease, st Status) er
 	resume := st.State == "PROCESSING"
 	if !resume {
 		st.Marker, st.Examined, st.Expired, st.Locked = "", 0, 0, 0
+		st.Transitioned, st.TransitionedBytes = 0, 0
 	}
 	st.State, st.Started, st.Owner, st.Error = "PROCESSING", w.cfg.Now().UTC(), w.cfg.Owner, ""
 	if err := w.put(ctx, l, st); err != nil {
@@ -389,7 +394,7 @@ func (w *Worker) processBucket(ctx context.Context, l *shardLease, st Status) er
 		return err
 	}
 	st.State, st.Marker, st.Completed = "COMPLETE", "", w.cfg.Now().UTC()
-	w.cfg.Logger.Info("lifecycle pass complete", "bucket", st.Bucket, "examined", st.Examined, "expired", st.Expired)
+	w.cfg.Logger.Info("lifecycle pass complete", "bucket", st.Bucket, "examined", st.Examined, "expired", st.Expired, "transitioned", st.Transitioned)
 	return fencedErr(w.put(ctx, l, st))
 }
 
@@ -445,6 +450,13 @@ func (p *Progress) Expired() { p.st.Expired++ }
 
 // Locked counts a version kept by object lock (for the status).
 func (p *Progress) Locked() { p.st.Locked++ }
+
+// Transitioned counts a version moved to another storage class and the
+// bytes copied (for the status).
+func (p *Progress) Transitioned(bytes int64) {
+	p.st.Transitioned++
+	p.st.TransitionedBytes += bytes
+}
 
 // Checkpoint writes the marker under the lease and renews it.
 func (p *Progress) Checkpoint() error {

@@ -116,7 +116,7 @@ func (s *Server) getObjectAttributes(w http.ResponseWriter, r *http.Request, rc 
 		out.ObjectParts = objectParts(info, marker, min(maxParts, maxListParts))
 	}
 	if want["StorageClass"] {
-		out.StorageClass = "STANDARD"
+		out.StorageClass = storageClass(info.StorageClass)
 	}
 	if want["ObjectSize"] {
 		out.ObjectSize = &info.Size

@@ -140,7 +140,8 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	default:
 		return s3err.New(s3err.ErrInvalidArgument, "Unknown metadata directive.")
 	}
-	if src.bucket == rc.bucket && src.key == rc.key && src.versionID == "" && !replace && sp.req.Put == nil {
+	class := r.Header.Get("x-amz-storage-class")
+	if src.bucket == rc.bucket && src.key == rc.key && src.versionID == "" && !replace && sp.req.Put == nil && class == "" {
 		return s3err.New(s3err.ErrInvalidRequest, "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 	}
 	replaceTags := false
@@ -171,6 +172,7 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 		SrcCond:      copyConditions(r.Header),
 		ReplaceTags:  replaceTags,
 		SrcCheck:     srcCheck,
+		StorageClass: class,
 	})
 	if err != nil {
 		return err

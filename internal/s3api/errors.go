@@ -68,6 +68,7 @@ var errorTable = []struct {
 	{driver.ErrNoSuchLockConfig, s3err.ErrNoSuchObjectLockConfig},
 	{driver.ErrNoSuchObjectLock, errNoSuchObjectLock},
 	{driver.ErrNoSuchLifecycle, s3err.ErrNoSuchLifecycleConfiguration},
+	{driver.ErrInvalidStorageClass, s3err.ErrInvalidStorageClass},
 }
 
 // mapError turns any error into the *s3err.Error to send. An *s3err.Error

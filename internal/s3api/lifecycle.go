@@ -45,6 +45,9 @@ func (s *Server) putBucketLifecycle(w http.ResponseWriter, r *http.Request, rc *
 	if err != nil {
 		return err
 	}
+	if err := s.checkStorageClasses(cfg.StorageClasses()); err != nil {
+		return err
+	}
 	cfg.AssignIDs()
 	// Stored re-marshalled: the canonical form, whatever the client sent.
 	doc, err := cfg.Marshal()
@@ -55,6 +58,23 @@ func (s *Server) putBucketLifecycle(w http.ResponseWriter, r *http.Request, rc *
 		return err
 	}
 	writeEmptyOK(w, "")
+	return nil
+}
+
+// storageClassChecker is a backend that configures storage classes.
+type storageClassChecker interface {
+	CheckStorageClass(class string) error
+}
+
+// checkStorageClasses refuses transitions to a class the gateway does not
+// configure, as RGW refuses an unknown placement storage class.
+func (s *Server) checkStorageClasses(classes []string) error {
+	sc, ok := s.be.(storageClassChecker)
+	for _, c := range classes {
+		if !ok || sc.CheckStorageClass(c) != nil {
+			return s3err.New(s3err.ErrInvalidStorageClass, "The storage class %s is not configured on this gateway (storage-classes).", c)
+		}
+	}
 	return nil
 }
 

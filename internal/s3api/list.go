@@ -132,7 +132,7 @@ func (s *Server) contents(r *http.Request, res driver.ListObjectsResult, enc enc
 			LastModified: s3Time(o.ModTime),
 			ETag:         quoteETag(o.ETag),
 			Size:         o.Size,
-			StorageClass: "STANDARD",
+			StorageClass: storageClass(o.StorageClass),
 		}
 		if withOwner {
 			x.Owner = oc.owner(o.Owner)

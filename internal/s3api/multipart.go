@@ -309,7 +309,7 @@ func (s *Server) listParts(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 		UploadID:             id,
 		Initiator:            *init,
 		Owner:                *ow,
-		StorageClass:         "STANDARD",
+		StorageClass:         storageClass(res.Upload.StorageClass),
 		PartNumberMarker:     marker,
 		NextPartNumberMarker: res.NextPartNumberMarker,
 		MaxParts:             max,
@@ -405,7 +405,7 @@ func (s *Server) listMultipartUploads(w http.ResponseWriter, r *http.Request, rc
 			UploadID:     u.UploadID,
 			Initiator:    *init,
 			Owner:        *ow,
-			StorageClass: "STANDARD",
+			StorageClass: storageClass(u.StorageClass),
 			Initiated:    s3Time(u.Initiated),
 		})
 	}

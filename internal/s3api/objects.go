@@ -42,6 +42,7 @@ func objectMeta(h http.Header) (driver.ObjectMeta, error) {
 		ContentLanguage:    h.Get("Content-Language"),
 		CacheControl:       h.Get("Cache-Control"),
 		Expires:            h.Get("Expires"),
+		StorageClass:       h.Get("x-amz-storage-class"),
 	}
 	size := 0
 	for k, vs := range h {
@@ -227,6 +228,14 @@ var responseOverrides = map[string]string{
 	"response-content-encoding":    "Content-Encoding",
 }
 
+// storageClass is the class a listing reports ("" is STANDARD).
+func storageClass(c string) string {
+	if c == "" {
+		return driver.StandardClass
+	}
+	return c
+}
+
 // writeObjectHeaders sets the representation headers of GET/HEAD.
 func writeObjectHeaders(h http.Header, info driver.ObjectInfo, q url.Values, withChecksums bool) {
 	ct := info.Meta.ContentType
@@ -254,6 +263,9 @@ func writeObjectHeaders(h http.Header, info driver.ObjectInfo, q url.Values, wit
 		h["X-Amz-Meta-"+k] = []string{mime.BEncoding.Encode("UTF-8", v)} // keep the stored (lower-case) name
 	}
 	lockHeaders(h, info.Meta)
+	if info.StorageClass != "" && info.StorageClass != driver.StandardClass {
+		h.Set("x-amz-storage-class", info.StorageClass) // AWS omits STANDARD
+	}
 	if n := len(info.Meta.Tags); n > 0 {
 		h.Set("x-amz-tagging-count", strconv.Itoa(n))
 	}

@@ -231,6 +231,7 @@ var postHeaderFields = map[string]string{
 	"x-amz-object-lock-mode":              "x-amz-object-lock-mode",
 	"x-amz-object-lock-retain-until-date": "x-amz-object-lock-retain-until-date",
 	"x-amz-object-lock-legal-hold":        "x-amz-object-lock-legal-hold",
+	"x-amz-storage-class":                 "x-amz-storage-class",
 }
 
 // postRequest returns r with the form's fields as its headers, so the

@@ -264,7 +264,7 @@ func (s *Server) listObjectVersions(w http.ResponseWriter, r *http.Request, rc *
 			e.XMLName.Local = "DeleteMarker"
 		} else {
 			sz := v.Size
-			e.XMLName.Local, e.ETag, e.Size, e.StorageClass = "Version", quoteETag(v.ETag), &sz, "STANDARD"
+			e.XMLName.Local, e.ETag, e.Size, e.StorageClass = "Version", quoteETag(v.ETag), &sz, storageClass(v.StorageClass)
 		}
 		out.Entries = append(out.Entries, e)
 	}

@@ -106,6 +106,11 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 			g.Close()
 			return nil, err
 		}
+		classes, err := g.openStorageClasses(cfg, log)
+		if err != nil {
+			g.Close()
+			return nil, err
+		}
 		var km kms.KMS // a nil *kms.Cached must stay a nil interface
 		if g.KMS != nil {
 			km = g.KMS
@@ -119,6 +124,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 			QuotaStatsTTL:      cfg.QuotaStatsTTL,
 			DefaultUserQuota:   defaultQuota(cfg.UserDefaultQuotaMaxObjects, cfg.UserDefaultQuotaMaxSize),
 			DefaultBucketQuota: defaultQuota(cfg.BucketDefaultQuotaMaxObjects, cfg.BucketDefaultQuotaMaxSize),
+			StorageClasses:     classes,
 		})
 		if err != nil {
 			g.Close()
@@ -251,6 +257,41 @@ func openStore(cfg *config.Config, log *slog.Logger) (objstore.Store, error) {
 		return nil, fmt.Errorf("open data directory %s: %w", cfg.DataDir, err)
 	}
 	return st, nil
+}
+
+// openStorageClasses places the configured storage classes: a pool in the
+// gateway's store, a pool named by the option (rados), or a data
+// directory of its own (embedded), opened here and closed with the
+// gateway.
+func (g *Gateway) openStorageClasses(cfg *config.Config, log *slog.Logger) ([]driver.StorageClass, error) {
+	specs, err := config.ParseStorageClasses(cfg.StorageClasses)
+	if err != nil {
+		return nil, err
+	}
+	var out []driver.StorageClass
+	for _, sp := range specs {
+		c := driver.StorageClass{Name: sp.Name}
+		switch {
+		case sp.Location == "":
+		case cfg.Backend == "rados":
+			c.Pool = sp.Location
+		default:
+			// Laid out as a data directory, so `cairn rados --data-dir`
+			// inspects it.
+			if err := os.MkdirAll(sp.Location, 0o700); err != nil {
+				return nil, fmt.Errorf("storage class %s: %w", sp.Name, err)
+			}
+			st, err := embedded.Open(embedded.Options{Dir: StoreDir(sp.Location), Classes: Classes(), CacheSize: cfg.CacheSize,
+				Logger: log.With("component", "embedded", "storage_class", sp.Name)})
+			if err != nil {
+				return nil, fmt.Errorf("storage class %s: open data directory %s: %w", sp.Name, sp.Location, err)
+			}
+			g.closers = append(g.closers, func() { _ = st.Close() })
+			c.Store = st
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // Close stops background services and closes the store, in reverse order.
