@@ -28,6 +28,34 @@ func ParseIdentityPolicy(doc []byte) (*Policy, error) {
 	return p, nil
 }
 
+// MaxTrustPolicySize bounds a role's trust policy (AWS's default quota).
+const MaxTrustPolicySize = 2048
+
+// MaxSessionPolicySize bounds an STS session policy (AWS: 2,048
+// characters, packed).
+const MaxSessionPolicySize = 2048
+
+// ParseTrustPolicy parses a role's trust policy (AssumeRolePolicyDocument):
+// a resource policy on the role with sts actions, a Principal in every
+// statement, and no Resource (the role it is attached to).
+func ParseTrustPolicy(doc []byte) (*Policy, error) {
+	return ParsePolicy(doc, PolicyOptions{
+		Services:         []string{"sts"},
+		RequirePrincipal: true,
+		MaxSize:          MaxTrustPolicySize,
+		ImplicitResource: "*",
+		ResourceOK:       func(string) bool { return false },
+	})
+}
+
+// ParseSessionPolicy parses an STS session policy (an identity policy).
+func ParseSessionPolicy(doc []byte) (*Policy, error) {
+	if len(doc) > MaxSessionPolicySize {
+		return nil, malformed("Session policies must be at most %d characters", MaxSessionPolicySize)
+	}
+	return ParseIdentityPolicy(doc)
+}
+
 // NamedPolicy is one identity policy with the name it is reported by (an
 // inline policy's name, or a managed policy's ARN).
 type NamedPolicy struct {

@@ -52,6 +52,8 @@ type Account struct {
 	// MaxUsers limits the account's users; 0 means DefaultMaxUsers,
 	// negative unlimited (RGW's max_users).
 	MaxUsers int `json:"max_users"`
+	// MaxRoles limits the account's roles likewise (0: DefaultMaxRoles).
+	MaxRoles int `json:"max_roles,omitempty"`
 }
 
 // Store is the account and IAM-user store. Safe for concurrent use.
@@ -173,6 +175,11 @@ func (s *Store) RemoveAccount(ctx context.Context, id string) error {
 	}
 	if len(users) > 0 {
 		return fmt.Errorf("%w: account %s still has %d users", ErrDeleteConflict, id, len(users))
+	}
+	if n, err := s.CountRoles(ctx, id); err != nil {
+		return err
+	} else if n > 0 {
+		return fmt.Errorf("%w: account %s still has %d roles", ErrDeleteConflict, id, n)
 	}
 	bs, err := s.d.ListBuckets(ctx, id)
 	if err != nil {

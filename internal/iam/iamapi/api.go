@@ -233,15 +233,25 @@ var actions = map[string]handler{
 	"AttachGroupPolicy":         (*API).attachGroupPolicy,
 	"DetachGroupPolicy":         (*API).detachGroupPolicy,
 	"ListAttachedGroupPolicies": (*API).listAttachedGroupPolicies,
+	"CreateRole":                (*API).createRole,
+	"GetRole":                   (*API).getRole,
+	"ListRoles":                 (*API).listRoles,
+	"DeleteRole":                (*API).deleteRole,
+	"UpdateRole":                (*API).updateRole,
+	"UpdateAssumeRolePolicy":    (*API).updateAssumeRolePolicy,
+	"PutRolePolicy":             (*API).putRolePolicy,
+	"GetRolePolicy":             (*API).getRolePolicy,
+	"ListRolePolicies":          (*API).listRolePolicies,
+	"DeleteRolePolicy":          (*API).deleteRolePolicy,
+	"AttachRolePolicy":          (*API).attachRolePolicy,
+	"DetachRolePolicy":          (*API).detachRolePolicy,
+	"ListAttachedRolePolicies":  (*API).listAttachedRolePolicies,
 }
 
 // notYet are IAM actions AWS has and Cairn does not serve yet.
 var notYet = map[string]bool{
-	"UpdateGroup": true,
-	"CreateRole":  true, "GetRole": true, "ListRoles": true, "DeleteRole": true, "UpdateRole": true,
-	"PutRolePolicy": true, "GetRolePolicy": true, "ListRolePolicies": true, "DeleteRolePolicy": true,
-	"AttachRolePolicy": true, "DetachRolePolicy": true, "ListAttachedRolePolicies": true,
-	"UpdateAssumeRolePolicy": true, "CreateOpenIDConnectProvider": true, "TagUser": true, "UntagUser": true,
+	"UpdateGroup": true, "TagRole": true, "UntagRole": true, "ListRoleTags": true,
+	"CreateOpenIDConnectProvider": true, "TagUser": true, "UntagUser": true,
 	"ListUserTags": true, "CreatePolicy": true, "GetPolicy": true, "ListPolicies": true,
 }
 
@@ -672,6 +682,14 @@ func (a *API) getAccountSummary(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	roles, err := a.opts.Store.CountRoles(ctx, acct)
+	if err != nil {
+		return nil, err
+	}
+	rquota := ac.MaxRoles
+	if rquota == 0 {
+		rquota = iam.DefaultMaxRoles
+	}
 	n := 0
 	for _, u := range users {
 		if !u.AccountRoot {
@@ -692,7 +710,8 @@ func (a *API) getAccountSummary(q *request) (any, error) {
 		{"Users", n}, {"UsersQuota", quota},
 		{"AccessKeysPerUserQuota", iam.MaxAccessKeysPerUser},
 		{"AttachedPoliciesPerUserQuota", iam.MaxAttachedPoliciesPerUser},
-		{"Groups", len(groups)}, {"GroupsPerUserQuota", iam.MaxGroupsPerUser}, {"Roles", 0}, {"Policies", 0},
+		{"Groups", len(groups)}, {"GroupsPerUserQuota", iam.MaxGroupsPerUser}, {"Roles", roles}, {"RolesQuota", rquota},
+		{"AttachedPoliciesPerRoleQuota", iam.MaxAttachedPoliciesPerRole}, {"Policies", 0},
 	}}, nil
 }
 
