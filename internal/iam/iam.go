@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/authz"
@@ -58,9 +59,10 @@ type Account struct {
 
 // Store is the account and IAM-user store. Safe for concurrent use.
 type Store struct {
-	d    *driver.Driver
-	meta objstore.IOContext
-	now  func() time.Time
+	d      *driver.Driver
+	meta   objstore.IOContext
+	now    func() time.Time
+	onRole atomic.Pointer[func(account, name string)]
 }
 
 // New returns a Store over d's metadata pool, and makes d include group

@@ -207,6 +207,7 @@ func (s *Store) DeleteRole(ctx context.Context, account, name string) error {
 	if errors.Is(err, objstore.ErrCanceled) {
 		return fmt.Errorf("%w: the role changed meanwhile", ErrDeleteConflict)
 	}
+	s.roleChanged(account, name)
 	return err
 }
 
@@ -256,6 +257,7 @@ func (s *Store) updateRole(ctx context.Context, account, name string, fn func(*R
 		if errors.Is(err, objstore.ErrCanceled) && attempt < 20 {
 			continue
 		}
+		s.roleChanged(account, name)
 		return err
 	}
 }
@@ -337,4 +339,14 @@ func PolicyNames(m map[string]string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// SetRoleChanged installs fn, called after a role changed or was deleted
+// through this Store (internal/sts drops the role's cached sessions).
+func (s *Store) SetRoleChanged(fn func(account, name string)) { s.onRole.Store(&fn) }
+
+func (s *Store) roleChanged(account, name string) {
+	if fn := s.onRole.Load(); fn != nil {
+		(*fn)(account, name)
+	}
 }

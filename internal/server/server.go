@@ -9,8 +9,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/cairn-s3/cairn/internal/iam"
 	"github.com/cairn-s3/cairn/internal/kms"
 	"github.com/cairn-s3/cairn/internal/kms/secret"
+	"github.com/cairn-s3/cairn/internal/sts"
 	"log/slog"
 	"net"
 	"net/http"
@@ -61,6 +63,8 @@ type Gateway struct {
 	// KMS is the key-management backend (nil: none configured).
 	KMS     *kms.Cached
 	secrets *secret.Sealer
+	iam     *iam.Store
+	sts     *sts.Service
 	Handler http.Handler
 	// MetricsHandler serves /metrics and /healthz on the metrics-listen
 	// listener (nil unless metrics-listen is set).
@@ -138,7 +142,15 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		g.Close()
 		return nil, err
 	}
-	v4, err := s3api.NewSigV4(be, nil)
+	var sessions s3api.SessionVerifier
+	if g.Driver != nil {
+		var err error
+		if sessions, err = g.openSTS(ctx); err != nil {
+			g.Close()
+			return nil, err
+		}
+	}
+	v4, err := s3api.NewSigV4WithSessions(be, nil, sessions)
 	if err != nil {
 		g.Close()
 		return nil, err
