@@ -178,6 +178,11 @@ func (s *Store) RemoveAccount(ctx context.Context, id string) error {
 	if len(users) > 0 {
 		return fmt.Errorf("%w: account %s still has %d users", ErrDeleteConflict, id, len(users))
 	}
+	if ps, err := s.ListOIDCProviders(ctx, id); err != nil {
+		return err
+	} else if len(ps) > 0 {
+		return fmt.Errorf("%w: account %s still has %d OpenID Connect providers", ErrDeleteConflict, id, len(ps))
+	}
 	if n, err := s.CountRoles(ctx, id); err != nil {
 		return err
 	} else if n > 0 {

@@ -53,6 +53,7 @@ type Service struct {
 
 	mu    sync.Mutex
 	cache map[string]cached
+	oidc  oidcCache
 }
 
 type cached struct {

@@ -258,12 +258,18 @@ var actions = map[string]handler{
 	"AttachRolePolicy":          (*API).attachRolePolicy,
 	"DetachRolePolicy":          (*API).detachRolePolicy,
 	"ListAttachedRolePolicies":  (*API).listAttachedRolePolicies,
+
+	"CreateOpenIDConnectProvider": (*API).createOpenIDConnectProvider,
+	"GetOpenIDConnectProvider":    (*API).getOpenIDConnectProvider,
+	"ListOpenIDConnectProviders":  (*API).listOpenIDConnectProviders,
+	"DeleteOpenIDConnectProvider": (*API).deleteOpenIDConnectProvider,
 }
 
 // notYet are IAM actions AWS has and Cairn does not serve yet.
 var notYet = map[string]bool{
 	"UpdateGroup": true, "TagRole": true, "UntagRole": true, "ListRoleTags": true,
-	"CreateOpenIDConnectProvider": true, "TagUser": true, "UntagUser": true,
+	"UpdateOpenIDConnectProviderThumbprint": true, "AddClientIDToOpenIDConnectProvider": true,
+	"RemoveClientIDFromOpenIDConnectProvider": true, "TagUser": true, "UntagUser": true,
 	"ListUserTags": true, "CreatePolicy": true, "GetPolicy": true, "ListPolicies": true,
 }
 

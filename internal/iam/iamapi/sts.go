@@ -32,15 +32,16 @@ type stsHandler func(a *API, q *request) (any, error)
 
 // stsActions maps each served STS Action to its handler.
 var stsActions = map[string]stsHandler{
-	"AssumeRole":        (*API).assumeRole,
-	"GetSessionToken":   (*API).getSessionToken,
-	"GetCallerIdentity": (*API).getCallerIdentity,
+	"AssumeRole":                (*API).assumeRole,
+	"AssumeRoleWithWebIdentity": (*API).assumeRoleWithWebIdentity,
+	"GetSessionToken":           (*API).getSessionToken,
+	"GetCallerIdentity":         (*API).getCallerIdentity,
 }
 
 // stsNotYet are STS actions AWS has and Cairn does not serve.
 var stsNotYet = map[string]bool{
 	"AssumeRoleWithSAML": true, "GetFederationToken": true, "DecodeAuthorizationMessage": true,
-	"GetAccessKeyInfo": true, "AssumeRoot": true, "AssumeRoleWithWebIdentity": true,
+	"GetAccessKeyInfo": true, "AssumeRoot": true,
 }
 
 // STS returns the handler of the STS query API: POST / signed for the
