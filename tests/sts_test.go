@@ -272,6 +272,28 @@ func TestSTSAssumeRole(t *testing.T) {
 		t.Fatalf("GetSessionToken with temporary credentials: %v", err)
 	}
 
+	// Condition keys reach identity and session policies on actions
+	// without a bucket (CreateBucket): a session policy conditioned on
+	// aws:SourceIp allows it from 127.0.0.1 only.
+	if _, err := root.PutRolePolicy(ctx, &iam.PutRolePolicyInput{RoleName: aws.String("Bare"), PolicyName: aws.String("mk"),
+		PolicyDocument: aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:CreateBucket","Resource":"*","Condition":{"IpAddress":{"aws:SourceIp":"127.0.0.0/8"}}}]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for pol, want := range map[string]string{
+		`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*","Condition":{"Bool":{"aws:SecureTransport":"false"}}}]}`: "",
+		`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*","Condition":{"Bool":{"aws:SecureTransport":"true"}}}]}`:  "AccessDenied",
+	} {
+		out, err := assume(rootSTS, &sts.AssumeRoleInput{RoleArn: aws.String("arn:aws:iam::" + acme + ":role/Bare"), RoleSessionName: aws.String("mk"), Policy: aws.String(pol)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := credentials.NewStaticCredentialsProvider(aws.ToString(out.Credentials.AccessKeyId), aws.ToString(out.Credentials.SecretAccessKey), aws.ToString(out.Credentials.SessionToken))
+		_, err = s3With(g, c).CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("acme-made-" + strings.ToLower(want) + "x")})
+		if apiCode(err) != want {
+			t.Errorf("CreateBucket with session policy %s: %v, want %q", pol, err, want)
+		}
+	}
+
 	// Deleting the role ends its sessions at once.
 	if _, err := root.DeleteRolePolicy(ctx, &iam.DeleteRolePolicyInput{RoleName: aws.String("Writer"), PolicyName: aws.String("rw")}); err != nil {
 		t.Fatal(err)

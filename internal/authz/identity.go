@@ -170,6 +170,19 @@ func (ip *IdentityPolicies) keys() map[string]struct{} {
 	return m
 }
 
+// WithPrincipalKeys is WithIdentityKeys for everything of pr's that
+// reads condition keys: its identity policies and its session policy.
+func WithPrincipalKeys(p *Policy, pr Principal) *Policy {
+	if s := pr.Session; s != nil && s.Policy != nil && len(s.Policy.keys) > 0 {
+		ip := &IdentityPolicies{Policies: []NamedPolicy{{Name: "session", Policy: s.Policy}}}
+		if pr.Identity != nil {
+			ip.Policies = append(ip.Policies, pr.Identity.Policies...)
+		}
+		return WithIdentityKeys(p, ip)
+	}
+	return WithIdentityKeys(p, pr.Identity)
+}
+
 // WithIdentityKeys returns p (the resource policy, possibly nil) such that
 // Needs also reports the condition keys ip reads, so callers that build
 // the request context from the resource policy build what the identity

@@ -34,16 +34,7 @@ type SessionVerifier func(ctx context.Context, ak, token string) (driver.User, s
 func NewSigV4WithSessions(b Backend, now func() time.Time, sessions SessionVerifier) (*SigV4, error) {
 	cfg := sigv4.Config{Lookup: SecretLookup(b), Now: now}
 	if sessions != nil {
-		cfg.Sessions = func(ctx context.Context, ak, token string) (string, error) {
-			u, secret, err := sessions(ctx, ak, token)
-			if err != nil {
-				return "", err
-			}
-			if m, ok := ctx.Value(memoKey{}).(*userMemo); ok {
-				*m = userMemo{accessKey: ak, user: u, ok: true}
-			}
-			return secret, nil
-		}
+		cfg.Sessions = SessionSecretLookup(sessions)
 	}
 	v, err := sigv4.New(cfg)
 	if err != nil {
@@ -83,4 +74,20 @@ func (a *SigV4) Authenticate(r *http.Request) (AuthResult, error) {
 			return out
 		},
 	}, nil
+}
+
+// SessionSecretLookup adapts sessions to a verifier's lookup of session
+// secrets; within a request served by Server it records the session's
+// principal, as SecretLookup does for long-term keys.
+func SessionSecretLookup(sessions SessionVerifier) func(ctx context.Context, ak, token string) (string, error) {
+	return func(ctx context.Context, ak, token string) (string, error) {
+		u, secret, err := sessions(ctx, ak, token)
+		if err != nil {
+			return "", err
+		}
+		if m, ok := ctx.Value(memoKey{}).(*userMemo); ok {
+			*m = userMemo{accessKey: ak, user: u, ok: true}
+		}
+		return secret, nil
+	}
 }

@@ -329,9 +329,9 @@ func (q *request) account() (string, error) {
 func (a *API) authorize(q *request, act authz.Action, account, arn string) error {
 	in := authz.Input{Owner: account, Request: authz.Request{Principal: q.p, Action: act,
 		Resource: authz.Resource{IAM: arn}}}
-	if ip := q.p.Identity; ip != nil {
+	if q.p.Identity != nil || q.p.Session != nil {
 		rm := driver.RequestFrom(q.r.Context())
-		in.Context = authz.GlobalContext(authz.WithIdentityKeys(nil, ip),
+		in.Context = authz.GlobalContext(authz.WithPrincipalKeys(nil, q.p),
 			authz.Global{SourceIP: rm.SourceIP, Secure: rm.Secure, Now: time.Now(), UserID: q.p.ID, Principal: &q.p})
 	}
 	d := authz.Evaluate(&in)

@@ -191,7 +191,7 @@ func (a *API) decideTrust(q *request, p authz.Principal, r iam.Role, act authz.A
 		return accessDenied(p, act, r.ARN()) // a stored policy that no longer parses: closed
 	}
 	rm := driver.RequestFrom(q.r.Context())
-	ctx := authz.GlobalContext(authz.WithIdentityKeys(trust, p.Identity),
+	ctx := authz.GlobalContext(authz.WithPrincipalKeys(trust, p),
 		authz.Global{SourceIP: rm.SourceIP, Secure: rm.Secure, Now: time.Now(), UserID: p.ID, Principal: &p})
 	for k, v := range extra {
 		ctx[strings.ToLower(k)] = v
