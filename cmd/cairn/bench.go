@@ -193,6 +193,7 @@ func benchS3(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&cfg.Objects, "objects", 1000, "objects written first for get/mixed/overwrite (read or overwritten) and delete (deleted)")
 	fs.BoolVar(&cfg.SignPayload, "sign-payload", false, "sign the body's SHA-256 instead of UNSIGNED-PAYLOAD")
 	fs.StringVar(&cfg.Checksum, "checksum", "", "add x-amz-checksum-<alg> to PUTs: crc32, crc32c or sha256")
+	fs.StringVar(&cfg.SessionToken, "session-token", "", "session token of temporary credentials (STS), sent as x-amz-security-token")
 	n, err := gw.parse(args, "size", size)
 	if err != nil {
 		return err

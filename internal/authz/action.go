@@ -122,6 +122,31 @@ const (
 	IAMAttachGroupPolicy
 	IAMDetachGroupPolicy
 	IAMListAttachedGroupPolicies
+	IAMCreateRole
+	IAMGetRole
+	IAMListRoles
+	IAMDeleteRole
+	IAMUpdateRole
+	IAMUpdateAssumeRolePolicy
+	IAMPutRolePolicy
+	IAMGetRolePolicy
+	IAMListRolePolicies
+	IAMDeleteRolePolicy
+	IAMAttachRolePolicy
+	IAMDetachRolePolicy
+	IAMListAttachedRolePolicies
+	IAMCreateOpenIDConnectProvider
+	IAMGetOpenIDConnectProvider
+	IAMListOpenIDConnectProviders
+	IAMDeleteOpenIDConnectProvider
+
+	// STS (resource: the role's ARN; the role's trust policy is the
+	// resource policy).
+	STSAssumeRole
+	STSAssumeRoleWithWebIdentity
+	STSTagSession
+	STSGetSessionToken
+	STSGetCallerIdentity
 
 	// Cairn's admin API (the gateway's own; RGW calls these "caps").
 	AdminUsersRead
@@ -164,6 +189,7 @@ const (
 	ScopeTopic                // an SNS topic (no ACL)
 	ScopeAdmin                // the gateway's admin API (no ACL, no policy)
 	ScopeIAM                  // an account's IAM resource (no ACL, identity policies only)
+	ScopeSTS                  // STS: a role, guarded by its trust policy
 )
 
 type actionInfo struct {
@@ -286,6 +312,30 @@ var actions = [numActions]actionInfo{
 	IAMAttachGroupPolicy:         {"iam:AttachGroupPolicy", ScopeIAM, 0, 0},
 	IAMDetachGroupPolicy:         {"iam:DetachGroupPolicy", ScopeIAM, 0, 0},
 	IAMListAttachedGroupPolicies: {"iam:ListAttachedGroupPolicies", ScopeIAM, 0, 0},
+
+	IAMCreateRole:                  {"iam:CreateRole", ScopeIAM, 0, 0},
+	IAMGetRole:                     {"iam:GetRole", ScopeIAM, 0, 0},
+	IAMListRoles:                   {"iam:ListRoles", ScopeIAM, 0, 0},
+	IAMDeleteRole:                  {"iam:DeleteRole", ScopeIAM, 0, 0},
+	IAMUpdateRole:                  {"iam:UpdateRole", ScopeIAM, 0, 0},
+	IAMUpdateAssumeRolePolicy:      {"iam:UpdateAssumeRolePolicy", ScopeIAM, 0, 0},
+	IAMPutRolePolicy:               {"iam:PutRolePolicy", ScopeIAM, 0, 0},
+	IAMGetRolePolicy:               {"iam:GetRolePolicy", ScopeIAM, 0, 0},
+	IAMListRolePolicies:            {"iam:ListRolePolicies", ScopeIAM, 0, 0},
+	IAMDeleteRolePolicy:            {"iam:DeleteRolePolicy", ScopeIAM, 0, 0},
+	IAMAttachRolePolicy:            {"iam:AttachRolePolicy", ScopeIAM, 0, 0},
+	IAMDetachRolePolicy:            {"iam:DetachRolePolicy", ScopeIAM, 0, 0},
+	IAMListAttachedRolePolicies:    {"iam:ListAttachedRolePolicies", ScopeIAM, 0, 0},
+	IAMCreateOpenIDConnectProvider: {"iam:CreateOpenIDConnectProvider", ScopeIAM, 0, 0},
+	IAMGetOpenIDConnectProvider:    {"iam:GetOpenIDConnectProvider", ScopeIAM, 0, 0},
+	IAMListOpenIDConnectProviders:  {"iam:ListOpenIDConnectProviders", ScopeIAM, 0, 0},
+	IAMDeleteOpenIDConnectProvider: {"iam:DeleteOpenIDConnectProvider", ScopeIAM, 0, 0},
+
+	STSAssumeRole:                {"sts:AssumeRole", ScopeSTS, 0, 0},
+	STSAssumeRoleWithWebIdentity: {"sts:AssumeRoleWithWebIdentity", ScopeSTS, 0, 0},
+	STSTagSession:                {"sts:TagSession", ScopeSTS, 0, 0},
+	STSGetSessionToken:           {"sts:GetSessionToken", ScopeSTS, 0, 0},
+	STSGetCallerIdentity:         {"sts:GetCallerIdentity", ScopeSTS, 0, 0},
 
 	AdminUsersRead:    {"admin:users-read", ScopeAdmin, 0, 0},
 	AdminUsersWrite:   {"admin:users-write", ScopeAdmin, 0, 0},

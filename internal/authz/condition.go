@@ -143,8 +143,15 @@ func validConditionKey(k string) bool {
 		return false
 	}
 	switch strings.ToLower(svc) {
-	case "aws", "s3", "sns":
+	case "aws", "s3", "sns", "sts", "iam":
 		return true
+	}
+	// An OIDC provider's claims in trust policies: "<issuer host/path>:sub"
+	// (the host may carry a port, so the claim is after the last colon).
+	i := strings.LastIndexByte(k, ':')
+	switch strings.ToLower(k[i+1:]) {
+	case "sub", "aud", "azp", "amr", "email", "oaud":
+		return i > 0
 	}
 	return false
 }

@@ -102,6 +102,10 @@ func Evaluate(in *Input) Decision {
 	if (isOwner || rootOwner) && policyManagement(a) {
 		return Decision{Allowed, "bucket owner manages its policy"}
 	}
+	if a == STSGetCallerIdentity && !p.IsAnonymous() {
+		// AWS: no permission is needed, and a Deny cannot stop it.
+		return Decision{Allowed, "anyone may ask who it is"}
+	}
 	eff, st, via := in.Policy.evalKind(req)
 	if eff == Deny {
 		return Decision{ExplicitDeny, "policy " + st.Describe()}
@@ -110,14 +114,35 @@ func Evaluate(in *Input) Decision {
 	if ieff == Deny {
 		return Decision{ExplicitDeny, "identity policy " + iname + " " + ist.Describe()}
 	}
+	if s := p.Session; s != nil && s.Policy != nil {
+		// A session may do what both its role's policies and its session
+		// policy allow; a resource grant naming the role is filtered too,
+		// one naming the session is not (AWS).
+		seff, sst := s.Policy.Eval(req)
+		if seff == Deny {
+			return Decision{ExplicitDeny, "session policy " + sst.Describe()}
+		}
+		if seff != Allow {
+			ieff = 0
+			if via == ViaRole {
+				eff = 0
+			}
+		}
+	}
+	if via == ViaRole {
+		via = ViaDirect
+	}
 	if p.Admin {
 		return Decision{Allowed, "admin user"}
 	}
-	if a.Scope() == ScopeIAM {
+	switch a.Scope() {
+	case ScopeIAM:
 		return evaluateIAM(in, ieff, iname, ist)
+	case ScopeSTS:
+		return evaluateSTS(in, eff, st, via == ViaAccount, ieff, iname, ist)
 	}
 	if p.InAccount() {
-		return evaluateAccount(in, eff, st, via, ieff, iname, ist)
+		return evaluateAccount(in, eff, st, via == ViaAccount, ieff, iname, ist)
 	}
 	if eff == Allow {
 		if in.PublicAccessBlock.RestrictPublicBuckets && !isOwner && in.Policy.IsPublic() {
@@ -172,6 +197,10 @@ func evaluateIAM(in *Input, ieff Effect, iname string, ist *Statement) Decision 
 	switch {
 	case !p.InAccount():
 		return Decision{ImplicitDeny, "IAM actions need an account user or an admin"}
+	case p.Session != nil && !p.IsRoleSession():
+		// AWS: GetSessionToken credentials cannot call IAM (without MFA,
+		// which Cairn does not have).
+		return Decision{ImplicitDeny, "GetSessionToken credentials cannot call IAM"}
 	case in.Owner != p.Account:
 		return Decision{ImplicitDeny, "another account's IAM resource"}
 	case p.Root:
@@ -238,4 +267,48 @@ func evaluateAccount(in *Input, eff Effect, st *Statement, via bool, ieff Effect
 		return Decision{ImplicitDeny, "cross-account: no policy statement or ACL grant of the resource allows"}
 	}
 	return Decision{Allowed, idReason + " and " + resReason}
+}
+
+// evaluateSTS decides an STS action. AssumeRole* are decided by the
+// role's trust policy (in.Policy, Owner the role's account), the
+// resource-policy rule of AWS: in the role's account a trust statement
+// naming the caller (user, role, session or OIDC provider) suffices, one
+// naming only the account needs an identity Allow too (the root's
+// identity side always allows); across accounts both must allow. Users
+// outside accounts have no identity side: the trust policy must name
+// them. GetSessionToken: any long-term credential.
+func evaluateSTS(in *Input, eff Effect, st *Statement, viaAccount bool, ieff Effect, iname string, ist *Statement) Decision {
+	p := in.Principal
+	switch in.Action {
+	case STSGetSessionToken:
+		if p.IsAnonymous() || p.Session != nil {
+			return Decision{ImplicitDeny, "GetSessionToken needs long-term credentials"}
+		}
+		return Decision{Allowed, "long-term credentials"}
+	case STSGetCallerIdentity:
+		return Decision{ImplicitDeny, "anonymous"}
+	}
+	if eff != Allow {
+		return Decision{ImplicitDeny, "the role's trust policy does not allow the caller"}
+	}
+	trust := "trust policy " + st.Describe()
+	if p.Federated != "" {
+		return Decision{Allowed, trust}
+	}
+	if p.IsAnonymous() {
+		return Decision{ImplicitDeny, "anonymous"}
+	}
+	same := p.InAccount() && in.Owner == p.Account
+	switch {
+	case !p.InAccount() && !viaAccount:
+		return Decision{Allowed, trust}
+	case same && !viaAccount:
+		return Decision{Allowed, trust}
+	case p.Root || ieff == Allow:
+		if ieff == Allow {
+			return Decision{Allowed, trust + " and identity policy " + iname + " " + ist.Describe()}
+		}
+		return Decision{Allowed, trust + " and account root"}
+	}
+	return Decision{ImplicitDeny, "the trust policy names the account: an identity policy must allow " + in.Action.String()}
 }

@@ -28,6 +28,34 @@ func ParseIdentityPolicy(doc []byte) (*Policy, error) {
 	return p, nil
 }
 
+// MaxTrustPolicySize bounds a role's trust policy (AWS's default quota).
+const MaxTrustPolicySize = 2048
+
+// MaxSessionPolicySize bounds an STS session policy (AWS: 2,048
+// characters, packed).
+const MaxSessionPolicySize = 2048
+
+// ParseTrustPolicy parses a role's trust policy (AssumeRolePolicyDocument):
+// a resource policy on the role with sts actions, a Principal in every
+// statement, and no Resource (the role it is attached to).
+func ParseTrustPolicy(doc []byte) (*Policy, error) {
+	return ParsePolicy(doc, PolicyOptions{
+		Services:         []string{"sts"},
+		RequirePrincipal: true,
+		MaxSize:          MaxTrustPolicySize,
+		ImplicitResource: "*",
+		ResourceOK:       func(string) bool { return false },
+	})
+}
+
+// ParseSessionPolicy parses an STS session policy (an identity policy).
+func ParseSessionPolicy(doc []byte) (*Policy, error) {
+	if len(doc) > MaxSessionPolicySize {
+		return nil, malformed("Session policies must be at most %d characters", MaxSessionPolicySize)
+	}
+	return ParseIdentityPolicy(doc)
+}
+
 // NamedPolicy is one identity policy with the name it is reported by (an
 // inline policy's name, or a managed policy's ARN).
 type NamedPolicy struct {
@@ -140,6 +168,19 @@ func (ip *IdentityPolicies) keys() map[string]struct{} {
 		}
 	}
 	return m
+}
+
+// WithPrincipalKeys is WithIdentityKeys for everything of pr's that
+// reads condition keys: its identity policies and its session policy.
+func WithPrincipalKeys(p *Policy, pr Principal) *Policy {
+	if s := pr.Session; s != nil && s.Policy != nil && len(s.Policy.keys) > 0 {
+		ip := &IdentityPolicies{Policies: []NamedPolicy{{Name: "session", Policy: s.Policy}}}
+		if pr.Identity != nil {
+			ip.Policies = append(ip.Policies, pr.Identity.Policies...)
+		}
+		return WithIdentityKeys(p, ip)
+	}
+	return WithIdentityKeys(p, pr.Identity)
 }
 
 // WithIdentityKeys returns p (the resource policy, possibly nil) such that

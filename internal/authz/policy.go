@@ -121,6 +121,11 @@ type Statement struct {
 	// services are service principals (lower case), e.g.
 	// "logging.s3.amazonaws.com": the gateway acting for a service.
 	services []string
+	// acctRoles are roles named by ARN ("<account>:<lower-case role>"),
+	// acctSessions role sessions ("<account>:<lower-case role>/<session>").
+	acctRoles, acctSessions []string
+	// federated are OIDC provider ARNs (Principal "Federated").
+	federated []string
 
 	notAction bool
 	actions   actionSet
@@ -433,6 +438,14 @@ func (st *Statement) parsePrincipal(raw json.RawMessage) error {
 					st.acctUsers = append(st.acctUsers, acct+":"+strings.ToLower(name))
 					continue
 				}
+				if kind, acct, name, ok := rolePrincipal(id); ok {
+					if kind == "role" {
+						st.acctRoles = append(st.acctRoles, acct+":"+strings.ToLower(name))
+					} else {
+						st.acctSessions = append(st.acctSessions, acct+":"+name)
+					}
+					continue
+				}
 				uid, ok := principalID(id)
 				if !ok {
 					return bad
@@ -448,7 +461,10 @@ func (st *Statement) parsePrincipal(raw json.RawMessage) error {
 				// logging's permission check); no request comes from one.
 				st.services = append(st.services, strings.ToLower(id))
 			case "Federated":
-				// Valid IAM, but no Cairn request comes from one.
+				if !strings.HasPrefix(id, "arn:aws:iam::") || !strings.Contains(id, ":oidc-provider/") {
+					return bad
+				}
+				st.federated = append(st.federated, id)
 			default:
 				return bad
 			}
@@ -502,6 +518,36 @@ func accountUserPrincipal(s string) (account, name string, ok bool) {
 	return parts[4], res, res != "" && !strings.ContainsAny(res, "*?")
 }
 
+// rolePrincipal recognises "arn:aws:iam::<account>:role/[path/]name"
+// (kind "role", name the role) and
+// "arn:aws:sts::<account>:assumed-role/<role>/<session>" (kind "session",
+// name "<lower-case role>/<session>").
+func rolePrincipal(s string) (kind, account, name string, ok bool) {
+	parts := strings.SplitN(s, ":", 6)
+	if len(parts) != 6 || parts[0] != "arn" || !IsAccountID(parts[4]) {
+		return "", "", "", false
+	}
+	if parts[2] == "iam" {
+		res, ok := strings.CutPrefix(parts[5], "role/")
+		if !ok {
+			return "", "", "", false
+		}
+		if i := strings.LastIndexByte(res, '/'); i >= 0 {
+			res = res[i+1:]
+		}
+		return "role", parts[4], res, res != "" && !strings.ContainsAny(res, "*?")
+	}
+	if parts[2] == "sts" {
+		res, ok := strings.CutPrefix(parts[5], "assumed-role/")
+		role, sess, ok2 := strings.Cut(res, "/")
+		if !ok || !ok2 || role == "" || sess == "" || strings.ContainsAny(res, "*?") {
+			return "", "", "", false
+		}
+		return "session", parts[4], strings.ToLower(role) + "/" + sess, true
+	}
+	return "", "", "", false
+}
+
 // IsAccountID reports whether s is shaped like an IAM account id: "RGW"
 // and 17 digits, as RGW makes them. User ids outside accounts may not
 // take this shape, so the two never collide.
@@ -540,18 +586,20 @@ func (st *Statement) match(req *Request, arn string) bool {
 // caller only through its account (an account id or ":root" ARN): such
 // a grant is the account's, which its users need an identity policy to
 // use (AWS's delegation rule).
-func (st *Statement) matchKind(req *Request, arn string) (ok, viaAccount bool) {
+func (st *Statement) matchKind(req *Request, arn string) (ok bool, via Via) {
 	if st.hasPrincipal {
-		in, via := st.principalKind(req.Principal)
+		in, v := st.principalKind(req.Principal)
 		if in == st.notPrincipal {
-			return false, false
+			return false, ViaDirect
 		}
-		viaAccount = via && !st.notPrincipal
+		if !st.notPrincipal {
+			via = v
+		}
 	}
 	if !st.matchRest(req, arn) {
-		return false, false
+		return false, ViaDirect
 	}
-	return true, viaAccount
+	return true, via
 }
 
 func (st *Statement) matchRest(req *Request, arn string) bool {
@@ -569,41 +617,77 @@ func (st *Statement) matchRest(req *Request, arn string) bool {
 	return true
 }
 
-// principalKind reports whether the statement names p, and whether only
-// through p's account.
-func (st *Statement) principalKind(p Principal) (in, viaAccount bool) {
+// principalKind reports whether the statement names p, and how: directly,
+// only through p's account, or (a role session) through its role.
+func (st *Statement) principalKind(p Principal) (in bool, via Via) {
 	if st.anyPrincipal {
-		return true, false
+		return true, ViaDirect
+	}
+	if p.Federated != "" {
+		for _, f := range st.federated {
+			if f == p.Federated {
+				return true, ViaDirect
+			}
+		}
+		return false, ViaDirect
 	}
 	if p.Service != "" {
-		return slices.Contains(st.services, strings.ToLower(p.Service)), false
+		return slices.Contains(st.services, strings.ToLower(p.Service)), ViaDirect
 	}
 	if p.IsAnonymous() {
-		return false, false
+		return false, ViaDirect
 	}
 	for _, id := range st.principals {
 		if id == p.ID {
-			return true, false
+			return true, ViaDirect
 		}
 	}
 	if p.Account == "" {
-		return false, false
+		return false, ViaDirect
 	}
-	if len(st.acctUsers) > 0 && !p.Root {
+	if p.IsRoleSession() {
+		role := p.Account + ":" + strings.ToLower(p.Session.RoleName)
+		for _, s := range st.acctSessions {
+			if s == role+"/"+p.Session.Name {
+				return true, ViaDirect
+			}
+		}
+		for _, r := range st.acctRoles {
+			if r == role {
+				return true, ViaRole
+			}
+		}
+	} else if len(st.acctUsers) > 0 && !p.Root {
 		me := p.Account + ":" + strings.ToLower(p.Name)
 		for _, u := range st.acctUsers {
 			if u == me {
-				return true, false
+				return true, ViaDirect
 			}
 		}
 	}
 	for _, id := range st.principals {
 		if id == p.Account {
-			return true, !p.Root
+			if p.Root {
+				return true, ViaDirect
+			}
+			return true, ViaAccount
 		}
 	}
-	return false, false
+	return false, ViaDirect
 }
+
+// Via says how a resource policy statement names its caller.
+type Via uint8
+
+// Ways a statement names the caller. ViaAccount: only through the
+// caller's account (the account's grant, which its users use only with
+// an identity Allow); ViaRole: a role session through its role's ARN (the
+// session policy still filters it, AWS).
+const (
+	ViaDirect Via = iota
+	ViaRole
+	ViaAccount
+)
 
 func (st *Statement) resourceIn(arn string, ctx Context) bool {
 	for _, r := range st.resources {
@@ -639,13 +723,13 @@ func (p *Policy) Eval(req *Request) (Effect, *Statement) {
 
 // evalKind is Eval, also telling whether an Allow names the caller only
 // through its account (see matchKind); a direct Allow is preferred.
-func (p *Policy) evalKind(req *Request) (Effect, *Statement, bool) {
+func (p *Policy) evalKind(req *Request) (Effect, *Statement, Via) {
 	if p == nil {
-		return 0, nil, false
+		return 0, nil, ViaDirect
 	}
 	arn := req.Resource.ARN(req.Action)
 	var allow *Statement
-	via := false
+	via := ViaDirect
 	for i := range p.Statements {
 		st := &p.Statements[i]
 		ok, v := st.matchKind(req, arn)
@@ -653,16 +737,16 @@ func (p *Policy) evalKind(req *Request) (Effect, *Statement, bool) {
 			continue
 		}
 		if st.Effect == Deny {
-			return Deny, st, false
+			return Deny, st, ViaDirect
 		}
-		if allow == nil || (via && !v) {
+		if allow == nil || v < via {
 			allow, via = st, v
 		}
 	}
 	if allow != nil {
 		return Allow, allow, via
 	}
-	return 0, nil, false
+	return 0, nil, ViaDirect
 }
 
 // publicRestrictingKeys are condition keys that, compared for equality to

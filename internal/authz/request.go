@@ -21,13 +21,53 @@ type Principal struct {
 	// Name and Path are the IAM user name and path, for the user's ARN.
 	Name, Path string
 	// Identity holds the compiled identity-based policies (inline and
-	// attached managed); nil is none.
+	// attached managed); nil is none. For a role session: the role's.
 	Identity *IdentityPolicies
 	// Service is a service principal the gateway acts as (bucket
 	// logging's "logging.s3.amazonaws.com"); ID is then "". Only
 	// statements naming that service, or "*", match it.
 	Service string
+	// Session is set for temporary credentials (STS).
+	Session *Session
+	// Federated is the OIDC provider ARN of an AssumeRoleWithWebIdentity
+	// caller (which has no Cairn identity): trust policies name it.
+	Federated string
 }
+
+// Session is the STS part of a principal using temporary credentials.
+// A role session (RoleName set) is the role, filtered by Policy; a
+// GetSessionToken session (RoleName "") is its user.
+type Session struct {
+	RoleID, RoleName, RolePath string
+	// Name is the role session name.
+	Name string
+	// Policy is the session policy: the session may do only what both
+	// the role's policies and this allow. Nil is none.
+	Policy *Policy
+	// Tags are the session tags (aws:PrincipalTag/<key>).
+	Tags map[string]string
+}
+
+// RoleARN is the session's role ARN.
+func (s *Session) RoleARN(account string) string {
+	return RoleARN(account, s.RolePath, s.RoleName)
+}
+
+// RoleARN is arn:aws:iam::<account>:role<path><name>.
+func RoleARN(account, path, name string) string {
+	if path == "" {
+		path = "/"
+	}
+	return "arn:aws:iam::" + account + ":role" + path + name
+}
+
+// AssumedRoleARN is arn:aws:sts::<account>:assumed-role/<role>/<session>.
+func AssumedRoleARN(account, role, session string) string {
+	return "arn:aws:sts::" + account + ":assumed-role/" + role + "/" + session
+}
+
+// IsRoleSession reports whether p is a role session.
+func (p Principal) IsRoleSession() bool { return p.Session != nil && p.Session.RoleName != "" }
 
 // InAccount reports whether p is an IAM account's user.
 func (p Principal) InAccount() bool { return p.Account != "" }
@@ -43,6 +83,8 @@ func (p Principal) ARN() string {
 	switch {
 	case p.ID == "":
 		return "*"
+	case p.IsRoleSession():
+		return AssumedRoleARN(p.Account, p.Session.RoleName, p.Session.Name)
 	case p.Account != "" && p.Root:
 		return "arn:aws:iam::" + p.Account + ":root"
 	case p.Account != "":
@@ -90,7 +132,7 @@ func (r Resource) ARN(a Action) string {
 	switch a.Scope() {
 	case ScopeTopic:
 		return r.Topic
-	case ScopeIAM:
+	case ScopeIAM, ScopeSTS:
 		if r.IAM == "" {
 			return "*"
 		}
@@ -160,7 +202,16 @@ func GlobalContext(p *Policy, g Global) Context {
 	set("aws:securetransport", func() string { return strconv.FormatBool(g.Secure) })
 	set("aws:currenttime", func() string { return g.Now.UTC().Format(time.RFC3339) })
 	set("aws:epochtime", func() string { return strconv.FormatInt(g.Now.Unix(), 10) })
-	if pr := g.Principal; pr != nil && pr.Account != "" {
+	if pr := g.Principal; pr != nil && pr.IsRoleSession() {
+		s := pr.Session
+		set("aws:userid", func() string { return pr.ID })
+		set("aws:principaltype", func() string { return "AssumedRole" })
+		set("aws:principalarn", func() string { return s.RoleARN(pr.Account) })
+		set("aws:principalaccount", func() string { return pr.Account })
+		for k, v := range s.Tags {
+			set("aws:principaltag/"+strings.ToLower(k), func() string { return v })
+		}
+	} else if pr != nil && pr.Account != "" {
 		name, typ := pr.Name, "User"
 		if pr.Root {
 			name, typ = pr.Account, "Account"

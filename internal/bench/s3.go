@@ -62,6 +62,9 @@ type S3Config struct {
 	Endpoint string
 	// AccessKey and SecretKey sign requests.
 	AccessKey, SecretKey string
+	// SessionToken, when set, makes them temporary credentials (sent as
+	// x-amz-security-token), e.g. from STS AssumeRole.
+	SessionToken string
 	// Region is the SigV4 signing region. Default us-east-1.
 	Region string
 	// Bucket is created if missing. Default cairn-bench.
@@ -237,7 +240,7 @@ func newS3Client(cfg S3Config) *s3Client {
 		cfg:    cfg,
 		hc:     &http.Client{Transport: tr},
 		signer: v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }),
-		creds:  aws.Credentials{AccessKeyID: cfg.AccessKey, SecretAccessKey: cfg.SecretKey},
+		creds:  aws.Credentials{AccessKeyID: cfg.AccessKey, SecretAccessKey: cfg.SecretKey, SessionToken: cfg.SessionToken},
 		base:   strings.TrimSuffix(cfg.Endpoint, "/"),
 		body:   make([]byte, cfg.Size),
 	}

@@ -123,6 +123,9 @@ type User struct {
 	// Identity is Policies and ManagedPolicies compiled, set by
 	// LookupAccessKey (cached with the key); never stored.
 	Identity *authz.IdentityPolicies `json:"-"`
+	// Session is set for temporary credentials (internal/sts); never
+	// stored.
+	Session *authz.Session `json:"-"`
 
 	// UserQuota bounds the user's total over its buckets; BucketQuota is
 	// the quota of each of its buckets that has none of its own (RGW's

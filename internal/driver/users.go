@@ -181,24 +181,42 @@ func (d *Driver) LookupAccessKey(ctx context.Context, accessKey string) (User, s
 			if k.Inactive {
 				return User{}, "", ErrInvalidAccessKey
 			}
-			u.Identity = CompileIdentity(u)
-			if l := d.groupPolicies.Load(); l != nil && len(u.Groups) > 0 {
-				gp, err := (*l)(ctx, u)
-				if err != nil {
-					return User{}, "", err
-				}
-				if len(gp) > 0 {
-					if u.Identity == nil {
-						u.Identity = &authz.IdentityPolicies{}
-					}
-					u.Identity.Policies = append(u.Identity.Policies, gp...)
-				}
+			if err := d.compileIdentity(ctx, &u); err != nil {
+				return User{}, "", err
 			}
 			d.akeys.put(accessKey, u, k.SecretKey, gen, loaded)
 			return u, k.SecretKey, nil
 		}
 	}
 	return User{}, "", ErrInvalidAccessKey
+}
+
+// compileIdentity sets u.Identity: its own and its groups' policies.
+func (d *Driver) compileIdentity(ctx context.Context, u *User) error {
+	u.Identity = CompileIdentity(*u)
+	if l := d.groupPolicies.Load(); l != nil && len(u.Groups) > 0 {
+		gp, err := (*l)(ctx, *u)
+		if err != nil {
+			return err
+		}
+		if len(gp) > 0 {
+			if u.Identity == nil {
+				u.Identity = &authz.IdentityPolicies{}
+			}
+			u.Identity.Policies = append(u.Identity.Policies, gp...)
+		}
+	}
+	return nil
+}
+
+// Identity returns user uid with its compiled identity policies (as
+// LookupAccessKey), for temporary credentials of that user.
+func (d *Driver) Identity(ctx context.Context, uid string) (User, error) {
+	u, err := d.GetUser(ctx, uid)
+	if err != nil {
+		return User{}, err
+	}
+	return u, d.compileIdentity(ctx, &u)
 }
 
 // denyAll stands in for a stored policy that no longer parses: the user
@@ -408,6 +426,6 @@ func listAll(ctx context.Context, io objstore.IOContext) ([]string, error) {
 // account, IAM name and path, and its compiled identity policies (set by
 // LookupAccessKey; CompileIdentity otherwise).
 func (u User) Principal() authz.Principal {
-	return authz.Principal{ID: u.ID, Admin: u.Admin, Account: u.Account, Root: u.AccountRoot,
-		Name: u.DisplayName, Path: u.Path, Identity: u.Identity}
+	return authz.Principal{ID: u.ID, Admin: u.Admin && u.Session == nil, Account: u.Account, Root: u.AccountRoot,
+		Name: u.DisplayName, Path: u.Path, Identity: u.Identity, Session: u.Session}
 }

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/authz"
@@ -52,13 +53,16 @@ type Account struct {
 	// MaxUsers limits the account's users; 0 means DefaultMaxUsers,
 	// negative unlimited (RGW's max_users).
 	MaxUsers int `json:"max_users"`
+	// MaxRoles limits the account's roles likewise (0: DefaultMaxRoles).
+	MaxRoles int `json:"max_roles,omitempty"`
 }
 
 // Store is the account and IAM-user store. Safe for concurrent use.
 type Store struct {
-	d    *driver.Driver
-	meta objstore.IOContext
-	now  func() time.Time
+	d      *driver.Driver
+	meta   objstore.IOContext
+	now    func() time.Time
+	onRole atomic.Pointer[func(account, name string)]
 }
 
 // New returns a Store over d's metadata pool, and makes d include group
@@ -173,6 +177,16 @@ func (s *Store) RemoveAccount(ctx context.Context, id string) error {
 	}
 	if len(users) > 0 {
 		return fmt.Errorf("%w: account %s still has %d users", ErrDeleteConflict, id, len(users))
+	}
+	if ps, err := s.ListOIDCProviders(ctx, id); err != nil {
+		return err
+	} else if len(ps) > 0 {
+		return fmt.Errorf("%w: account %s still has %d OpenID Connect providers", ErrDeleteConflict, id, len(ps))
+	}
+	if n, err := s.CountRoles(ctx, id); err != nil {
+		return err
+	} else if n > 0 {
+		return fmt.Errorf("%w: account %s still has %d roles", ErrDeleteConflict, id, n)
 	}
 	bs, err := s.d.ListBuckets(ctx, id)
 	if err != nil {

@@ -161,6 +161,11 @@ func (s *Server) authorize(r *http.Request, rc *reqCtx, act authz.Action) error 
 			in.ObjectACL = defaultObjectACL(ba)
 		}
 	}
+	if in.Policy == nil {
+		// No bucket (CreateBucket, ListAllMyBuckets): the identity and
+		// session policies' condition keys still need a context.
+		in.Policy = authz.WithPrincipalKeys(nil, in.Principal)
+	}
 	if in.Policy != nil {
 		in.Context = s.conditionContext(r, rc, act, in.Policy)
 		if act.Scope() == authz.ScopeObject && in.Policy.NeedsPrefix("s3:existingobjecttag/") {
@@ -244,7 +249,7 @@ func (s *Server) fillBucket(in *authz.Input, ba *driver.BucketAuth) {
 	in.BucketACL = &ba.ACL
 	// The identity policies' condition keys are built with the bucket
 	// policy's (an empty policy carries them when the bucket has none).
-	in.Policy = authz.WithIdentityKeys(ba.Policy, in.Principal.Identity)
+	in.Policy = authz.WithPrincipalKeys(ba.Policy, in.Principal)
 	in.PublicAccessBlock = ba.PublicAccessBlock
 	in.Ownership = ba.Ownership
 }

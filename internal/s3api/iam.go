@@ -1,7 +1,10 @@
 package s3api
 
 import (
+	"bytes"
+	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/cairn-s3/cairn/internal/authz"
@@ -50,4 +53,31 @@ func (s *Server) SetIAMHandler(h http.Handler) {
 	s.mu.Lock()
 	s.iam = h
 	s.mu.Unlock()
+}
+
+// SetSTSHandler serves the STS query API: POST requests to "/" signed
+// for the "sts" service, and unsigned ones whose form names
+// AssumeRoleWithWebIdentity.
+func (s *Server) SetSTSHandler(h http.Handler) {
+	s.mu.Lock()
+	s.sts = h
+	s.mu.Unlock()
+}
+
+// maxWebIdentityForm bounds the unsigned form read to route it.
+const maxWebIdentityForm = 64 << 10
+
+// webIdentityRequest reports whether an unsigned POST / is an
+// AssumeRoleWithWebIdentity form; r.Body is restored for the handler.
+func webIdentityRequest(r *http.Request) bool {
+	if r.Method != http.MethodPost || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		return false
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxWebIdentityForm+1))
+	if err != nil || len(body) > maxWebIdentityForm {
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	form, err := url.ParseQuery(string(body))
+	return err == nil && form.Get("Action") == "AssumeRoleWithWebIdentity"
 }

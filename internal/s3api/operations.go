@@ -84,7 +84,7 @@ func (s *Server) Operation(r *http.Request) (op string, err error) {
 // the router and require every served route to name its action.
 type RouteAuthz struct {
 	Op   string
-	Kind string // "s3", "admin", "sns" or "iam"
+	Kind string // "s3", "admin", "sns", "iam" or "sts"
 	// Served: a handler runs once the request is allowed (not an error
 	// the router answers, not a missing admin route).
 	Served bool
@@ -114,11 +114,15 @@ func (s *Server) Authorization(r *http.Request) RouteAuthz {
 		return RouteAuthz{Op: "Admin" + adminOpName(r.Method, path), Kind: "admin", Served: ok, Action: act}
 	case kindSNS:
 		s.mu.RLock()
-		ok, okIAM := s.sns != nil, s.iam != nil
+		ok, okIAM, okSTS := s.sns != nil, s.iam != nil, s.sts != nil
 		s.mu.RUnlock()
-		if signedService(r) == "iam" {
+		switch signedService(r) {
+		case "iam":
 			// Each IAM action is decided in iamapi (iam:<Action>).
 			return RouteAuthz{Op: "IAM", Kind: "iam", Served: okIAM}
+		case "sts":
+			// Each STS action is decided in iamapi (sts:<Action>).
+			return RouteAuthz{Op: "STS", Kind: "sts", Served: okSTS}
 		}
 		return RouteAuthz{Op: rt.op, Kind: "sns", Served: ok}
 	}

@@ -138,6 +138,7 @@ type Server struct {
 	bucketSubres map[string]BucketHandlerFunc // method + " " + subresource
 	sns          http.Handler
 	iam          http.Handler
+	sts          http.Handler
 }
 
 // New returns a Server for cfg.
@@ -365,17 +366,29 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx, start time.
 
 	switch rt.kind {
 	case kindSNS:
+		s.mu.RLock()
+		h, what := s.sns, "SNS"
+		switch signedService(r) { // the IAM and STS query APIs share "POST /"
+		case "iam":
+			h, what = s.iam, "IAM"
+			rc.op = "IAM"
+		case "sts":
+			h, what = s.sts, "STS"
+			rc.op = "STS"
+		}
+		stsH := s.sts
+		s.mu.RUnlock()
 		if ident.User.ID == "" {
+			// AssumeRoleWithWebIdentity is STS's one unsigned action: the
+			// web identity token is its credential.
+			if stsH != nil && webIdentityRequest(r) {
+				rc.op = "STS"
+				stsH.ServeHTTP(w, r)
+				return
+			}
 			s.writeSNSError(w, rc, s3err.New(s3err.ErrAccessDenied, "Anonymous access is not allowed."))
 			return
 		}
-		s.mu.RLock()
-		h, what := s.sns, "SNS"
-		if signedService(r) == "iam" { // the IAM query API shares "POST /"
-			h, what = s.iam, "IAM"
-			rc.op = "IAM"
-		}
-		s.mu.RUnlock()
 		if h == nil {
 			s.writeSNSError(w, rc, s3err.New(s3err.ErrNotImplemented, "The %s API is not enabled.", what))
 			return

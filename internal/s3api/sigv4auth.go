@@ -1,10 +1,12 @@
 package s3api
 
 import (
+	"context"
 	"net/http"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/auth/sigv4"
+	"github.com/cairn-s3/cairn/internal/driver"
 )
 
 // SigV4 is the production Authenticator: package sigv4's Verifier, whose
@@ -19,7 +21,22 @@ var _ Authenticator = (*SigV4)(nil)
 // NewSigV4 returns a SigV4 authenticator that finds secrets in b (sharing
 // the user lookup with the Server, see SecretLookup). now may be nil.
 func NewSigV4(b Backend, now func() time.Time) (*SigV4, error) {
-	v, err := sigv4.New(sigv4.Config{Lookup: SecretLookup(b), Now: now})
+	return NewSigV4WithSessions(b, now, nil)
+}
+
+// SessionVerifier verifies temporary credentials: the principal and
+// secret of access key ak presenting session token token, or an
+// *s3err.Error (InvalidToken, ExpiredToken).
+type SessionVerifier func(ctx context.Context, ak, token string) (driver.User, string, error)
+
+// NewSigV4WithSessions is NewSigV4 also accepting temporary credentials
+// (x-amz-security-token) that sessions verifies; nil refuses them.
+func NewSigV4WithSessions(b Backend, now func() time.Time, sessions SessionVerifier) (*SigV4, error) {
+	cfg := sigv4.Config{Lookup: SecretLookup(b), Now: now}
+	if sessions != nil {
+		cfg.Sessions = SessionSecretLookup(sessions)
+	}
+	v, err := sigv4.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -57,4 +74,20 @@ func (a *SigV4) Authenticate(r *http.Request) (AuthResult, error) {
 			return out
 		},
 	}, nil
+}
+
+// SessionSecretLookup adapts sessions to a verifier's lookup of session
+// secrets; within a request served by Server it records the session's
+// principal, as SecretLookup does for long-term keys.
+func SessionSecretLookup(sessions SessionVerifier) func(ctx context.Context, ak, token string) (string, error) {
+	return func(ctx context.Context, ak, token string) (string, error) {
+		u, secret, err := sessions(ctx, ak, token)
+		if err != nil {
+			return "", err
+		}
+		if m, ok := ctx.Value(memoKey{}).(*userMemo); ok {
+			*m = userMemo{accessKey: ak, user: u, ok: true}
+		}
+		return secret, nil
+	}
 }

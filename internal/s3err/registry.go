@@ -109,6 +109,13 @@ var (
 	ErrUserSuspended = APIError{"UserSuspended", http.StatusForbidden, "The user is suspended."}
 )
 
+// Query-API (IAM, STS, SNS) answers to a bad session token, as AWS's
+// query services give them (S3 says InvalidToken / ExpiredToken, 400).
+var (
+	ErrInvalidClientTokenID = APIError{"InvalidClientTokenId", http.StatusForbidden, "The security token included in the request is invalid."}
+	ErrExpiredTokenQuery    = APIError{"ExpiredToken", http.StatusForbidden, "The security token included in the request is expired"}
+)
+
 // SNS (query API) errors, returned by the topic handlers on the same
 // listener. SNS wraps them in ErrorResponse, see WriteSNSXML.
 var (
@@ -145,6 +152,7 @@ var Registry = []APIError{
 	ErrOwnershipControlsNotFound, ErrInvalidBucketAclWithOwnership,
 	ErrSNSAuthorization, ErrSNSInternal, ErrSNSInvalidAction, ErrSNSInvalidParameter,
 	ErrInvalidParameterValue, ErrMissingParameter, ErrTopicNotFound,
+	ErrInvalidClientTokenID, ErrExpiredTokenQuery,
 }
 
 // Bucket logging (PutBucketLogging's target checks).

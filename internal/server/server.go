@@ -9,8 +9,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/cairn-s3/cairn/internal/iam"
 	"github.com/cairn-s3/cairn/internal/kms"
 	"github.com/cairn-s3/cairn/internal/kms/secret"
+	"github.com/cairn-s3/cairn/internal/sts"
 	"log/slog"
 	"net"
 	"net/http"
@@ -35,6 +37,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/objstore/radosstore"
 	"github.com/cairn-s3/cairn/internal/redact"
 	"github.com/cairn-s3/cairn/internal/s3api"
+	"github.com/cairn-s3/cairn/internal/s3err"
 )
 
 // Classes returns a registry with every object class the gateway uses.
@@ -61,6 +64,8 @@ type Gateway struct {
 	// KMS is the key-management backend (nil: none configured).
 	KMS     *kms.Cached
 	secrets *secret.Sealer
+	iam     *iam.Store
+	sts     *sts.Service
 	Handler http.Handler
 	// MetricsHandler serves /metrics and /healthz on the metrics-listen
 	// listener (nil unless metrics-listen is set).
@@ -144,17 +149,29 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		g.Close()
 		return nil, err
 	}
-	v4, err := s3api.NewSigV4(be, nil)
+	var sessions s3api.SessionVerifier
+	if g.Driver != nil {
+		var err error
+		if sessions, err = g.openSTS(ctx); err != nil {
+			g.Close()
+			return nil, err
+		}
+	}
+	v4, err := s3api.NewSigV4WithSessions(be, nil, sessions)
 	if err != nil {
 		g.Close()
 		return nil, err
+	}
+	auth := sigAuth{v4: v4, lookup: s3api.SecretLookup(be)}
+	if sessions != nil {
+		auth.sessions = s3api.SessionSecretLookup(sessions)
 	}
 	var domains []string
 	if cfg.Domain != "" {
 		domains = []string{cfg.Domain}
 	}
 	apiCfg := s3api.Config{
-		Backend: be, Auth: sigAuth{v4: v4, lookup: s3api.SecretLookup(be)}, Logger: log.With("component", "s3api"),
+		Backend: be, Auth: auth, Logger: log.With("component", "s3api"),
 		Registerer: g.Registry, Region: cfg.Region, DomainNames: domains,
 		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxRequestShards: cfg.ShardCap(), BodyIdleTimeout: cfg.RequestBodyIdleTimeout,
 		AllowSSECOverHTTP: !cfg.CryptRequireTLS,
@@ -437,13 +454,31 @@ func listen(cfg *config.Config, maxHeader int, log *slog.Logger) ([]*listener, e
 type sigAuth struct {
 	v4     *s3api.SigV4
 	lookup sigv2.SecretLookup
+	// sessions finds the secrets of temporary credentials (nil: none).
+	sessions func(ctx context.Context, ak, token string) (string, error)
 }
 
 func (a sigAuth) Authenticate(r *http.Request) (s3api.AuthResult, error) {
 	if sigv2.IsV2(r) {
+		lookup := a.lookup
+		// boto3 presigns S3 URLs with SigV2 by default, a session's too:
+		// the token names the secret (it opens only for its access key).
+		tok := r.Header.Get("X-Amz-Security-Token")
+		if q := r.URL.Query().Get("x-amz-security-token"); q != "" {
+			if tok != "" && tok != q {
+				return s3api.AuthResult{}, s3err.New(s3err.ErrInvalidToken, "The request carries two different session tokens.")
+			}
+			tok = q
+		}
+		if tok != "" {
+			if a.sessions == nil {
+				return s3api.AuthResult{}, s3err.New(s3err.ErrInvalidToken, "Session tokens are not supported by this endpoint.")
+			}
+			lookup = func(ctx context.Context, ak string) (string, error) { return a.sessions(ctx, ak, tok) }
+		}
 		// A virtual-host request signs "/bucket/key": without the bucket a
 		// URL signed for one bucket would verify against any other.
-		ak, err := sigv2.Verify(r, a.lookup, time.Now(), s3api.VirtualHostBucket(r.Context()))
+		ak, err := sigv2.Verify(r, lookup, time.Now(), s3api.VirtualHostBucket(r.Context()))
 		if err != nil {
 			return s3api.AuthResult{}, err
 		}

@@ -39,6 +39,11 @@ var ErrUnknownAccessKey = errors.New("sigv4: unknown access key")
 // InternalError.
 type SecretLookup func(ctx context.Context, accessKey string) (secret string, err error)
 
+// SessionLookup returns the secret of temporary credentials: access key
+// ak presenting session token (x-amz-security-token). It returns an
+// *s3err.Error (InvalidToken, ExpiredToken) for a bad token.
+type SessionLookup func(ctx context.Context, accessKey, token string) (secret string, err error)
+
 // AuthType says how a request was authenticated.
 type AuthType int
 
@@ -74,10 +79,14 @@ func (m PayloadMode) Streaming() bool { return m >= PayloadStreamingSigned }
 type Config struct {
 	// Lookup finds secret keys. Required.
 	Lookup SecretLookup
+	// Sessions finds the secrets of temporary credentials; nil refuses
+	// every request carrying a session token (InvalidToken).
+	Sessions SessionLookup
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Services are the credential-scope services accepted; default
-	// {"s3", "sns", "iam"} (the SNS and IAM query APIs share the S3 listener).
+	// {"s3", "sns", "iam", "sts"} (the SNS, IAM and STS query APIs share
+	// the S3 listener).
 	Services []string
 	// MaxSkew is the allowed distance between the request time and Now;
 	// default 15 minutes.
@@ -125,7 +134,7 @@ func New(cfg Config) (*Verifier, error) {
 		cfg.Now = time.Now
 	}
 	if len(cfg.Services) == 0 {
-		cfg.Services = []string{"s3", "sns", "iam"}
+		cfg.Services = []string{"s3", "sns", "iam", "sts"}
 	}
 	if cfg.MaxSkew == 0 {
 		cfg.MaxSkew = 15 * time.Minute
@@ -227,6 +236,36 @@ func (v *Verifier) checkScope(s Scope, t time.Time, mk func(string, ...any) *s3e
 	return nil
 }
 
+// secretFor returns the signing secret: a long-term key's, or with a
+// session token the session's (Config.Sessions). The query APIs (IAM,
+// STS, SNS) answer a bad token as AWS's do there: InvalidClientTokenId,
+// ExpiredToken with 403.
+func (v *Verifier) secretFor(r *http.Request, token string, a authorization) (string, error) {
+	if token == "" {
+		return v.secret(r.Context(), a.AccessKey)
+	}
+	if v.cfg.Sessions == nil {
+		return "", s3err.New(s3err.ErrInvalidToken, "Session tokens are not supported by this endpoint.")
+	}
+	secret, err := v.cfg.Sessions(r.Context(), a.AccessKey, token)
+	if err == nil {
+		return secret, nil
+	}
+	var se *s3err.Error
+	if !errors.As(err, &se) {
+		return "", s3err.Wrap(s3err.ErrInternalError, err)
+	}
+	if a.Scope.Service != "s3" {
+		switch se.Code {
+		case s3err.ErrInvalidToken.Code:
+			return "", s3err.New(s3err.ErrInvalidClientTokenID, "")
+		case s3err.ErrExpiredToken.Code:
+			return "", s3err.New(s3err.ErrExpiredTokenQuery, "")
+		}
+	}
+	return "", se
+}
+
 func (v *Verifier) secret(ctx context.Context, accessKey string) (string, error) {
 	secret, err := v.cfg.Lookup(ctx, accessKey)
 	if err != nil {
@@ -285,9 +324,6 @@ func (v *Verifier) verifyHeader(r *http.Request, authz string) (*Result, error) 
 		return nil, s3err.New(s3err.ErrRequestTimeTooSkewed, "The difference between the request time (%s) and the server's time (%s) is too large.",
 			t.Format(timeFormat), v.cfg.Now().UTC().Format(timeFormat))
 	}
-	if r.Header.Get("X-Amz-Security-Token") != "" {
-		return nil, s3err.New(s3err.ErrInvalidToken, "Session tokens are not supported by this endpoint.")
-	}
 
 	payloadHash := r.Header.Get("X-Amz-Content-Sha256")
 	var mode PayloadMode
@@ -306,7 +342,7 @@ func (v *Verifier) verifyHeader(r *http.Request, authz string) (*Result, error) 
 		return nil, err
 	}
 
-	secret, err := v.secret(r.Context(), a.AccessKey)
+	secret, err := v.secretFor(r, r.Header.Get("X-Amz-Security-Token"), a)
 	if err != nil {
 		return nil, err
 	}
@@ -384,8 +420,12 @@ func (v *Verifier) verifyPresigned(r *http.Request) (*Result, error) {
 	if now.After(expires) {
 		return nil, s3err.New(s3err.ErrRequestExpired, "")
 	}
-	if q.Get("X-Amz-Security-Token") != "" || r.Header.Get("X-Amz-Security-Token") != "" {
-		return nil, s3err.New(s3err.ErrInvalidToken, "Session tokens are not supported by this endpoint.")
+	token := q.Get("X-Amz-Security-Token")
+	if h := r.Header.Get("X-Amz-Security-Token"); h != "" {
+		if token != "" && token != h {
+			return nil, s3err.New(s3err.ErrInvalidToken, "The request carries two different session tokens.")
+		}
+		token = h
 	}
 	// Presigned URLs sign UNSIGNED-PAYLOAD unless the signer pinned a hash.
 	payloadHash := q.Get("X-Amz-Content-Sha256")
@@ -400,7 +440,7 @@ func (v *Verifier) verifyPresigned(r *http.Request) (*Result, error) {
 		return nil, s3err.New(s3err.ErrInvalidRequest, "Streaming payloads are not supported with presigned URLs.")
 	}
 
-	secret, err := v.secret(r.Context(), a.AccessKey)
+	secret, err := v.secretFor(r, token, a)
 	if err != nil {
 		return nil, err
 	}

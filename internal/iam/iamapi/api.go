@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/iam"
+	"github.com/cairn-s3/cairn/internal/sts"
 )
 
 // Namespace is the IAM API's XML namespace.
@@ -33,6 +34,9 @@ const maxForm = 64 << 10
 type Options struct {
 	Store  *iam.Store
 	Driver *driver.Driver
+	// STS mints and verifies temporary credentials; nil: the STS API
+	// answers NotImplemented.
+	STS *sts.Service
 	// Caller returns the authenticated user of a request (the server
 	// wires it to s3api.IdentityFrom). Required.
 	Caller func(ctx context.Context) (driver.User, bool)
@@ -110,6 +114,10 @@ func mapError(err error) *apiError {
 }
 
 func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	a.writeErrorNS(w, r, Namespace, err)
+}
+
+func (a *API) writeErrorNS(w http.ResponseWriter, r *http.Request, ns string, err error) {
 	e := mapError(err)
 	if e.status >= 500 {
 		a.opts.Logger.Error("iam", "request_id", a.opts.RequestID(r.Context()), "err", err)
@@ -120,7 +128,7 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	var b strings.Builder
 	b.WriteString(xml.Header)
-	b.WriteString(`<ErrorResponse xmlns="` + Namespace + `"><Error><Type>` + typ + `</Type><Code>`)
+	b.WriteString(`<ErrorResponse xmlns="` + ns + `"><Error><Type>` + typ + `</Type><Code>`)
 	_ = xml.EscapeText(&b, []byte(e.code))
 	b.WriteString(`</Code><Message>`)
 	_ = xml.EscapeText(&b, []byte(e.msg))
@@ -136,6 +144,10 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // writeResult writes <ActionResponse><ActionResult>result</ActionResult>
 // <ResponseMetadata/></ActionResponse>; a nil result has no Result element.
 func (a *API) writeResult(w http.ResponseWriter, r *http.Request, action string, result any) {
+	a.writeResultNS(w, r, Namespace, action, result)
+}
+
+func (a *API) writeResultNS(w http.ResponseWriter, r *http.Request, ns, action string, result any) {
 	type meta struct {
 		RequestID string `xml:"RequestId"`
 	}
@@ -145,14 +157,14 @@ func (a *API) writeResult(w http.ResponseWriter, r *http.Request, action string,
 		Result  any    `xml:",omitempty"`
 		Meta    meta   `xml:"ResponseMetadata"`
 	}
-	v := resp{XMLName: xml.Name{Local: action + "Response"}, Xmlns: Namespace,
+	v := resp{XMLName: xml.Name{Local: action + "Response"}, Xmlns: ns,
 		Meta: meta{a.opts.RequestID(r.Context())}}
 	if result != nil {
 		v.Result = wrapped{name: action + "Result", v: result}
 	}
 	out, err := xml.Marshal(v)
 	if err != nil {
-		a.writeError(w, r, err)
+		a.writeErrorNS(w, r, ns, err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/xml")
@@ -233,15 +245,31 @@ var actions = map[string]handler{
 	"AttachGroupPolicy":         (*API).attachGroupPolicy,
 	"DetachGroupPolicy":         (*API).detachGroupPolicy,
 	"ListAttachedGroupPolicies": (*API).listAttachedGroupPolicies,
+	"CreateRole":                (*API).createRole,
+	"GetRole":                   (*API).getRole,
+	"ListRoles":                 (*API).listRoles,
+	"DeleteRole":                (*API).deleteRole,
+	"UpdateRole":                (*API).updateRole,
+	"UpdateAssumeRolePolicy":    (*API).updateAssumeRolePolicy,
+	"PutRolePolicy":             (*API).putRolePolicy,
+	"GetRolePolicy":             (*API).getRolePolicy,
+	"ListRolePolicies":          (*API).listRolePolicies,
+	"DeleteRolePolicy":          (*API).deleteRolePolicy,
+	"AttachRolePolicy":          (*API).attachRolePolicy,
+	"DetachRolePolicy":          (*API).detachRolePolicy,
+	"ListAttachedRolePolicies":  (*API).listAttachedRolePolicies,
+
+	"CreateOpenIDConnectProvider": (*API).createOpenIDConnectProvider,
+	"GetOpenIDConnectProvider":    (*API).getOpenIDConnectProvider,
+	"ListOpenIDConnectProviders":  (*API).listOpenIDConnectProviders,
+	"DeleteOpenIDConnectProvider": (*API).deleteOpenIDConnectProvider,
 }
 
 // notYet are IAM actions AWS has and Cairn does not serve yet.
 var notYet = map[string]bool{
-	"UpdateGroup": true,
-	"CreateRole":  true, "GetRole": true, "ListRoles": true, "DeleteRole": true, "UpdateRole": true,
-	"PutRolePolicy": true, "GetRolePolicy": true, "ListRolePolicies": true, "DeleteRolePolicy": true,
-	"AttachRolePolicy": true, "DetachRolePolicy": true, "ListAttachedRolePolicies": true,
-	"UpdateAssumeRolePolicy": true, "CreateOpenIDConnectProvider": true, "TagUser": true, "UntagUser": true,
+	"UpdateGroup": true, "TagRole": true, "UntagRole": true, "ListRoleTags": true,
+	"UpdateOpenIDConnectProviderThumbprint": true, "AddClientIDToOpenIDConnectProvider": true,
+	"RemoveClientIDFromOpenIDConnectProvider": true, "TagUser": true, "UntagUser": true,
 	"ListUserTags": true, "CreatePolicy": true, "GetPolicy": true, "ListPolicies": true,
 }
 
@@ -301,9 +329,9 @@ func (q *request) account() (string, error) {
 func (a *API) authorize(q *request, act authz.Action, account, arn string) error {
 	in := authz.Input{Owner: account, Request: authz.Request{Principal: q.p, Action: act,
 		Resource: authz.Resource{IAM: arn}}}
-	if ip := q.p.Identity; ip != nil {
+	if q.p.Identity != nil || q.p.Session != nil {
 		rm := driver.RequestFrom(q.r.Context())
-		in.Context = authz.GlobalContext(authz.WithIdentityKeys(nil, ip),
+		in.Context = authz.GlobalContext(authz.WithPrincipalKeys(nil, q.p),
 			authz.Global{SourceIP: rm.SourceIP, Secure: rm.Secure, Now: time.Now(), UserID: q.p.ID, Principal: &q.p})
 	}
 	d := authz.Evaluate(&in)
@@ -672,6 +700,14 @@ func (a *API) getAccountSummary(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	roles, err := a.opts.Store.CountRoles(ctx, acct)
+	if err != nil {
+		return nil, err
+	}
+	rquota := ac.MaxRoles
+	if rquota == 0 {
+		rquota = iam.DefaultMaxRoles
+	}
 	n := 0
 	for _, u := range users {
 		if !u.AccountRoot {
@@ -692,7 +728,8 @@ func (a *API) getAccountSummary(q *request) (any, error) {
 		{"Users", n}, {"UsersQuota", quota},
 		{"AccessKeysPerUserQuota", iam.MaxAccessKeysPerUser},
 		{"AttachedPoliciesPerUserQuota", iam.MaxAttachedPoliciesPerUser},
-		{"Groups", len(groups)}, {"GroupsPerUserQuota", iam.MaxGroupsPerUser}, {"Roles", 0}, {"Policies", 0},
+		{"Groups", len(groups)}, {"GroupsPerUserQuota", iam.MaxGroupsPerUser}, {"Roles", roles}, {"RolesQuota", rquota},
+		{"AttachedPoliciesPerRoleQuota", iam.MaxAttachedPoliciesPerRole}, {"Policies", 0},
 	}}, nil
 }
 

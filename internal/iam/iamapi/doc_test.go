@@ -16,31 +16,40 @@ func TestCompatibilityTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile(`^\| ([A-Za-z]+) \| supported \|`)
-	var rows []string
-	in := false
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "## ") {
-			in = line == "## IAM API"
-			continue
-		}
-		if m := row.FindStringSubmatch(line); in && m != nil {
-			rows = append(rows, m[1])
-		}
-	}
-	if !sort.StringsAreSorted(rows) {
-		t.Errorf("IAM rows are not sorted: %v", rows)
-	}
-	documented := map[string]bool{}
-	for _, r := range rows {
-		documented[r] = true
-		if actions[r] == nil {
-			t.Errorf("%s is documented as supported but not served", r)
-		}
-	}
+	served := map[string]map[string]bool{"## IAM API": {}, "## STS API": {}}
 	for a := range actions {
-		if !documented[a] {
-			t.Errorf("%s is served but has no row in the IAM table", a)
+		served["## IAM API"][a] = true
+	}
+	for a := range stsActions {
+		served["## STS API"][a] = true
+	}
+	row := regexp.MustCompile(`^\| ([A-Za-z]+) \| supported \|`)
+	for section, want := range served {
+		var rows []string
+		in := false
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(line, "## ") {
+				in = line == section
+				continue
+			}
+			if m := row.FindStringSubmatch(line); in && m != nil {
+				rows = append(rows, m[1])
+			}
+		}
+		if !sort.StringsAreSorted(rows) {
+			t.Errorf("%s rows are not sorted: %v", section, rows)
+		}
+		documented := map[string]bool{}
+		for _, r := range rows {
+			documented[r] = true
+			if !want[r] {
+				t.Errorf("%s: %s is documented as supported but not served", section, r)
+			}
+		}
+		for a := range want {
+			if !documented[a] {
+				t.Errorf("%s: %s is served but has no row", section, a)
+			}
 		}
 	}
 }

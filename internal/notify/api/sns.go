@@ -119,7 +119,7 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 		// any other authenticated user may, as before.
 		cp := caller.principal()
 		in := authz.Input{Request: authz.Request{Principal: cp, Action: authz.SNSCreateTopic,
-			Context: authz.GlobalContext(authz.WithIdentityKeys(nil, cp.Identity), caller.global())}}
+			Context: authz.GlobalContext(authz.WithPrincipalKeys(nil, cp), caller.global())}}
 		if !authz.Evaluate(&in).Allowed() {
 			fail(snsError(service.ErrNotOwner))
 			return

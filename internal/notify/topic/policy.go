@@ -42,7 +42,7 @@ func (t *Topic) MayAccess(p authz.Principal, g authz.Global, action string) bool
 	pol, _ := ParseTopicPolicy(t.Settings.Policy)
 	in := authz.Input{
 		Request: authz.Request{Principal: p, Action: act, Resource: authz.Resource{Topic: t.ARN},
-			Context: authz.GlobalContext(authz.WithIdentityKeys(pol, p.Identity), g)},
+			Context: authz.GlobalContext(authz.WithPrincipalKeys(pol, p), g)},
 		Owner:  t.Owner,
 		Policy: pol,
 	}
