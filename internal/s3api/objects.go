@@ -60,11 +60,6 @@ func objectMeta(h http.Header) (driver.ObjectMeta, error) {
 	if size > driver.MaxUserMetaSize {
 		return m, s3err.New(s3err.ErrMetadataTooLarge, "Your metadata headers exceed the maximum allowed metadata size (%d > %d bytes).", size, driver.MaxUserMetaSize)
 	}
-	// Every object is STANDARD, the one class of RGW's default placement;
-	// another is refused as RGW refuses a class its placement lacks.
-	if sc := h.Get("x-amz-storage-class"); sc != "" && sc != "STANDARD" {
-		return m, s3err.New(s3err.ErrInvalidStorageClass, "")
-	}
 	if t := h.Get("x-amz-tagging"); t != "" {
 		tags, err := parseTagging(t)
 		if err != nil {
