@@ -143,3 +143,11 @@ func (d *Driver) SweepGC(ctx context.Context) (int, error) {
 
 // CollectNow runs every queued collection immediately (tests, shutdown).
 func (d *Driver) CollectNow(ctx context.Context) int { return d.gc.collectDue(ctx, true) }
+
+// GCBacklog is how many replaced manifests wait for collection (due or
+// not yet due): benchmarks report it to show collection keeps up.
+func (d *Driver) GCBacklog() int {
+	d.gc.mu.Lock()
+	defer d.gc.mu.Unlock()
+	return len(d.gc.queue)
+}
