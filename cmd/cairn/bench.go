@@ -7,6 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strconv"
@@ -424,13 +427,19 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&cfg.MaxObjsPerShard, "max-objs-per-shard", 100000, "driver mode: dynamic reshard trigger")
 	fs.DurationVar(&cfg.CheckInterval, "reshard-interval", 10*time.Second, "driver mode: dynamic reshard check interval")
 	fs.IntVar(&cfg.CopyRateLimit, "reshard-copy-rate", 25000, "driver mode: reshard copy pace, entries/s (-1: unlimited)")
-	fs.BoolVar(&cfg.CopyRateAdaptive, "reshard-copy-adaptive", false, "driver mode: adapt the copy pace to foreground latency")
+	fs.BoolVar(&cfg.CopyRateAdaptive, "reshard-copy-adaptive", true, "driver mode: pace the copy by foreground write latency (as cairn serve does by default)")
 	cache := fs.String("cache-size", "0", "driver mode: embedded block cache (0: automatic)")
 	fs.DurationVar(&cfg.MaxDuration, "max-duration", 0, "stop after this long and report what was reached (0: no limit)")
 	fs.StringVar(&cfg.Out, "out", "", "JSON report path, rewritten after every round")
+	pprofAddr := fs.String("pprof-listen", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6061) to profile the run")
 	n, err := bindGatewayless(fs, args, cache)
 	if err != nil {
 		return err
+	}
+	if *pprofAddr != "" {
+		if err := servePprof(*pprofAddr); err != nil {
+			return err
+		}
 	}
 	cfg.CacheSize = n
 	envKeys(&cfg.AccessKey, &cfg.SecretKey)
@@ -451,6 +460,27 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 			res.Objects, res.Reshards, res.ReshardWorstWindowRatio, res.OutsideWorstWindowRatio, res.RWLDRatioFinalVs1M, res.ListPageRatioFinalVs1M, res.AgedRatio, res.MaxRSSBytes>>20)
 	}
 	return err
+}
+
+// servePprof serves the runtime profiles on a loopback address.
+func servePprof(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return &bench.UsageError{Err: fmt.Errorf("--pprof-listen: %w", err)}
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return &bench.UsageError{Err: fmt.Errorf("--pprof-listen %q: a loopback address only", addr)}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	go http.Serve(ln, mux) //nolint:errcheck // lives as long as the bench
+	return nil
 }
 
 // bindGatewayless parses args and returns the size flag's value.
