@@ -86,6 +86,11 @@ type ScaleConfig struct {
 	// MaxDuration stops the run (after the current phase is cut short);
 	// what was reached is reported. 0: no limit.
 	MaxDuration time.Duration
+	// FillFor ends the rounds after this long (the current one is cut
+	// short and reported as incomplete) and goes on to aging, so a run
+	// that cannot reach the last target in the time it has still ages
+	// the bucket it filled. 0: no limit.
+	FillFor time.Duration
 	// Out is the JSON report's path, rewritten after every round.
 	Out string
 	// Log receives progress lines; nil discards them.
@@ -327,6 +332,7 @@ type scaleRun struct {
 	fillCount atomic.Int64
 	opCount   atomic.Int64
 
+	pubMu      sync.Mutex // one report write at a time
 	mu         sync.Mutex // guards res's timeline and reshard events
 	curShards  int
 	resharding bool
@@ -371,7 +377,17 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	go func() { defer bgWG.Done(); r.watch(bg) }()
 	defer func() { stopBG(); bgWG.Wait() }()
 
-	runErr := r.rounds(ctx)
+	rctx, rcancel := ctx, context.CancelFunc(func() {})
+	if cfg.FillFor > 0 {
+		rctx, rcancel = context.WithTimeout(ctx, cfg.FillFor)
+	}
+	runErr := r.rounds(rctx)
+	if rctx.Err() != nil && ctx.Err() == nil && errors.Is(runErr, rctx.Err()) {
+		r.logf("fill time (%v) is up: %s", cfg.FillFor, "the rounds stop here")
+		res.Note = fmt.Sprintf("rounds stopped after --fill-for %v", cfg.FillFor)
+		runErr = nil
+	}
+	rcancel()
 	if runErr == nil && cfg.Aging > 0 && ctx.Err() == nil {
 		runErr = r.age(ctx)
 	}
@@ -423,7 +439,13 @@ func (r *scaleRun) tick(ctx context.Context) {
 		}
 		r.res.ShardsPerSec = s
 		r.maxRSS = max(r.maxRSS, rss, r.t.maxRSS())
+		n60 := len(r.res.FillPerSec)%60 == 0
 		r.mu.Unlock()
+		if n60 { // progress inside long rounds (reshard events, timeline)
+			if err := r.publish(); err != nil {
+				r.logf("write report: %v", err)
+			}
+		}
 	}
 }
 
@@ -854,6 +876,8 @@ func agedRates(perMin []int64) (float64, float64) {
 
 // publish computes the top-level numbers and writes the report.
 func (r *scaleRun) publish() error {
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
 	r.mu.Lock()
 	res := r.res
 	res.UpdatedAt = time.Now().UTC().Format(time.RFC3339)

@@ -147,3 +147,18 @@ func TestScaleRatios(t *testing.T) {
 		t.Fatalf("aged rates %v %v", f, l)
 	}
 }
+
+// FillFor ends the rounds and the run goes on to age what it filled.
+func TestScaleFillFor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills a bucket")
+	}
+	res, err := RunScale(context.Background(), ScaleConfig{Dir: t.TempDir(), Targets: []int64{300, 1 << 40}, Clients: 4,
+		RWLD: 100 * time.Millisecond, ListRepeats: 1, FillFor: 2 * time.Second, Aging: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Done || len(res.Rounds) != 2 || res.Rounds[1].Complete || res.Aging == nil || len(res.Aging.PerMinute) == 0 || !strings.Contains(res.Note, "fill-for") {
+		t.Fatalf("done %v, rounds %d, aging %+v, note %q", res.Done, len(res.Rounds), res.Aging, res.Note)
+	}
+}
