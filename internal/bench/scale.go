@@ -726,10 +726,11 @@ func (r *scaleRun) listTimes(ctx context.Context) (ScaleList, error) {
 	if out.PrefixMs, err = med(func(int) error { _, _, err := r.t.list(ctx, "o/8", "", "", 1000); return err }); err != nil {
 		return out, err
 	}
-	// Tokens from pages that start at different mid-bucket keys.
+	// Tokens from one-key pages that start at different mid-bucket keys
+	// (so a small bucket has a token too).
 	var tokens []string
 	for i := 0; i < r.cfg.ListRepeats; i++ {
-		_, tok, err := r.t.list(ctx, "", fmt.Sprintf("o/%x", 4+i), "", 1000)
+		_, tok, err := r.t.list(ctx, "", fmt.Sprintf("o/%x", 4+i), "", 1)
 		if err != nil {
 			return out, err
 		}
