@@ -44,7 +44,7 @@ fill, ph = r["fill_puts_per_sec"], r["phase_per_sec"]
 fs = [(i, fill[i]) for i in range(1, len(fill) - 1) if ph[i] == "f" and ph[i - 1] == "f" and ph[i + 1] == "f"]
 print("| reshard | objects at start | start s | duration s | copied | copy entries/s | block ms | worst 10 s window | mean inside / median before |")
 print("|" + "---|" * 9)
-for e in r["reshard_events"]:
+for e in r["reshard_events"] or []:
     s, en = e["start_sec"], e["end_sec"] or None
     before = [n for (i, n) in fs if i < s][-60:]
     inside = [n for (i, n) in fs if s <= i < (en or 1e12)]
