@@ -37,7 +37,11 @@ func TestBenchScaleHTTP(t *testing.T) {
 		Reshards int     `json:"reshards"`
 		MaxRSS   uint64  `json:"max_rss_bytes"`
 		Aged     float64 `json:"aged_ratio"`
-		Rounds   []struct {
+		Walk     *struct {
+			Complete bool  `json:"complete"`
+			Keys     int64 `json:"keys"`
+		} `json:"walk"`
+		Rounds []struct {
 			Complete bool               `json:"complete"`
 			Shards   int                `json:"shards"`
 			RWLD     map[string]any     `json:"rwld"`
@@ -48,7 +52,8 @@ func TestBenchScaleHTTP(t *testing.T) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Mode != "http" || !r.Done || r.Objects == 0 || r.Reshards == 0 || r.MaxRSS == 0 || r.Aged <= 0 || len(r.Rounds) != 2 {
+	if r.Mode != "http" || !r.Done || r.Objects == 0 || r.Reshards == 0 || r.MaxRSS == 0 || r.Aged <= 0 || len(r.Rounds) != 2 ||
+		r.Walk == nil || !r.Walk.Complete || r.Walk.Keys < 3000 {
 		t.Fatalf("report %s", b)
 	}
 	for _, rd := range r.Rounds {

@@ -430,6 +430,7 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 	fs.BoolVar(&cfg.CopyRateAdaptive, "reshard-copy-adaptive", true, "driver mode: pace the copy by foreground write latency (as cairn serve does by default)")
 	cache := fs.String("cache-size", "0", "driver mode: embedded block cache (0: automatic)")
 	fs.DurationVar(&cfg.MaxDuration, "max-duration", 0, "stop after this long and report what was reached (0: no limit)")
+	fs.BoolVar(&cfg.Walk, "walk", true, "after the rounds, time a full ListObjectsV2 walk of the bucket and a bucket stats call")
 	fs.DurationVar(&cfg.FillFor, "fill-for", 0, "end the rounds after this long and go on to aging (0: no limit)")
 	fs.StringVar(&cfg.Out, "out", "", "JSON report path, rewritten after every round")
 	pprofAddr := fs.String("pprof-listen", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6061) to profile the run")

@@ -86,6 +86,9 @@ type ScaleConfig struct {
 	// MaxDuration stops the run (after the current phase is cut short);
 	// what was reached is reported. 0: no limit.
 	MaxDuration time.Duration
+	// Walk, after the rounds: a full ListObjectsV2 walk of the bucket
+	// (pages of 1000 by continuation token) and a bucket stats call, timed.
+	Walk bool
 	// FillFor ends the rounds after this long (the current one is cut
 	// short and reported as incomplete) and goes on to aging, so a run
 	// that cannot reach the last target in the time it has still ages
@@ -240,6 +243,16 @@ type ScaleAging struct {
 	RSSBytes    []uint64    `json:"rss_per_minute"`
 }
 
+// ScaleWalk is the full listing and the stats call after the rounds.
+type ScaleWalk struct {
+	Keys       int64   `json:"keys"`
+	Pages      int     `json:"pages"`
+	Seconds    float64 `json:"seconds"`
+	KeysPerSec float64 `json:"keys_per_sec"`
+	StatsMs    float64 `json:"bucket_stats_ms"`
+	Complete   bool    `json:"complete"`
+}
+
 // ScaleResult is the report.
 type ScaleResult struct {
 	Mode       string `json:"mode"` // driver or http
@@ -276,6 +289,7 @@ type ScaleResult struct {
 	Rounds       []ScaleRound   `json:"rounds"`
 	ReshardList  []ScaleReshard `json:"reshard_events"`
 	Aging        *ScaleAging    `json:"aging,omitempty"`
+	Walk         *ScaleWalk     `json:"walk,omitempty"`
 	FillPerSec   []int32        `json:"fill_puts_per_sec"`  // each second of the run: fill PUTs completed
 	PhasePerSec  string         `json:"phase_per_sec"`      // each second's phase: f fill, r rwld, l list, a aging, - other
 	ShardsPerSec []int          `json:"shards_per_sec_rle"` // run-length pairs (seconds, shards)
@@ -388,6 +402,9 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		runErr = nil
 	}
 	rcancel()
+	if runErr == nil && cfg.Walk && ctx.Err() == nil {
+		runErr = r.walk(ctx)
+	}
 	if runErr == nil && cfg.Aging > 0 && ctx.Err() == nil {
 		runErr = r.age(ctx)
 	}
@@ -820,6 +837,49 @@ func (r *scaleRun) addRound(rd ScaleRound) {
 	if err := r.publish(); err != nil {
 		r.logf("write report: %v", err)
 	}
+}
+
+// walk lists the whole bucket, page by page, and times a stats call.
+func (r *scaleRun) walk(ctx context.Context) error {
+	r.phase.Store(phList)
+	defer r.phase.Store(phOther)
+	w := &ScaleWalk{}
+	t0 := time.Now()
+	if _, _, _, err := r.t.stats(ctx); err != nil {
+		return err
+	}
+	w.StatsMs = float64(time.Since(t0).Microseconds()) / 1000
+	t0 = time.Now()
+	token := ""
+	for ctx.Err() == nil {
+		n, next, err := r.t.list(ctx, "", "", token, 1000)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return err
+		}
+		w.Keys += int64(n)
+		w.Pages++
+		if next == "" {
+			w.Complete = true
+			break
+		}
+		token = next
+		if w.Pages%1000 == 0 {
+			r.logf("walk: %d keys in %.0f s", w.Keys, time.Since(t0).Seconds())
+		}
+	}
+	w.Seconds = time.Since(t0).Seconds()
+	w.KeysPerSec = float64(w.Keys) / w.Seconds
+	r.logf("walk: %d keys in %d pages, %.1f s (%.0f keys/s); bucket stats %.1f ms", w.Keys, w.Pages, w.Seconds, w.KeysPerSec, w.StatsMs)
+	r.mu.Lock()
+	r.res.Walk = w
+	r.mu.Unlock()
+	if err := r.publish(); err != nil {
+		r.logf("write report: %v", err)
+	}
+	return ctx.Err()
 }
 
 // age runs the aging mix for cfg.Aging, minute by minute.

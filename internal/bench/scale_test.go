@@ -22,7 +22,7 @@ func TestScaleSmoke(t *testing.T) {
 	res, err := RunScale(context.Background(), ScaleConfig{
 		Dir: t.TempDir(), Targets: []int64{3000, 6000, 12000}, Clients: 8, InitialShards: 2, MaxObjsPerShard: 1000,
 		CheckInterval: 50 * time.Millisecond, RWLD: time.Second, ListRepeats: 2, Aging: 2 * time.Second, Out: out,
-		CopyRateAdaptive: true,
+		CopyRateAdaptive: true, Walk: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +46,9 @@ func TestScaleSmoke(t *testing.T) {
 	}
 	if a := res.Aging; a == nil || a.FirstPerSec <= 0 || a.Ops["overwrite"].Ops == 0 || a.Ops["head"].Ops == 0 || res.AgedRatio <= 0 {
 		t.Fatalf("aging %+v, ratio %v", res.Aging, res.AgedRatio)
+	}
+	if w := res.Walk; w == nil || !w.Complete || w.Keys != int64(res.Rounds[2].Objects)+int64(res.Rounds[2].RWLD["put"].Ops)-int64(res.Rounds[2].RWLD["delete"].Ops) || w.Pages < 2 {
+		t.Fatalf("walk %+v", res.Walk)
 	}
 	var top map[string]any
 	b, err := os.ReadFile(out)
