@@ -7,6 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strconv"
@@ -36,6 +39,9 @@ workloads:
   logging   4 KiB PUT with bucket logging off vs on, standard and journal mode
             (ABBA on one bucket); records found vs PUTs acknowledged
 
+  scale     the RGW seed's scale test: one bucket filled in rounds (to 30M objects)
+            through dynamic resharding, an RWLD mix and listing timings after
+            each round, then aging; in process (driver) or against a gateway
   sse       encrypted vs plain on one gateway (ABBA): 4 MiB PUT/GET, 4 KiB PUT;
             in process: store bytes a 1 MiB range GET reads, KMS calls per op
 
@@ -57,6 +63,7 @@ var benchWorkloads = map[string]func(ctx context.Context, args []string, out io.
 	"sse":        benchSSE,
 	"quota":      benchQuota,
 	"logging":    benchLogging,
+	"scale":      benchScale,
 }
 
 func runBench(args []string) int {
@@ -451,4 +458,112 @@ func benchSSE(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	return printJSON(out, res)
+}
+
+func benchScale(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("cairn bench scale", flag.ContinueOnError)
+	var cfg bench.ScaleConfig
+	fs.StringVar(&cfg.Endpoint, "endpoint", "", "HTTP mode: a running gateway's URL (empty: driver mode, the store in this process)")
+	fs.StringVar(&cfg.AccessKey, "access-key", "", "HTTP mode: an admin's access key (default $CAIRN_ACCESS_KEY)")
+	fs.StringVar(&cfg.SecretKey, "secret-key", "", "HTTP mode: an admin's secret key (default $CAIRN_SECRET_KEY)")
+	fs.IntVar(&cfg.GatewayPID, "gateway-pid", 0, "HTTP mode: the gateway's pid (its RSS is reported)")
+	fs.StringVar(&cfg.GatewayDir, "gateway-dir", "", "HTTP mode: the gateway's data directory (its disk usage is reported)")
+	fs.StringVar(&cfg.Dir, "data-dir", "", "driver mode: parent directory of the store (picks the disk)")
+	fs.BoolVar(&cfg.Keep, "keep", false, "driver mode: keep the store's directory")
+	fs.StringVar(&cfg.Bucket, "bucket", "bench-scale", "bucket (must not exist)")
+	targets := fs.String("targets", "100k,200k,500k,1M,2M,5M,10M,20M,30M", "object count after each fill round (k and M suffixes)")
+	fs.IntVar(&cfg.Clients, "clients", 32, "concurrent clients")
+	fs.IntVar(&cfg.Size, "size", 64, "object size in bytes")
+	fs.DurationVar(&cfg.RWLD, "rwld", 60*time.Second, "length of the 70/20/5/5 GET/PUT/LIST/DELETE phase after each round")
+	fs.IntVar(&cfg.ListRepeats, "list-repeats", 5, "pages timed per listing kind (the median is reported)")
+	fs.DurationVar(&cfg.Aging, "aging", 0, "length of the 45/35/15/5 GET/PUT/HEAD/DELETE aging phase after the last round (0: none)")
+	fs.IntVar(&cfg.PreShards, "pre-shards", 0, "create the bucket with this many shards (the pre-sharded variant)")
+	fs.IntVar(&cfg.InitialShards, "initial-shards", 11, "driver mode: shards of a bucket not pre-sharded (bucket-index-shards)")
+	fs.IntVar(&cfg.MaxObjsPerShard, "max-objs-per-shard", 100000, "driver mode: dynamic reshard trigger")
+	fs.DurationVar(&cfg.CheckInterval, "reshard-interval", 10*time.Second, "driver mode: dynamic reshard check interval")
+	fs.IntVar(&cfg.CopyRateLimit, "reshard-copy-rate", 25000, "driver mode: reshard copy pace, entries/s (-1: unlimited)")
+	fs.BoolVar(&cfg.CopyRateAdaptive, "reshard-copy-adaptive", true, "driver mode: pace the copy by foreground write latency (as cairn serve does by default)")
+	cache := fs.String("cache-size", "0", "driver mode: embedded block cache (0: automatic)")
+	fs.DurationVar(&cfg.MaxDuration, "max-duration", 0, "stop after this long and report what was reached (0: no limit)")
+	fs.BoolVar(&cfg.Walk, "walk", true, "after the rounds, time a full ListObjectsV2 walk of the bucket and a bucket stats call")
+	fs.DurationVar(&cfg.FillFor, "fill-for", 0, "end the rounds after this long and go on to aging (0: no limit)")
+	fs.StringVar(&cfg.Out, "out", "", "JSON report path, rewritten after every round")
+	pprofAddr := fs.String("pprof-listen", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6061) to profile the run")
+	n, err := bindGatewayless(fs, args, cache)
+	if err != nil {
+		return err
+	}
+	if *pprofAddr != "" {
+		if err := servePprof(*pprofAddr); err != nil {
+			return err
+		}
+	}
+	cfg.CacheSize = n
+	envKeys(&cfg.AccessKey, &cfg.SecretKey)
+	if cfg.Endpoint == "" {
+		cfg.AccessKey, cfg.SecretKey = "", ""
+	}
+	for _, f := range strings.Split(*targets, ",") {
+		v, err := countArg(strings.TrimSpace(f))
+		if err != nil {
+			return &bench.UsageError{Err: fmt.Errorf("--targets: %w", err)}
+		}
+		cfg.Targets = append(cfg.Targets, v)
+	}
+	cfg.Log, cfg.Command = out, "cairn bench scale "+strings.Join(args, " ")
+	res, err := bench.RunScale(ctx, cfg)
+	if res != nil {
+		fmt.Fprintf(out, "objects %d, reshards %d, worst reshard window %.2f (outside %.2f), RWLD final/1M %.2f, list page final/1M %.2f, aged %.2f, max RSS %d MiB\n",
+			res.Objects, res.Reshards, res.ReshardWorstWindowRatio, res.OutsideWorstWindowRatio, res.RWLDRatioFinalVs1M, res.ListPageRatioFinalVs1M, res.AgedRatio, res.MaxRSSBytes>>20)
+	}
+	return err
+}
+
+// servePprof serves the runtime profiles on a loopback address.
+func servePprof(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return &bench.UsageError{Err: fmt.Errorf("--pprof-listen: %w", err)}
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return &bench.UsageError{Err: fmt.Errorf("--pprof-listen %q: a loopback address only", addr)}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	go http.Serve(ln, mux) //nolint:errcheck // lives as long as the bench
+	return nil
+}
+
+// bindGatewayless parses args and returns the size flag's value.
+func bindGatewayless(fs *flag.FlagSet, args []string, size *string) (int64, error) {
+	if err := parseInterspersed(fs, args); err != nil {
+		return 0, err
+	}
+	n, err := config.ParseSize(*size)
+	if err != nil {
+		return 0, &bench.UsageError{Err: fmt.Errorf("--cache-size: %w", err)}
+	}
+	return n, nil
+}
+
+// countArg parses 100k, 2M or 30000000.
+func countArg(s string) (int64, error) {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "k"), strings.HasSuffix(s, "K"):
+		mult, s = 1000, s[:len(s)-1]
+	case strings.HasSuffix(s, "M"), strings.HasSuffix(s, "m"):
+		mult, s = 1_000_000, s[:len(s)-1]
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("count %q: want a positive number with an optional k or M", s)
+	}
+	return int64(v * float64(mult)), nil
 }

@@ -28,3 +28,11 @@ func alignedBuf(n int) []byte {
 	}
 	return b[off : off+n : off+n]
 }
+
+// fileBlocks is the disk space a file takes (allocated blocks, as du).
+func fileBlocks(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Blocks) * 512
+	}
+	return uint64(fi.Size())
+}

@@ -180,6 +180,9 @@ func fence(ctx objstore.MethodContext, epoch uint64, raise bool) error {
 }
 
 func decodeEntry(b []byte) (Entry, error) {
+	if e, ok := fastDecodeEntry(b); ok {
+		return e, nil
+	}
 	var e Entry
 	if err := json.Unmarshal(b, &e); err != nil {
 		return e, objstore.Errorf(objstore.ErrInvalid, "index entry: %v", err)

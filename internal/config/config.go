@@ -37,6 +37,9 @@ type Config struct {
 	MaxDynamicShards  int
 	ReshardInterval   time.Duration
 	ReshardCopyRate   int
+	// ReshardCopyAdaptive paces the copy by foreground write latency
+	// (between 5,000/s and ReshardCopyRate).
+	ReshardCopyAdaptive bool
 
 	NotifShards       int
 	NotifQueueSize    int64
@@ -237,6 +240,7 @@ var options = []option{
 	{"max-dynamic-shards", "upper bound for dynamic resharding (rgw_max_dynamic_shards)", "1999", intOpt(func(c *Config) *int { return &c.MaxDynamicShards })},
 	{"reshard-interval", "how often the dynamic reshard check runs", "10s", durOpt(func(c *Config) *time.Duration { return &c.ReshardInterval })},
 	{"reshard-copy-rate", "index entries per second a reshard copies (0 = unlimited); an uncapped copy starves foreground writes", "25000", intOpt(func(c *Config) *int { return &c.ReshardCopyRate })},
+	{"reshard-copy-adaptive", "pace a reshard's copy by foreground write latency: from 5000/s up to reshard-copy-rate while writes stay within 1.15× their latency of the minute before", "true", boolOpt(func(c *Config) *bool { return &c.ReshardCopyAdaptive })},
 	{"notif-shards", "queue shards of new persistent topics (rgw_bucket_persistent_notif_num_shards)", "11", intOpt(func(c *Config) *int { return &c.NotifShards })},
 	{"notif-queue-size", "capacity of one notification queue shard", "128MB", sizeOpt(func(c *Config) *int64 { return &c.NotifQueueSize })},
 	{"topic-persistency-max-retries", "delivery attempts before an event expires, 0 = unlimited", "0", intOpt(func(c *Config) *int { return &c.PersistMaxRetries })},

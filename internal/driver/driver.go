@@ -156,6 +156,10 @@ type Driver struct {
 	bootID string
 	seq    atomic.Uint64
 
+	// Foreground index writes (links and unlinks): count and summed
+	// latency, the signal that paces a reshard's copy.
+	idxWrites, idxWriteNanos atomic.Uint64
+
 	bmu     sync.Mutex
 	buckets map[string]*bucketCacheEntry
 	akeys   keyCache

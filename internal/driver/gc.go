@@ -212,3 +212,11 @@ func (c *collector) due(shard, tag string) time.Time {
 	defer c.mu.Unlock()
 	return c.queued[shard+"\x00"+tag]
 }
+
+// GCBacklog is how many replaced manifests wait for collection (due or
+// not yet due): benchmarks report it to show collection keeps up.
+func (d *Driver) GCBacklog() int {
+	d.gc.mu.Lock()
+	defer d.gc.mu.Unlock()
+	return len(d.gc.queue)
+}

@@ -196,12 +196,14 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 			cond.Intent, _ = json.Marshal(linkIntent{Key: e.Key, Notify: n})
 		}
 	}
+	t0 := time.Now()
 	err := d.withIndex(ctx, bucket, func(inst Instance, ix bucketindex.Index) error {
 		var err error
 		shard, state = ix.ShardFor(e.Key), inst.Versioning
 		vr, err = ix.LinkVersion(ctx, versionMode(inst.Versioning), e, cond)
 		return err
 	})
+	d.countIndexWrite(t0, err)
 	if err == nil && vr.Retry && ownsData {
 		err = fmt.Errorf("tag %s linked twice", e.Tag) // fresh tags never repeat
 	}
@@ -472,12 +474,14 @@ func (d *Driver) deleteVersion(ctx context.Context, inst Instance, in DeleteObje
 	}
 	var vr bucketindex.VersionResult
 	var shard string
+	t0 := time.Now()
 	err = d.withIndex(ctx, in.Bucket, func(_ Instance, ix bucketindex.Index) error {
 		var err error
 		shard = ix.ShardFor(in.Key)
 		vr, err = ix.UnlinkVersionIf(ctx, in.Key, vid, cond)
 		return err
 	})
+	d.countIndexWrite(t0, err)
 	if errors.Is(err, objstore.ErrCanceled) && cond.CheckMeta && attempt < 10 {
 		// An ETag mismatch, or the lock changed since checked: look again.
 		abort(ctx, res)
@@ -751,4 +755,19 @@ func (d *Driver) ListObjects(ctx context.Context, in ListObjectsInput) (ListObje
 	// internal and must not reach clients.
 	res.NextMarker = strings.TrimSuffix(res.NextMarker, "\xff")
 	return res, err
+}
+
+func (d *Driver) countIndexWrite(t0 time.Time, err error) {
+	if err == nil {
+		d.idxWriteNanos.Add(uint64(time.Since(t0)))
+		d.idxWrites.Add(1)
+	}
+}
+
+// IndexWriteStats returns how many object links and unlinks completed
+// since New and their summed latency: monotonic counters from which a
+// caller derives the recent write rate and mean latency (the reshard
+// copy's pacing signal).
+func (d *Driver) IndexWriteStats() (n uint64, total time.Duration) {
+	return d.idxWrites.Load(), time.Duration(d.idxWriteNanos.Load())
 }

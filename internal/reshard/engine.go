@@ -101,8 +101,16 @@ func (m *Manager) newEngine(inst driver.Instance, rec Record) *engine {
 			hi = 1e6
 		}
 		lo := min(hi, float64(m.cfg.CopyRateMin))
-		e.pace.setRate((lo + hi) / 2)
-		e.gov = newGovernor(e.pace, lo, hi, m.cfg.Foreground)
+		var base time.Duration
+		if m.fg != nil && m.cfg.Foreground == nil {
+			base = m.fg.baseline()
+		}
+		if base > 0 {
+			e.gov = newBaselineGovernor(e.pace, lo, hi, m.cfg.ForegroundStats, base, m.cfg.CopyLatencyTarget)
+		} else {
+			e.pace.setRate((lo + hi) / 2)
+			e.gov = newGovernor(e.pace, lo, hi, m.cfg.Foreground)
+		}
 	}
 	return e
 }

@@ -54,9 +54,22 @@ type Config struct {
 	CopyRateAdaptive bool
 	// CopyRateMin is the adaptive rate's floor. Default 5000.
 	CopyRateMin int
+	// ForegroundStats returns the cumulative count and summed latency of
+	// foreground index writes (default: Driver.IndexWriteStats). The
+	// Manager records their mean latency in each second of the minute
+	// before a reshard; the adaptive rate starts at CopyRateMin and keeps
+	// the mean during the reshard within CopyLatencyTarget times that
+	// level (the median second), so a closed-loop client keeps about
+	// 1/CopyLatencyTarget of its throughput.
+	ForegroundStats func() (uint64, time.Duration)
+	// CopyLatencyTarget: see ForegroundStats. Default 1.15.
+	CopyLatencyTarget float64
 	// Foreground, if set, returns recent foreground index-write latency
 	// (e.g. p90 over the last fraction of a second, 0 if none): the
-	// adaptive rate's signal. Unset, the copy's own batch latency is used.
+	// adaptive rate's signal against the lowest value seen during the
+	// reshard (comparison runs; it takes precedence over ForegroundStats).
+	// With neither and no baseline yet, the copy's own batch latency is
+	// used.
 	Foreground func() time.Duration
 	// NoEarlyReplay turns off replaying each source's log during the copy
 	// once its entries are in the targets (for comparison runs).
@@ -120,6 +133,12 @@ func (c *Config) EnsureDefaults() *Config {
 	if c.CopyRateMin == 0 {
 		c.CopyRateMin = 5000
 	}
+	if c.CopyLatencyTarget == 0 {
+		c.CopyLatencyTarget = 1.15
+	}
+	if c.ForegroundStats == nil && c.Driver != nil {
+		c.ForegroundStats = c.Driver.IndexWriteStats
+	}
 	if c.SwitchFanout == 0 {
 		c.SwitchFanout = 256
 	}
@@ -158,6 +177,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CopyBatch < 1 || c.CopyBatch > 10000 {
 		errs = append(errs, fmt.Errorf("reshard: copy batch %d outside 1..10000", c.CopyBatch))
+	}
+	if c.CopyLatencyTarget <= 1 {
+		errs = append(errs, fmt.Errorf("reshard: copy latency target %v must exceed 1", c.CopyLatencyTarget))
 	}
 	if c.Workers < 1 || c.CopyRateLimit < 0 || c.CopyRateMin < 0 || c.CopyWriters < 1 || c.SwitchFanout < 1 || c.TailRecords < 0 || c.MaxReplayRounds < 1 {
 		errs = append(errs, fmt.Errorf("reshard: workers %d, tail %d, rounds %d", c.Workers, c.TailRecords, c.MaxReplayRounds))
@@ -210,6 +232,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	running map[string]bool // buckets this Manager is driving
+	fg      *fgTracker      // foreground latency before reshards (nil: no stats)
 
 	stop chan struct{}
 	done chan struct{}
@@ -231,10 +254,14 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	host, _ := os.Hostname()
-	return &Manager{
+	m := &Manager{
 		cfg: cfg, d: cfg.Driver, queue: io.WithNamespace(queueNamespace), log: cfg.Logger,
 		cookie: host + "/" + hex.EncodeToString(b[:]), running: map[string]bool{},
-	}, nil
+	}
+	if cfg.ForegroundStats != nil {
+		m.fg = newFGTracker(cfg.ForegroundStats)
+	}
+	return m, nil
 }
 
 func (m *Manager) now() time.Time { return m.cfg.Now() }
@@ -248,6 +275,9 @@ func (m *Manager) Start() {
 		defer close(m.done)
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() { <-m.stop; cancel() }()
+		if m.fg != nil {
+			go m.fg.run(ctx)
+		}
 		t := time.NewTicker(m.cfg.Interval)
 		defer t.Stop()
 		for {
@@ -365,6 +395,10 @@ func (m *Manager) begin(ctx context.Context, inst driver.Instance, ver uint64, n
 }
 
 func (m *Manager) drive(ctx context.Context, inst driver.Instance, rec Record, resumed bool) (Result, error) {
+	if m.fg != nil {
+		m.fg.pause(1)
+		defer m.fg.pause(-1)
+	}
 	e := m.newEngine(inst, rec)
 	e.res.Resumed = resumed
 	m.log.Info("reshard: running", "bucket", inst.Name, "from", rec.Source.NumShards, "to", rec.Target.NumShards, "state", rec.State, "resumed", resumed)

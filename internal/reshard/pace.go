@@ -2,6 +2,7 @@ package reshard
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -61,32 +62,83 @@ func (p *pacer) wait(ctx context.Context, n int) error {
 	}
 }
 
-// governor adapts a pacer's rate to foreground latency (AIMD, in the
-// manner of TCP Vegas): each tick it compares the latency signal with the
-// lowest seen so far; well above it, the rate is cut by a third, otherwise
-// it grows by a twentieth of the range. The signal is Config.Foreground
-// when set (foreground write latency), else the latency of the copy's own
-// full batches, which share the commit pipeline with foreground writes.
+// governor adapts a pacer's rate to foreground latency (AIMD): each tick
+// it compares the latency signal with a base; above cut×base the rate is
+// cut by a third, below grow×base it grows by a twentieth of the range,
+// in between it holds. With a closed-loop client, throughput falls as
+// latency rises, so holding latency within cut×base keeps foreground
+// throughput near 1/cut of what it was.
+//
+// The base is the foreground level of the minute before the reshard
+// (Manager's fgTracker) when known, else the lowest signal seen during
+// the reshard with a loose bound (2× + 2 ms: the minimum under load is a
+// poor reference). The signal is Config.ForegroundStats' mean write
+// latency (or Config.Foreground), else the latency of the copy's own full
+// batches, which share the commit pipeline with foreground writes.
 type governor struct {
-	p        *pacer
-	lo, hi   float64
-	fg       func() time.Duration
-	mu       sync.Mutex
-	sum      time.Duration
-	n        int
-	base     time.Duration
-	cuts     int
-	minRate  float64
-	observed bool
+	p      *pacer
+	lo, hi float64
+	sample func() (time.Duration, sampleKind)
+	// fixed: base came from the minute before; cut/grow are its ratios.
+	fixed     bool
+	cut, grow float64
+	mu        sync.Mutex
+	sum       time.Duration
+	n         int
+	base      time.Duration
+	cuts      int
+	minRate   float64
+	observed  bool
 }
+
+type sampleKind int
+
+const (
+	sampleNone sampleKind = iota // no signal this tick: hold
+	sampleIdle                   // no foreground writes: nothing to protect
+	sampleLatency
+)
 
 const (
 	governorTick  = 200 * time.Millisecond
 	governorSlack = 2 * time.Millisecond
+	// fixedSlack absorbs timer and scheduling noise at sub-ms latencies.
+	fixedSlack = 300 * time.Microsecond
 )
 
 func newGovernor(p *pacer, lo, hi float64, fg func() time.Duration) *governor {
-	return &governor{p: p, lo: lo, hi: hi, fg: fg, minRate: hi}
+	g := &governor{p: p, lo: lo, hi: hi, minRate: hi}
+	if fg != nil {
+		g.sample = func() (time.Duration, sampleKind) {
+			if d := fg(); d > 0 {
+				return d, sampleLatency
+			}
+			return 0, sampleNone
+		}
+	} else {
+		g.sample = g.ownBatches
+	}
+	return g
+}
+
+// newBaselineGovernor paces against base, the foreground write latency
+// before the reshard, with stats the cumulative (count, summed latency)
+// of foreground writes. The rate starts at lo and climbs while foreground
+// latency stays within grow×base.
+func newBaselineGovernor(p *pacer, lo, hi float64, stats func() (uint64, time.Duration), base time.Duration, cut float64) *governor {
+	g := &governor{p: p, lo: lo, hi: hi, minRate: lo, fixed: true, base: base, observed: true, cut: cut, grow: 1 + (cut-1)/2}
+	n0, s0 := stats()
+	g.sample = func() (time.Duration, sampleKind) {
+		n, s := stats()
+		dn, ds := n-n0, s-s0
+		n0, s0 = n, s
+		if dn == 0 {
+			return 0, sampleIdle
+		}
+		return ds / time.Duration(dn), sampleLatency
+	}
+	p.setRate(lo)
+	return g
 }
 
 // observe records one copy batch's latency (the fallback signal).
@@ -100,38 +152,43 @@ func (g *governor) observe(d time.Duration) {
 	g.mu.Unlock()
 }
 
-// sample returns this tick's latency signal.
-func (g *governor) sample() (time.Duration, bool) {
-	if g.fg != nil {
-		d := g.fg()
-		return d, d > 0
-	}
+func (g *governor) ownBatches() (time.Duration, sampleKind) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.n == 0 {
-		return 0, false
+		return 0, sampleNone
 	}
 	d := g.sum / time.Duration(g.n)
 	g.sum, g.n = 0, 0
-	return d, true
+	return d, sampleLatency
 }
 
 // tick adjusts the rate once.
 func (g *governor) tick() {
-	d, ok := g.sample()
-	if !ok {
+	d, kind := g.sample()
+	if kind == sampleNone {
 		return
 	}
 	g.mu.Lock()
-	if !g.observed || d < g.base {
-		g.base, g.observed = d, true
+	congested, calm := false, true
+	if kind == sampleLatency {
+		if g.fixed {
+			congested = d > time.Duration(g.cut*float64(g.base))+fixedSlack
+			calm = d <= time.Duration(g.grow*float64(g.base))+fixedSlack
+		} else {
+			if !g.observed || d < g.base {
+				g.base, g.observed = d, true
+			}
+			congested = d > 2*g.base+governorSlack
+			calm = !congested
+		}
 	}
-	congested := d > 2*g.base+governorSlack
 	g.mu.Unlock()
 	r := g.p.current()
-	if congested {
+	switch {
+	case congested:
 		r = max(g.lo, r*2/3)
-	} else {
+	case calm:
 		r = min(g.hi, r+(g.hi-g.lo)/20)
 	}
 	g.p.setRate(r)
@@ -161,4 +218,78 @@ func (g *governor) stats() (int, float64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.cuts, g.minRate
+}
+
+// fgTracker keeps the mean foreground write latency of each of the last
+// 60 seconds without a reshard running, so that a reshard's governor has
+// the level before it as its base.
+type fgTracker struct {
+	stats func() (uint64, time.Duration)
+	mu    sync.Mutex
+	n0    uint64
+	s0    time.Duration
+	ring  [60]time.Duration
+	next  int
+	full  bool
+	// paused counts running engines: their seconds are not the baseline.
+	paused int
+}
+
+func newFGTracker(stats func() (uint64, time.Duration)) *fgTracker {
+	t := &fgTracker{stats: stats}
+	t.n0, t.s0 = stats()
+	return t
+}
+
+// sample records the second since the previous call (called once a
+// second); seconds without writes, or with a reshard running, are left
+// out.
+func (t *fgTracker) sample() {
+	n, s := t.stats()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	dn, ds := n-t.n0, s-t.s0
+	t.n0, t.s0 = n, s
+	if dn == 0 || t.paused > 0 {
+		return
+	}
+	t.ring[t.next] = ds / time.Duration(dn)
+	t.next = (t.next + 1) % len(t.ring)
+	t.full = t.full || t.next == 0
+}
+
+// baseline is the median recorded second (0: none yet).
+func (t *fgTracker) baseline() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := t.next
+	if t.full {
+		k = len(t.ring)
+	}
+	if k == 0 {
+		return 0
+	}
+	v := append([]time.Duration(nil), t.ring[:k]...)
+	slices.Sort(v)
+	return v[k/2]
+}
+
+func (t *fgTracker) pause(d int) {
+	t.mu.Lock()
+	t.paused += d
+	t.mu.Unlock()
+}
+
+// run samples once a second until ctx ends.
+func (t *fgTracker) run(ctx context.Context) {
+	tk := time.NewTicker(time.Second)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+			t.sample()
+		}
+	}
 }

@@ -255,6 +255,28 @@ func (c *ioctx) OperateRead(ctx context.Context, oid string, op *objstore.ReadOp
 	if err == nil && !t.exists && !op.TolerantOfAbsence() {
 		err = objstore.Errorf(objstore.ErrNotFound, "object %q", oid)
 	}
+	if err == nil && snapshotRead(op, t.cur.blob != 0) {
+		// Plain reads run on a pebble snapshot taken under the lock, after
+		// it is released: under the lock no write of this object is between
+		// apply and publish, so the snapshot, the cached meta and pending
+		// agree. Held through a slow read (an omap page from disk), the
+		// shared lock made the object's next writer wait, and with it every
+		// reader queued behind that writer (RWMutex): at scale, listing
+		// and GETs stalled PUTs and each other (issue 24).
+		snap := s.db.NewSnapshot()
+		pending := e.pending.Load()
+		e.rw.RUnlock()
+		t.r = snap
+		err = interp.RunRead(t, op.Steps)
+		if cerr := snap.Close(); err == nil {
+			err = cerr
+		}
+		c.pool.mu.RUnlock()
+		if werr := pending.wait(); err == nil {
+			err = werr
+		}
+		return err
+	}
 	if err == nil {
 		err = interp.RunRead(t, op.Steps)
 	}
@@ -316,4 +338,23 @@ func (c *ioctx) ListObjects(ctx context.Context, marker string, max int) ([]stri
 		return nil, false, err
 	}
 	return oids, more, nil
+}
+
+// snapshotRead reports whether op can run on a snapshot without the
+// object's lock: no class method (they read and stage the object's cache,
+// which must match what they read) and no data read of a blob-backed
+// object (a writer replacing the blob deletes its file once it holds the
+// lock, which a lock-free reader would not stop).
+func snapshotRead(op *objstore.ReadOp, blob bool) bool {
+	for _, st := range op.Steps {
+		switch st.(type) {
+		case *objstore.ExecStep:
+			return false
+		case *objstore.ReadStep:
+			if blob {
+				return false
+			}
+		}
+	}
+	return true
 }

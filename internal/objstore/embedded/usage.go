@@ -1,0 +1,74 @@
+package embedded
+
+import "fmt"
+
+// PoolDiskUsage estimates the bytes pool name occupies in the LSM: pebble's
+// estimate over the pool's meta (M) and part (O) key ranges, so it counts
+// the sstables that hold its keys, not the memtable, and not blob files
+// (objects of BlobThreshold or more). Benchmarks use it to split index
+// bytes from data bytes.
+func (s *Store) PoolDiskUsage(name string) (uint64, error) {
+	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
+	s.poolsMu.RLock()
+	p, ok := s.pools[name]
+	s.poolsMu.RUnlock()
+	if !ok {
+		return 0, fmt.Errorf("embedded: pool %q: not found", name)
+	}
+	var total uint64
+	for _, kind := range []byte{kMeta, kObj} {
+		lo := u64([]byte{kind}, p.id)
+		hi := u64([]byte{kind}, p.id+1)
+		n, err := s.db.EstimateDiskUsage(lo, hi)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// LSMStats are the LSM's totals since Open (write amplification) and now
+// (sizes).
+type LSMStats struct {
+	// DiskBytes is everything pebble keeps on disk (tables, WAL, manifests).
+	DiskBytes uint64 `json:"disk_bytes"`
+	// TablesBytes is the live sstables, BottomBytes those of the lowest
+	// non-empty level; SpaceAmp = TablesBytes / BottomBytes (1 when all
+	// data sits in one level: no overwritten or deleted versions kept).
+	TablesBytes uint64  `json:"tables_bytes"`
+	BottomBytes uint64  `json:"bottom_level_bytes"`
+	SpaceAmp    float64 `json:"space_amp"`
+	// WriteAmp is bytes written to WAL, flushes and compactions divided by
+	// bytes written to the WAL (pebble's Total().WriteAmp()).
+	WriteAmp float64 `json:"write_amp"`
+	// L0Sublevels: read amplification in L0 (compaction debt shows here).
+	L0Sublevels int32  `json:"l0_sublevels"`
+	Compactions int64  `json:"compactions"`
+	DebtBytes   uint64 `json:"compaction_debt_bytes"`
+}
+
+// LSMStats reports pebble's metrics in the terms benchmarks publish.
+func (s *Store) LSMStats() LSMStats {
+	m := s.db.Metrics()
+	var out LSMStats
+	out.DiskBytes = m.DiskSpaceUsage()
+	for l := range m.Levels {
+		sz := uint64(m.Levels[l].TablesSize)
+		out.TablesBytes += sz
+		if sz > 0 {
+			out.BottomBytes = sz
+		}
+	}
+	if out.BottomBytes > 0 {
+		out.SpaceAmp = float64(out.TablesBytes) / float64(out.BottomBytes)
+	}
+	tot := m.Total()
+	out.WriteAmp = tot.WriteAmp()
+	out.L0Sublevels = m.Levels[0].Sublevels
+	out.Compactions = m.Compact.Count
+	out.DebtBytes = m.Compact.EstimatedDebt
+	return out
+}
