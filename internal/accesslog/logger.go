@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/driver"
@@ -103,10 +104,14 @@ type Logger struct {
 	io   objstore.IOContext
 	log  *slog.Logger
 
+	// Lock order: mu, then a bucketLog's mu; dmu, seq, entry and
+	// accounts are leaves.
 	mu       sync.Mutex
 	buckets  map[string]*bucketLog // by source bucket id
-	seq      uint64
-	entry    uint64
+	seq      atomic.Uint64
+	entry    atomic.Uint64
+	accounts sync.Map // owner uid -> partitioned keys' account id
+	dmu      sync.Mutex
 	detached []string // pending objects replaced before their roll time
 
 	rmu  sync.Mutex // one roll pass at a time
@@ -181,11 +186,7 @@ func (l *Logger) Close(ctx context.Context) error {
 	}
 	l.flushBuffers(ctx)
 	var errs []error
-	l.mu.Lock()
-	names := l.detached
-	l.detached = nil
-	l.mu.Unlock()
-	for _, name := range append(names, l.detachAll("")...) {
+	for _, name := range append(l.takeDetached(), l.detachAll("")...) {
 		if _, err := l.roll(ctx, name); err != nil {
 			errs = append(errs, err)
 		}
@@ -271,11 +272,18 @@ func (l *Logger) metaFor(inst driver.Instance, cfg *driver.BucketLogging) pendin
 // ownerAccount is the partitioned key's [SourceAccountId]: the owner's
 // IAM account, or the owner's user id (each user is its own account).
 func (l *Logger) ownerAccount(uid string) string {
+	if a, ok := l.accounts.Load(uid); ok {
+		return a.(string)
+	}
+	acct := uid
 	u, err := l.d.GetUser(context.Background(), uid)
 	if err == nil && u.Account != "" {
-		return u.Account
+		acct = u.Account
 	}
-	return uid
+	if err == nil {
+		l.accounts.Store(uid, acct) // a user never changes account
+	}
+	return acct
 }
 
 func (l *Logger) bucket(id string) *bucketLog {
@@ -322,6 +330,7 @@ func (l *Logger) flushBucket(ctx context.Context, bl *bucketLog) {
 // new one when there is none, it was sealed by a roll (anyone's), or the
 // configuration changed. The write is synced.
 func (l *Logger) append(ctx context.Context, bl *bucketLog, meta pendingMeta, data []byte) error {
+	meta.SourceOwner = l.ownerAccount(meta.SourceOwner)
 	for attempt := 0; attempt < 8; attempt++ {
 		bl.mu.Lock()
 		name := bl.name
@@ -333,7 +342,6 @@ func (l *Logger) append(ctx context.Context, bl *bucketLog, meta pendingMeta, da
 		if name == "" {
 			name = l.newName(meta.SourceID)
 			meta.Created = l.opts.Now().UTC()
-			meta.SourceOwner = l.ownerAccount(meta.SourceOwner)
 			bl.name, bl.meta, bl.size, created = name, meta, 0, true
 		}
 		bl.size += int64(len(data))
@@ -371,25 +379,25 @@ func (l *Logger) append(ctx context.Context, bl *bucketLog, meta pendingMeta, da
 // nextEntry is the next omap key of this process's appends: ordered,
 // unique within each of its pending objects.
 func (l *Logger) nextEntry() string {
-	l.mu.Lock()
-	l.entry++
-	n := l.entry
-	l.mu.Unlock()
-	return fmt.Sprintf("%016x", n)
+	return fmt.Sprintf("%016x", l.entry.Add(1))
 }
 
 func (l *Logger) detach(name string) {
-	l.mu.Lock()
+	l.dmu.Lock()
 	l.detached = append(l.detached, name)
-	l.mu.Unlock()
+	l.dmu.Unlock()
+}
+
+func (l *Logger) takeDetached() []string {
+	l.dmu.Lock()
+	defer l.dmu.Unlock()
+	d := l.detached
+	l.detached = nil
+	return d
 }
 
 func (l *Logger) newName(sourceID string) string {
-	l.mu.Lock()
-	l.seq++
-	n := l.seq
-	l.mu.Unlock()
-	return fmt.Sprintf("%s/%s.%08d", sourceID, l.opts.BootID, n)
+	return fmt.Sprintf("%s/%s.%08d", sourceID, l.opts.BootID, l.seq.Add(1))
 }
 
 // detachAll takes this gateway's current pending objects (of one source
@@ -423,8 +431,8 @@ func (l *Logger) rollDue(ctx context.Context, sweep bool, prefix string) error {
 	now := l.opts.Now()
 	var due []string
 	mine := map[string]bool{}
+	due = l.takeDetached()
 	l.mu.Lock()
-	due, l.detached = l.detached, nil
 	for _, bl := range l.buckets {
 		bl.mu.Lock()
 		if bl.name != "" {
