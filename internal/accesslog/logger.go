@@ -95,6 +95,61 @@ type bucketLog struct {
 	nbuf    int    // records in buf
 	bufMeta pendingMeta
 	wmu     sync.Mutex // one buffer write at a time, in order
+
+	// Journal group commit: records arriving while one append is in
+	// flight are written together by the next one.
+	jmu   sync.Mutex
+	jq    []*jwrite
+	jbusy bool
+}
+
+type jwrite struct {
+	data []byte
+	res  chan error // the batch's result, or errLead: write the next batch
+}
+
+var errLead = errors.New("accesslog: lead the next journal batch")
+
+// journal appends data (synced) as part of a batch: the first caller
+// writes its record with every record queued meanwhile, then hands the
+// next batch to the first caller that queued behind it. Each caller
+// returns once its own record is durable (or failed).
+func (l *Logger) journal(ctx context.Context, bl *bucketLog, meta pendingMeta, data []byte) error {
+	w := &jwrite{data: data, res: make(chan error, 1)}
+	bl.jmu.Lock()
+	bl.jq = append(bl.jq, w)
+	if bl.jbusy {
+		bl.jmu.Unlock()
+		if err := <-w.res; err != errLead {
+			return err
+		}
+		bl.jmu.Lock()
+	}
+	bl.jbusy = true
+	batch := bl.jq
+	bl.jq = nil
+	bl.jmu.Unlock()
+	buf := data
+	if len(batch) > 1 {
+		buf = nil
+		for _, b := range batch {
+			buf = append(buf, b.data...)
+		}
+	}
+	err := l.append(ctx, bl, meta, buf)
+	bl.jmu.Lock()
+	if len(bl.jq) > 0 {
+		bl.jq[0].res <- errLead
+	} else {
+		bl.jbusy = false
+	}
+	bl.jmu.Unlock()
+	for _, b := range batch {
+		if b != w {
+			b.res <- err
+		}
+	}
+	return err
 }
 
 // Logger delivers bucket logging records. Safe for concurrent use.
@@ -235,7 +290,7 @@ func (l *Logger) Log(ctx context.Context, inst driver.Instance, cfg *driver.Buck
 		if len(lines) == 0 {
 			return nil
 		}
-		return l.append(ctx, bl, meta, lines)
+		return l.journal(ctx, bl, meta, lines)
 	}
 	bl.mu.Lock()
 	if len(bl.buf) > 0 && bl.bufMeta.sig() != meta.sig() {
