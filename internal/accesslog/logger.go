@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/driver"
@@ -94,6 +95,61 @@ type bucketLog struct {
 	nbuf    int    // records in buf
 	bufMeta pendingMeta
 	wmu     sync.Mutex // one buffer write at a time, in order
+
+	// Journal group commit: records arriving while one append is in
+	// flight are written together by the next one.
+	jmu   sync.Mutex
+	jq    []*jwrite
+	jbusy bool
+}
+
+type jwrite struct {
+	data []byte
+	res  chan error // the batch's result, or errLead: write the next batch
+}
+
+var errLead = errors.New("accesslog: lead the next journal batch")
+
+// journal appends data (synced) as part of a batch: the first caller
+// writes its record with every record queued meanwhile, then hands the
+// next batch to the first caller that queued behind it. Each caller
+// returns once its own record is durable (or failed).
+func (l *Logger) journal(ctx context.Context, bl *bucketLog, meta pendingMeta, data []byte) error {
+	w := &jwrite{data: data, res: make(chan error, 1)}
+	bl.jmu.Lock()
+	bl.jq = append(bl.jq, w)
+	if bl.jbusy {
+		bl.jmu.Unlock()
+		if err := <-w.res; err != errLead {
+			return err
+		}
+		bl.jmu.Lock()
+	}
+	bl.jbusy = true
+	batch := bl.jq
+	bl.jq = nil
+	bl.jmu.Unlock()
+	buf := data
+	if len(batch) > 1 {
+		buf = nil
+		for _, b := range batch {
+			buf = append(buf, b.data...)
+		}
+	}
+	err := l.append(ctx, bl, meta, buf)
+	bl.jmu.Lock()
+	if len(bl.jq) > 0 {
+		bl.jq[0].res <- errLead
+	} else {
+		bl.jbusy = false
+	}
+	bl.jmu.Unlock()
+	for _, b := range batch {
+		if b != w {
+			b.res <- err
+		}
+	}
+	return err
 }
 
 // Logger delivers bucket logging records. Safe for concurrent use.
@@ -103,10 +159,14 @@ type Logger struct {
 	io   objstore.IOContext
 	log  *slog.Logger
 
+	// Lock order: mu, then a bucketLog's mu; dmu, seq, entry and
+	// accounts are leaves.
 	mu       sync.Mutex
 	buckets  map[string]*bucketLog // by source bucket id
-	seq      uint64
-	entry    uint64
+	seq      atomic.Uint64
+	entry    atomic.Uint64
+	accounts sync.Map // owner uid -> partitioned keys' account id
+	dmu      sync.Mutex
 	detached []string // pending objects replaced before their roll time
 
 	rmu  sync.Mutex // one roll pass at a time
@@ -181,11 +241,7 @@ func (l *Logger) Close(ctx context.Context) error {
 	}
 	l.flushBuffers(ctx)
 	var errs []error
-	l.mu.Lock()
-	names := l.detached
-	l.detached = nil
-	l.mu.Unlock()
-	for _, name := range append(names, l.detachAll("")...) {
+	for _, name := range append(l.takeDetached(), l.detachAll("")...) {
 		if _, err := l.roll(ctx, name); err != nil {
 			errs = append(errs, err)
 		}
@@ -234,7 +290,7 @@ func (l *Logger) Log(ctx context.Context, inst driver.Instance, cfg *driver.Buck
 		if len(lines) == 0 {
 			return nil
 		}
-		return l.append(ctx, bl, meta, lines)
+		return l.journal(ctx, bl, meta, lines)
 	}
 	bl.mu.Lock()
 	if len(bl.buf) > 0 && bl.bufMeta.sig() != meta.sig() {
@@ -271,11 +327,18 @@ func (l *Logger) metaFor(inst driver.Instance, cfg *driver.BucketLogging) pendin
 // ownerAccount is the partitioned key's [SourceAccountId]: the owner's
 // IAM account, or the owner's user id (each user is its own account).
 func (l *Logger) ownerAccount(uid string) string {
+	if a, ok := l.accounts.Load(uid); ok {
+		return a.(string)
+	}
+	acct := uid
 	u, err := l.d.GetUser(context.Background(), uid)
 	if err == nil && u.Account != "" {
-		return u.Account
+		acct = u.Account
 	}
-	return uid
+	if err == nil {
+		l.accounts.Store(uid, acct) // a user never changes account
+	}
+	return acct
 }
 
 func (l *Logger) bucket(id string) *bucketLog {
@@ -322,6 +385,7 @@ func (l *Logger) flushBucket(ctx context.Context, bl *bucketLog) {
 // new one when there is none, it was sealed by a roll (anyone's), or the
 // configuration changed. The write is synced.
 func (l *Logger) append(ctx context.Context, bl *bucketLog, meta pendingMeta, data []byte) error {
+	meta.SourceOwner = l.ownerAccount(meta.SourceOwner)
 	for attempt := 0; attempt < 8; attempt++ {
 		bl.mu.Lock()
 		name := bl.name
@@ -333,7 +397,6 @@ func (l *Logger) append(ctx context.Context, bl *bucketLog, meta pendingMeta, da
 		if name == "" {
 			name = l.newName(meta.SourceID)
 			meta.Created = l.opts.Now().UTC()
-			meta.SourceOwner = l.ownerAccount(meta.SourceOwner)
 			bl.name, bl.meta, bl.size, created = name, meta, 0, true
 		}
 		bl.size += int64(len(data))
@@ -371,25 +434,25 @@ func (l *Logger) append(ctx context.Context, bl *bucketLog, meta pendingMeta, da
 // nextEntry is the next omap key of this process's appends: ordered,
 // unique within each of its pending objects.
 func (l *Logger) nextEntry() string {
-	l.mu.Lock()
-	l.entry++
-	n := l.entry
-	l.mu.Unlock()
-	return fmt.Sprintf("%016x", n)
+	return fmt.Sprintf("%016x", l.entry.Add(1))
 }
 
 func (l *Logger) detach(name string) {
-	l.mu.Lock()
+	l.dmu.Lock()
 	l.detached = append(l.detached, name)
-	l.mu.Unlock()
+	l.dmu.Unlock()
+}
+
+func (l *Logger) takeDetached() []string {
+	l.dmu.Lock()
+	defer l.dmu.Unlock()
+	d := l.detached
+	l.detached = nil
+	return d
 }
 
 func (l *Logger) newName(sourceID string) string {
-	l.mu.Lock()
-	l.seq++
-	n := l.seq
-	l.mu.Unlock()
-	return fmt.Sprintf("%s/%s.%08d", sourceID, l.opts.BootID, n)
+	return fmt.Sprintf("%s/%s.%08d", sourceID, l.opts.BootID, l.seq.Add(1))
 }
 
 // detachAll takes this gateway's current pending objects (of one source
@@ -423,8 +486,8 @@ func (l *Logger) rollDue(ctx context.Context, sweep bool, prefix string) error {
 	now := l.opts.Now()
 	var due []string
 	mine := map[string]bool{}
+	due = l.takeDetached()
 	l.mu.Lock()
-	due, l.detached = l.detached, nil
 	for _, bl := range l.buckets {
 		bl.mu.Lock()
 		if bl.name != "" {
