@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,6 +89,7 @@ func runPrefix(oid string) string {
 
 type orphanScan struct {
 	d      *Driver
+	io     objstore.IOContext // the data pool being listed
 	opt    OrphanOptions
 	cutoff time.Time
 	rep    OrphanReport
@@ -111,22 +114,51 @@ func (d *Driver) ScanOrphans(ctx context.Context, opt OrphanOptions) (OrphanRepo
 	if err := s.uploads(ctx); err != nil {
 		return s.rep, err
 	}
+	start := time.Now()
+	for _, io := range d.dataPools() {
+		s.io = io
+		if err := s.pool(ctx, start); err != nil {
+			return s.rep, err
+		}
+	}
+	return s.rep, nil
+}
+
+// dataPools are the distinct pools of the configured storage classes,
+// STANDARD's first: a transition or a class's PUT writes data there.
+func (d *Driver) dataPools() []objstore.IOContext {
+	d.pools.mu.Lock()
+	defer d.pools.mu.Unlock()
+	out := []objstore.IOContext{d.data}
+	seen := map[objstore.IOContext]bool{d.data: true}
+	names := slices.Sorted(maps.Keys(d.pools.classes))
+	for _, n := range names {
+		if pl := d.pools.classes[n]; !seen[pl.io] {
+			seen[pl.io] = true
+			out = append(out, pl.io)
+		}
+	}
+	return out
+}
+
+// pool scans s.io.
+func (s *orphanScan) pool(ctx context.Context, start time.Time) error {
 	var group []string
 	marker := ""
-	start := time.Now()
+	opt := s.opt
 	for {
-		oids, more, err := d.data.ListObjects(ctx, marker, orphanPageLength)
+		oids, more, err := s.io.ListObjects(ctx, marker, orphanPageLength)
 		if err != nil {
-			return s.rep, err
+			return err
 		}
 		for _, oid := range oids {
 			if len(group) > 0 && runPrefix(oid) != runPrefix(group[0]) {
 				if err := s.run(ctx, group); err != nil {
-					return s.rep, err
+					return err
 				}
 				group = group[:0]
 				if err := pace(ctx, start, s.rep.Examined, opt.Rate); err != nil {
-					return s.rep, err
+					return err
 				}
 			}
 			group = append(group, oid)
@@ -137,11 +169,9 @@ func (d *Driver) ScanOrphans(ctx context.Context, opt OrphanOptions) (OrphanRepo
 		marker = oids[len(oids)-1]
 	}
 	if len(group) > 0 {
-		if err := s.run(ctx, group); err != nil {
-			return s.rep, err
-		}
+		return s.run(ctx, group)
 	}
-	return s.rep, nil
+	return nil
 }
 
 // pace waits until n objects at rate per second have had their time.
@@ -180,7 +210,7 @@ func (s *orphanScan) run(ctx context.Context, oids []string) error {
 		if oid == prefix {
 			ow = op.GetXattrOptional(ownerXattr)
 		}
-		err := s.d.data.OperateRead(ctx, oid, op)
+		err := s.io.OperateRead(ctx, oid, op)
 		if errors.Is(err, objstore.ErrNotFound) || err == nil && !st.Exists {
 			continue // removed since listed
 		}
@@ -221,7 +251,7 @@ func (s *orphanScan) run(ctx context.Context, oids []string) error {
 		// Head first: a run cut short by a crash is then headless, which
 		// the next scan recognises without its owner.
 		for _, oid := range rm {
-			err := s.d.data.Operate(ctx, oid, objstore.NewWriteOp().Remove())
+			err := s.io.Operate(ctx, oid, objstore.NewWriteOp().Remove())
 			if err != nil && !errors.Is(err, objstore.ErrNotFound) {
 				return err
 			}

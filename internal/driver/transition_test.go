@@ -221,3 +221,59 @@ func TestTransitionEncrypted(t *testing.T) {
 		t.Fatalf("range of the moved encrypted object: %d bytes, %v", len(got), err)
 	}
 }
+
+// TestOrphanScanCoversClassPools: the orphan scan lists every storage
+// class's pool (a crash between a transition's copy and its switch leaves
+// the copy there), including a class kept in a store of its own, and
+// keeps the live data of each.
+func TestOrphanScanCoversClassPools(t *testing.T) {
+	ctx := context.Background()
+	d, st, arch, _ := newClassDriver(t)
+	if err := d.CreateBucket(ctx, "u", "bkt", "", 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"COLD", "ARCHIVE"} {
+		if _, err := d.PutObject(ctx, driver.PutObjectInput{Bucket: "bkt", Key: c, Body: bytes.NewReader([]byte(c)), Size: int64(len(c)),
+			Meta: driver.ObjectMeta{StorageClass: c}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An unreferenced copy beside each live object: same owner record,
+	// a run name no entry names.
+	for _, p := range []struct {
+		st    objstore.Store
+		class string
+	}{{st, "COLD"}, {arch, "ARCHIVE"}} {
+		io, err := p.st.IOContext(ctx, driver.ClassPool(p.class))
+		if err != nil {
+			t.Fatal(err)
+		}
+		oids, _, err := io.ListObjects(ctx, "", 10)
+		if err != nil || len(oids) != 1 {
+			t.Fatalf("%s pool: %v %v", p.class, oids, err)
+		}
+		op := objstore.NewReadOp()
+		ow := op.GetXattr("cairn.owner")
+		if err := io.OperateRead(ctx, oids[0], op); err != nil {
+			t.Fatal(err)
+		}
+		if err := io.Operate(ctx, "zzorphan"+p.class, objstore.NewWriteOp().WriteFull([]byte("copy")).SetXattr("cairn.owner", ow.Value)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := d.ScanOrphans(ctx, driver.OrphanOptions{Remove: true})
+	if err != nil || rep.Removed != 2 || rep.Orphans != 2 {
+		t.Fatalf("scan: %+v %v", rep, err)
+	}
+	if got := poolObjects(t, st, driver.ClassPool("COLD")); got != 1 {
+		t.Errorf("COLD pool holds %d objects after the scan, want 1", got)
+	}
+	if got := poolObjects(t, arch, driver.ClassPool("ARCHIVE")); got != 1 {
+		t.Errorf("ARCHIVE store holds %d objects after the scan, want 1", got)
+	}
+	for _, c := range []string{"COLD", "ARCHIVE"} {
+		if got := get(t, d, "bkt", c, nil); string(got) != c {
+			t.Errorf("%s reads %q after the scan", c, got)
+		}
+	}
+}
