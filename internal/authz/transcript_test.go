@@ -56,6 +56,8 @@ func runTranscript(t *testing.T, path string) {
 	}
 	in := Input{Owner: alice}
 	idents := map[string]*IdentityPolicies{}
+	sessions := map[string]*Policy{}
+	var trust *Policy
 	principal := func(who string) Principal {
 		switch {
 		case who == "anon":
@@ -64,6 +66,15 @@ func runTranscript(t *testing.T, path string) {
 			return Principal{ID: who[6:], Admin: true}
 		}
 		p := Principal{ID: who, Identity: idents[who]}
+		if acct, rest, ok := strings.Cut(who, "/"); ok && strings.HasPrefix(rest, "role:") {
+			// $A/role:<role>:<session>: a role session, the role's identity
+			// policies (identity $A/role:<role>) and its session policy.
+			_, rs, _ := strings.Cut(rest, ":")
+			role, sess, _ := strings.Cut(rs, ":")
+			return Principal{ID: "AROA" + role + ":" + sess, Account: acct, Name: role, Path: "/",
+				Identity: idents[acct+"/role:"+role],
+				Session:  &Session{RoleID: "AROA" + role, RoleName: role, RolePath: "/", Name: sess, Policy: sessions[who]}}
+		}
 		if acct, name, ok := strings.Cut(who, "/"); ok {
 			p.Account, p.Name, p.Root = acct, name, name == "root"
 			p.ID = "uid-" + name
@@ -176,6 +187,56 @@ func runTranscript(t *testing.T, path string) {
 			}
 			if got != want {
 				t.Errorf("%s: identity: got %q, want %q", at, got, want)
+			}
+		case "session", "trust":
+			var doc strings.Builder
+			for sc.Scan() {
+				line++
+				if strings.TrimSpace(sc.Text()) == "----" {
+					break
+				}
+				doc.WriteString(sc.Text() + "\n")
+			}
+			want, _ := next()
+			var p *Policy
+			var err error
+			if f[0] == "trust" {
+				p, err = ParseTrustPolicy([]byte(expandAccounts(doc.String())))
+			} else {
+				p, err = ParseSessionPolicy([]byte(expandAccounts(doc.String())))
+			}
+			got := "ok"
+			if err != nil {
+				got = "MalformedPolicy: " + err.(*MalformedPolicyError).Reason
+			} else if f[0] == "trust" {
+				trust = p
+			} else {
+				sessions[expandAccounts(f[1])] = p
+			}
+			if got != want {
+				t.Errorf("%s: %s: got %q, want %q", at, f[0], got, want)
+			}
+		case "assume":
+			// assume <who> <sts action> <account>/<role> [key=value...]
+			a, ok := ActionByName(f[2])
+			if !ok {
+				t.Fatalf("%s: unknown action %s", at, f[2])
+			}
+			acct, role, _ := strings.Cut(f[3], "/")
+			ain := Input{Owner: acct, Policy: trust, Request: Request{Principal: principal(f[1]), Action: a,
+				Resource: Resource{IAM: RoleARN(acct, "/", role)}, Context: Context{}}}
+			if strings.HasPrefix(f[1], "federated:") {
+				ain.Principal = Principal{Federated: f[1][len("federated:"):]}
+			}
+			for _, kv := range f[4:] {
+				k, v, _ := strings.Cut(kv, "=")
+				ain.Context[strings.ToLower(k)] = append(ain.Context[strings.ToLower(k)], v)
+			}
+			d := Evaluate(&ain)
+			got := d.Effect.String() + ": " + d.Reason
+			want, _ := next()
+			if got != want {
+				t.Errorf("%s: %s\n got: %s\nwant: %s", at, cmd, got, want)
 			}
 		case "iam":
 			a, ok := ActionByName(f[2])
