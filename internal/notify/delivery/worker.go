@@ -80,7 +80,6 @@ type worker struct {
 	results  chan result
 	poke     chan struct{} // local commits (Manager.wake); capacity 1
 	poked    bool          // a commit arrived since the last list
-	pokedAt  time.Time     // when the first of those arrived
 	pushes   sync.WaitGroup
 	keys     map[string]*keyQ
 	ready    []*keyQ
@@ -247,9 +246,6 @@ func (w *worker) loop() error {
 				w.handle(<-w.results)
 			}
 		case <-w.poke:
-			if !w.poked {
-				w.pokedAt = time.Now()
-			}
 			w.poked = true
 		case <-timer.C:
 		}
@@ -309,11 +305,7 @@ func (w *worker) fill() error {
 		return nil
 	}
 	room := cfg.ShardWindow - w.held
-	// quiet: how long after the previous list the first commit came. Not
-	// the time since that list: on a loaded machine the loop wakes late,
-	// and a late wake read as a quiet spell kept the gap at WakeGap (3–19
-	// events per list where WakeBatch is 32).
-	quiet := w.pokedAt.Sub(w.lastList)
+	since := time.Since(w.lastList)
 	woken := w.poked && w.drained
 	w.poked = false // commits from now on poke again
 	ctx, cancel := context.WithTimeout(w.stopCtx, cfg.PushTimeout)
@@ -353,7 +345,7 @@ func (w *worker) fill() error {
 		}
 	}
 	if woken {
-		w.adaptGap(quiet, len(res.Entries))
+		w.adaptGap(since, len(res.Entries))
 	}
 	for _, e := range res.Entries {
 		w.add(e)
@@ -363,13 +355,12 @@ func (w *worker) fill() error {
 	return nil
 }
 
-// adaptGap moves the wake gap after a woken list that returned n entries,
-// whose first commit came quiet after the previous list
-// (Config.MaxWakeGap).
-func (w *worker) adaptGap(quiet time.Duration, n int) {
+// adaptGap moves the wake gap after a woken list that came since after the
+// previous one and returned n entries (Config.MaxWakeGap).
+func (w *worker) adaptGap(since time.Duration, n int) {
 	cfg := &w.m.cfg
 	switch {
-	case quiet > 2*w.gap+cfg.WakeGap:
+	case since > 2*w.gap+cfg.WakeGap:
 		w.gap = cfg.WakeGap // a quiet spell: the next lone event goes out fast
 	case n >= cfg.WakeBatch:
 		w.gap = max(w.gap/2, cfg.WakeGap)
