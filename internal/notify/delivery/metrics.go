@@ -21,6 +21,8 @@ type metrics struct {
 	owned    prometheus.Gauge
 	lost     prometheus.Counter
 	shardOps *prometheus.CounterVec
+	// shardOps by op, resolved once (one per store op).
+	opsList, opsRemove, opsListRemove prometheus.Counter
 
 	// Totals mirrored for Stats (cheap to read without a registry).
 	nOK, nFailed, nExpired, nLost, nInflight atomic.Int64
@@ -56,6 +58,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		shardOps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "shard_ops_total",
 			Help: "Store ops delivery sent to queue shards: list, remove (acks and retry states), list_remove (both in one op)."}, []string{"op"}),
 	}
+	m.opsList = m.shardOps.WithLabelValues("list")
+	m.opsRemove = m.shardOps.WithLabelValues("remove")
+	m.opsListRemove = m.shardOps.WithLabelValues("list_remove")
 	if reg != nil {
 		reg.MustRegister(m.entries, m.bytes, m.oldest, m.latency, m.ok, m.failed, m.expired, m.inflight, m.owned, m.lost, m.shardOps)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // A local commit wakes its shard's worker: with a poll interval of an
@@ -87,4 +89,94 @@ func TestAckedEntriesRemovedAtOnce(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, "all delivered", func() bool { return rcv.delivered() == 40 })
 	eventually(t, 30*time.Second, "acknowledged entries removed", func() bool { return e.entries(tp) == 0 })
+}
+
+// The acknowledgements of one list's pushes share one removal op: an ack
+// waits (up to AckLinger, an hour here) while other pushes of its shard
+// are in flight. Removing each ack as the loop saw it cost one op per
+// answer when the answers came apart.
+func TestAcksOfOneListShareARemoval(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	tp := e.createTopic("linger", rcv.url(), 1, nil)
+	const n = 10
+	for i := range n {
+		e.publish(tp, "b", fmt.Sprintf("k%d", i))
+	}
+	release := make(chan struct{})
+	rcv.set(func(r *receiver) {
+		r.status = func(key string, _ uint64) int {
+			if key != "b/k0" {
+				<-release
+			}
+			return 0
+		}
+	})
+	reg := prometheus.NewRegistry()
+	e.manager("gw1", e.endpoints(nil), func(c *Config) {
+		c.Registerer = reg
+		c.AckLinger = time.Hour
+		c.PollInterval = time.Hour
+		c.MaxWakeGap = time.Hour
+		c.RemoveInterval = time.Hour
+	})
+	ok := func() float64 { return counter(t, reg, "cairn_notify_delivery_pushes_ok_total", nil) }
+	// k0 is answered and handled while the other nine wait in the receiver.
+	eventually(t, 30*time.Second, "k0 acknowledged", func() bool { return ok() == 1 })
+	close(release)
+	eventually(t, 30*time.Second, "all acknowledged", func() bool { return ok() == n })
+	eventually(t, 30*time.Second, "acknowledged entries removed", func() bool { return e.entries(tp) == 0 })
+	removals := counter(t, reg, "cairn_notify_delivery_shard_ops_total", map[string]string{"op": "remove"}) +
+		counter(t, reg, "cairn_notify_delivery_shard_ops_total", map[string]string{"op": "list_remove"})
+	if removals != 1 {
+		t.Errorf("%v removal ops for %d acknowledgements of one list, want 1", removals, n)
+	}
+}
+
+// A removal owed when a list is due rides in the list's op: a commit wakes
+// the worker while one push is still open and another's ack waits for it.
+func TestRemovalRidesTheList(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	tp := e.createTopic("ride", rcv.url(), 1, nil)
+	e.publish(tp, "b", "k0")
+	e.publish(tp, "b", "k1")
+	release := make(chan struct{})
+	rcv.set(func(r *receiver) {
+		r.status = func(key string, _ uint64) int {
+			if key == "b/k1" {
+				<-release
+			}
+			return 0
+		}
+	})
+	reg := prometheus.NewRegistry()
+	e.manager("gw1", e.endpoints(nil), func(c *Config) {
+		c.Registerer = reg
+		c.AckLinger = time.Hour
+		c.PollInterval = time.Hour
+		c.WakeGap = time.Millisecond
+		c.RemoveInterval = time.Hour
+	})
+	defer close(release)
+	ops := func(op string) float64 {
+		return counter(t, reg, "cairn_notify_delivery_shard_ops_total", map[string]string{"op": op})
+	}
+	eventually(t, 30*time.Second, "k0 acknowledged", func() bool {
+		return counter(t, reg, "cairn_notify_delivery_pushes_ok_total", nil) == 1
+	})
+	// k0's removal waits for k1 (AckLinger an hour); a commit makes a list
+	// due, which carries it.
+	e.publish(tp, "b", "k2")
+	eventually(t, 30*time.Second, "k0 removed with the list", func() bool { return ops("list_remove") == 1 })
+	if n := ops("remove"); n != 0 {
+		t.Errorf("%v removal ops of their own, want 0", n)
+	}
+	// k1 is still open; k2 was listed and delivered: k1 and k2's ack remain.
+	eventually(t, 30*time.Second, "k2 acknowledged", func() bool {
+		return counter(t, reg, "cairn_notify_delivery_pushes_ok_total", nil) == 2
+	})
+	if n := e.entries(tp); n != 2 {
+		t.Errorf("%d entries queued, want 2 (k1 in flight, k2's removal waiting for it)", n)
+	}
 }

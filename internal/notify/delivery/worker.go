@@ -320,10 +320,10 @@ func (w *worker) fill() error {
 			rm[i] = it.e.Marker
 		}
 		res, err = w.lease.removeAndList(ctx, rm, w.marker, min(room, queue.MaxListMax))
-		w.m.met.shardOps.WithLabelValues("list_remove").Inc()
+		w.m.met.opsListRemove.Inc()
 	} else {
 		res, err = w.lease.list(ctx, w.marker, min(room, queue.MaxListMax))
-		w.m.met.shardOps.WithLabelValues("list").Inc()
+		w.m.met.opsList.Inc()
 	}
 	w.lastList = time.Now()
 	if err != nil {
@@ -654,7 +654,7 @@ func (w *worker) flush(ctx context.Context) error {
 		}
 		cctx, cancel := context.WithTimeout(ctx, w.m.cfg.PushTimeout)
 		err := w.lease.commit(cctx, rm, ups)
-		w.m.met.shardOps.WithLabelValues("remove").Inc()
+		w.m.met.opsRemove.Inc()
 		if err != nil && errors.Is(err, objstore.ErrNotFound) && len(ups) > 0 {
 			// An updated entry vanished (purged by an admin): keep the
 			// removals, forget the updates.
