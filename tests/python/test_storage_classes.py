@@ -95,3 +95,19 @@ def test_aws_cli_storage_class(tmp_path):
     subprocess.run(aws + ["s3", "cp", str(f), f"s3://{b}/cli", "--storage-class", "STANDARD_IA"], env=env, check=True, capture_output=True)
     out = subprocess.run(aws + ["s3api", "head-object", "--bucket", b, "--key", "cli"], env=env, check=True, capture_output=True).stdout
     assert json.loads(out)["StorageClass"] == "STANDARD_IA"
+
+
+def test_presigned_post_storage_class():
+    from test_post_cors import multipart, send
+    s3 = client()
+    b = "sc-" + uuid.uuid4().hex[:12]
+    s3.create_bucket(Bucket=b)
+    for cls, want in (("GLACIER", 204), ("DEEP_ARCHIVE", 400)):
+        p = s3.generate_presigned_post(b, "posted", Fields={"x-amz-storage-class": cls},
+                                       Conditions=[{"x-amz-storage-class": cls}], ExpiresIn=600)
+        body, ctype = multipart(p["fields"], "f.txt", b"posted data")
+        status, _, data = send("POST", p["url"], body, {"Content-Type": ctype})
+        assert status == want, data
+        if want == 400:
+            assert b"InvalidStorageClass" in data
+    assert s3.head_object(Bucket=b, Key="posted")["StorageClass"] == "GLACIER"
