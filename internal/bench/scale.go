@@ -245,7 +245,10 @@ type ScaleAging struct {
 
 // ScaleWalk is the full listing and the stats call after the rounds.
 type ScaleWalk struct {
-	Keys       int64   `json:"keys"`
+	Keys int64 `json:"keys"`
+	// Expected: keys the run wrote and did not delete (nothing is in
+	// flight during the walk); Keys must equal it.
+	Expected   int64   `json:"expected_keys"`
 	Pages      int     `json:"pages"`
 	Seconds    float64 `json:"seconds"`
 	KeysPerSec float64 `json:"keys_per_sec"`
@@ -578,6 +581,10 @@ func (r *scaleRun) fill(ctx context.Context, target int64) (ScaleOp, time.Durati
 	rec := newLatRec()
 	errs := make([]error, r.cfg.Clients)
 	var wg sync.WaitGroup
+	// An op once issued runs to its end: the key counters must say what
+	// the bucket holds (the walk checks it), so ending a phase or the run
+	// only stops new ops.
+	opCtx := context.WithoutCancel(ctx)
 	t0 := time.Now()
 	for c := 0; c < r.cfg.Clients; c++ {
 		wg.Add(1)
@@ -592,10 +599,8 @@ func (r *scaleRun) fill(ctx context.Context, target int64) (ScaleOp, time.Durati
 					return
 				}
 				s := time.Now()
-				if err := r.t.put(ctx, scaleKey(i), r.body); err != nil {
-					if ctx.Err() == nil {
-						errs[c] = fmt.Errorf("fill put %d: %w", i, err)
-					}
+				if err := r.t.put(opCtx, scaleKey(i), r.body); err != nil {
+					errs[c] = fmt.Errorf("fill put %d: %w", i, err)
 					return
 				}
 				rec.add("put", time.Since(s), false, local, lm)
@@ -614,6 +619,7 @@ func (r *scaleRun) fill(ctx context.Context, target int64) (ScaleOp, time.Durati
 func (r *scaleRun) mixed(ctx context.Context, d time.Duration, ph byte, pick func(p int) string) (map[string]ScaleOp, float64, time.Duration, *latRec, error) {
 	r.phase.Store(int32(ph))
 	defer r.phase.Store(phOther)
+	opCtx := context.WithoutCancel(ctx) // see fill
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	rec := newLatRec()
@@ -631,12 +637,10 @@ func (r *scaleRun) mixed(ctx context.Context, d time.Duration, ph byte, pick fun
 			for ctx.Err() == nil {
 				op := pick(rng.IntN(100))
 				s := time.Now()
-				miss, err := r.one(ctx, op, rng, buf)
+				miss, err := r.one(opCtx, op, rng, buf)
 				if err != nil {
-					if ctx.Err() == nil {
-						errs[c] = fmt.Errorf("%s: %w", op, err)
-						cancel()
-					}
+					errs[c] = fmt.Errorf("%s: %w", op, err)
+					cancel()
 					return
 				}
 				rec.add(op, time.Since(s), miss, local, lm)
@@ -843,7 +847,7 @@ func (r *scaleRun) addRound(rd ScaleRound) {
 func (r *scaleRun) walk(ctx context.Context) error {
 	r.phase.Store(phList)
 	defer r.phase.Store(phOther)
-	w := &ScaleWalk{}
+	w := &ScaleWalk{Expected: int64(r.putNext.Load() - r.delNext.Load())}
 	t0 := time.Now()
 	if _, _, _, err := r.t.stats(ctx); err != nil {
 		return err
@@ -872,7 +876,7 @@ func (r *scaleRun) walk(ctx context.Context) error {
 	}
 	w.Seconds = time.Since(t0).Seconds()
 	w.KeysPerSec = float64(w.Keys) / w.Seconds
-	r.logf("walk: %d keys in %d pages, %.1f s (%.0f keys/s); bucket stats %.1f ms", w.Keys, w.Pages, w.Seconds, w.KeysPerSec, w.StatsMs)
+	r.logf("walk: %d keys (%d expected) in %d pages, %.1f s (%.0f keys/s); bucket stats %.1f ms", w.Keys, w.Expected, w.Pages, w.Seconds, w.KeysPerSec, w.StatsMs)
 	r.mu.Lock()
 	r.res.Walk = w
 	r.mu.Unlock()
