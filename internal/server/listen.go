@@ -43,6 +43,7 @@ func (l *listener) Accept() (net.Conn, error) {
 		hc.tls = tls.Server(c, l.tls)
 		hc.Conn = hc.tls
 	}
+	hc.in = &expectReader{r: hc.Conn, limit: l.maxHeader + 4096}
 	return hc, nil
 }
 
@@ -57,10 +58,11 @@ type conn struct {
 	// flushing exactly those bytes as body; no Cairn handler writes before
 	// it has read the request body.
 	readSinceWrite atomic.Int64
+	in             io.Reader // Conn's bytes through expectReader
 }
 
 func (c *conn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+	n, err := c.in.Read(p)
 	c.readSinceWrite.Add(int64(n))
 	return n, err
 }

@@ -352,7 +352,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(
 	}
 	defer g.Close()
 	srv := &http.Server{
-		Handler:           withTLSState(g.Handler),
+		Handler:           withTLSState(restoreExpect(g.Handler)),
 		MaxHeaderBytes:    g.API.HTTPMaxHeaderBytes(),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		IdleTimeout:       cfg.IdleTimeout,

@@ -1,0 +1,136 @@
+package server
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"strconv"
+)
+
+// AWS ignores an Expect header other than "100-continue"; net/http answers
+// 417 before any handler runs. expectReader follows the HTTP/1.1 framing of
+// the requests read from a connection and renames such headers to
+// hiddenExpect (a per-process name no client can know) in the header
+// section only, never in a body; the handler then restores them (so a
+// signature that covers Expect still verifies). Framing it cannot follow
+// (Transfer-Encoding, a header section beyond the limit, a malformed
+// length) turns it into a plain pass-through for the rest of the
+// connection: net/http then decides as it would without it.
+var hiddenExpect = func() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "X-Cairn-Expect-" + hex.EncodeToString(b)
+}()
+
+type expectReader struct {
+	r     io.Reader
+	limit int    // header bytes held at most before passing through
+	hdr   []byte // the current request's header bytes read so far
+	out   []byte // bytes ready for the caller
+	body  int64  // body bytes of the current request still to pass
+	pass  bool
+	err   error // the reader's error, returned once out is drained
+	buf   [4096]byte
+}
+
+func (f *expectReader) Read(p []byte) (int, error) {
+	for {
+		if len(f.out) > 0 {
+			n := copy(p, f.out)
+			f.out = f.out[n:]
+			return n, nil
+		}
+		if f.pass && f.err == nil {
+			return f.r.Read(p)
+		}
+		if f.body > 0 && f.err == nil {
+			if int64(len(p)) > f.body {
+				p = p[:f.body]
+			}
+			n, err := f.r.Read(p)
+			f.body -= int64(n)
+			return n, err
+		}
+		if i := bytes.Index(f.hdr, []byte("\r\n\r\n")); i >= 0 && i+4 <= f.limit && !f.pass {
+			head, rest := f.hdr[:i+4], f.hdr[i+4:]
+			out, body, ok := rewriteHead(head)
+			f.hdr = nil
+			if !ok {
+				f.pass = true
+				f.out = append(out, rest...)
+				continue
+			}
+			n := min(int64(len(rest)), body)
+			f.out = append(out, rest[:n]...)
+			f.body = body - n
+			f.hdr = append([]byte(nil), rest[n:]...)
+			continue
+		}
+		if f.pass || len(f.hdr) > f.limit || bytes.Contains(f.hdr, []byte("\r\n\r\n")) {
+			// beyond the limit: net/http decides (431)
+			f.pass, f.out, f.hdr = true, f.hdr, nil
+			if len(f.out) > 0 {
+				continue
+			}
+		}
+		if f.err != nil {
+			if len(f.hdr) > 0 {
+				f.out, f.hdr = f.hdr, nil
+				continue
+			}
+			return 0, f.err
+		}
+		n, err := f.r.Read(f.buf[:])
+		f.hdr = append(f.hdr, f.buf[:n]...)
+		f.err = err
+	}
+}
+
+// rewriteHead renames the header section's Expect lines other than
+// 100-continue and returns the request's body length; ok is false when the
+// body's framing is not a plain Content-Length.
+func rewriteHead(head []byte) (out []byte, body int64, ok bool) {
+	lines := bytes.Split(head[:len(head)-4], []byte("\r\n"))
+	out = make([]byte, 0, len(head)+64)
+	ok = true
+	for i, l := range lines {
+		if i > 0 {
+			out = append(out, "\r\n"...)
+			name, value, found := bytes.Cut(l, []byte(":"))
+			if found {
+				name, value = bytes.TrimSpace(name), bytes.TrimSpace(value)
+				switch {
+				case bytes.EqualFold(name, []byte("Content-Length")):
+					n, err := strconv.ParseInt(string(value), 10, 64)
+					if err != nil || n < 0 || (body > 0 && n != body) {
+						ok = false
+					}
+					body = n
+				case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+					ok = false
+				case bytes.EqualFold(name, []byte("Expect")) && !bytes.EqualFold(value, []byte("100-continue")):
+					out = append(out, hiddenExpect...)
+					out = append(out, ':', ' ')
+					out = append(out, value...)
+					continue
+				}
+			}
+		}
+		out = append(out, l...)
+	}
+	return append(out, "\r\n\r\n"...), body, ok
+}
+
+// restoreExpect gives the handler back the Expect headers expectReader
+// renamed.
+func restoreExpect(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Values(hiddenExpect); len(v) > 0 {
+			r.Header.Del(hiddenExpect)
+			r.Header["Expect"] = v
+		}
+		h.ServeHTTP(w, r)
+	})
+}
