@@ -111,4 +111,8 @@ func TestBucketStatsByClassAndUsageHeaders(t *testing.T) {
 			t.Errorf("%s: %q, want -1 (no quota set)", name, h.Get(name))
 		}
 	}
+	// The user record sets no max_buckets: the gateway's default.
+	if got := h.Get("X-RGW-Quota-Max-Buckets"); got != "1000" {
+		t.Errorf("X-RGW-Quota-Max-Buckets %q, want max-buckets' default 1000", got)
+	}
 }
