@@ -76,3 +76,48 @@ func TestShardHeaderClasses(t *testing.T) {
 		t.Fatalf("classes left: %+v", h.Classes)
 	}
 }
+
+func accountInputs() (std, cold []byte) {
+	e := Entry{Key: "some/key", Size: 4096, Seq: 9, VersionID: VersionID(9, "t"), ETag: "e", Tag: "t",
+		Manifest: Manifest{Runs: []Run{{Prefix: "t", Size: 4096, StripeSize: 4 << 20}}}, Meta: json.RawMessage(`{"ct":"text/plain"}`)}
+	std, _ = gojson.Marshal(e)
+	e.Class = "COLD"
+	cold, _ = gojson.Marshal(e)
+	return std, cold
+}
+
+// account runs twice per index write: class accounting must not
+// allocate once the shard has a record for the class.
+func TestAccountAllocs(t *testing.T) {
+	std, cold := accountInputs()
+	var h shardHeader
+	if err := account(&h, "some/key", cold, 1); err != nil {
+		t.Fatal(err)
+	}
+	for name, raw := range map[string][]byte{"STANDARD": std, "COLD": cold} {
+		if n := testing.AllocsPerRun(100, func() {
+			_ = account(&h, "some/key", raw, 1)
+			_ = account(&h, "some/key", raw, -1)
+		}); n != 0 {
+			t.Errorf("%s: account allocates %.0f times", name, n)
+		}
+	}
+	if len(h.Classes) != 1 || h.Classes[0].NumObjects != 1 {
+		t.Fatalf("header %+v", h)
+	}
+}
+
+func BenchmarkAccount(b *testing.B) {
+	std, cold := accountInputs()
+	for name, raw := range map[string][]byte{"STANDARD": std, "COLD": cold} {
+		b.Run(name, func(b *testing.B) {
+			var h shardHeader
+			_ = account(&h, "other", cold, 1) // the shard holds COLD data
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				_ = account(&h, "some/key", raw, 1)
+				_ = account(&h, "some/key", raw, -1)
+			}
+		})
+	}
+}
