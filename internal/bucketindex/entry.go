@@ -166,13 +166,27 @@ func (s *Stats) add(o Stats) {
 
 // shardHeader is the shard's omap header, little-endian u64s: objects,
 // size, reshard log sequence, then versions, versions' size and legacy
-// entries (absent in
-// headers written before versioning: a shard then holds only legacy
-// entries, each its key's only version).
+// entries (absent in headers written before versioning: a shard then
+// holds only legacy entries, each its key's only version), then the
+// stats of each storage class other than STANDARD (absent before storage
+// classes: none). docs/format/cls.md has the layout.
 type shardHeader struct {
 	Stats
 	LogSeq uint64
+	// Classes are the stats of the entries of each non-STANDARD class,
+	// sorted by name; a class whose counts all reach 0 is dropped, so
+	// the header stays 48 bytes while a shard holds only STANDARD data.
+	Classes []ClassStats
 }
+
+// ClassStats is the share of one storage class in a Stats (Legacy unused).
+type ClassStats struct {
+	Class string
+	Stats
+}
+
+// maxClassName bounds a class name in the header (one length byte).
+const maxClassName = 255
 
 func decodeHeader(b []byte) (shardHeader, error) {
 	var h shardHeader
@@ -185,23 +199,84 @@ func decodeHeader(b []byte) (shardHeader, error) {
 	h.NumObjects = binary.LittleEndian.Uint64(b)
 	h.Size = binary.LittleEndian.Uint64(b[8:])
 	h.LogSeq = binary.LittleEndian.Uint64(b[16:])
-	if len(b) >= 48 {
-		h.NumVersions = binary.LittleEndian.Uint64(b[24:])
-		h.VersionSize = binary.LittleEndian.Uint64(b[32:])
-		h.Legacy = binary.LittleEndian.Uint64(b[40:])
-	} else {
+	if len(b) < 48 {
 		h.NumVersions, h.VersionSize, h.Legacy = h.NumObjects, h.Size, h.NumObjects
+		return h, nil
+	}
+	h.NumVersions = binary.LittleEndian.Uint64(b[24:])
+	h.VersionSize = binary.LittleEndian.Uint64(b[32:])
+	h.Legacy = binary.LittleEndian.Uint64(b[40:])
+	for p := b[48:]; len(p) > 0; {
+		n := int(p[0])
+		if n == 0 || len(p) < 1+n+32 {
+			return h, objstore.Errorf(objstore.ErrInvalid, "index shard header: bad class record at byte %d", len(b)-len(p))
+		}
+		c := ClassStats{Class: string(p[1 : 1+n])}
+		q := p[1+n:]
+		c.NumObjects = binary.LittleEndian.Uint64(q)
+		c.Size = binary.LittleEndian.Uint64(q[8:])
+		c.NumVersions = binary.LittleEndian.Uint64(q[16:])
+		c.VersionSize = binary.LittleEndian.Uint64(q[24:])
+		h.Classes = append(h.Classes, c)
+		p = q[32:]
 	}
 	return h, nil
 }
 
 func (h shardHeader) encode() []byte {
-	b := make([]byte, 48)
+	n := 48
+	for _, c := range h.Classes {
+		n += 1 + len(c.Class) + 32
+	}
+	b := make([]byte, 48, n)
 	binary.LittleEndian.PutUint64(b, h.NumObjects)
 	binary.LittleEndian.PutUint64(b[8:], h.Size)
 	binary.LittleEndian.PutUint64(b[16:], h.LogSeq)
 	binary.LittleEndian.PutUint64(b[24:], h.NumVersions)
 	binary.LittleEndian.PutUint64(b[32:], h.VersionSize)
 	binary.LittleEndian.PutUint64(b[40:], h.Legacy)
+	for _, c := range h.Classes {
+		b = append(b, byte(len(c.Class)))
+		b = append(b, c.Class...)
+		b = binary.LittleEndian.AppendUint64(b, c.NumObjects)
+		b = binary.LittleEndian.AppendUint64(b, c.Size)
+		b = binary.LittleEndian.AppendUint64(b, c.NumVersions)
+		b = binary.LittleEndian.AppendUint64(b, c.VersionSize)
+	}
 	return b
+}
+
+// addClass adds (sign 1) or removes (sign -1) objects/versions and their
+// bytes to class's counters. A removal never takes a counter below 0: a
+// class entry linked by a gateway that predates class stats (or counted
+// in a header it rewrote) was counted as STANDARD, and a reshard, which
+// recounts every entry, makes the shard exact again.
+func (h *shardHeader) addClass(class []byte, objs, size, vers, vsize uint64, sign int64) {
+	i := 0
+	for ; i < len(h.Classes) && h.Classes[i].Class < string(class); i++ {
+	}
+	if i == len(h.Classes) || h.Classes[i].Class != string(class) {
+		if sign < 0 {
+			return
+		}
+		h.Classes = append(h.Classes, ClassStats{})
+		copy(h.Classes[i+1:], h.Classes[i:])
+		h.Classes[i] = ClassStats{Class: string(class)}
+	}
+	c := &h.Classes[i].Stats
+	if sign > 0 {
+		c.NumObjects += objs
+		c.Size += size
+		c.NumVersions += vers
+		c.VersionSize += vsize
+		return
+	}
+	sub := func(v *uint64, d uint64) { *v -= min(*v, d) }
+	sub(&c.NumObjects, objs)
+	sub(&c.Size, size)
+	sub(&c.NumVersions, vers)
+	sub(&c.VersionSize, vsize)
+	if *c == (Stats{}) {
+		h.Classes = append(h.Classes[:i], h.Classes[i+1:]...)
+	}
 }

@@ -134,8 +134,28 @@ func (x Index) Get(ctx context.Context, key string) (Entry, error) {
 
 // Stats sums the shards' headers.
 func (x Index) Stats(ctx context.Context) (Stats, error) {
+	u, err := x.Usage(ctx)
+	return u.Stats, err
+}
+
+// StandardClass names the default storage class, which entries leave
+// unnamed (Entry.Class "").
+const StandardClass = "STANDARD"
+
+// Usage is a bucket's stats and the share of each storage class.
+type Usage struct {
+	Stats
+	// Classes has an entry for each storage class that holds objects or
+	// versions, STANDARD included (the totals minus the other classes).
+	// Legacy is 0 in each.
+	Classes map[string]Stats
+}
+
+// Usage sums the shards' headers, by storage class.
+func (x Index) Usage(ctx context.Context) (Usage, error) {
 	var mu sync.Mutex
 	var total Stats
+	other := map[string]Stats{}
 	err := x.eachShard(ctx, func(ctx context.Context, oid string) error {
 		op := objstore.NewReadOp()
 		hs := op.GetOmapHeader()
@@ -148,10 +168,30 @@ func (x Index) Stats(ctx context.Context) (Stats, error) {
 		}
 		mu.Lock()
 		total.add(h.Stats)
+		for _, c := range h.Classes {
+			s := other[c.Class]
+			s.add(c.Stats)
+			other[c.Class] = s
+		}
 		mu.Unlock()
 		return nil
 	})
-	return total, err
+	if err != nil {
+		return Usage{}, err
+	}
+	u := Usage{Stats: total, Classes: other}
+	std := total
+	std.Legacy = 0
+	for _, s := range other {
+		std.NumObjects -= min(std.NumObjects, s.NumObjects)
+		std.Size -= min(std.Size, s.Size)
+		std.NumVersions -= min(std.NumVersions, s.NumVersions)
+		std.VersionSize -= min(std.VersionSize, s.VersionSize)
+	}
+	if std != (Stats{}) {
+		other[StandardClass] = std
+	}
+	return u, nil
 }
 
 // GCRecord is replaced or removed data awaiting collection.

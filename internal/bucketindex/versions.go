@@ -177,34 +177,73 @@ func scanNum(b []byte) (int64, []byte, bool) {
 // account adds (sign 1) or removes (sign -1) a stored value's share of the
 // shard's stats: a bare entry is a current object (and, when legacy, a
 // version too); a version record is a version (a marker with size 0).
+// Entries of a class other than STANDARD also count in their class's
+// stats.
 func account(h *shardHeader, key string, raw []byte, sign int64) error {
 	if raw == nil {
 		return nil
 	}
 	d := uint64(sign)
+	var objs, size, vers, vsize uint64
 	switch {
 	case strings.HasPrefix(key, verPrefix):
 		sz, _, err := entrySizeSeq(raw)
 		if err != nil {
 			return err
 		}
-		h.NumVersions += d
-		h.VersionSize += uint64(sz) * d
+		vers, vsize = 1, uint64(sz)
 	case strings.HasPrefix(key, specialPrefix):
+		return nil
 	default:
 		sz, seq, err := entrySizeSeq(raw)
 		if err != nil {
 			return err
 		}
-		h.NumObjects += d
-		h.Size += uint64(sz) * d
+		objs, size = 1, uint64(sz)
 		if seq == 0 {
-			h.NumVersions += d
-			h.VersionSize += uint64(sz) * d
+			vers, vsize = 1, uint64(sz)
 			h.Legacy += d
 		}
 	}
+	h.NumObjects += objs * d
+	h.Size += size * d
+	h.NumVersions += vers * d
+	h.VersionSize += vsize * d
+	class, err := entryClass(raw)
+	if err != nil {
+		return err
+	}
+	if len(class) > 0 && string(class) != StandardClass {
+		h.addClass(class, objs, size, vers, vsize, sign)
+	}
 	return nil
+}
+
+// entryClass reads a stored entry's storage class ("" = STANDARD) without
+// decoding it when it can: Class is Entry's last field and the two before
+// it are objects, so json.Marshal ends an entry with `}}` when it has no
+// class and with `,"sc":"<class>"}` when it has one. Anything else is
+// decoded fully. The returned bytes alias raw.
+func entryClass(raw []byte) ([]byte, error) {
+	n := len(raw)
+	if n >= 2 && raw[n-1] == '}' {
+		if raw[n-2] == '}' {
+			return nil, nil
+		}
+		if raw[n-2] == '"' {
+			if i := bytes.LastIndex(raw, []byte(`,"sc":"`)); i >= 0 {
+				v := raw[i+7 : n-2]
+				if len(v) > 0 && len(v) <= maxClassName && bytes.IndexAny(v, `"\`) < 0 {
+					return v, nil
+				}
+			}
+		}
+	}
+	e, err := decodeEntry(raw)
+	if len(e.Class) > maxClassName {
+		return nil, objstore.Errorf(objstore.ErrInvalid, "storage class of %d bytes", len(e.Class))
+	}
+	return []byte(e.Class), err
 }
 
 // shardTx applies raw omap changes to a shard inside one class call,

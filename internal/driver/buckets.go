@@ -462,7 +462,7 @@ func (d *Driver) BucketStats(ctx context.Context, name string) (BucketStats, err
 	// refreshed on purpose: the dynamic reshard check calls this for every
 	// bucket, and dropping the cache would cost the PUT path a meta read.
 	err := d.withIndex(ctx, name, func(inst Instance, ix bucketindex.Index) error {
-		st, err := ix.Stats(ctx)
+		st, err := ix.Usage(ctx)
 		if err != nil {
 			return err
 		}
@@ -470,6 +470,14 @@ func (d *Driver) BucketStats(ctx context.Context, name string) (BucketStats, err
 			BucketInfo: inst.info(), NumShards: inst.Layout.NumShards, Generation: inst.Layout.Gen,
 			NumObjects: st.NumObjects, Size: st.Size, NumVersions: st.NumVersions, VersionsSize: st.VersionSize,
 			Versioning: inst.Versioning, ReshardState: "none",
+			StorageClasses: make(map[string]ClassUsage, len(st.Classes)),
+			Usage:          map[string]CategoryUsage{},
+		}
+		for c, s := range st.Classes {
+			out.StorageClasses[c] = ClassUsage{NumObjects: s.NumObjects, Size: s.Size, NumVersions: s.NumVersions, VersionsSize: s.VersionSize}
+		}
+		if st.NumVersions > 0 {
+			out.Usage["rgw.main"] = CategoryUsage{Size: st.VersionSize, SizeKB: (st.VersionSize + 1023) / 1024, NumObjects: st.NumVersions}
 		}
 		if inst.Reshard != nil {
 			out.ReshardState = "in-progress"

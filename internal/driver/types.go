@@ -171,6 +171,28 @@ type BucketStats struct {
 	VersionsSize uint64 `json:"versions_size"` // bytes of every stored version
 	Versioning   string `json:"versioning,omitempty"`
 	ReshardState string `json:"reshard_status"`
+	// StorageClasses is each class's share of the four counters above,
+	// for every class that holds a version (STANDARD included).
+	StorageClasses map[string]ClassUsage `json:"storage_classes"`
+	// Usage is RGW's per-category map: "rgw.main" is every stored
+	// version (delete markers included, size 0); absent when empty.
+	Usage map[string]CategoryUsage `json:"usage"`
+}
+
+// ClassUsage is one storage class's share of a bucket's stats.
+type ClassUsage struct {
+	NumObjects   uint64 `json:"num_objects"`
+	Size         uint64 `json:"size"`
+	NumVersions  uint64 `json:"num_versions"`
+	VersionsSize uint64 `json:"versions_size"`
+}
+
+// CategoryUsage is one entry of RGW's bucket stats "usage" map (the
+// logical size: no allocation rounding or compression to report).
+type CategoryUsage struct {
+	Size       uint64 `json:"size"`
+	SizeKB     uint64 `json:"size_kb"`
+	NumObjects uint64 `json:"num_objects"`
 }
 
 // ObjectMeta is the metadata a client sets on an object.

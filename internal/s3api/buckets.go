@@ -306,14 +306,16 @@ func readLocation(r *http.Request) (string, error) {
 }
 
 func (s *Server) headBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	// RGW's usage headers: the index shard headers' totals.
+	// RGW's usage headers: the index shard headers' totals. RGW sums
+	// every stored version (its index counts each instance, delete
+	// markers too), which is also what quotas count.
 	st, err := s.be.BucketStats(r.Context(), rc.bucket)
 	if err != nil {
 		return err
 	}
 	w.Header().Set("x-amz-bucket-region", s.bucketRegion(rc.binfo))
-	w.Header().Set("X-RGW-Object-Count", strconv.FormatUint(st.NumObjects, 10))
-	w.Header().Set("X-RGW-Bytes-Used", strconv.FormatUint(st.Size, 10))
+	w.Header().Set("X-RGW-Object-Count", strconv.FormatUint(st.NumVersions, 10))
+	w.Header().Set("X-RGW-Bytes-Used", strconv.FormatUint(st.VersionsSize, 10))
 	s.quotaHeaders(r.Context(), w.Header(), rc)
 	w.WriteHeader(http.StatusOK)
 	return nil

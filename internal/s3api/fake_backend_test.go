@@ -261,6 +261,8 @@ func (f *fakeBackend) BucketStats(ctx context.Context, name string) (driver.Buck
 		st.NumObjects++
 		st.Size += uint64(o.info.Size)
 	}
+	// The fake keeps no versions: each object is its only one.
+	st.NumVersions, st.VersionsSize = st.NumObjects, st.Size
 	return st, nil
 }
 

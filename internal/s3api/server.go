@@ -62,6 +62,10 @@ type Config struct {
 	// Limits serves quotas and rate limits (admin API, HeadBucket's
 	// X-RGW-Quota-* headers); nil: those admin routes answer NotImplemented.
 	Limits Limits
+	// MaxBuckets is the buckets a user may own unless its record says
+	// otherwise (max-buckets; 0 = unlimited): HeadBucket's
+	// X-RGW-Quota-Max-Buckets for such a user.
+	MaxBuckets int
 	// RateLimiter enforces the rate limits Limits returns; nil: none.
 	RateLimiter *ratelimit.Limiter
 	// Usage is the usage log every S3 request is counted in; nil: none.

@@ -174,7 +174,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		Backend: be, Auth: auth, Logger: log.With("component", "s3api"),
 		Registerer: g.Registry, Region: cfg.Region, DomainNames: domains,
 		MaxHeaderBytes: cfg.MaxHeaderBytes, MaxRequestShards: cfg.ShardCap(), BodyIdleTimeout: cfg.RequestBodyIdleTimeout,
-		AllowSSECOverHTTP: !cfg.CryptRequireTLS,
+		AllowSSECOverHTTP: !cfg.CryptRequireTLS, MaxBuckets: cfg.MaxBuckets,
 	}
 	if g.Driver != nil {
 		if err := g.openLimits(cfg, &apiCfg); err != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -341,11 +342,35 @@ func (s *suite) versionsModelAndReshard(t *testing.T) {
 			m[k][0].Seq = 1
 		}
 	}
+	// Storage classes ("" = STANDARD): links pick one, transitions
+	// (set_version_data) move a version to another.
+	classes := []string{"", "", "COLD", "GLACIER"}
+	classed := func(e bucketindex.Entry) bucketindex.Entry {
+		e.Class = classes[rng.Intn(len(classes))]
+		return e
+	}
+	transition := func(ix bucketindex.Index, k string) {
+		i := rng.Intn(len(m[k]))
+		v := m[k][i]
+		if v.Marker {
+			return
+		}
+		class := classes[rng.Intn(len(classes))]
+		moved := bucketindex.Manifest{Runs: []bucketindex.Run{{Prefix: fmt.Sprintf("m%d", tag), Size: v.Size, StripeSize: 4 << 20, Pool: strings.ToLower(class)}}}
+		if err := ix.SetVersionData(ctx, k, v.VersionID, v.Tag, v.Manifest, moved, class, fmt.Sprintf("g%d", tag)); err != nil {
+			t.Fatalf("transition %s %s: %v", k, v.VersionID, err)
+		}
+		m[k][i].Manifest, m[k][i].Class = moved, class
+	}
 	apply := func(ix bucketindex.Index) {
 		k := keys[rng.Intn(len(keys))]
 		tag++
+		if legacy && len(m[k]) > 0 && rng.Intn(4) == 0 {
+			transition(ix, k)
+			return
+		}
 		if legacy {
-			res, err := ix.LinkVersion(ctx, bucketindex.ModeUnversioned, entry(k, int64(rng.Intn(100)), fmt.Sprintf("t%d", tag)), bucketindex.VersionCond{})
+			res, err := ix.LinkVersion(ctx, bucketindex.ModeUnversioned, classed(entry(k, int64(rng.Intn(100)), fmt.Sprintf("t%d", tag))), bucketindex.VersionCond{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -353,7 +378,7 @@ func (s *suite) versionsModelAndReshard(t *testing.T) {
 			m[k] = []bucketindex.Entry{res.Entry}
 			// "z/"+k is never written again: it stays a legacy entry
 			// through the reshard below.
-			res, err = ix.LinkVersion(ctx, bucketindex.ModeUnversioned, entry("z/"+k, 5, fmt.Sprintf("z%d", tag)), bucketindex.VersionCond{})
+			res, err = ix.LinkVersion(ctx, bucketindex.ModeUnversioned, classed(entry("z/"+k, 5, fmt.Sprintf("z%d", tag))), bucketindex.VersionCond{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -361,11 +386,14 @@ func (s *suite) versionsModelAndReshard(t *testing.T) {
 			m["z/"+k] = []bucketindex.Entry{res.Entry}
 			return
 		}
-		switch r := rng.Intn(10); {
+		switch r := rng.Intn(12); {
 		case r < 5:
 			convert(k)
 			e := entry(k, int64(rng.Intn(100)), fmt.Sprintf("t%d", tag))
 			e.Marker = r == 4
+			if !e.Marker {
+				e = classed(e)
+			}
 			res, err := ix.LinkVersion(ctx, bucketindex.ModeEnabled, e, bucketindex.VersionCond{})
 			if err != nil {
 				t.Fatal(err)
@@ -377,9 +405,11 @@ func (s *suite) versionsModelAndReshard(t *testing.T) {
 				t.Fatal(err)
 			}
 			m[k] = append(m[k][:i], m[k][i+1:]...)
+		case r >= 10 && len(m[k]) > 0:
+			transition(ix, k)
 		default:
 			convert(k)
-			e := entry(k, 3, fmt.Sprintf("t%d", tag))
+			e := classed(entry(k, 3, fmt.Sprintf("t%d", tag)))
 			res, err := ix.LinkVersion(ctx, bucketindex.ModeSuspended, e, bucketindex.VersionCond{})
 			if err != nil {
 				t.Fatal(err)
@@ -450,6 +480,29 @@ func (s *suite) versionsModelAndReshard(t *testing.T) {
 		got, _ := ix.Stats(ctx)
 		if got != st {
 			t.Fatalf("%s: stats %+v want %+v", what, got, st)
+		}
+		// Per storage class: every version in its class, the current
+		// object too.
+		byClass := map[string]bucketindex.Stats{}
+		for _, vs := range m {
+			for i, v := range vs {
+				c := v.Class
+				if c == "" {
+					c = bucketindex.StandardClass
+				}
+				cs := byClass[c]
+				cs.NumVersions++
+				cs.VersionSize += uint64(v.Size)
+				if i == 0 && !v.Marker {
+					cs.NumObjects++
+					cs.Size += uint64(v.Size)
+				}
+				byClass[c] = cs
+			}
+		}
+		u, err := ix.Usage(ctx)
+		if err != nil || u.Stats != st || !reflect.DeepEqual(u.Classes, byClass) {
+			t.Fatalf("%s: usage %+v (%v) want classes %+v", what, u, err, byClass)
 		}
 	}
 	for i := 0; i < 40; i++ {
