@@ -244,6 +244,11 @@ func TestSNSAccountTopics(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
+	// Admins address an account's topic as <account-id>:<name>.
+	if out, err := g.Admin("topic", "get", "--topic", acme+":deliver"); err != nil || !strings.Contains(out, `"owner": "`+acme+`"`) {
+		t.Fatalf("admin topic get: %s %v", out, err)
+	}
+
 	// b deletes the account's topic (a's creation).
 	if st, body := snsAs(t, g, b, topicForm("DeleteTopic", "TopicArn", arn)); st != 200 {
 		t.Fatalf("b deletes events: %d %s", st, body)
