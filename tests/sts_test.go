@@ -156,9 +156,9 @@ func TestSTSAssumeRole(t *testing.T) {
 	// Forged tokens: a flipped character, another session's token, a
 	// token on a long-term key.
 	tok := aws.ToString(ro.Credentials.SessionToken)
-	flipped := tok[:40] + string("AB"[strings.IndexByte("AB", tok[40])+1&1]) + tok[41:]
-	if tok[40] != 'A' && tok[40] != 'B' {
-		flipped = tok[:40] + "A" + tok[41:]
+	flipped := tok[:40] + "A" + tok[41:]
+	if tok[40] == 'A' {
+		flipped = tok[:40] + "B" + tok[41:]
 	}
 	other, err := assume(aliceSTS, &sts.AssumeRoleInput{RoleArn: aws.String(writerARN), RoleSessionName: aws.String("other"), ExternalId: aws.String("ext-1234")})
 	if err != nil {

@@ -3,6 +3,8 @@ package driver
 import (
 	"regexp"
 	"strings"
+
+	"github.com/cairn-s3/cairn/internal/authz"
 )
 
 // Tenants (RGW's multitenancy): a tenant is a namespace of users and
@@ -18,8 +20,11 @@ import (
 // ("<tenant>:<topic>"), so none of '$', '/', ':' is allowed.
 var tenantRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 
-// ValidTenant reports whether t is a valid, non-empty tenant name.
-func ValidTenant(t string) bool { return tenantRE.MatchString(t) }
+// ValidTenant reports whether t is a valid, non-empty tenant name. An IAM
+// account id is not one: an account's topics live in a namespace named by
+// its id (arn:aws:sns:<zonegroup>:<account>:<topic>, as RGW), which a
+// tenant of that name would share.
+func ValidTenant(t string) bool { return tenantRE.MatchString(t) && !authz.IsAccountID(t) }
 
 // TenantUserID returns the id of user uid in tenant ("" = uid itself).
 func TenantUserID(tenant, uid string) string {

@@ -15,6 +15,8 @@ func TestTenantNames(t *testing.T) {
 		"alice": true, "t1$alice": true, "t-1_x$a.b@c": true,
 		"$alice": false, "t1$": false, "t/1$alice": false, "t1$a$b": false, "t:1$a": false,
 		"t1$RGW00000000000000001": false,
+		// An account id names an account's topic namespace, never a tenant.
+		"RGW00000000000000001$alice": false,
 	} {
 		if got := driver.ValidUserID(id); got != ok {
 			t.Errorf("ValidUserID(%q) = %v", id, got)
@@ -22,7 +24,7 @@ func TestTenantNames(t *testing.T) {
 	}
 	for ref, want := range map[string]string{
 		"bkt": "t0/bkt", "t1:bkt": "t1/bkt", "t1/bkt": "t1/bkt", ":bkt": "bkt",
-		"bad.t:bkt": "", "t1:b:k": "",
+		"bad.t:bkt": "", "t1:b:k": "", "RGW00000000000000001:bkt": "",
 	} {
 		got, ok := driver.ParseBucketRef(ref, "t0")
 		if (want == "") == ok || (ok && got != want) {

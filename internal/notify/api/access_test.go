@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"github.com/cairn-s3/cairn/internal/authz"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -194,4 +195,60 @@ func TestSNSActionsMapped(t *testing.T) {
 		s, b := e.sns(t, "alice", "Action", name)
 		expect(t, s, b, 400, "InvalidAction")
 	}
+}
+
+// An IAM account's topics: created in the account's namespace and owned by
+// it, so a user of the account with an identity Allow sees the endpoint
+// whole (it is the owner), one without is refused, another account's user
+// with the topic Policy's grant sees it redacted; a user outside accounts
+// keeps the empty namespace.
+func TestAccountTopicOwnership(t *testing.T) {
+	e := newEnv(t)
+	const acme, globex = "RGW00000000000000001", "RGW00000000000000002"
+	allSNS, err := authz.ParseIdentityPolicy([]byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"sns:*","Resource":"*"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := func(id, acct, name string, pols ...*authz.Policy) {
+		ip := &authz.IdentityPolicies{}
+		for _, p := range pols {
+			ip.Policies = append(ip.Policies, authz.NamedPolicy{Name: "p", Policy: p})
+		}
+		p := authz.Principal{ID: id, Account: acct, Name: name, Identity: ip}
+		e.callers[id] = Caller{User: id, Principal: &p}
+	}
+	member("AIDAA", acme, "a", allSNS)
+	member("AIDAB", acme, "b", allSNS)
+	member("AIDAC", acme, "c")
+	member("AIDAD", globex, "d", allSNS)
+
+	arn := "arn:aws:sns:default:" + acme + ":t1"
+	s, b := e.do(t, "AIDAA", http.MethodPost, "/", snsBody("Action", "CreateTopic", "Name", "t1",
+		"Attributes.entry.1.key", "push-endpoint", "Attributes.entry.1.value", "http://127.0.0.1:9/h?token=s3cr3t"))
+	expect(t, s, b, 200, arn)
+	s, b = e.do(t, "AIDAB", http.MethodPost, "/", snsBody("Action", "GetTopicAttributes", "TopicArn", arn))
+	expect(t, s, b, 200, "token=s3cr3t", "<value>"+acme+"</value>")
+	s, b = e.do(t, "AIDAB", http.MethodPost, "/", snsBody("Action", "ListTopics"))
+	expect(t, s, b, 200, arn)
+	for _, action := range []string{"GetTopicAttributes", "ListTopics", "DeleteTopic"} {
+		s, b = e.do(t, "AIDAC", http.MethodPost, "/", snsBody("Action", action, "TopicArn", arn))
+		expect(t, s, b, 403, "AuthorizationError")
+	}
+	s, b = e.do(t, "AIDAD", http.MethodPost, "/", snsBody("Action", "GetTopicAttributes", "TopicArn", arn))
+	expect(t, s, b, 403, "AuthorizationError")
+	policy := `{"Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::` + globex + `:user/d"},"Action":"sns:GetTopicAttributes"}]}`
+	s, b = e.do(t, "AIDAB", http.MethodPost, "/", snsBody("Action", "SetTopicAttributes", "TopicArn", arn, "AttributeName", "Policy", "AttributeValue", policy))
+	expect(t, s, b, 200)
+	s, b = e.do(t, "AIDAD", http.MethodPost, "/", snsBody("Action", "GetTopicAttributes", "TopicArn", arn))
+	expect(t, s, b, 200, "token=xxxxx")
+	if strings.Contains(b, "s3cr3t") {
+		t.Fatalf("another account's user sees the token: %s", b)
+	}
+	// The same name outside accounts is another topic.
+	s, b = e.do(t, "alice", http.MethodPost, "/", snsBody("Action", "CreateTopic", "Name", "t1"))
+	expect(t, s, b, 200, "arn:aws:sns:default::t1")
+	s, b = e.do(t, "AIDAB", http.MethodPost, "/", snsBody("Action", "DeleteTopic", "TopicArn", arn))
+	expect(t, s, b, 200)
+	s, b = e.do(t, "alice", http.MethodPost, "/", snsBody("Action", "GetTopicAttributes", "TopicArn", "arn:aws:sns:default::t1"))
+	expect(t, s, b, 200, "<value>alice</value>")
 }

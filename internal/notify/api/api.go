@@ -39,10 +39,33 @@ func (c Caller) principal() authz.Principal {
 	return authz.Principal{ID: c.User, Admin: c.Admin}
 }
 
-// tenant is the caller's tenant ("" for none).
+// account is the caller's IAM account ("" outside accounts).
+func (c Caller) account() string {
+	if c.Principal != nil {
+		return c.Principal.Account
+	}
+	return ""
+}
+
+// tenant is the namespace the caller's topics live in: its IAM account
+// (account ids never name a tenant, driver.ValidTenant), else its tenant
+// ("" for none). RGW scopes an account's topics the same way.
 func (c Caller) tenant() string {
+	if a := c.account(); a != "" {
+		return a
+	}
 	t, _ := driver.SplitUserID(c.User)
 	return t
+}
+
+// owner is the id the caller's topics are owned by: its account, so that
+// every user and role session of the account shares them (their identity
+// policies decide), else the user itself.
+func (c Caller) owner() string {
+	if a := c.account(); a != "" {
+		return a
+	}
+	return c.User
 }
 
 func (c Caller) global() authz.Global {

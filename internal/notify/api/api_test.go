@@ -28,6 +28,9 @@ type env struct {
 	srv *httptest.Server
 	svc *service.Service
 	drv *driver.Driver
+	// callers overrides the Caller of a test user name (an account's
+	// user with its principal); set before the first request.
+	callers map[string]Caller
 }
 
 // newEnv wires the handlers the way the S3 server does: SNS at "/",
@@ -70,6 +73,7 @@ func newEnv(t *testing.T, mods ...func(*Options)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	callers := map[string]Caller{}
 	writeErr := func(w http.ResponseWriter, r *http.Request, err error) {
 		e := s3err.From(err)
 		if errors.Is(err, driver.ErrNoSuchBucket) {
@@ -81,7 +85,11 @@ func newEnv(t *testing.T, mods ...func(*Options)) *env {
 		u := r.Header.Get("X-Test-User")
 		ctx := driver.WithRequest(r.Context(), driver.RequestMeta{RequestID: "rid", Principal: u})
 		if u != "" {
-			ctx = context.WithValue(ctx, callerKey{}, Caller{User: u, Admin: u == "admin"})
+			c, ok := callers[u]
+			if !ok {
+				c = Caller{User: u, Admin: u == "admin"}
+			}
+			ctx = context.WithValue(ctx, callerKey{}, c)
 		}
 		r = r.WithContext(ctx)
 		q := r.URL.Query()
@@ -116,7 +124,7 @@ func newEnv(t *testing.T, mods ...func(*Options)) *env {
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &env{srv: srv, svc: svc, drv: drv}
+	return &env{srv: srv, svc: svc, drv: drv, callers: callers}
 }
 
 func (e *env) do(t *testing.T, user, method, path, body string) (int, string) {

@@ -70,7 +70,7 @@ func (a *API) mayPublish(ctx context.Context, c *config.Configuration) error {
 		// off only a topic without a Policy is open to all (RGW): one
 		// with a Policy is decided by it, its Deny included.
 		// Another tenant's topic always needs the grant.
-		if t.Owner != caller.User && !caller.Admin && !a.opts.RequirePublishPolicy && t.Settings.Policy == "" && !foreign {
+		if t.Owner != caller.owner() && !caller.Admin && !a.opts.RequirePublishPolicy && t.Settings.Policy == "" && !foreign {
 			continue
 		}
 		if t.MayAccess(caller.principal(), caller.global(), topic.ActionPublish) {

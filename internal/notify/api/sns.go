@@ -103,6 +103,16 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 		return t, nil
 	}
 
+	// serviceAllowed decides an action on no topic (CreateTopic,
+	// ListTopics): an account's users need an identity Allow, the root
+	// and users outside accounts may.
+	serviceAllowed := func(act authz.Action) bool {
+		cp := caller.principal()
+		in := authz.Input{Request: authz.Request{Principal: cp, Action: act,
+			Context: authz.GlobalContext(authz.WithPrincipalKeys(nil, cp), caller.global())}}
+		return authz.Evaluate(&in).Allowed()
+	}
+
 	action := form.Get("Action")
 	act, served := snsActions[action]
 	switch {
@@ -117,10 +127,7 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 	case "CreateTopic":
 		// An IAM account's user needs an identity policy for it (authz);
 		// any other authenticated user may, as before.
-		cp := caller.principal()
-		in := authz.Input{Request: authz.Request{Principal: cp, Action: authz.SNSCreateTopic,
-			Context: authz.GlobalContext(authz.WithPrincipalKeys(nil, cp), caller.global())}}
-		if !authz.Evaluate(&in).Allowed() {
+		if !serviceAllowed(authz.SNSCreateTopic) {
 			fail(snsError(service.ErrNotOwner))
 			return
 		}
@@ -133,7 +140,7 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 		if len(ignored) > 0 {
 			a.log.Info("CreateTopic: ignoring attributes", "topic", form.Get("Name"), "attributes", ignored)
 		}
-		t, err := a.svc.CreateTopic(ctx, service.CreateTopicInput{Name: form.Get("Name"), Tenant: caller.tenant(), Owner: caller.User, Settings: st, AnyOwner: caller.Admin})
+		t, err := a.svc.CreateTopic(ctx, service.CreateTopicInput{Name: form.Get("Name"), Tenant: caller.tenant(), Owner: caller.owner(), Settings: st, AnyOwner: caller.Admin})
 		if err != nil {
 			fail(snsError(err))
 			return
@@ -150,19 +157,23 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if action == "GetTopic" {
-			ok(topic.GetTopicResponse(t.ViewFor(caller.User), rid))
+			ok(topic.GetTopicResponse(t.ViewFor(caller.owner()), rid))
 		} else {
-			ok(topic.GetTopicAttributesResponse(t.ViewFor(caller.User), rid))
+			ok(topic.GetTopicAttributesResponse(t.ViewFor(caller.owner()), rid))
 		}
 	case "ListTopics":
+		if !serviceAllowed(authz.SNSListTopics) {
+			fail(snsError(service.ErrNotOwner))
+			return
+		}
 		// Only the caller's topics and those whose Policy lets the caller
 		// read them (as RGW); admins see every topic, redacted. Pages are
 		// filled by reading on past what the caller may not see, and the
 		// token names the last topic shown, never a hidden one.
 		visible := func(t *topic.Topic) bool {
 			// Topics holding credentials are listed only over TLS (their
-			// endpoint address carries them). A tenant lists its own
-			// namespace only (RGW).
+			// endpoint address carries them). A tenant, or an account,
+			// lists its own namespace only (RGW).
 			return (caller.Admin || t.Tenant == caller.tenant()) && may(t, topic.ActionGetTopicAttributes) &&
 				(!t.Settings.HasSecret() || tlsReq || a.opts.AllowCleartextSecrets)
 		}
@@ -172,7 +183,7 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for i, t := range shown {
-			shown[i] = t.ViewFor(caller.User)
+			shown[i] = t.ViewFor(caller.owner())
 		}
 		ok(topic.ListTopicsResponse(shown, next, rid))
 	case "SetTopicAttributes":
@@ -187,8 +198,8 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// topicArg authorized the change; a grantee's is not the owner's.
-		grantee := caller.Admin || t.Owner != caller.User
-		if _, err := a.svc.SetTopicAttribute(ctx, service.Ref(t.Tenant, t.Name), caller.User, grantee, name, form.Get("AttributeValue"), topts); err != nil {
+		grantee := caller.Admin || t.Owner != caller.owner()
+		if _, err := a.svc.SetTopicAttribute(ctx, service.Ref(t.Tenant, t.Name), caller.owner(), grantee, name, form.Get("AttributeValue"), topts); err != nil {
 			fail(snsError(err))
 			return
 		}
@@ -212,13 +223,13 @@ func (a *API) serveSNS(w http.ResponseWriter, r *http.Request) {
 			fail(snsError(service.ErrNotOwner))
 			return
 		}
-		grantee := caller.Admin || (t != nil && t.Owner != caller.User)
+		grantee := caller.Admin || (t != nil && t.Owner != caller.owner())
 		if t == nil && pa.Tenant != caller.tenant() && !caller.Admin {
 			// Nothing to clean up in another tenant's namespace.
 			fail(snsError(service.ErrNotOwner))
 			return
 		}
-		if err := a.svc.DeleteTopic(ctx, ref, caller.User, grantee); err != nil {
+		if err := a.svc.DeleteTopic(ctx, ref, caller.owner(), grantee); err != nil {
 			fail(snsError(err))
 			return
 		}

@@ -49,11 +49,12 @@ func (t *Topic) MayAccess(p authz.Principal, g authz.Global, action string) bool
 	return authz.Evaluate(&in).Allowed()
 }
 
-// ViewFor returns t as user may see it: the owner sees it whole; anyone
-// else (a Policy grantee, an admin) sees the push-endpoint with its
-// password and query values redacted and no password attribute.
-func (t *Topic) ViewFor(user string) *Topic {
-	if user == t.Owner {
+// ViewFor returns t as owner (the caller's owning id: its account for an
+// IAM account's users, else its user id) may see it: the owner sees it
+// whole; anyone else (a Policy grantee, an admin) sees the push-endpoint
+// with its password and query values redacted and no password attribute.
+func (t *Topic) ViewFor(owner string) *Topic {
+	if owner == t.Owner {
 		return t
 	}
 	v := *t
