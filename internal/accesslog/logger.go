@@ -249,6 +249,15 @@ func (l *Logger) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// DeferSyncs returns ctx for a journaled operation's own writes: on the
+// store of the log pool they are applied without waiting for a sync, and
+// the journal record's synced write (Log, which must follow before the
+// operation is acknowledged) makes them durable with it. One sync per
+// journaled write, as without logging.
+func (l *Logger) DeferSyncs(ctx context.Context) context.Context {
+	return objstore.WithDeferredSync(ctx, l.io)
+}
+
 // Enabled returns the source bucket's logging configuration and instance
 // (from the driver's instance cache), or nil when logging is off or the
 // bucket does not exist.
@@ -277,6 +286,13 @@ var journalOps = map[string]bool{
 // are buffered and appended within FlushInterval; journal records are
 // appended (together) and synced before Log returns, and an error means
 // none is stored. Records the filter excludes are dropped.
+//
+// A journal record's synced write is its operation's commit point: when
+// ctx defers syncs (objstore.WithDeferredSync), the operation's own
+// writes were applied unsynced before it, and the record's sync makes
+// them durable too (the embedded store has one ordered WAL; RADOS writes
+// are durable when acknowledged). With nothing to write, Log then syncs
+// the store itself.
 func (l *Logger) Log(ctx context.Context, inst driver.Instance, cfg *driver.BucketLogging, rs ...*Record) error {
 	meta := l.metaFor(inst, cfg)
 	bl := l.bucket(inst.ID)
@@ -287,7 +303,12 @@ func (l *Logger) Log(ctx context.Context, inst driver.Instance, cfg *driver.Buck
 				lines = AppendJournal(lines, r)
 			}
 		}
+		deferred := objstore.DeferredSync(ctx)
+		ctx = objstore.WithDeferredSync(ctx, nil)
 		if len(lines) == 0 {
+			if deferred != nil {
+				return objstore.Sync(ctx, deferred)
+			}
 			return nil
 		}
 		return l.journal(ctx, bl, meta, lines)

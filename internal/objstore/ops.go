@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"context"
 	"time"
 )
 
@@ -222,6 +223,8 @@ type WriteOp struct {
 	// request waits for one sync, not two. Reads may see such a change
 	// before it is durable. Backends whose every write is durable when
 	// acknowledged (RADOS) ignore it.
+	// A context from WithDeferredSync sets it for every op on that
+	// store run with it.
 	DeferSync bool
 	// Version is set by Operate on success: the object's new version.
 	Version uint64
@@ -345,4 +348,29 @@ func (op *ReadOp) TolerantOfAbsence() bool {
 		}
 	}
 	return true
+}
+
+type deferSyncKey struct{}
+
+// WithDeferredSync returns a context whose writes to io's store act as
+// if each WriteOp had DeferSync set; io nil undoes it (for the commit
+// point's own write inside such a context). For a request whose commit
+// point is one synced write at its end on that store (bucket logging's
+// journal record): every write before it rides on that sync. Whoever
+// sets it must make a synced Operate on io's store, or Sync(io), before
+// reporting success. Writes to other stores are not affected.
+func WithDeferredSync(ctx context.Context, io IOContext) context.Context {
+	if io == nil && DeferredSync(ctx) == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, deferSyncKey{}, deferTo{io})
+}
+
+type deferTo struct{ io IOContext }
+
+// DeferredSync returns the IOContext whose store ctx's writes defer their
+// sync to (see WithDeferredSync), or nil.
+func DeferredSync(ctx context.Context) IOContext {
+	d, _ := ctx.Value(deferSyncKey{}).(deferTo)
+	return d.io
 }

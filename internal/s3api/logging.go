@@ -21,6 +21,10 @@ type AccessLogger interface {
 	// Log records one request; for journal configurations the record is
 	// durable when Log returns nil.
 	Log(ctx context.Context, inst driver.Instance, cfg *driver.BucketLogging, rs ...*accesslog.Record) error
+	// DeferSyncs returns ctx for a journaled operation: its writes defer
+	// their sync to the journal record's (Log must run, also with no
+	// records, before the operation is acknowledged).
+	DeferSyncs(ctx context.Context) context.Context
 	Put(ctx context.Context, bucket string, cfg *driver.BucketLogging, hasGrants bool) error
 	Flush(ctx context.Context, bucket string) ([]string, error)
 }
@@ -137,19 +141,26 @@ func (s *Server) getBucketLogging(w http.ResponseWriter, r *http.Request, rc *re
 // journalHook arms the response writer so a journal-mode write op's
 // record is stored (synced) before its success response goes out; when
 // storing fails the client gets InternalError instead (RGW fails the
-// operation, too). Set after authorization.
-func (s *Server) journalHook(w *statusWriter, r *http.Request, rc *reqCtx, start time.Time) {
+// operation, too). Set after authorization. The request it returns runs
+// the operation with its syncs deferred to the record's: the record's
+// synced write is the operation's commit point, one sync per request.
+func (s *Server) journalHook(w *statusWriter, r *http.Request, rc *reqCtx, start time.Time) *http.Request {
 	if s.cfg.AccessLog == nil || !accesslog.Journaled(rc.op) {
-		return
+		return r
 	}
 	cfg, inst := s.cfg.AccessLog.Enabled(r.Context(), rc.bucket)
 	if cfg == nil || cfg.Type != driver.LoggingJournal {
-		return
+		return r
 	}
 	rc.logged = true
+	r = r.WithContext(s.cfg.AccessLog.DeferSyncs(r.Context()))
 	w.commit = func(status int) error {
 		if status >= 300 {
-			return nil // failed ops leave no journal record
+			// Failed ops leave no journal record; Log still syncs what
+			// the operation may have written (nothing is acknowledged, so
+			// its error does not replace the operation's).
+			_ = s.cfg.AccessLog.Log(context.WithoutCancel(r.Context()), inst, cfg)
+			return nil
 		}
 		rec := s.accessRecord(r, rc, w, start, status, 0)
 		recs := []*accesslog.Record{rec}
@@ -175,6 +186,7 @@ func (s *Server) journalHook(w *statusWriter, r *http.Request, rc *reqCtx, start
 		}
 		s.writeError(w, r, rc, err)
 	}
+	return r
 }
 
 // logAccess records a finished request of a bucket with standard-mode

@@ -40,6 +40,8 @@ func (f *fakeAccessLog) Log(ctx context.Context, inst driver.Instance, cfg *driv
 	return nil
 }
 
+func (f *fakeAccessLog) DeferSyncs(ctx context.Context) context.Context { return ctx }
+
 func (f *fakeAccessLog) Put(ctx context.Context, bucket string, cfg *driver.BucketLogging, hasGrants bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

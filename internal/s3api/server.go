@@ -426,9 +426,14 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx, start time.
 		s.writeError(w, r, rc, rt.deferred)
 		return
 	}
-	s.journalHook(w, r, rc, start)
+	r = s.journalHook(w, r, rc, start)
 	if err := rt.h(w, r, rc); err != nil {
 		s.writeError(w, r, rc, s.hideMissing(w, r, rc, err))
+	}
+	if w.commit != nil && w.status == 0 && !w.failed {
+		// A handler that wrote nothing: net/http would answer 200 without
+		// the journal record (and its sync).
+		w.WriteHeader(http.StatusOK)
 	}
 }
 

@@ -44,8 +44,13 @@ func TestCrashChild(t *testing.T) {
 			r := rand.New(rand.NewSource(base + int64(w)))
 			for seq := base + 1; ; seq++ {
 				// A deferred-sync write first: durable once the synced op
-				// after it is acknowledged (WriteOp.DeferSync).
-				if err := io.Operate(bg, deferredOID(w, seq), deferredOp(seq)); err != nil {
+				// after it is acknowledged (WriteOp.DeferSync; writer 1 by
+				// its context, objstore.WithDeferredSync).
+				dop, dctx := deferredOp(seq), bg
+				if w == 1 {
+					dop.DeferSync, dctx = false, objstore.WithDeferredSync(bg, io)
+				}
+				if err := io.Operate(dctx, deferredOID(w, seq), dop); err != nil {
 					fmt.Println("OP-FAILED", err)
 					os.Exit(2)
 				}

@@ -130,10 +130,13 @@ func (c *ioctx) Operate(ctx context.Context, oid string, op *objstore.WriteOp) e
 	}
 
 	// A deferred op's batch goes to the WAL unsynced: the WAL is one
-	// ordered log, so the next synced write makes it durable too. Not when
+	// ordered log, so the next synced write makes it durable too (pebble
+	// fsyncs the log up to and past a synced record, and closes, syncing,
+	// the old log before a rotation starts the next; no WAL failover is
+	// configured). Not when
 	// it replaces a blob: that file is deleted below, and a crash must not
 	// bring back a pointer to it.
-	if op.DeferSync && (t.orig.blob == 0 || t.orig.blob == t.cur.blob) {
+	if (op.DeferSync || c.deferredBy(ctx)) && (t.orig.blob == 0 || t.orig.blob == t.cur.blob) {
 		return c.applyDeferred(t, op, e, b)
 	}
 	v := s.nextID()
@@ -177,6 +180,13 @@ func (c *ioctx) Operate(ctx context.Context, oid string, op *objstore.WriteOp) e
 	t.dropBlobs(t.cur.blob)
 	op.Version = v
 	return nil
+}
+
+// deferredBy reports whether ctx defers the syncs of writes to this
+// store (objstore.WithDeferredSync).
+func (c *ioctx) deferredBy(ctx context.Context) bool {
+	o, ok := objstore.DeferredSync(ctx).(*ioctx)
+	return ok && o.s == c.s
 }
 
 // Sync implements objstore.Syncer: a synced empty WAL record, which makes

@@ -467,3 +467,29 @@ func TestDirLockReadOnly(t *testing.T) {
 		}
 	}
 }
+
+// A context deferring syncs to one store defers writes on that store only
+// (any pool or namespace of it), never another store's.
+func TestDeferredSyncScope(t *testing.T) {
+	s1, err := Open(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s1.Close()
+	s2, err := Open(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	a, b, c := mustIO(t, s1, "a"), mustIO(t, s1, "b").WithNamespace("ns"), mustIO(t, s2, "a")
+	ctx := objstore.WithDeferredSync(bg, a)
+	if !b.(*ioctx).deferredBy(ctx) || !a.(*ioctx).deferredBy(ctx) {
+		t.Fatal("same store: not deferred")
+	}
+	if c.(*ioctx).deferredBy(ctx) {
+		t.Fatal("other store: deferred")
+	}
+	if a.(*ioctx).deferredBy(objstore.WithDeferredSync(ctx, nil)) || a.(*ioctx).deferredBy(bg) {
+		t.Fatal("undone or plain context: deferred")
+	}
+}
