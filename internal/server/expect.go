@@ -31,7 +31,7 @@ type expectReader struct {
 	out   []byte // bytes ready for the caller
 	body  int64  // body bytes of the current request still to pass
 	pass  bool
-	err   error // the reader's error, returned once out is drained
+	err   error // the reader's error, returned (once) when out is drained
 	buf   [4096]byte
 }
 
@@ -80,7 +80,11 @@ func (f *expectReader) Read(p []byte) (int, error) {
 				f.out, f.hdr = f.hdr, nil
 				continue
 			}
-			return 0, f.err
+			// Once: net/http aborts its background read with a past
+			// deadline and then reads on, so an error is not final.
+			err := f.err
+			f.err = nil
+			return 0, err
 		}
 		n, err := f.r.Read(f.buf[:])
 		f.hdr = append(f.hdr, f.buf[:n]...)

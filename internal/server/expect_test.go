@@ -2,7 +2,9 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,5 +44,34 @@ func TestExpectReader(t *testing.T) {
 	got, _ = io.ReadAll(&expectReader{r: strings.NewReader(big), limit: 64})
 	if !bytes.Equal(got, []byte(big)) {
 		t.Errorf("oversized: %q", got)
+	}
+}
+
+// errOnce fails its first read (net/http's aborted background read: a
+// deadline in the past), then reads r.
+type errOnce struct {
+	r    io.Reader
+	done bool
+}
+
+func (e *errOnce) Read(p []byte) (int, error) {
+	if !e.done {
+		e.done = true
+		return 0, os.ErrDeadlineExceeded
+	}
+	return e.r.Read(p)
+}
+
+// TestExpectReaderErrorNotSticky: a read error (a deadline) is returned
+// once; the connection reads on afterwards, as net/http expects.
+func TestExpectReaderErrorNotSticky(t *testing.T) {
+	in := "GET / HTTP/1.1\r\nExpect: bogus\r\n\r\n"
+	f := &expectReader{r: &errOnce{r: strings.NewReader(in)}, limit: 1 << 16}
+	if _, err := f.Read(make([]byte, 10)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("first read: %v", err)
+	}
+	got, err := io.ReadAll(f)
+	if err != nil || string(got) != strings.Replace(in, "Expect", hiddenExpect, 1) {
+		t.Fatalf("after the deadline: %q, %v", got, err)
 	}
 }
