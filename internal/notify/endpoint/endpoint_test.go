@@ -3,6 +3,7 @@ package endpoint
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	nethttp "net/http"
 	"net/http/httptest"
@@ -101,11 +102,13 @@ func TestKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ep.Close()
-	m := message(t, "factory-topic")
+	// A fresh topic: go test -count=N shares the broker.
+	tn := fmt.Sprintf("factory-topic-%d", time.Now().UnixNano())
+	m := message(t, tn)
 	if err := ep.Push(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
-	c, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("factory-topic"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	c, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(tn), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
 	}

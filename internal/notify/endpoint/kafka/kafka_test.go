@@ -36,6 +36,10 @@ func msg(t *testing.T, topicName, bucket, key string, seq uint64) push.Message {
 // broker at load average 40 takes more than a minute to start.
 const safety = 4 * time.Minute
 
+// fresh names a topic no earlier run (go test -count=N shares the broker)
+// has written to.
+func fresh(base string) string { return fmt.Sprintf("%s-%d", base, time.Now().UnixNano()) }
+
 // consume reads n records of topicName from the start.
 func consume(t *testing.T, addr, topicName string, n int) []*kgo.Record {
 	t.Helper()
@@ -145,7 +149,7 @@ func TestPushBrokerAck(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ep.Close()
-	const tn = "t-broker"
+	tn := fresh("t-broker")
 	keys := []string{"a.txt", "b.txt", "c.txt", "d.txt"}
 	var sent []push.Message
 	for i := 0; i < 12; i++ {
@@ -195,7 +199,7 @@ func TestPushNoAck(t *testing.T) {
 	// acks=0 is fire-and-forget: a record sent while the auto-created
 	// topic has no serving leader is dropped without an error, so the
 	// topic must be writable before the push.
-	const tn = "t-none"
+	tn := fresh("t-none")
 	createWritable(t, addr, tn, 3)
 	ep, err := New(Options{Brokers: []string{addr}, AckLevel: topic.AckNone})
 	if err != nil {
