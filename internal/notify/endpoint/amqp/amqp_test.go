@@ -3,6 +3,7 @@ package amqp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -22,6 +23,10 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // never the synchronisation: each wait ends on its condition (a delivery,
 // a confirm), however long a loaded machine takes.
 const safety = 4 * time.Minute
+
+// fresh names an exchange no earlier run (go test -count=N shares the
+// broker) has declared.
+func fresh(base string) string { return fmt.Sprintf("%s-%d", base, time.Now().UnixNano()) }
 
 func msg(t *testing.T, topicName, key string) push.Message {
 	t.Helper()
@@ -93,7 +98,7 @@ func TestAckLevels(t *testing.T) {
 	url := testenv.StartRabbitMQ(t)
 	for _, level := range []string{topic.AckNone, topic.AckBroker, topic.AckRoutable} {
 		t.Run(level, func(t *testing.T) {
-			ex := "ex-" + level
+			ex := fresh("ex-" + level)
 			d := setup(t, url, ex, "t1")
 			ep := newEP(t, Options{URL: url, Exchange: ex, AckLevel: level})
 			for i, key := range []string{"a", "b", "c"} {
@@ -114,20 +119,21 @@ func TestAckLevels(t *testing.T) {
 // with broker it is acknowledged (and dropped by the broker).
 func TestUnroutable(t *testing.T) {
 	url := testenv.StartRabbitMQ(t)
-	setup(t, url, "ex-unroutable", "")
-	ep := newEP(t, Options{URL: url, Exchange: "ex-unroutable", AckLevel: topic.AckRoutable})
+	ex := fresh("ex-unroutable")
+	setup(t, url, ex, "")
+	ep := newEP(t, Options{URL: url, Exchange: ex, AckLevel: topic.AckRoutable})
 	for i := 0; i < 3; i++ {
 		err := ep.Push(context.Background(), msg(t, "nobody", "k"))
 		if !errors.Is(err, push.ErrUnroutable) || !push.IsRetryable(err) {
 			t.Fatalf("routable: got %v", err)
 		}
 	}
-	broker := newEP(t, Options{URL: url, Exchange: "ex-unroutable", AckLevel: topic.AckBroker})
+	broker := newEP(t, Options{URL: url, Exchange: ex, AckLevel: topic.AckBroker})
 	if err := broker.Push(context.Background(), msg(t, "nobody", "k")); err != nil {
 		t.Fatalf("broker: %v", err)
 	}
 	// Routable messages interleaved with unroutable ones are told apart.
-	d := setup(t, url, "ex-unroutable", "somebody")
+	d := setup(t, url, ex, "somebody")
 	if err := ep.Push(context.Background(), msg(t, "somebody", "k")); err != nil {
 		t.Fatal(err)
 	}
@@ -141,12 +147,13 @@ func TestUnroutable(t *testing.T) {
 // recovers once the exchange exists.
 func TestMissingExchange(t *testing.T) {
 	url := testenv.StartRabbitMQ(t)
-	ep := newEP(t, Options{URL: url, Exchange: "ex-later"})
+	ex := fresh("ex-later")
+	ep := newEP(t, Options{URL: url, Exchange: ex})
 	err := ep.Push(context.Background(), msg(t, "t1", "k"))
 	if err == nil || !push.IsRetryable(err) {
 		t.Fatalf("got %v", err)
 	}
-	d := setup(t, url, "ex-later", "t1")
+	d := setup(t, url, ex, "t1")
 	var lastErr error
 	for i := 0; i < 3; i++ {
 		if lastErr = ep.Push(context.Background(), msg(t, "t1", "k")); lastErr == nil {
