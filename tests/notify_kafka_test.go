@@ -17,13 +17,15 @@ import (
 // kafkaPythonConsumer reads n messages of topic from the start with
 // kafka-python, the consumer most RGW users run, and prints them as JSON
 // lines. kafka-python has no snappy codec unless an extra package is
-// installed, so a snappy batch fails here (UnsupportedCodecError).
+// installed, so a snappy batch fails here (UnsupportedCodecError). Its idle
+// timeout is a net: the gateway's first delivery waits for topic
+// auto-creation, which at load average 40 takes far more than seconds.
 const kafkaPythonConsumer = `
 import json, sys
 from kafka import KafkaConsumer
 addr, topic, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 c = KafkaConsumer(topic, bootstrap_servers=addr, auto_offset_reset="earliest",
-                  consumer_timeout_ms=30000, enable_auto_commit=False)
+                  consumer_timeout_ms=240000, enable_auto_commit=False)
 got = 0
 for m in c:
     print(json.dumps({"key": m.key.decode(), "value": json.loads(m.value)}), flush=True)
@@ -56,7 +58,7 @@ func TestKafkaRecordsReadableByKafkaPython(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	py, err := exec.CommandContext(cctx, "python3", "-c", kafkaPythonConsumer, b.Addr, "ktopic", "2").CombinedOutput()
 	if err != nil {

@@ -18,6 +18,13 @@ root=$(cd "$here/../.." && pwd)
 cache=${CAIRN_CACHE:-$root/.cache}/kafka-$KAFKA_VERSION
 lib=$cache/lib
 
+# alive: the process exists and is not a zombie (in a container nobody may
+# reap it, and kill -0 succeeds on a zombie).
+alive() {
+	kill -0 "$1" 2>/dev/null || return 1
+	[ "$(sed -n 's/^State:[[:space:]]*\(.\).*/\1/p' "/proc/$1/status" 2>/dev/null)" != Z ]
+}
+
 die() { echo "kafka.sh: $*" >&2; exit 1; }
 
 install() {
@@ -112,13 +119,15 @@ L4J
 	local pid=$!
 	echo "$pid" >"$dir/kafka.pid"
 	# Ready when the broker says so (the listener socket is bound earlier).
-	local deadline=$((SECONDS + 60))
+	# The deadline is a net for a hung JVM, not the wait: at load average
+	# 40 a start takes 60-70 s.
+	local deadline=$((SECONDS + ${KAFKA_START_TIMEOUT:-600}))
 	until grep -q "Kafka Server started" "$dir/server.log" 2>/dev/null; do
 		if ! kill -0 "$pid" 2>/dev/null; then
 			tail -30 "$dir/server.log" >&2
 			die "kafka exited during startup"
 		fi
-		[ $SECONDS -lt $deadline ] || { kill "$pid"; tail -30 "$dir/server.log" >&2; die "not ready after 60s"; }
+		[ $SECONDS -lt $deadline ] || { kill "$pid"; tail -30 "$dir/server.log" >&2; die "not ready after ${KAFKA_START_TIMEOUT:-600}s"; }
 		sleep 0.2
 	done
 	echo "$pid"
@@ -130,8 +139,14 @@ stop() {
 	local pid
 	pid=$(cat "$dir/kafka.pid")
 	if kill "$pid" 2>/dev/null; then
-		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		# A graceful shutdown gets 60 s, then SIGKILL (the log is in the
+		# page cache either way). Return only once the process is gone: a
+		# restart on the same port and log dir must not meet it.
+		local end=$((SECONDS + 60))
+		while alive "$pid" && [ $SECONDS -lt $end ]; do sleep 0.1; done
 		kill -9 "$pid" 2>/dev/null || true
+		end=$((SECONDS + 60))
+		while alive "$pid" && [ $SECONDS -lt $end ]; do sleep 0.1; done
 	fi
 	rm -f "$dir/kafka.pid"
 }

@@ -13,6 +13,13 @@
 # fail at random with eaddrinuse. The guest/guest user works from loopback.
 set -euo pipefail
 
+# alive: the process exists and is not a zombie (in a container nobody may
+# reap it, and kill -0 succeeds on a zombie).
+alive() {
+	kill -0 "$1" 2>/dev/null || return 1
+	[ "$(sed -n 's/^State:[[:space:]]*\(.\).*/\1/p' "/proc/$1/status" 2>/dev/null)" != Z ]
+}
+
 die() { echo "rabbitmq.sh: $*" >&2; exit 1; }
 
 sbin() {
@@ -77,9 +84,11 @@ CONF
 	setsid "$bin/rabbitmq-server" </dev/null >"$dir/log/server.out" 2>&1 &
 	echo $! >"$dir/server.pid"
 	# rabbitmqctl wait returns once the app is running (pid file written first).
-	local i
-	for i in $(seq 1 100); do [ -s "$RABBITMQ_PID_FILE" ] && break; sleep 0.1; done
-	if ! "$bin/rabbitmqctl" wait --timeout 60 "$RABBITMQ_PID_FILE" >"$dir/log/wait.log" 2>&1; then
+	# The timeout is a net for a hung node, not the wait: a loaded machine
+	# takes minutes.
+	local i limit=${RABBITMQ_START_TIMEOUT:-600}
+	for i in $(seq 1 $((limit * 10))); do [ -s "$RABBITMQ_PID_FILE" ] && break; sleep 0.1; done
+	if ! "$bin/rabbitmqctl" wait --timeout "$limit" "$RABBITMQ_PID_FILE" >"$dir/log/wait.log" 2>&1; then
 		tail -20 "$dir/log/server.out" "$dir/log/wait.log" >&2 || true
 		stop "$dir"
 		die "node did not become ready"
@@ -93,8 +102,13 @@ stop() {
 		[ -f "$dir/$f" ] || continue
 		pid=$(cat "$dir/$f")
 		if [ -n "$pid" ] && kill "$pid" 2>/dev/null; then
-			for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+			# Graceful for up to 60 s, then SIGKILL; return only once gone,
+			# so a restart on the same port and data never meets it.
+			local end=$((SECONDS + 60))
+			while alive "$pid" && [ $SECONDS -lt $end ]; do sleep 0.1; done
 			kill -9 "$pid" 2>/dev/null || true
+			end=$((SECONDS + 60))
+			while alive "$pid" && [ $SECONDS -lt $end ]; do sleep 0.1; done
 		fi
 		rm -f "$dir/$f"
 	done

@@ -3,6 +3,7 @@ package endpoint
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	nethttp "net/http"
 	"net/http/httptest"
@@ -89,23 +90,30 @@ func TestNoEndpoint(t *testing.T) {
 	}
 }
 
+// brokerSafety bounds waits on real brokers: a net, never the
+// synchronisation (at load average 40 a fresh broker's first push waits
+// for topic auto-creation and leader election for many seconds).
+const brokerSafety = 4 * time.Minute
+
 func TestKafka(t *testing.T) {
 	addr := testenv.StartKafka(t)
-	ep, err := New(settings(t, map[string]string{"push-endpoint": "kafka://" + addr}), Options{Timeout: 15 * time.Second})
+	ep, err := New(settings(t, map[string]string{"push-endpoint": "kafka://" + addr}), Options{Timeout: brokerSafety})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ep.Close()
-	m := message(t, "factory-topic")
+	// A fresh topic: go test -count=N shares the broker.
+	tn := fmt.Sprintf("factory-topic-%d", time.Now().UnixNano())
+	m := message(t, tn)
 	if err := ep.Push(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
-	c, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("factory-topic"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	c, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(tn), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), brokerSafety)
 	defer cancel()
 	var got *kgo.Record
 	for got == nil && ctx.Err() == nil {
@@ -134,7 +142,7 @@ func TestAMQP(t *testing.T) {
 	d, _ := ch.Consume(q.Name, "", true, false, false, false, nil)
 	// Credentials as attributes replace the URL's (guest/guest here).
 	ep, err := New(settings(t, map[string]string{"push-endpoint": "amqp://" + url[len("amqp://guest:guest@"):],
-		"amqp-exchange": "fx", "amqp-ack-level": "routable", "user-name": "guest", "password": "guest"}), Options{})
+		"amqp-exchange": "fx", "amqp-ack-level": "routable", "user-name": "guest", "password": "guest"}), Options{Timeout: brokerSafety})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +156,7 @@ func TestAMQP(t *testing.T) {
 		if string(got.Body) != string(m.Body) {
 			t.Fatal(string(got.Body))
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(brokerSafety):
 		t.Fatal("no delivery")
 	}
 	if err := ep.Push(context.Background(), message(t, "unbound")); !errors.Is(err, ErrUnroutable) || !IsRetryable(err) {

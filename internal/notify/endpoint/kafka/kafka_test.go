@@ -2,11 +2,15 @@ package kafka
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cairn-s3/cairn/internal/notify/event"
 	"github.com/cairn-s3/cairn/internal/notify/push"
@@ -27,8 +31,24 @@ func msg(t *testing.T, topicName, bucket, key string, seq uint64) push.Message {
 	return m
 }
 
+// safety bounds every wait in these tests. It is a net for a broken
+// test, never the synchronisation: each wait ends on its condition, and a
+// broker at load average 40 takes more than a minute to start.
+const safety = 4 * time.Minute
+
+// fresh names a topic no earlier run (go test -count=N shares the broker)
+// has written to.
+func fresh(base string) string { return fmt.Sprintf("%s-%d", base, time.Now().UnixNano()) }
+
 // consume reads n records of topicName from the start.
 func consume(t *testing.T, addr, topicName string, n int) []*kgo.Record {
+	t.Helper()
+	return consumeUntil(t, addr, topicName, func(recs []*kgo.Record) bool { return len(recs) >= n })
+}
+
+// consumeUntil reads topicName from the start until done holds for the
+// records read so far.
+func consumeUntil(t *testing.T, addr, topicName string, done func([]*kgo.Record) bool) []*kgo.Record {
 	t.Helper()
 	c, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topicName),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -36,27 +56,100 @@ func consume(t *testing.T, addr, topicName string, n int) []*kgo.Record {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), safety)
 	defer cancel()
 	var out []*kgo.Record
-	for len(out) < n {
+	for !done(out) {
 		fs := c.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of %d records: %v", len(out), n, ctx.Err())
+			t.Fatalf("after %d records of %s: %v", len(out), topicName, ctx.Err())
 		}
 		fs.EachRecord(func(r *kgo.Record) { out = append(out, r) })
 	}
 	return out
 }
 
+// createWritable creates topicName and waits until every partition's
+// leader serves it. Metadata names a leader before the leader's replica
+// manager takes the partition; a produce in between gets
+// NOT_LEADER_OR_FOLLOWER, which an acks=0 producer never sees (the broker
+// drops the batch and closes the connection).
+func createWritable(t *testing.T, addr, topicName string, partitions int32) {
+	t.Helper()
+	c, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), safety)
+	defer cancel()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topicName, partitions, 1
+	create.Topics = append(create.Topics, ct)
+	create.TimeoutMillis = int32(safety / time.Millisecond)
+	for {
+		resp, err := create.RequestWith(ctx, c)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+		}
+		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+			break
+		}
+		retry(t, ctx, "create topic "+topicName, err)
+	}
+	list := kmsg.NewPtrListOffsetsRequest()
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = topicName
+	for p := int32(0); p < partitions; p++ {
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Partition, lp.Timestamp = p, -1 // latest
+		lt.Partitions = append(lt.Partitions, lp)
+	}
+	list.Topics = append(list.Topics, lt)
+	for {
+		resp, err := list.RequestWith(ctx, c)
+		if err == nil {
+			var served int32
+			for _, rt := range resp.Topics {
+				for _, rp := range rt.Partitions {
+					if err = kerr.ErrorForCode(rp.ErrorCode); err != nil {
+						break
+					}
+					served++
+				}
+			}
+			if err == nil && served == partitions {
+				return
+			}
+			if err == nil {
+				err = fmt.Errorf("%d of %d partitions answered", served, partitions)
+			}
+		}
+		retry(t, ctx, "list offsets of "+topicName, err)
+	}
+}
+
+// retry fails t once ctx is done, else pauses before the next attempt.
+func retry(t *testing.T, ctx context.Context, what string, err error) {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+		t.Fatalf("%s: %v (%v)", what, err, ctx.Err())
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
 func TestPushBrokerAck(t *testing.T) {
 	addr := testenv.StartKafka(t)
-	ep, err := New(Options{Brokers: []string{addr}, AckLevel: topic.AckBroker, Timeout: 15 * time.Second})
+	// The topic is auto-created by the first push, which waits (acks=all)
+	// until a leader takes it.
+	ep, err := New(Options{Brokers: []string{addr}, AckLevel: topic.AckBroker, Timeout: safety})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ep.Close()
-	const tn = "t-broker"
+	tn := fresh("t-broker")
 	keys := []string{"a.txt", "b.txt", "c.txt", "d.txt"}
 	var sent []push.Message
 	for i := 0; i < 12; i++ {
@@ -103,12 +196,16 @@ func TestPushBrokerAck(t *testing.T) {
 
 func TestPushNoAck(t *testing.T) {
 	addr := testenv.StartKafka(t)
+	// acks=0 is fire-and-forget: a record sent while the auto-created
+	// topic has no serving leader is dropped without an error, so the
+	// topic must be writable before the push.
+	tn := fresh("t-none")
+	createWritable(t, addr, tn, 3)
 	ep, err := New(Options{Brokers: []string{addr}, AckLevel: topic.AckNone})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ep.Close()
-	const tn = "t-none"
 	m := msg(t, tn, "bk", "k", 1)
 	if err := ep.Push(context.Background(), m); err != nil {
 		t.Fatal(err)
@@ -145,7 +242,10 @@ func TestPushBrokerDown(t *testing.T) {
 // The same endpoint recovers after its broker restarts.
 func TestReconnect(t *testing.T) {
 	b := testenv.NewKafka(t)
-	ep, err := New(Options{Brokers: []string{b.Addr}, Timeout: 3 * time.Second})
+	// The endpoint's timeout is only a net: pushes that must succeed wait
+	// for the broker (topic auto-creation, leader election after the
+	// restart), however long that takes on a loaded machine.
+	ep, err := New(Options{Brokers: []string{b.Addr}, Timeout: safety})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,24 +257,60 @@ func TestReconnect(t *testing.T) {
 	if err := b.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if err := ep.Push(context.Background(), msg(t, tn, "bk", "k", 2)); err == nil || !push.IsRetryable(err) {
+	// Broker gone: the push fails, retryably, at the caller's deadline
+	// rather than the endpoint's timeout. Nothing could make it succeed.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	t0 := time.Now()
+	err = ep.Push(ctx, msg(t, tn, "bk", "k", 2))
+	cancel()
+	if err == nil || !push.IsRetryable(err) {
 		t.Fatalf("broker down: %v", err)
+	}
+	if d := time.Since(t0); d > safety/2 {
+		t.Fatalf("broker down: push ignored its context for %v", d)
 	}
 	if err := b.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	var lastErr error
-	for i := 0; i < 10; i++ {
-		if lastErr = ep.Push(context.Background(), msg(t, tn, "bk", "k", uint64(3+i))); lastErr == nil {
+	// Retry as the delivery manager would, on retryable errors only.
+	deadline := time.Now().Add(safety)
+	var after uint64
+	for seq := uint64(3); ; seq++ {
+		err := ep.Push(context.Background(), msg(t, tn, "bk", "k", seq))
+		if err == nil {
+			after = seq
 			break
 		}
+		if !push.IsRetryable(err) || time.Now().After(deadline) {
+			t.Fatalf("after restart: %v", err)
+		}
+		t.Logf("after restart, retrying: %v", err)
 	}
-	if lastErr != nil {
-		t.Fatalf("after restart: %v", lastErr)
+	// The record from before the restart survived it, and the one pushed
+	// after it arrived (the abandoned seq 2 may be there too: at least once).
+	before, last := sequencer(t, 1), sequencer(t, after)
+	consumeUntil(t, b.Addr, tn, func(recs []*kgo.Record) bool {
+		seen := map[string]bool{}
+		for _, r := range recs {
+			if string(r.Key) != "bk/k" {
+				t.Fatalf("key %q", r.Key)
+			}
+			m, err := event.UnmarshalMessage(r.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[m.Records[0].S3.Object.Sequencer] = true
+		}
+		return seen[before] && seen[last]
+	})
+}
+
+// sequencer is the record sequencer msg writes for seq.
+func sequencer(t *testing.T, seq uint64) string {
+	t.Helper()
+	m, err := event.UnmarshalMessage(msg(t, "x", "bk", "k", seq).Body)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The record from before the restart and the first one after it.
-	recs := consume(t, b.Addr, tn, 2)
-	if string(recs[0].Key) != "bk/k" {
-		t.Fatalf("%s", recs[0].Key)
-	}
+	return m.Records[0].S3.Object.Sequencer
 }
