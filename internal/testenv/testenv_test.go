@@ -1,8 +1,10 @@
 package testenv
 
 import (
+	"fmt"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -10,7 +12,15 @@ import (
 
 func TestMain(m *testing.M) { Main(m) }
 
-func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
+// alive: the process exists and is not a zombie (kafka.sh's stop returns
+// once its broker is dead; whoever reaps it may do so later).
+func alive(pid int) bool {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	return err != nil || !strings.Contains(string(st), "\nState:\tZ")
+}
 
 func dial(t *testing.T, addr string) {
 	t.Helper()
