@@ -70,7 +70,7 @@ cell() { # cell TARGET ROUND
 	local t=$1 r=$2 port=${PORT:-17850} w=$work/warp.out
 	start "$t" $port
 	"$WARP" put --host 127.0.0.1:$port --access-key "$ak" --secret-key "$sk" --obj.size 4KiB \
-		--concurrent 16 --duration "$DURATION" --noclear --bucket putcpu-b --json >"$w" 2>&1 &
+		--concurrent 16 --duration "$DURATION" --noclear --bucket putcpu-b --benchdata "$work/warp-$t-$r" --json >"$w" 2>&1 &
 	local wp=$!
 	until grep -q "Benchmark starting" "$w" 2>/dev/null; do
 		kill -0 $wp 2>/dev/null || { cat "$w" >&2; exit 1; }
