@@ -459,16 +459,21 @@ func (a *API) getUser(q *request) (any, error) {
 	}{userOut(u)}, nil
 }
 
-func (a *API) listUsers(q *request) (any, error) {
-	acct, err := q.account()
-	if err != nil {
-		return nil, err
+// listScope is the caller's account and the request's PathPrefix ("/" by
+// default), once action is allowed on the kind's ARNs under that path.
+func (a *API) listScope(q *request, action authz.Action, kind string) (acct, prefix string, err error) {
+	if acct, err = q.account(); err != nil {
+		return "", "", err
 	}
-	prefix := q.get("PathPrefix")
-	if prefix == "" {
+	if prefix = q.get("PathPrefix"); prefix == "" {
 		prefix = "/"
 	}
-	if err := a.authorize(q, authz.IAMListUsers, acct, "arn:aws:iam::"+acct+":user"+prefix+"*"); err != nil {
+	return acct, prefix, a.authorize(q, action, acct, "arn:aws:iam::"+acct+":"+kind+prefix+"*")
+}
+
+func (a *API) listUsers(q *request) (any, error) {
+	acct, prefix, err := a.listScope(q, authz.IAMListUsers, "user")
+	if err != nil {
 		return nil, err
 	}
 	users, err := a.opts.Store.ListUsers(q.r.Context(), acct, prefix)

@@ -91,15 +91,8 @@ func (a *API) getGroup(q *request) (any, error) {
 }
 
 func (a *API) listGroups(q *request) (any, error) {
-	acct, err := q.account()
+	acct, prefix, err := a.listScope(q, authz.IAMListGroups, "group")
 	if err != nil {
-		return nil, err
-	}
-	prefix := q.get("PathPrefix")
-	if prefix == "" {
-		prefix = "/"
-	}
-	if err := a.authorize(q, authz.IAMListGroups, acct, "arn:aws:iam::"+acct+":group"+prefix+"*"); err != nil {
 		return nil, err
 	}
 	gs, err := a.opts.Store.ListGroups(q.r.Context(), acct, prefix)

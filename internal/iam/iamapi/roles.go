@@ -129,15 +129,8 @@ func (a *API) getRole(q *request) (any, error) {
 }
 
 func (a *API) listRoles(q *request) (any, error) {
-	acct, err := q.account()
+	acct, prefix, err := a.listScope(q, authz.IAMListRoles, "role")
 	if err != nil {
-		return nil, err
-	}
-	prefix := q.get("PathPrefix")
-	if prefix == "" {
-		prefix = "/"
-	}
-	if err := a.authorize(q, authz.IAMListRoles, acct, "arn:aws:iam::"+acct+":role"+prefix+"*"); err != nil {
 		return nil, err
 	}
 	roles, err := a.opts.Store.ListRoles(q.r.Context(), acct, prefix)
