@@ -201,16 +201,7 @@ func benchS3(ctx context.Context, args []string, out io.Writer) error {
 	fs.BoolVar(&cfg.SignPayload, "sign-payload", false, "sign the body's SHA-256 instead of UNSIGNED-PAYLOAD")
 	fs.StringVar(&cfg.Checksum, "checksum", "", "add x-amz-checksum-<alg> to PUTs: crc32, crc32c or sha256")
 	fs.StringVar(&cfg.SessionToken, "session-token", "", "session token of temporary credentials (STS), sent as x-amz-security-token")
-	n, err := gw.parse(args, "size", size)
-	if err != nil {
-		return err
-	}
-	cfg.Size, cfg.Out = n, out
-	res, err := bench.RunS3(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	return printJSON(out, res)
+	return runWorkload(ctx, gw, args, size, &cfg, func(n int64) { cfg.Size, cfg.Out = n, out }, bench.RunS3, out)
 }
 
 func benchVersioning(ctx context.Context, args []string, out io.Writer) error {
@@ -226,16 +217,7 @@ func benchVersioning(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&cfg.Noncurrent, "noncurrent", 10, "noncurrent versions per key in the versioned listed bucket")
 	fs.IntVar(&cfg.ListPage, "list-page", 1000, "max-keys per listing page")
 	fs.DurationVar(&cfg.ListTime, "list-duration", 10*time.Second, "listing phase length per side")
-	n, err := gw.parse(args, "size", size)
-	if err != nil {
-		return err
-	}
-	cfg.Size, cfg.Out = n, out
-	res, err := bench.RunVersioning(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	return printJSON(out, res)
+	return runWorkload(ctx, gw, args, size, &cfg, func(n int64) { cfg.Size, cfg.Out = n, out }, bench.RunVersioning, out)
 }
 
 func benchQuota(ctx context.Context, args []string, out io.Writer) error {
@@ -248,16 +230,7 @@ func benchQuota(ctx context.Context, args []string, out io.Writer) error {
 	size := fs.String("size", "4KiB", "PUT object size")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "time per side and key pattern (in 8 ABBA slices)")
 	fs.IntVar(&cfg.OverwriteKeys, "overwrite-keys", 1000, "keys the overwrite pattern writes at random")
-	n, err := gw.parse(args, "size", size)
-	if err != nil {
-		return err
-	}
-	cfg.Size, cfg.Out = n, out
-	res, err := bench.RunQuota(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	return printJSON(out, res)
+	return runWorkload(ctx, gw, args, size, &cfg, func(n int64) { cfg.Size, cfg.Out = n, out }, bench.RunQuota, out)
 }
 
 func benchLogging(ctx context.Context, args []string, out io.Writer) error {
@@ -268,16 +241,7 @@ func benchLogging(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "closed-loop workers")
 	size := fs.String("size", "4KiB", "PUT object size")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "time per side and mode (in 8 ABBA slices)")
-	n, err := gw.parse(args, "size", size)
-	if err != nil {
-		return err
-	}
-	cfg.Size, cfg.Out = n, out
-	res, err := bench.RunLogging(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	return printJSON(out, res)
+	return runWorkload(ctx, gw, args, size, &cfg, func(n int64) { cfg.Size, cfg.Out = n, out }, bench.RunLogging, out)
 }
 
 func benchLifecycle(ctx context.Context, args []string, out io.Writer) error {
@@ -290,16 +254,7 @@ func benchLifecycle(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&cfg.Concurrency, "concurrency", 8, "foreground PUT workers")
 	size := fs.String("size", "4KiB", "foreground PUT size")
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "length of each foreground phase")
-	n, err := gw.parse(args, "size", size)
-	if err != nil {
-		return err
-	}
-	cfg.Size, cfg.Out = n, out
-	res, err := bench.RunLifecycle(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	return printJSON(out, res)
+	return runWorkload(ctx, gw, args, size, &cfg, func(n int64) { cfg.Size, cfg.Out = n, out }, bench.RunLifecycle, out)
 }
 
 func benchTransition(ctx context.Context, args []string, out io.Writer) error {
@@ -392,6 +347,21 @@ func parseFlagsAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
 // CAIRN_SECRET_KEY, as cairn admin does.
 // gatewayFlags are the flags every workload against a running gateway
 // shares; bindGateway binds them and parse finishes the command line.
+// runWorkload parses args, gives the workload its --size and output, runs
+// it and prints its result as JSON.
+func runWorkload[C, R any](ctx context.Context, gw gatewayFlags, args []string, size *string, cfg *C, set func(size int64), run func(context.Context, C) (R, error), out io.Writer) error {
+	n, err := gw.parse(args, "size", size)
+	if err != nil {
+		return err
+	}
+	set(n)
+	res, err := run(ctx, *cfg)
+	if err != nil {
+		return err
+	}
+	return printJSON(out, res)
+}
+
 type gatewayFlags struct {
 	fs     *flag.FlagSet
 	ak, sk *string
