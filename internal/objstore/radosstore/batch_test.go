@@ -73,11 +73,15 @@ func TestGroupCommit(t *testing.T) {
 	release()
 	wg.Wait()
 
-	// One batch: one write, plus one per refuted absent-key guess (the
-	// rewrite of position 0 guesses it absent: speculate.go).
+	// One batch: one write, plus at most one more for a refuted absent-key
+	// guess (the rewrite of position 0 guesses it absent: speculate.go). A
+	// guess is refuted either by the write's guard (a second write) or,
+	// when a later op in the batch fails on top of it, before any write
+	// (speculate.go: a guess never decides a failure); which one depends
+	// on the order the ten goroutines queue in.
 	c1 := st.Counters()
-	if got, misses := c1["writes"]-c0["writes"], c1["absent_misses"]-c0["absent_misses"]; got-misses != 1 || misses > 1 {
-		t.Errorf("%d ops took %d writes with %d refuted guesses, want 1 (one batch) + refuted guesses (≤ 1)", n, got, misses)
+	if got, misses := c1["writes"]-c0["writes"], c1["absent_misses"]-c0["absent_misses"]; got < 1 || got > 1+misses || misses > 1 {
+		t.Errorf("%d ops took %d writes with %d refuted guesses, want 1 (one batch) + at most one per refuted guess (≤ 1)", n, got, misses)
 	}
 	seen := map[uint64]bool{}
 	for i, r := range res {
