@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -459,9 +460,13 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&cfg.FillFor, "fill-for", 0, "end the rounds after this long and go on to aging (0: no limit)")
 	fs.StringVar(&cfg.Out, "out", "", "JSON report path, rewritten after every round")
 	pprofAddr := fs.String("pprof-listen", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6061) to profile the run")
+	reanalyze := fs.String("reanalyze", "", "run nothing: recompute the derived figures of this report with the current analysis and rewrite it (or write --out)")
 	n, err := bindGatewayless(fs, args, cache)
 	if err != nil {
 		return err
+	}
+	if *reanalyze != "" {
+		return reanalyzeScale(*reanalyze, cmp.Or(cfg.Out, *reanalyze), out)
 	}
 	if *pprofAddr != "" {
 		if err := servePprof(*pprofAddr); err != nil {
@@ -487,6 +492,29 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 			res.Objects, res.Reshards, res.ReshardWorstWindowRatio, res.OutsideWorstWindowRatio, res.RWLDRatioFinalVs1M, res.ListPageRatioFinalVs1M, res.AgedRatio, res.MaxRSSBytes>>20)
 	}
 	return err
+}
+
+// reanalyzeScale rewrites a scale report's derived figures.
+func reanalyzeScale(in, outPath string, out io.Writer) error {
+	b, err := os.ReadFile(in)
+	if err != nil {
+		return err
+	}
+	var res bench.ScaleResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		return fmt.Errorf("%s: %w", in, err)
+	}
+	bench.Reanalyze(&res)
+	b, err = json.MarshalIndent(&res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(outPath, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s: worst reshard window %.2f (outside %.2f; against the median second %.2f / %.2f), RWLD final/1M %.2f, list page final/1M %.2f\n",
+		outPath, res.ReshardWorstWindowRatio, res.OutsideWorstWindowRatio, res.ReshardWorstWindowRatio1s, res.OutsideWorstWindowRatio1s, res.RWLDRatioFinalVs1M, res.ListPageRatioFinalVs1M)
+	return nil
 }
 
 // servePprof serves the runtime profiles on a loopback address.

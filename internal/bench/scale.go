@@ -222,10 +222,14 @@ type ScaleReshard struct {
 	CopyPerSec float64 `json:"copy_entries_per_sec,omitempty"`
 	BlockMs    float64 `json:"block_ms,omitempty"`
 	// WorstWindowRatio: the lowest fill rate of a 10 s window overlapping
-	// the reshard over the median 1 s rate of the 60 fill seconds before
-	// that window (0: no full window in a fill phase).
-	WorstWindowRatio float64 `json:"worst_window_ratio,omitempty"`
-	Windows          int     `json:"windows"`
+	// the reshard over the median rate of the 10 s windows within the 60
+	// fill seconds before it (0: no full window in a fill phase).
+	// WorstWindowRatio1s is the same over the median 1 s rate: an earlier
+	// reference that compares a 10 s mean with a per-second median, which
+	// sits above the mean when LSM flushes make the seconds bimodal.
+	WorstWindowRatio   float64 `json:"worst_window_ratio,omitempty"`
+	WorstWindowRatio1s float64 `json:"worst_window_ratio_vs_median_second,omitempty"`
+	Windows            int     `json:"windows"`
 }
 
 // ScaleAging is the aging phase.
@@ -288,6 +292,10 @@ type ScaleResult struct {
 	// OutsideWorstWindowRatio is the same 10 s ratio over fill windows
 	// that touch no reshard: the machine's own noise floor.
 	OutsideWorstWindowRatio float64 `json:"outside_worst_window_ratio"`
+	// The two ratios against the median second of the minute before (the
+	// reference of earlier reports, kept for comparison).
+	ReshardWorstWindowRatio1s float64 `json:"reshard_worst_window_ratio_vs_median_second"`
+	OutsideWorstWindowRatio1s float64 `json:"outside_worst_window_ratio_vs_median_second"`
 
 	Rounds       []ScaleRound   `json:"rounds"`
 	ReshardList  []ScaleReshard `json:"reshard_events"`
@@ -959,8 +967,7 @@ func (r *scaleRun) publish() error {
 			res.Reshards++
 		}
 	}
-	reshardWindows(res)
-	res.RWLDRatioFinalVs1M, res.ListPageRatioFinalVs1M = roundRatios(res.Rounds)
+	Reanalyze(res)
 	res.AgedRatio = 0
 	if a := res.Aging; a != nil && a.FirstPerSec > 0 {
 		res.AgedRatio = a.LastPerSec / a.FirstPerSec
@@ -1008,8 +1015,11 @@ func roundRatios(rounds []ScaleRound) (rwld, list float64) {
 }
 
 // reshardWindows computes each reshard's worst 10 s fill window against
-// the median second of the 60 fill seconds before it, and the same over
-// windows touching no reshard (the noise floor). Only seconds of the fill
+// the median 10 s window of the 60 fill seconds before it (like against
+// like: the fill's seconds swing with LSM flushes, so a per-second median
+// overstates the rate a 10 s window can hold), and the same over windows
+// touching no reshard (the noise floor); both also against the median
+// second, the reference earlier reports used. Only seconds of the fill
 // phase count, stitched together across rounds; a second whose phase
 // changed partway (the first and last of a fill) is left out.
 func reshardWindows(res *ScaleResult) {
@@ -1029,29 +1039,38 @@ func reshardWindows(res *ScaleResult) {
 		fs = append(fs, sec{i, float64(n)})
 	}
 	const win, ref = 10, 60
-	res.ReshardWorstWindowRatio, res.OutsideWorstWindowRatio = 0, 0
 	for i := range res.ReshardList {
-		res.ReshardList[i].WorstWindowRatio, res.ReshardList[i].Windows = 0, 0
+		ev := &res.ReshardList[i]
+		ev.WorstWindowRatio, ev.WorstWindowRatio1s, ev.Windows = 0, 0, 0
 	}
-	worstAll, outside := math.Inf(1), math.Inf(1)
-	buf := make([]float64, 0, ref)
+	// winSum[k]: fill PUTs in seconds [k, k+win).
+	winSum := make([]float64, max(len(fs)-win+1, 0))
+	for k := range winSum {
+		for x := k; x < k+win; x++ {
+			winSum[k] += fs[x].n
+		}
+	}
+	worst, outside := [2]float64{math.Inf(1), math.Inf(1)}, [2]float64{math.Inf(1), math.Inf(1)}
+	secs := make([]float64, 0, ref)
+	wins := make([]float64, 0, ref)
 	for j := ref; j+win <= len(fs); j++ {
 		// A window of fill seconds [j, j+win) (wall second s covers [s, s+1)
 		// counted at the tick ending it: the tick at index i covers (i, i+1]).
-		buf = buf[:0]
+		secs, wins = secs[:0], wins[:0]
 		for k := j - ref; k < j; k++ {
-			buf = append(buf, fs[k].n)
+			secs = append(secs, fs[k].n)
 		}
-		sort.Float64s(buf)
-		m := buf[len(buf)/2]
-		if m <= 0 {
+		for k := j - ref; k+win <= j; k++ {
+			wins = append(wins, winSum[k]/win)
+		}
+		sort.Float64s(secs)
+		sort.Float64s(wins)
+		mSec, mWin := secs[len(secs)/2], wins[len(wins)/2]
+		if mSec <= 0 || mWin <= 0 {
 			continue
 		}
-		var s float64
-		for k := j; k < j+win; k++ {
-			s += fs[k].n
-		}
-		ratio := s / win / m
+		rate := winSum[j] / win
+		r := [2]float64{rate / mWin, rate / mSec}
 		lo, hi := float64(fs[j].wall), float64(fs[j+win-1].wall+1)
 		touched := false
 		for e := range res.ReshardList {
@@ -1062,24 +1081,37 @@ func reshardWindows(res *ScaleResult) {
 			}
 			if lo < end && hi > ev.StartSec {
 				touched = true
-				if ev.Windows == 0 || ratio < ev.WorstWindowRatio {
-					ev.WorstWindowRatio = ratio
+				if ev.Windows == 0 || r[0] < ev.WorstWindowRatio {
+					ev.WorstWindowRatio = r[0]
+				}
+				if ev.Windows == 0 || r[1] < ev.WorstWindowRatio1s {
+					ev.WorstWindowRatio1s = r[1]
 				}
 				ev.Windows++
 			}
 		}
+		dst := &outside
 		if touched {
-			worstAll = min(worstAll, ratio)
-		} else {
-			outside = min(outside, ratio)
+			dst = &worst
 		}
+		dst[0], dst[1] = min(dst[0], r[0]), min(dst[1], r[1])
 	}
-	if !math.IsInf(worstAll, 1) {
-		res.ReshardWorstWindowRatio = worstAll
+	fin := func(v float64) float64 {
+		if math.IsInf(v, 1) {
+			return 0
+		}
+		return v
 	}
-	if !math.IsInf(outside, 1) {
-		res.OutsideWorstWindowRatio = outside
-	}
+	res.ReshardWorstWindowRatio, res.ReshardWorstWindowRatio1s = fin(worst[0]), fin(worst[1])
+	res.OutsideWorstWindowRatio, res.OutsideWorstWindowRatio1s = fin(outside[0]), fin(outside[1])
+}
+
+// Reanalyze recomputes a report's derived figures (reshard windows, round
+// ratios) from its per-second and per-round data, so reports of earlier
+// runs can be read with the current analysis.
+func Reanalyze(res *ScaleResult) {
+	reshardWindows(res)
+	res.RWLDRatioFinalVs1M, res.ListPageRatioFinalVs1M = roundRatios(res.Rounds)
 }
 
 // procRSS reads VmRSS and VmHWM of pid (0: this process) in bytes.

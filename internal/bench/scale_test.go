@@ -124,8 +124,8 @@ func TestScaleReshardWindows(t *testing.T) {
 	res.PhasePerSec = string(phase)
 	res.ReshardList = []ScaleReshard{{FromShards: 11, ToShards: 23, StartSec: 180, EndSec: 200}, {FromShards: 23, StartSec: 250}}
 	reshardWindows(res)
-	if r := res.ReshardList[0].WorstWindowRatio; math.Abs(r-0.5) > 1e-9 || res.ReshardWorstWindowRatio != 0.5 {
-		t.Fatalf("worst %v / %v, want 0.5", r, res.ReshardWorstWindowRatio)
+	if r := res.ReshardList[0].WorstWindowRatio; math.Abs(r-0.5) > 1e-9 || res.ReshardWorstWindowRatio != 0.5 || res.ReshardWorstWindowRatio1s != 0.5 {
+		t.Fatalf("worst %v / %v / %v, want 0.5", r, res.ReshardWorstWindowRatio, res.ReshardWorstWindowRatio1s)
 	}
 	if res.OutsideWorstWindowRatio < 0.99 || res.OutsideWorstWindowRatio > 1 {
 		// Windows after the dip see a median of 1000 and 1000/s.
@@ -133,6 +133,30 @@ func TestScaleReshardWindows(t *testing.T) {
 	}
 	if res.ReshardList[1].Windows == 0 {
 		t.Fatal("a running reshard (no end) touches the windows after its start")
+	}
+}
+
+// Seconds that alternate 2000 and 500 (a flush every other second) hold
+// 1250/s over any 10 s: like against like that is 1.0, while the median
+// second (2000, or 500: the upper middle of an even count) calls the same
+// steady fill a dip or a surge.
+func TestScaleReshardWindowsBimodal(t *testing.T) {
+	res := &ScaleResult{}
+	for i := 0; i < 200; i++ {
+		v := int32(2000)
+		if i%2 == 1 {
+			v = 500
+		}
+		res.FillPerSec = append(res.FillPerSec, v)
+	}
+	res.PhasePerSec = strings.Repeat(string(rune(phFill)), 200)
+	res.ReshardList = []ScaleReshard{{FromShards: 11, ToShards: 23, StartSec: 120, EndSec: 150}}
+	reshardWindows(res)
+	if r := res.ReshardWorstWindowRatio; math.Abs(r-1) > 1e-9 {
+		t.Fatalf("like-for-like worst window %v, want 1", r)
+	}
+	if r := res.ReshardWorstWindowRatio1s; math.Abs(r-1) < 0.1 {
+		t.Fatalf("median-second reference %v: the bimodal seconds should move it", r)
 	}
 }
 
