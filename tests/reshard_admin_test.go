@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 // TestAdminReshard drives /admin/reshard of a running gateway through
@@ -61,5 +62,99 @@ func TestAdminReshard(t *testing.T) {
 	l, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("rsadmin")})
 	if err != nil || len(l.Contents) != 50 {
 		t.Fatalf("list after reshard: %v %d", err, len(l.Contents))
+	}
+}
+
+// TestAdminBucketListObjects: `cairn admin bucket list --bucket B` prints
+// every index entry (every version, delete markers as exists=false) in key
+// order, paging through the gateway past its 1,000-entry page, and stops at
+// --max-entries, as radosgw-admin's command does.
+func TestAdminBucketListObjects(t *testing.T) {
+	g := StartGateway(t, "--bucket-index-shards", "3")
+	c := sdkClient(g, g.AccessKey, g.SecretKey)
+	ctx := context.Background()
+	const bucket, n = "adminlist", 1003
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for w := 0; w < 8; w++ {
+		go func() {
+			var err error
+			for i := w; i < n && err == nil; i += 8 {
+				key := fmt.Sprintf("k%04d", i)
+				_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader(key)})
+			}
+			errs <- err
+		}()
+	}
+	for w := 0; w < 8; w++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// k0001 gets a second version, k0002 a delete marker.
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("k0001"), Body: strings.NewReader("v2")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String("k0002")}); err != nil {
+		t.Fatal(err)
+	}
+	type entry struct {
+		Name     string `json:"name"`
+		Instance string `json:"instance"`
+		Exists   bool   `json:"exists"`
+		Latest   bool   `json:"is_latest"`
+		Meta     struct {
+			Size         int64  `json:"size"`
+			StorageClass string `json:"storage_class"`
+		} `json:"meta"`
+	}
+	list := func(args ...string) []entry {
+		t.Helper()
+		out, err := g.Admin(append([]string{"bucket", "list", "--bucket", bucket}, args...)...)
+		if err != nil {
+			t.Fatalf("bucket list %v: %v %s", args, err, out)
+		}
+		var es []entry
+		if err := json.Unmarshal([]byte(out), &es); err != nil {
+			t.Fatalf("bucket list %v: %v in %.300s", args, err, out)
+		}
+		return es
+	}
+	es := list()
+	if len(es) != n+2 {
+		t.Fatalf("%d entries, want %d (every version and the delete marker)", len(es), n+2)
+	}
+	var k1, k2 []entry
+	for i, e := range es {
+		if i > 0 && es[i-1].Name > e.Name {
+			t.Fatalf("entries out of order: %q before %q", es[i-1].Name, e.Name)
+		}
+		if e.Instance == "" || e.Meta.StorageClass != "STANDARD" {
+			t.Fatalf("entry %+v: want a version id and STANDARD", e)
+		}
+		switch e.Name {
+		case "k0001":
+			k1 = append(k1, e)
+		case "k0002":
+			k2 = append(k2, e)
+		}
+	}
+	if len(k1) != 2 || !k1[0].Latest || k1[0].Meta.Size != 2 || k1[1].Latest || k1[1].Meta.Size != 5 {
+		t.Fatalf("k0001's versions %+v, want the 2-byte one latest first", k1)
+	}
+	if len(k2) != 2 || k2[0].Exists || !k2[0].Latest || !k2[1].Exists {
+		t.Fatalf("k0002 %+v, want a latest delete marker (exists false) over the object", k2)
+	}
+	if es := list("--max-entries", "3"); len(es) != 3 || es[2].Name != "k0001" {
+		t.Fatalf("--max-entries 3: %+v", es)
+	}
+	if out, err := g.Admin("bucket", "list", "--bucket", "nosuchbucket"); err == nil {
+		t.Fatalf("a missing bucket listed: %s", out)
 	}
 }

@@ -1,12 +1,14 @@
 package s3api
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/driver"
@@ -23,6 +25,8 @@ import (
 //	GET    /admin/bucket[?uid=U]                ["bucket", ...]
 //	GET    /admin/bucket?stats[&uid=U]          [{stats}, ...]
 //	GET    /admin/bucket?stats&bucket=B         {stats}
+//	GET    /admin/bucket?objects&bucket=B[&max-entries=N][&marker=K][&version-id-marker=V][&prefix=P]
+//	                                            one page of index entries (every version)
 //	quota, ratelimit and usage routes: see limits.go
 //
 // Errors are JSON {"Code", "Message", "RequestId", "HostId"} with the
@@ -328,6 +332,9 @@ func (s *Server) adminBucket(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
 		return s3err.New(s3err.ErrMethodNotAllowed, "")
 	}
+	if q.Has("objects") {
+		return s.adminBucketObjects(w, r)
+	}
 	stats := q.Has("stats") && q.Get("stats") != "false"
 	if b := q.Get("bucket"); b != "" {
 		st, err := s.be.BucketStats(ctx, b)
@@ -358,6 +365,73 @@ func (s *Server) adminBucket(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		out = append(out, statsJSON(st))
+	}
+	return WriteJSON(w, http.StatusOK, out)
+}
+
+// adminObjectEntry is one index entry of `bucket list --bucket B`, in
+// radosgw-admin's shape (the fields Cairn keeps).
+type adminObjectEntry struct {
+	Name     string `json:"name"`
+	Instance string `json:"instance"`
+	Exists   bool   `json:"exists"`
+	Latest   bool   `json:"is_latest"`
+	Meta     struct {
+		Size         int64  `json:"size"`
+		Mtime        string `json:"mtime"`
+		ETag         string `json:"etag"`
+		StorageClass string `json:"storage_class"`
+		Owner        string `json:"owner"`
+		ContentType  string `json:"content_type"`
+	} `json:"meta"`
+}
+
+// adminBucketObjects serves GET /admin/bucket?objects&bucket=B: one page
+// of the bucket's index entries, every version, in key order (the CLI
+// pages through them as radosgw-admin's `bucket list --bucket` prints).
+func (s *Server) adminBucketObjects(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	b := q.Get("bucket")
+	if b == "" {
+		return missingParam("bucket")
+	}
+	max := 1000
+	if v := q.Get("max-entries"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			return s3err.New(s3err.ErrInvalidArgument, "max-entries must be an integer from 1 to 10000, not %q.", v)
+		}
+		max = n
+	}
+	vb, ok := s.versioning()
+	if !ok {
+		return s3err.New(s3err.ErrNotImplemented, "listing index entries needs a versioning backend.")
+	}
+	res, err := vb.ListObjectVersions(r.Context(), driver.ListVersionsInput{
+		Bucket: b, Prefix: q.Get("prefix"), KeyMarker: q.Get("marker"), VersionIDMarker: q.Get("version-id-marker"), MaxKeys: max,
+	})
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Entries             []adminObjectEntry `json:"entries"`
+		IsTruncated         bool               `json:"is_truncated"`
+		NextMarker          string             `json:"next_marker,omitempty"`
+		NextVersionIDMarker string             `json:"next_version_id_marker,omitempty"`
+	}{Entries: make([]adminObjectEntry, 0, len(res.Versions)), IsTruncated: res.IsTruncated}
+	if res.IsTruncated {
+		out.NextMarker, out.NextVersionIDMarker = res.NextKeyMarker, res.NextVersionIDMarker
+	}
+	for _, v := range res.Versions {
+		e := adminObjectEntry{Name: v.Key, Instance: v.VersionID, Exists: !v.DeleteMarker, Latest: v.IsLatest}
+		if e.Instance == "null" {
+			e.Instance = ""
+		}
+		e.Meta.Size, e.Meta.ETag, e.Meta.Owner = v.Size, v.ETag, v.Owner
+		e.Meta.Mtime = v.ModTime.UTC().Format(time.RFC3339Nano)
+		e.Meta.StorageClass = cmp.Or(v.StorageClass, "STANDARD")
+		e.Meta.ContentType = v.Meta.ContentType
+		out.Entries = append(out.Entries, e)
 	}
 	return WriteJSON(w, http.StatusOK, out)
 }
