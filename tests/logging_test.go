@@ -260,7 +260,10 @@ func TestBucketLoggingShutdownFlush(t *testing.T) {
 
 // TestBucketLoggingJournalKill: journal mode under concurrent PUTs,
 // DELETEs and DeleteObjects, the gateway killed with SIGKILL mid-load; after a restart and
-// a flush every acknowledged write has its journal record.
+// a flush every acknowledged write has its journal record. The source
+// bucket also has a persistent notification: no event delivered (before
+// or after the kill) reports a write the crash lost, and every object
+// left has its event.
 func TestBucketLoggingJournalKill(t *testing.T) {
 	g := StartGateway(t)
 	ctx := context.Background()
@@ -270,6 +273,8 @@ func TestBucketLoggingJournalKill(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	rv := newReceiver(t)
+	topic := notifyBucket(t, g, rv, "jr-src")
 	if _, err := c.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String("jr-logs"), Policy: aws.String(loggingPolicy("jr-logs", "j/", "jr-src"))}); err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +295,13 @@ func TestBucketLoggingJournalKill(t *testing.T) {
 	}
 
 	var mu sync.Mutex
-	acked := map[string]bool{} // "key operation" of acknowledged writes
+	acked := map[string]bool{}    // "key operation" of acknowledged writes
+	deleting := map[string]bool{} // keys a delete was sent for, answered or not
+	sendDelete := func(key string) {
+		mu.Lock()
+		deleting[key] = true
+		mu.Unlock()
+	}
 	enough := make(chan struct{})
 	var once sync.Once
 	ack := func(key, op string) {
@@ -307,6 +318,9 @@ func TestBucketLoggingJournalKill(t *testing.T) {
 			return // in flight at the kill: no promise either way
 		}
 		ack(key, "REST.PUT.OBJECT")
+		if i%4 == 3 {
+			sendDelete(key)
+		}
 		switch {
 		case i%4 == 3 && w%2 == 0:
 			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("jr-src"), Key: aws.String(key)}); err == nil {
@@ -356,6 +370,39 @@ func TestBucketLoggingJournalKill(t *testing.T) {
 	if missing > 0 {
 		t.Fatalf("%d acknowledged writes without a record (of %d; %d records)", missing, len(acked), len(recs))
 	}
+
+	// Events: all committed ones delivered, then each checked against
+	// what the crash left (keys are written once, some deleted once).
+	waitQueueEmpty(t, g, topic)
+	exists := map[string]bool{}
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String("jr-src")})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			exists[aws.ToString(o.Key)] = true
+		}
+	}
+	events := rv.snapshot()
+	lost := 0
+	for _, r := range events {
+		name, _ := r["eventName"].(string)
+		key, _ := field(r, "s3", "object", "key").(string)
+		created := strings.HasPrefix(name, "ObjectCreated:")
+		if created && !exists[key] && !deleting[key] || !created && exists[key] {
+			lost++
+			if lost < 5 {
+				t.Errorf("event %s %s was delivered, but the write it reports is not there after the crash", name, key)
+			}
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d delivered events report writes the crash lost", lost, len(events))
+	}
+	n := checkVisibleHaveEvents(t, c, rv, "jr-src", false)
+	t.Logf("%d events delivered, %d objects left, each with its event", len(events), n)
 }
 
 // TestBucketLoggingRollTime: without any flush, records reach the target

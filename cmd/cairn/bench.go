@@ -242,6 +242,7 @@ func benchLogging(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "closed-loop workers")
 	size := fs.String("size", "4KiB", "PUT object size")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "time per side and mode (in 8 ABBA slices)")
+	fs.IntVar(&cfg.GatewayPID, "gateway-pid", 0, "the gateway's pid: also report its CPU time per PUT (Linux /proc)")
 	return runWorkload(ctx, gw, args, size, &cfg, func(n int64) { cfg.Size, cfg.Out = n, out }, bench.RunLogging, out)
 }
 

@@ -28,7 +28,11 @@ type LoggingConfig struct {
 	Concurrency          int           // default 16
 	Size                 int64         // default 4 KiB
 	Duration             time.Duration // per side and mode (in 8 slices); default 10s
-	Out                  io.Writer
+	// GatewayPID, when set, is the gateway's process: each side also
+	// reports its CPU time per PUT (Linux /proc), a figure machine load
+	// moves far less than the rates.
+	GatewayPID int
+	Out        io.Writer
 }
 
 // EnsureDefaults fills in zero fields.
@@ -82,6 +86,9 @@ type LoggingSide struct {
 	// records of this mode found in the log bucket afterwards.
 	OnPuts  int64 `json:"on_puts"`
 	Records int64 `json:"records"`
+	// Gateway CPU microseconds per PUT (with GatewayPID).
+	OffCPUus float64 `json:"logging_off_gateway_cpu_us_per_put,omitempty"`
+	OnCPUus  float64 `json:"logging_on_gateway_cpu_us_per_put,omitempty"`
 }
 
 // LoggingResult is the workload's JSON output.
@@ -136,6 +143,7 @@ func RunLogging(ctx context.Context, cfg LoggingConfig) (*LoggingResult, error) 
 		side := []*LoggingSide{&res.Standard, &res.Journal}[p]
 		var ops [2]int64
 		var sec [2]float64
+		var cpu [2]time.Duration
 		var order []bool
 		for range 4 {
 			order = append(order, false, true, true, false)
@@ -148,6 +156,7 @@ func RunLogging(ctx context.Context, cfg LoggingConfig) (*LoggingResult, error) 
 			if err := set(m); err != nil {
 				return nil, err
 			}
+			cpu0 := procCPU(cfg.GatewayPID)
 			n, errs, el := c.putLoop(ctx, 1<<30, cfg.Duration/8, int64(100*p+i))
 			side.Errors += errs
 			k := 0
@@ -156,6 +165,7 @@ func RunLogging(ctx context.Context, cfg LoggingConfig) (*LoggingResult, error) 
 			}
 			ops[k] += n
 			sec[k] += el.Seconds()
+			cpu[k] += procCPU(cfg.GatewayPID) - cpu0
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -164,6 +174,11 @@ func RunLogging(ctx context.Context, cfg LoggingConfig) (*LoggingResult, error) 
 		side.Ratio = side.OnOps / side.OffOps
 		side.OnPuts = ops[1]
 		fmt.Fprintf(cfg.Out, "PUT %s, logging %s: off %.0f ops/s, on %.0f ops/s: %.3f×\n", sizeString(cfg.Size), mode, side.OffOps, side.OnOps, side.Ratio)
+		if cfg.GatewayPID != 0 && ops[0] > 0 && ops[1] > 0 {
+			side.OffCPUus = float64(cpu[0].Microseconds()) / float64(ops[0])
+			side.OnCPUus = float64(cpu[1].Microseconds()) / float64(ops[1])
+			fmt.Fprintf(cfg.Out, "  gateway CPU per PUT: off %.0f µs, on %.0f µs\n", side.OffCPUus, side.OnCPUus)
+		}
 	}
 	// Turning logging off delivered everything pending: count the records.
 	if err := set(""); err != nil {

@@ -23,7 +23,9 @@ type Notifier interface {
 
 // Reservation is room reserved for the events of one write: Commit after the
 // write succeeded (durably, before the client hears of success), Abort when
-// it failed. Abort is idempotent.
+// it failed. Abort is idempotent. No event may become visible (to delivery
+// or an endpoint) before the write is durable, including writes whose sync
+// ctx defers (objstore.WithDeferredSync).
 type Reservation interface {
 	Commit(ctx context.Context, obj ObjectInfo) error
 	Abort(ctx context.Context)

@@ -45,6 +45,10 @@ type OrphanOptions struct {
 	// Rate paces the data pass to about this many objects a second (0:
 	// unpaced), so a background scan leaves the foreground its CPU and I/O.
 	Rate int
+	// Hold, if set, keeps the caller's scan lease: it is called before
+	// every removal and before each run is examined, and its error (the
+	// lease is lost: another scan may run) stops the scan at once.
+	Hold func(context.Context) error
 }
 
 // OrphanReport is what one scan found.
@@ -153,6 +157,9 @@ func (s *orphanScan) pool(ctx context.Context, start time.Time) error {
 		}
 		for _, oid := range oids {
 			if len(group) > 0 && runPrefix(oid) != runPrefix(group[0]) {
+				if err := s.hold(ctx); err != nil {
+					return err
+				}
 				if err := s.run(ctx, group); err != nil {
 					return err
 				}
@@ -169,9 +176,19 @@ func (s *orphanScan) pool(ctx context.Context, start time.Time) error {
 		marker = oids[len(oids)-1]
 	}
 	if len(group) > 0 {
+		if err := s.hold(ctx); err != nil {
+			return err
+		}
 		return s.run(ctx, group)
 	}
 	return nil
+}
+
+func (s *orphanScan) hold(ctx context.Context) error {
+	if s.opt.Hold == nil {
+		return nil
+	}
+	return s.opt.Hold(ctx)
 }
 
 // pace waits until n objects at rate per second have had their time.
@@ -251,6 +268,9 @@ func (s *orphanScan) run(ctx context.Context, oids []string) error {
 		// Head first: a run cut short by a crash is then headless, which
 		// the next scan recognises without its owner.
 		for _, oid := range rm {
+			if err := s.hold(ctx); err != nil {
+				return err
+			}
 			err := s.io.Operate(ctx, oid, objstore.NewWriteOp().Remove())
 			if err != nil && !errors.Is(err, objstore.ErrNotFound) {
 				return err
@@ -402,6 +422,9 @@ func (s *orphanScan) uploads(ctx context.Context) error {
 		s.rep.StaleUploads++
 		s.dropped[oid] = true
 		if s.opt.Remove {
+			if err := s.hold(ctx); err != nil {
+				return err
+			}
 			if err := s.d.index.Operate(ctx, oid, objstore.NewWriteOp().Remove()); err != nil && !errors.Is(err, objstore.ErrNotFound) {
 				return err
 			}
@@ -426,6 +449,9 @@ func (s *orphanScan) uploads(ctx context.Context) error {
 			s.rep.Uploads++
 			s.dropped[uploadOID(bid, ui.UploadID)] = true
 			if s.opt.Remove {
+				if err := s.hold(ctx); err != nil {
+					return err
+				}
 				s.d.dropUpload(ctx, bid, ui.Key, ui.UploadID)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/xml"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -149,7 +150,13 @@ func (s *Server) journalHook(w *statusWriter, r *http.Request, rc *reqCtx, start
 		return r
 	}
 	cfg, inst := s.cfg.AccessLog.Enabled(r.Context(), rc.bucket)
-	if cfg == nil || cfg.Type != driver.LoggingJournal {
+	// Kept for the standard record (no journaled op changes logging).
+	rc.logLooked, rc.logCfg = true, cfg
+	if cfg == nil {
+		return r
+	}
+	if cfg.Type != driver.LoggingJournal {
+		rc.logInst = &inst
 		return r
 	}
 	rc.logged = true
@@ -162,7 +169,7 @@ func (s *Server) journalHook(w *statusWriter, r *http.Request, rc *reqCtx, start
 			_ = s.cfg.AccessLog.Log(context.WithoutCancel(r.Context()), inst, cfg)
 			return nil
 		}
-		rec := s.accessRecord(r, rc, w, start, status, 0)
+		rec := s.accessRecord(r, rc, w, inst, start, status, 0)
 		recs := []*accesslog.Record{rec}
 		if rc.op == "DeleteObjects" {
 			// One record per key deleted, as a journal of changes needs.
@@ -195,21 +202,32 @@ func (s *Server) logAccess(r *http.Request, rc *reqCtx, w *statusWriter, start t
 	if rc.logged || rc.bucket == "" || rc.kind != kindS3 || rc.op == "PreflightCors" {
 		return
 	}
-	cfg, inst := s.cfg.AccessLog.Enabled(r.Context(), rc.bucket)
+	var cfg *driver.BucketLogging
+	var inst driver.Instance
+	switch {
+	case !rc.logLooked:
+		cfg, inst = s.cfg.AccessLog.Enabled(r.Context(), rc.bucket)
+	case rc.logInst != nil:
+		cfg, inst = rc.logCfg, *rc.logInst
+	}
 	if cfg == nil || cfg.Type != driver.LoggingStandard {
 		return
 	}
-	rec := s.accessRecord(r, rc, w, start, w.status, s.cfg.Now().Sub(start))
+	rec := s.accessRecord(r, rc, w, inst, start, w.status, s.cfg.Now().Sub(start))
 	if !w.firstOut.IsZero() && !lastIn.IsZero() && !w.firstOut.Before(lastIn) {
 		rec.TurnAroundTime = w.firstOut.Sub(lastIn)
 	}
 	_ = s.cfg.AccessLog.Log(r.Context(), inst, cfg, rec) // standard: best effort, never fails the request
 }
 
-// accessRecord builds the AWS server access log record of a request.
-func (s *Server) accessRecord(r *http.Request, rc *reqCtx, w *statusWriter, start time.Time, status int, total time.Duration) *accesslog.Record {
+// accessRecord builds the AWS server access log record of a request to
+// the source bucket inst.
+func (s *Server) accessRecord(r *http.Request, rc *reqCtx, w *statusWriter, inst driver.Instance, start time.Time, status int, total time.Duration) *accesslog.Record {
 	h := w.Header()
-	q := r.URL.Query()
+	var q url.Values // most object requests have no query: no map
+	if r.URL.RawQuery != "" {
+		q = r.URL.Query()
+	}
 	rec := &accesslog.Record{
 		BucketOwner: rc.binfo.Owner, Bucket: rc.bucket, Time: start, RemoteIP: sourceIP(r),
 		Requester: rc.ident.User.ID, RequestID: rc.id, Operation: awsOperation(r.Method, rc.op, q, rc.key),
@@ -220,9 +238,7 @@ func (s *Server) accessRecord(r *http.Request, rc *reqCtx, w *statusWriter, star
 		ETag: h.Get("ETag"), ACLRequired: q.Has("acl"),
 	}
 	if rec.BucketOwner == "" {
-		if _, inst := s.cfg.AccessLog.Enabled(r.Context(), rc.bucket); inst.Owner != "" {
-			rec.BucketOwner = inst.Owner
-		}
+		rec.BucketOwner = inst.Owner
 	}
 	if rec.VersionID == "" {
 		rec.VersionID = q.Get("versionId")

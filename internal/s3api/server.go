@@ -241,6 +241,11 @@ type reqCtx struct {
 	// deleted are DeleteObjects' deleted keys when a journal record is
 	// armed (one record each).
 	deleted []deletedKey
+	// logCfg and logInst: the bucket's logging configuration and
+	// instance (nil when off), when logLooked: looked up once per request.
+	logCfg    *driver.BucketLogging
+	logInst   *driver.Instance
+	logLooked bool
 }
 
 type deletedKey struct{ key, versionID string }

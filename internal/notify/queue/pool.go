@@ -296,11 +296,20 @@ var commitBackoff = []time.Duration{10 * time.Millisecond, 50 * time.Millisecond
 // ErrQueueGone when the shard was removed (the topic was deleted; the
 // event has nowhere to go), objstore.ErrNoSpace when the reservation had
 // expired and the shard is now full; anything else after retries.
+//
+// The commit is always a synced write, even when ctx defers syncs
+// (objstore.WithDeferredSync, bucket logging's journal mode): on the
+// embedded store its sync makes every earlier write of the request durable
+// with it (one ordered WAL), and no reader (the delivery) sees the entry
+// before that sync. So an event is never delivered, nor kept after a
+// crash, without the write it reports. (A deferred commit would also be
+// the group op of every request queued behind it.)
 func (r *Reservation) Commit(ctx context.Context, data []byte) (string, error) {
 	if !r.state.CompareAndSwap(stOpen, stBusy) {
 		return "", errors.New("queue: reservation already committed or aborted")
 	}
 	defer r.state.Store(stDone)
+	ctx = objstore.WithDeferredSync(ctx, nil)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
 	q := r.q

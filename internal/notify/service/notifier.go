@@ -160,6 +160,10 @@ func metaHeaders(um map[string]string) map[string]string {
 
 // Commit implements driver.Reservation: it commits one record per
 // persistent configuration, durably, and pushes to non-persistent topics.
+// No record becomes visible or is pushed before the write it reports is
+// durable, also when ctx defers that write's sync to a later commit point
+// (objstore.WithDeferredSync): queue commits are synced writes on the same
+// store, and pushes without one wait for a sync.
 // A record whose topic was deleted meanwhile is dropped (counted). An
 // error means some record could not be made durable: the request must
 // fail (the client retries the idempotent write).
@@ -203,6 +207,15 @@ func (r *reservation) Commit(ctx context.Context, obj driver.ObjectInfo) error {
 			go func() { defer wg.Done(); commit(i) }()
 		}
 		wg.Wait()
+	}
+	if len(r.push) > 0 && !r.synced.Load() {
+		// The write may still wait for a later commit point (ctx defers
+		// its syncs): make it durable before any endpoint hears of it.
+		if io := objstore.DeferredSync(ctx); io != nil {
+			if err := objstore.Sync(context.WithoutCancel(objstore.WithDeferredSync(ctx, nil)), io); err != nil {
+				return errors.Join(append(errs, fmt.Errorf("notifications: sync before push: %w", err))...)
+			}
+		}
 	}
 	for _, tg := range r.push {
 		rec := forConfiguration(base, tg)
