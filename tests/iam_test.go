@@ -42,9 +42,12 @@ func newAccount(t *testing.T, g *Gateway, name, rootKey string) string {
 // account root makes a user, gives it keys and an inline policy; the user
 // may do exactly what the policy allows on the account's bucket; another
 // account's user needs both its identity policy and the bucket policy.
-func TestIAMAccounts(t *testing.T) {
+func TestIAMAccounts(t *testing.T) { iamAccountsOn(t, StartGateway(t)) }
+
+// iamAccountsOn is TestIAMAccounts on any fresh gateway (tests/ceph_iam_test.go
+// runs it over RADOS).
+func iamAccountsOn(t *testing.T, g *Gateway) {
 	ctx := context.Background()
-	g := StartGateway(t)
 	acme := newAccount(t, g, "acme", "ACMEROOTKEY000000001")
 	globex := newAccount(t, g, "globex", "GLOBEXROOTKEY0000001")
 	root := iamClient(g, "ACMEROOTKEY000000001", "ACMEROOTKEY000000001-secret")

@@ -88,9 +88,11 @@ func (s staticToken) GetIdentityToken() ([]byte, error) { return []byte(s), nil 
 // aws-sdk-go-v2's web identity provider gets credentials from an RS256 ID
 // token; wrong audience, subject, signature, expiry and thumbprint fail
 // with AWS's errors.
-func TestSTSWebIdentity(t *testing.T) {
+func TestSTSWebIdentity(t *testing.T) { stsWebIdentityOn(t, StartGateway(t)) }
+
+// stsWebIdentityOn is TestSTSWebIdentity on any fresh gateway.
+func stsWebIdentityOn(t *testing.T, g *Gateway) {
 	ctx := context.Background()
-	g := StartGateway(t)
 	iss := startIssuer(t)
 	acme := newAccount(t, g, "acme", "ACMEROOTKEY000000001")
 	globex := newAccount(t, g, "globex", "GLOBEXROOTKEY0000001")

@@ -37,9 +37,11 @@ func iamWith(g *Gateway, creds aws.CredentialsProvider) *iam.Client {
 // trust policies with an external id, session policies, a bucket policy
 // naming a session, cross-account assumption, GetSessionToken,
 // GetCallerIdentity, and forged or orphaned tokens refused.
-func TestSTSAssumeRole(t *testing.T) {
+func TestSTSAssumeRole(t *testing.T) { stsAssumeRoleOn(t, StartGateway(t)) }
+
+// stsAssumeRoleOn is TestSTSAssumeRole on any fresh gateway.
+func stsAssumeRoleOn(t *testing.T, g *Gateway) {
 	ctx := context.Background()
-	g := StartGateway(t)
 	acme := newAccount(t, g, "acme", "ACMEROOTKEY000000001")
 	globex := newAccount(t, g, "globex", "GLOBEXROOTKEY0000001")
 	rootCreds := static("ACMEROOTKEY000000001", "ACMEROOTKEY000000001-secret")
