@@ -27,7 +27,7 @@ func TestCephIAM(t *testing.T) {
 	t.Run("cli-boto3", func(t *testing.T) {
 		requireTool(t, "python3", "-c", "import boto3, pytest")
 		requireTool(t, "aws", "--version")
-		pytest(t, startRadosGateways(t, conf, 1)[0], "python/test_iam.py", "python/test_sts.py")
+		pytest(t, startRadosGateways(t, conf, 1)[0], "python/test_iam.py", "python/test_sts.py", "python/test_iam_paging.py")
 	})
 	t.Run("two-gateways", func(t *testing.T) { iamTwoGateways(t, startRadosGateways(t, conf, 2)) })
 }
