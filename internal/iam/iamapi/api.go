@@ -235,6 +235,7 @@ var actions = map[string]handler{
 	"GetGroup":                  (*API).getGroup,
 	"ListGroups":                (*API).listGroups,
 	"DeleteGroup":               (*API).deleteGroup,
+	"UpdateGroup":               (*API).updateGroup,
 	"AddUserToGroup":            (*API).addUserToGroup,
 	"RemoveUserFromGroup":       (*API).removeUserFromGroup,
 	"ListGroupsForUser":         (*API).listGroupsForUser,
@@ -267,7 +268,7 @@ var actions = map[string]handler{
 
 // notYet are IAM actions AWS has and Cairn does not serve yet.
 var notYet = map[string]bool{
-	"UpdateGroup": true, "TagRole": true, "UntagRole": true, "ListRoleTags": true,
+	"TagRole": true, "UntagRole": true, "ListRoleTags": true,
 	"UpdateOpenIDConnectProviderThumbprint": true, "AddClientIDToOpenIDConnectProvider": true,
 	"RemoveClientIDFromOpenIDConnectProvider": true, "TagUser": true, "UntagUser": true,
 	"ListUserTags": true, "CreatePolicy": true, "GetPolicy": true, "ListPolicies": true,

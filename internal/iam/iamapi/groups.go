@@ -118,6 +118,30 @@ func groupsPage(q *request, gs []iam.Group) (any, error) {
 	}{list, pg}, nil
 }
 
+// updateGroup renames a group or changes its path; the caller needs
+// iam:UpdateGroup on the group's old ARN and its new one (AWS).
+func (a *API) updateGroup(q *request) (any, error) {
+	g, err := a.group(q, authz.IAMUpdateGroup)
+	if err != nil {
+		return nil, err
+	}
+	newName, newPath := q.get("NewGroupName"), q.get("NewPath")
+	if newName != "" || newPath != "" {
+		n, p := g.Name, g.Path
+		if newName != "" {
+			n = newName
+		}
+		if newPath != "" {
+			p = newPath
+		}
+		if err := a.authorize(q, authz.IAMUpdateGroup, g.Account, iam.GroupARN(g.Account, p, n)); err != nil {
+			return nil, err
+		}
+	}
+	_, err = a.opts.Store.UpdateGroup(q.r.Context(), g.Account, g.Name, newName, newPath)
+	return nil, err
+}
+
 func (a *API) deleteGroup(q *request) (any, error) {
 	g, err := a.group(q, authz.IAMDeleteGroup)
 	if err != nil {
