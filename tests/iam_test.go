@@ -42,9 +42,12 @@ func newAccount(t *testing.T, g *Gateway, name, rootKey string) string {
 // account root makes a user, gives it keys and an inline policy; the user
 // may do exactly what the policy allows on the account's bucket; another
 // account's user needs both its identity policy and the bucket policy.
-func TestIAMAccounts(t *testing.T) {
+func TestIAMAccounts(t *testing.T) { iamAccountsOn(t, StartGateway(t)) }
+
+// iamAccountsOn is TestIAMAccounts on any fresh gateway (tests/ceph_iam_test.go
+// runs it over RADOS).
+func iamAccountsOn(t *testing.T, g *Gateway) {
 	ctx := context.Background()
-	g := StartGateway(t)
 	acme := newAccount(t, g, "acme", "ACMEROOTKEY000000001")
 	globex := newAccount(t, g, "globex", "GLOBEXROOTKEY0000001")
 	root := iamClient(g, "ACMEROOTKEY000000001", "ACMEROOTKEY000000001-secret")
@@ -341,6 +344,52 @@ func TestIAMGroups(t *testing.T) {
 	lg, err := root.ListGroupsForUser(ctx, &iam.ListGroupsForUserInput{UserName: aws.String("peter")})
 	if err != nil || len(lg.Groups) != 1 || aws.ToString(lg.Groups[0].GroupName) != "Readers" {
 		t.Fatalf("groups for user: %+v %v", lg, err)
+	}
+
+	// UpdateGroup: a rename keeps the id, policies and members; the new
+	// name must be free; the caller needs the action on both ARNs.
+	if _, err := root.CreateGroup(ctx, &iam.CreateGroupInput{GroupName: aws.String("Other")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.UpdateGroup(ctx, &iam.UpdateGroupInput{GroupName: aws.String("readers"), NewGroupName: aws.String("OTHER")}); apiCode(err) != "EntityAlreadyExists" {
+		t.Fatalf("rename onto another group: %v", err)
+	}
+	if _, err := root.UpdateGroup(ctx, &iam.UpdateGroupInput{GroupName: aws.String("nope"), NewGroupName: aws.String("x")}); apiCode(err) != "NoSuchEntity" {
+		t.Fatalf("rename a missing group: %v", err)
+	}
+	if _, err := root.PutUserPolicy(ctx, &iam.PutUserPolicyInput{UserName: aws.String("peter"), PolicyName: aws.String("rename"),
+		PolicyDocument: aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"iam:UpdateGroup","Resource":"arn:aws:iam::*:group/Readers"}]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	peterIAM := iamClient(g, aws.ToString(k.AccessKey.AccessKeyId), aws.ToString(k.AccessKey.SecretAccessKey))
+	if _, err := peterIAM.UpdateGroup(ctx, &iam.UpdateGroupInput{GroupName: aws.String("Readers"), NewGroupName: aws.String("Mine")}); apiCode(err) != "AccessDenied" {
+		t.Fatalf("rename with the action on the old ARN only: %v", err)
+	}
+	if _, err := root.DeleteUserPolicy(ctx, &iam.DeleteUserPolicyInput{UserName: aws.String("peter"), PolicyName: aws.String("rename")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.UpdateGroup(ctx, &iam.UpdateGroupInput{GroupName: aws.String("readers"), NewGroupName: aws.String("Auditors"), NewPath: aws.String("/audit/")}); err != nil {
+		t.Fatalf("rename: %v", err)
+	}
+	if err := read(); err != nil {
+		t.Fatalf("peter after the group's rename: %v", err)
+	}
+	if _, err := root.GetGroup(ctx, &iam.GetGroupInput{GroupName: aws.String("readers")}); apiCode(err) != "NoSuchEntity" {
+		t.Fatalf("old name after rename: %v", err)
+	}
+	ga, err := root.GetGroup(ctx, &iam.GetGroupInput{GroupName: aws.String("auditors")})
+	if err != nil || aws.ToString(ga.Group.GroupName) != "Auditors" || aws.ToString(ga.Group.Path) != "/audit/" ||
+		aws.ToString(ga.Group.GroupId) != aws.ToString(gg.Group.GroupId) || len(ga.Users) != 1 {
+		t.Fatalf("renamed group: %+v %v", ga, err)
+	}
+	if lg, err := root.ListGroupsForUser(ctx, &iam.ListGroupsForUserInput{UserName: aws.String("peter")}); err != nil || len(lg.Groups) != 1 || aws.ToString(lg.Groups[0].GroupName) != "Auditors" {
+		t.Fatalf("groups for user after rename: %+v %v", lg, err)
+	}
+	if _, err := root.UpdateGroup(ctx, &iam.UpdateGroupInput{GroupName: aws.String("auditors"), NewGroupName: aws.String("Readers"), NewPath: aws.String("/")}); err != nil {
+		t.Fatalf("rename back: %v", err)
+	}
+	if _, err := root.DeleteGroup(ctx, &iam.DeleteGroupInput{GroupName: aws.String("other")}); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := root.DeleteGroup(ctx, &iam.DeleteGroupInput{GroupName: aws.String("readers")}); apiCode(err) != "DeleteConflict" {
 		t.Fatalf("delete a group with members: %v", err)

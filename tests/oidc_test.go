@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+	ststypes "github.com/aws/aws-sdk-go-v2/service/sts/types"
 )
 
 // oidcIssuer is a real OpenID Connect issuer: an HTTPS server on
@@ -88,9 +89,11 @@ func (s staticToken) GetIdentityToken() ([]byte, error) { return []byte(s), nil 
 // aws-sdk-go-v2's web identity provider gets credentials from an RS256 ID
 // token; wrong audience, subject, signature, expiry and thumbprint fail
 // with AWS's errors.
-func TestSTSWebIdentity(t *testing.T) {
+func TestSTSWebIdentity(t *testing.T) { stsWebIdentityOn(t, StartGateway(t)) }
+
+// stsWebIdentityOn is TestSTSWebIdentity on any fresh gateway.
+func stsWebIdentityOn(t *testing.T, g *Gateway) {
 	ctx := context.Background()
-	g := StartGateway(t)
 	iss := startIssuer(t)
 	acme := newAccount(t, g, "acme", "ACMEROOTKEY000000001")
 	globex := newAccount(t, g, "globex", "GLOBEXROOTKEY0000001")
@@ -163,6 +166,20 @@ func TestSTSWebIdentity(t *testing.T) {
 	if err != nil || aws.ToString(out.SubjectFromWebIdentityToken) != "user-1" || aws.ToString(out.Audience) != "cairn-app" ||
 		aws.ToString(out.AssumedRoleUser.Arn) != "arn:aws:sts::"+acme+":assumed-role/WebApp/s1" {
 		t.Fatalf("AssumeRoleWithWebIdentity: %+v %v", out, err)
+	}
+	// A managed session policy that allows no S3 action leaves the
+	// read-only role's session without S3 reads (the intersection).
+	narrowed := s3With(g, aws.NewCredentialsCache(stscreds.NewWebIdentityRoleProvider(anon, roleARN, staticToken(tok), func(o *stscreds.WebIdentityRoleOptions) {
+		o.RoleSessionName = "pod-2"
+		o.PolicyARNs = []ststypes.PolicyDescriptorType{{Arn: aws.String("arn:aws:iam::aws:policy/AmazonSNSReadOnlyAccess")}}
+	})))
+	if _, err := narrowed.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("acme-data"), Key: aws.String("a")}); apiCode(err) != "AccessDenied" {
+		t.Fatalf("web identity session with an SNS-only managed session policy reads S3: %v", err)
+	}
+	if _, err := anon.AssumeRoleWithWebIdentity(ctx, &sts.AssumeRoleWithWebIdentityInput{RoleArn: aws.String(roleARN),
+		RoleSessionName: aws.String("s1"), WebIdentityToken: aws.String(tok),
+		PolicyArns: []ststypes.PolicyDescriptorType{{Arn: aws.String("arn:aws:iam::aws:policy/NoSuchPolicy")}}}); apiCode(err) != "MalformedPolicyDocument" {
+		t.Fatalf("web identity with an unknown managed session policy: %v", err)
 	}
 
 	other, err := rsa.GenerateKey(rand.Reader, 2048)

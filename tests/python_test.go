@@ -22,8 +22,13 @@ func TestPythonClients(t *testing.T) {
 	requireTool(t, "python3", "-c", "import boto3, pytest")
 	requireTool(t, "aws", "--version")
 	// test_storage_classes.py needs the classes it writes to.
-	g := StartGateway(t, "--storage-classes", "STANDARD_IA,GLACIER")
-	cmd := exec.Command("python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "python")
+	pytest(t, StartGateway(t, "--storage-classes", "STANDARD_IA,GLACIER"), "python")
+}
+
+// pytest runs the given tests/python files (or directories) against g.
+func pytest(t *testing.T, g *Gateway, paths ...string) {
+	t.Helper()
+	cmd := exec.Command("python3", append([]string{"-m", "pytest", "-q", "-p", "no:cacheprovider"}, paths...)...)
 	cmd.Env = append(os.Environ(), "CAIRN_ENDPOINT="+g.Endpoint, "CAIRN_ACCESS_KEY="+g.AccessKey, "CAIRN_SECRET_KEY="+g.SecretKey)
 	out, err := cmd.CombinedOutput()
 	t.Logf("pytest:\n%s", out)

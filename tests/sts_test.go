@@ -37,9 +37,11 @@ func iamWith(g *Gateway, creds aws.CredentialsProvider) *iam.Client {
 // trust policies with an external id, session policies, a bucket policy
 // naming a session, cross-account assumption, GetSessionToken,
 // GetCallerIdentity, and forged or orphaned tokens refused.
-func TestSTSAssumeRole(t *testing.T) {
+func TestSTSAssumeRole(t *testing.T) { stsAssumeRoleOn(t, StartGateway(t)) }
+
+// stsAssumeRoleOn is TestSTSAssumeRole on any fresh gateway.
+func stsAssumeRoleOn(t *testing.T, g *Gateway) {
 	ctx := context.Background()
-	g := StartGateway(t)
 	acme := newAccount(t, g, "acme", "ACMEROOTKEY000000001")
 	globex := newAccount(t, g, "globex", "GLOBEXROOTKEY0000001")
 	rootCreds := static("ACMEROOTKEY000000001", "ACMEROOTKEY000000001-secret")
@@ -151,6 +153,60 @@ func TestSTSAssumeRole(t *testing.T) {
 	}
 	if _, err := roS3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("acme-data"), Key: aws.String("ro"), Body: strings.NewReader("x")}); apiCode(err) != "AccessDenied" {
 		t.Fatalf("session-policy PUT: %v", err)
+	}
+
+	// Managed session policies (PolicyArns) through the credential
+	// provider: AmazonS3ReadOnlyAccess narrows the session to reads; with
+	// an inline policy allowing PutObject too, the session may do what
+	// either allows (and the role allows).
+	managed := func(name string, inline *string) *s3.Client {
+		return s3With(g, aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(aliceSTS, writerARN, func(o *stscreds.AssumeRoleOptions) {
+			o.RoleSessionName, o.ExternalID, o.Policy = name, aws.String("ext-1234"), inline
+			o.PolicyARNs = []ststypes.PolicyDescriptorType{{Arn: aws.String("arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess")}}
+		})))
+	}
+	mro := managed("m-ro", nil)
+	if _, err := mro.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("acme-data"), Key: aws.String("a")}); err != nil {
+		t.Fatalf("managed session policy GET: %v", err)
+	}
+	if _, err := mro.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("acme-data"), Key: aws.String("m"), Body: strings.NewReader("x")}); apiCode(err) != "AccessDenied" {
+		t.Fatalf("managed session policy PUT: %v", err)
+	}
+	mrw := managed("m-rw", aws.String(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:PutObject","Resource":"*"}]}`))
+	if _, err := mrw.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("acme-data"), Key: aws.String("m"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatalf("inline + managed session policies PUT: %v", err)
+	}
+	if _, err := mrw.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("acme-data"), Key: aws.String("m")}); err != nil {
+		t.Fatalf("inline + managed session policies GET: %v", err)
+	}
+	if _, err := mrw.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("acme-data"), Key: aws.String("m")}); apiCode(err) != "AccessDenied" {
+		t.Fatalf("inline + managed session policies DELETE (neither allows it): %v", err)
+	}
+	arns := func(as ...string) []ststypes.PolicyDescriptorType {
+		var out []ststypes.PolicyDescriptorType
+		for _, a := range as {
+			out = append(out, ststypes.PolicyDescriptorType{Arn: aws.String(a)})
+		}
+		return out
+	}
+	eleven := make([]string, 11)
+	for i := range eleven {
+		eleven[i] = "arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess"
+	}
+	for name, c := range map[string]struct {
+		arns []ststypes.PolicyDescriptorType
+		code string
+	}{
+		"unknown managed policy":   {arns("arn:aws:iam::" + acme + ":policy/Mine"), "MalformedPolicyDocument"},
+		"eleven managed policies":  {arns(eleven...), "ValidationError"},
+		"short managed policy ARN": {arns("arn:aws:iam::aws:p"), "ValidationError"},
+	} {
+		if _, err := assume(aliceSTS, &sts.AssumeRoleInput{RoleArn: aws.String(writerARN), RoleSessionName: aws.String("x1"), ExternalId: aws.String("ext-1234"), PolicyArns: c.arns}); apiCode(err) != c.code {
+			t.Errorf("%s: %v, want %s", name, err, c.code)
+		}
+	}
+	if out, err := assume(aliceSTS, &sts.AssumeRoleInput{RoleArn: aws.String(writerARN), RoleSessionName: aws.String("x1"), ExternalId: aws.String("ext-1234"), PolicyArns: arns("arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess")}); err != nil || aws.ToInt32(out.PackedPolicySize) < 1 {
+		t.Errorf("PackedPolicySize with a managed session policy: %+v %v", out, err)
 	}
 
 	// Forged tokens: a flipped character, another session's token, a

@@ -139,6 +139,10 @@ const (
 	IAMGetOpenIDConnectProvider
 	IAMListOpenIDConnectProviders
 	IAMDeleteOpenIDConnectProvider
+	IAMUpdateGroup
+	IAMUpdateOpenIDConnectProviderThumbprint
+	IAMAddClientIDToOpenIDConnectProvider
+	IAMRemoveClientIDFromOpenIDConnectProvider
 
 	// STS (resource: the role's ARN; the role's trust policy is the
 	// resource policy).
@@ -330,6 +334,11 @@ var actions = [numActions]actionInfo{
 	IAMGetOpenIDConnectProvider:    {"iam:GetOpenIDConnectProvider", ScopeIAM, 0, 0},
 	IAMListOpenIDConnectProviders:  {"iam:ListOpenIDConnectProviders", ScopeIAM, 0, 0},
 	IAMDeleteOpenIDConnectProvider: {"iam:DeleteOpenIDConnectProvider", ScopeIAM, 0, 0},
+	IAMUpdateGroup:                 {"iam:UpdateGroup", ScopeIAM, 0, 0},
+
+	IAMUpdateOpenIDConnectProviderThumbprint:   {"iam:UpdateOpenIDConnectProviderThumbprint", ScopeIAM, 0, 0},
+	IAMAddClientIDToOpenIDConnectProvider:      {"iam:AddClientIDToOpenIDConnectProvider", ScopeIAM, 0, 0},
+	IAMRemoveClientIDFromOpenIDConnectProvider: {"iam:RemoveClientIDFromOpenIDConnectProvider", ScopeIAM, 0, 0},
 
 	STSAssumeRole:                {"sts:AssumeRole", ScopeSTS, 0, 0},
 	STSAssumeRoleWithWebIdentity: {"sts:AssumeRoleWithWebIdentity", ScopeSTS, 0, 0},

@@ -148,6 +148,24 @@ func ManagedPolicyARNs() []string {
 	return out
 }
 
+// UnionPolicies is one policy holding the statements of all of ps: it
+// denies what one of them denies and allows what one allows. It combines a
+// session's inline and managed session policies (AWS evaluates them as
+// one set). ps are not changed.
+func UnionPolicies(ps ...*Policy) *Policy {
+	if len(ps) == 1 {
+		return ps[0]
+	}
+	out := &Policy{Version: "2012-10-17", keys: map[string]struct{}{}}
+	for _, p := range ps {
+		out.Statements = append(out.Statements, p.Statements...)
+		for k := range p.keys {
+			out.keys[k] = struct{}{}
+		}
+	}
+	return out
+}
+
 // ManagedPolicyName is the name part of a managed policy ARN.
 func ManagedPolicyName(arn string) string {
 	return arn[strings.LastIndexByte(arn, '/')+1:]

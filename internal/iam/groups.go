@@ -144,6 +144,112 @@ func (s *Store) DeleteGroup(ctx context.Context, account, name string) error {
 	return err
 }
 
+// UpdateGroup changes a group's name (newName, "" keeps it) and path
+// (newPath, "" keeps it); the group keeps its id, policies and members.
+// A new name is claimed first (one exclusive create of the new record:
+// EntityAlreadyExists when taken); then the members are moved to it, the
+// old record is removed (its latest content copied over first), and
+// members added under the old name meanwhile are moved too. A crash in
+// between leaves both records: the old one still serves its members, the
+// new one, memberless, blocks its name until deleted.
+func (s *Store) UpdateGroup(ctx context.Context, account, name, newName, newPath string) (Group, error) {
+	if err := validPath(newPath); err != nil {
+		return Group{}, err
+	}
+	g, _, err := s.getGroup(ctx, account, name)
+	if err != nil {
+		return Group{}, err
+	}
+	if newName == "" || strings.EqualFold(newName, g.Name) {
+		// Same record: a path change or a change of case only.
+		err := s.updateGroup(ctx, account, g.Name, func(x *Group) error {
+			if newName != "" {
+				x.Name = newName
+			}
+			if newPath != "" {
+				x.Path = newPath
+			}
+			return nil
+		})
+		if err != nil {
+			return Group{}, err
+		}
+		return s.GetGroup(ctx, account, g.Name)
+	}
+	if !groupNameRE.MatchString(newName) {
+		return Group{}, invalid("group name %q", newName)
+	}
+	moved := func(x Group) Group {
+		x.Name = newName
+		if newPath != "" {
+			x.Path = newPath
+		}
+		return x
+	}
+	body, _ := json.Marshal(moved(g))
+	err = s.groups().Operate(ctx, userKey(account, newName), objstore.NewWriteOp().Create(true).WriteFull(body))
+	if errors.Is(err, objstore.ErrExists) {
+		return Group{}, fmt.Errorf("%w: Group with name %s already exists.", ErrEntityAlreadyExists, newName)
+	}
+	if err != nil {
+		return Group{}, err
+	}
+	if err := s.moveMembers(ctx, account, g.Name, newName); err != nil {
+		return Group{}, err
+	}
+	for attempt := 0; ; attempt++ {
+		cur, v, err := s.getGroup(ctx, account, g.Name)
+		if errors.Is(err, ErrNoSuchEntity) {
+			break // a concurrent rename or delete removed it
+		}
+		if err != nil {
+			return Group{}, err
+		}
+		// Policies changed through the old name meanwhile move along.
+		body, _ := json.Marshal(moved(cur))
+		if err := s.groups().Operate(ctx, userKey(account, newName), objstore.NewWriteOp().WriteFull(body)); err != nil {
+			return Group{}, err
+		}
+		err = s.groups().Operate(ctx, userKey(account, g.Name), objstore.NewWriteOp().AssertVersion(v).Remove())
+		if errors.Is(err, objstore.ErrCanceled) && attempt < 20 {
+			continue
+		}
+		if err != nil {
+			return Group{}, err
+		}
+		break
+	}
+	if err := s.moveMembers(ctx, account, g.Name, newName); err != nil {
+		return Group{}, err
+	}
+	return s.GetGroup(ctx, account, newName)
+}
+
+// moveMembers moves the users of group from to group to (names; their
+// cached keys are dropped so the change applies at once here).
+func (s *Store) moveMembers(ctx context.Context, account, from, to string) error {
+	members, err := s.Members(ctx, Group{Account: account, Name: from})
+	if err != nil {
+		return err
+	}
+	fk, tk := strings.ToLower(from), strings.ToLower(to)
+	for _, u := range members {
+		_, err := s.d.UpdateUser(ctx, u.ID, func(x *driver.User) error {
+			if i := slices.Index(x.Groups, fk); i >= 0 {
+				x.Groups = slices.Delete(x.Groups, i, i+1)
+				if !slices.Contains(x.Groups, tk) {
+					x.Groups = append(x.Groups, tk)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // AddUserToGroup adds u to group g (at most MaxGroupsPerUser groups).
 func (s *Store) AddUserToGroup(ctx context.Context, u driver.User, g Group) error {
 	key := strings.ToLower(g.Name)

@@ -196,12 +196,23 @@ func (s *Service) principal(ctx context.Context, c *Claims) (driver.User, string
 		return driver.User{}, "", err
 	}
 	sess := &authz.Session{RoleID: r.ID, RoleName: r.Name, RolePath: r.Path, Name: c.Session, Tags: c.Tags}
+	var ps []*authz.Policy
 	if c.Policy != "" {
 		p, err := authz.ParseSessionPolicy([]byte(c.Policy))
 		if err != nil {
 			return driver.User{}, "", ErrInvalidToken // validated at issue: a changed parser fails closed
 		}
-		sess.Policy = p
+		ps = append(ps, p)
+	}
+	for _, arn := range c.PolicyArns {
+		p, ok := authz.ManagedPolicy(arn)
+		if !ok {
+			return driver.User{}, "", ErrInvalidToken // a policy gone since issue: closed
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) > 0 {
+		sess.Policy = authz.UnionPolicies(ps...)
 	}
 	u := driver.User{ID: r.ID + ":" + c.Session, DisplayName: r.Name, Account: r.Account, Path: r.Path,
 		Created: time.Unix(c.Issued, 0), Session: sess}

@@ -34,9 +34,12 @@ type Claims struct {
 	Session  string `json:"sn,omitempty"`
 	Issued   int64  `json:"iat"`
 	Expires  int64  `json:"exp"`
-	// Policy is the session policy as sent.
-	Policy string            `json:"pol,omitempty"`
-	Tags   map[string]string `json:"tags,omitempty"`
+	// Policy is the inline session policy as sent, PolicyArns the managed
+	// session policies: the session may do what the role's policies and
+	// one of these allow.
+	Policy     string            `json:"pol,omitempty"`
+	PolicyArns []string          `json:"parn,omitempty"`
+	Tags       map[string]string `json:"tags,omitempty"`
 	// Provider and Subject: an AssumeRoleWithWebIdentity session's OIDC
 	// provider ARN and the token's sub.
 	Provider string `json:"idp,omitempty"`

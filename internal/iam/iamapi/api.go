@@ -235,6 +235,7 @@ var actions = map[string]handler{
 	"GetGroup":                  (*API).getGroup,
 	"ListGroups":                (*API).listGroups,
 	"DeleteGroup":               (*API).deleteGroup,
+	"UpdateGroup":               (*API).updateGroup,
 	"AddUserToGroup":            (*API).addUserToGroup,
 	"RemoveUserFromGroup":       (*API).removeUserFromGroup,
 	"ListGroupsForUser":         (*API).listGroupsForUser,
@@ -267,7 +268,7 @@ var actions = map[string]handler{
 
 // notYet are IAM actions AWS has and Cairn does not serve yet.
 var notYet = map[string]bool{
-	"UpdateGroup": true, "TagRole": true, "UntagRole": true, "ListRoleTags": true,
+	"TagRole": true, "UntagRole": true, "ListRoleTags": true,
 	"UpdateOpenIDConnectProviderThumbprint": true, "AddClientIDToOpenIDConnectProvider": true,
 	"RemoveClientIDFromOpenIDConnectProvider": true, "TagUser": true, "UntagUser": true,
 	"ListUserTags": true, "CreatePolicy": true, "GetPolicy": true, "ListPolicies": true,
@@ -480,17 +481,26 @@ func (a *API) listUsers(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := struct {
-		Users       []userXML `xml:"Users>member"`
-		IsTruncated bool      `xml:"IsTruncated"`
-	}{Users: []userXML{}}
+	list, pg, err := usersPage(q, users)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		Users []userXML `xml:"Users>member"`
+		pageXML
+	}{list, pg}, nil
+}
+
+// usersPage answers a listing of users (ListUsers, GetGroup's members).
+func usersPage(q *request, users []driver.User) ([]userXML, pageXML, error) {
+	list := []userXML{}
 	for _, u := range users {
 		if u.AccountRoot {
 			continue // the root is the account, not an IAM user
 		}
-		out.Users = append(out.Users, userOut(u))
+		list = append(list, userOut(u))
 	}
-	return out, nil
+	return page(q, list, func(u userXML) string { return strings.ToLower(u.UserName) })
 }
 
 func (a *API) updateUser(q *request) (any, error) {
@@ -562,19 +572,23 @@ func (a *API) listAccessKeys(q *request) (any, error) {
 		return nil, err
 	}
 	name := userOut(u).UserName
-	out := struct {
-		UserName    string          `xml:"UserName"`
-		Keys        []accessKeyMeta `xml:"AccessKeyMetadata>member"`
-		IsTruncated bool            `xml:"IsTruncated"`
-	}{UserName: name, Keys: []accessKeyMeta{}}
+	keys := []accessKeyMeta{}
 	for _, k := range u.Keys {
 		c := k.Created
 		if c.IsZero() {
 			c = u.Created
 		}
-		out.Keys = append(out.Keys, accessKeyMeta{name, k.AccessKey, keyStatus(k), isoTime(c)})
+		keys = append(keys, accessKeyMeta{name, k.AccessKey, keyStatus(k), isoTime(c)})
 	}
-	return out, nil
+	keys, pg, err := page(q, keys, func(k accessKeyMeta) string { return k.AccessKeyID })
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		UserName string          `xml:"UserName"`
+		Keys     []accessKeyMeta `xml:"AccessKeyMetadata>member"`
+		pageXML
+	}{name, keys, pg}, nil
 }
 
 func (a *API) updateAccessKey(q *request) (any, error) {
@@ -646,11 +660,7 @@ func (a *API) listUserPolicies(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := iam.UserPolicyNames(u)
-	return struct {
-		Names       []string `xml:"PolicyNames>member"`
-		IsTruncated bool     `xml:"IsTruncated"`
-	}{Names: names}, nil
+	return namesPage(q, iam.UserPolicyNames(u))
 }
 
 func (a *API) deleteUserPolicy(q *request) (any, error) {
@@ -670,18 +680,7 @@ func (a *API) listAttachedUserPolicies(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	type attached struct {
-		PolicyName string `xml:"PolicyName"`
-		PolicyArn  string `xml:"PolicyArn"`
-	}
-	out := struct {
-		Policies    []attached `xml:"AttachedPolicies>member"`
-		IsTruncated bool       `xml:"IsTruncated"`
-	}{Policies: []attached{}}
-	for _, arn := range u.ManagedPolicies {
-		out.Policies = append(out.Policies, attached{authz.ManagedPolicyName(arn), arn})
-	}
-	return out, nil
+	return attachedPage(q, u.ManagedPolicies)
 }
 
 func (a *API) getAccountSummary(q *request) (any, error) {

@@ -3,7 +3,7 @@ package iamapi
 import (
 	"net/http"
 	"net/url"
-	"sort"
+	"strings"
 
 	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/iam"
@@ -79,15 +79,15 @@ func (a *API) getGroup(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := struct {
-		Group       groupXML  `xml:"Group"`
-		Users       []userXML `xml:"Users>member"`
-		IsTruncated bool      `xml:"IsTruncated"`
-	}{Group: groupOut(g), Users: []userXML{}}
-	for _, u := range members {
-		out.Users = append(out.Users, userOut(u))
+	list, pg, err := usersPage(q, members)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return struct {
+		Group groupXML  `xml:"Group"`
+		Users []userXML `xml:"Users>member"`
+		pageXML
+	}{groupOut(g), list, pg}, nil
 }
 
 func (a *API) listGroups(q *request) (any, error) {
@@ -99,14 +99,47 @@ func (a *API) listGroups(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := struct {
-		Groups      []groupXML `xml:"Groups>member"`
-		IsTruncated bool       `xml:"IsTruncated"`
-	}{Groups: []groupXML{}}
+	return groupsPage(q, gs)
+}
+
+// groupsPage answers ListGroups and ListGroupsForUser.
+func groupsPage(q *request, gs []iam.Group) (any, error) {
+	list := []groupXML{}
 	for _, g := range gs {
-		out.Groups = append(out.Groups, groupOut(g))
+		list = append(list, groupOut(g))
 	}
-	return out, nil
+	list, pg, err := page(q, list, func(g groupXML) string { return strings.ToLower(g.GroupName) })
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		Groups []groupXML `xml:"Groups>member"`
+		pageXML
+	}{list, pg}, nil
+}
+
+// updateGroup renames a group or changes its path; the caller needs
+// iam:UpdateGroup on the group's old ARN and its new one (AWS).
+func (a *API) updateGroup(q *request) (any, error) {
+	g, err := a.group(q, authz.IAMUpdateGroup)
+	if err != nil {
+		return nil, err
+	}
+	newName, newPath := q.get("NewGroupName"), q.get("NewPath")
+	if newName != "" || newPath != "" {
+		n, p := g.Name, g.Path
+		if newName != "" {
+			n = newName
+		}
+		if newPath != "" {
+			p = newPath
+		}
+		if err := a.authorize(q, authz.IAMUpdateGroup, g.Account, iam.GroupARN(g.Account, p, n)); err != nil {
+			return nil, err
+		}
+	}
+	_, err = a.opts.Store.UpdateGroup(q.r.Context(), g.Account, g.Name, newName, newPath)
+	return nil, err
 }
 
 func (a *API) deleteGroup(q *request) (any, error) {
@@ -158,14 +191,7 @@ func (a *API) listGroupsForUser(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := struct {
-		Groups      []groupXML `xml:"Groups>member"`
-		IsTruncated bool       `xml:"IsTruncated"`
-	}{Groups: []groupXML{}}
-	for _, g := range gs {
-		out.Groups = append(out.Groups, groupOut(g))
-	}
-	return out, nil
+	return groupsPage(q, gs)
 }
 
 func (a *API) putGroupPolicy(q *request) (any, error) {
@@ -213,11 +239,7 @@ func (a *API) listGroupPolicies(q *request) (any, error) {
 	for n := range g.Policies {
 		names = append(names, n)
 	}
-	sort.Strings(names)
-	return struct {
-		Names       []string `xml:"PolicyNames>member"`
-		IsTruncated bool     `xml:"IsTruncated"`
-	}{Names: names}, nil
+	return namesPage(q, names)
 }
 
 func (a *API) deleteGroupPolicy(q *request) (any, error) {
@@ -237,16 +259,5 @@ func (a *API) listAttachedGroupPolicies(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	type attached struct {
-		PolicyName string `xml:"PolicyName"`
-		PolicyArn  string `xml:"PolicyArn"`
-	}
-	out := struct {
-		Policies    []attached `xml:"AttachedPolicies>member"`
-		IsTruncated bool       `xml:"IsTruncated"`
-	}{Policies: []attached{}}
-	for _, arn := range g.ManagedPolicies {
-		out.Policies = append(out.Policies, attached{authz.ManagedPolicyName(arn), arn})
-	}
-	return out, nil
+	return attachedPage(q, g.ManagedPolicies)
 }

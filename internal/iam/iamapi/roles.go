@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/cairn-s3/cairn/internal/authz"
 	"github.com/cairn-s3/cairn/internal/iam"
@@ -137,14 +138,18 @@ func (a *API) listRoles(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := struct {
-		Roles       []roleXML `xml:"Roles>member"`
-		IsTruncated bool      `xml:"IsTruncated"`
-	}{Roles: []roleXML{}}
+	list := []roleXML{}
 	for _, r := range roles {
-		out.Roles = append(out.Roles, roleOut(r))
+		list = append(list, roleOut(r))
 	}
-	return out, nil
+	list, pg, err := page(q, list, func(r roleXML) string { return strings.ToLower(r.RoleName) })
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		Roles []roleXML `xml:"Roles>member"`
+		pageXML
+	}{list, pg}, nil
 }
 
 func (a *API) deleteRole(q *request) (any, error) {
@@ -219,10 +224,7 @@ func (a *API) listRolePolicies(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return struct {
-		Names       []string `xml:"PolicyNames>member"`
-		IsTruncated bool     `xml:"IsTruncated"`
-	}{Names: iam.PolicyNames(r.Policies)}, nil
+	return namesPage(q, iam.PolicyNames(r.Policies))
 }
 
 func (a *API) deleteRolePolicy(q *request) (any, error) {
@@ -242,16 +244,5 @@ func (a *API) listAttachedRolePolicies(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	type attached struct {
-		PolicyName string `xml:"PolicyName"`
-		PolicyArn  string `xml:"PolicyArn"`
-	}
-	out := struct {
-		Policies    []attached `xml:"AttachedPolicies>member"`
-		IsTruncated bool       `xml:"IsTruncated"`
-	}{Policies: []attached{}}
-	for _, arn := range r.ManagedPolicies {
-		out.Policies = append(out.Policies, attached{authz.ManagedPolicyName(arn), arn})
-	}
-	return out, nil
+	return attachedPage(q, r.ManagedPolicies)
 }

@@ -129,28 +129,60 @@ func (q *request) duration(def, lo, hi int, tooLong string) (time.Duration, erro
 	return time.Duration(n) * time.Second, nil
 }
 
-// sessionPolicy reads Policy (an inline session policy); PolicyArns are
-// not served.
-func (q *request) sessionPolicy() (string, *authz.Policy, error) {
-	if q.form.Has("PolicyArns.member.1.arn") {
-		return "", nil, errorf(http.StatusNotImplemented, "NotImplemented", "Managed session policies (PolicyArns) are not implemented; pass Policy.")
+// maxSessionPolicyArns is AWS's limit of managed session policies.
+const maxSessionPolicyArns = 10
+
+// sessionPolicies reads the session policies: Policy (inline) and
+// PolicyArns.member.N.arn (managed: the AWS managed policies Cairn knows).
+// Their plain text together is at most 2,048 characters (AWS).
+func (q *request) sessionPolicies() (doc string, arns []string, err error) {
+	for i := 1; ; i++ {
+		k := fmt.Sprintf("PolicyArns.member.%d.arn", i)
+		if !q.form.Has(k) {
+			break
+		}
+		if i > maxSessionPolicyArns {
+			return "", nil, validationError("1 validation error detected: Value at 'policyArns' failed to satisfy constraint: Member must have length less than or equal to %d", maxSessionPolicyArns)
+		}
+		arn := q.get(k)
+		if len(arn) < 20 || len(arn) > 2048 {
+			return "", nil, validationError("1 validation error detected: Value '%s' at 'policyArns.%d.member.arn' failed to satisfy constraint: Member must have length between 20 and 2048", arn, i)
+		}
+		if _, ok := authz.ManagedPolicy(arn); !ok {
+			// Cairn has no customer managed policies: only AWS's exist.
+			return "", nil, errorf(http.StatusBadRequest, "MalformedPolicyDocument", "The managed session policy %s does not exist.", arn)
+		}
+		arns = append(arns, arn)
 	}
-	doc := q.get("Policy")
-	if doc == "" {
-		return "", nil, nil
+	doc = q.get("Policy")
+	size := len(doc)
+	for _, a := range arns {
+		size += len(a)
 	}
-	if len(doc) > authz.MaxSessionPolicySize {
+	if size > authz.MaxSessionPolicySize {
 		return "", nil, errorf(http.StatusBadRequest, "PackedPolicyTooLarge", "Packed policy consumes more than %d characters.", authz.MaxSessionPolicySize)
 	}
-	p, err := authz.ParseSessionPolicy([]byte(doc))
-	if err != nil {
+	if doc == "" {
+		return "", arns, nil
+	}
+	if _, err := authz.ParseSessionPolicy([]byte(doc)); err != nil {
 		var m *authz.MalformedPolicyError
 		if errors.As(err, &m) {
 			return "", nil, errorf(http.StatusBadRequest, "MalformedPolicyDocument", "%s", m.Reason)
 		}
 		return "", nil, err
 	}
-	return doc, p, nil
+	return doc, arns, nil
+}
+
+// packedSize is AssumeRole's PackedPolicySize: the percentage of the
+// session policy budget used (0: none, and the element is left out).
+func (in *assumeInput) packedSize() int {
+	n := len(in.policy)
+	for _, a := range in.policyArns {
+		n += len(a)
+	}
+	return n * 100 / authz.MaxSessionPolicySize
 }
 
 // sessionTags reads Tags.member.N.Key/Value.
@@ -215,7 +247,9 @@ type assumeInput struct {
 	session string
 	dur     time.Duration
 	policy  string
-	tags    map[string]string
+	// policyArns are the managed session policies.
+	policyArns []string
+	tags       map[string]string
 }
 
 func (a *API) assumeCommon(q *request, p authz.Principal, act authz.Action, extra map[string][]string) (assumeInput, error) {
@@ -235,7 +269,7 @@ func (a *API) assumeCommon(q *request, p authz.Principal, act authz.Action, extr
 			return in, errorf(http.StatusNotImplemented, "NotImplemented", "%s is not implemented.", f)
 		}
 	}
-	if in.policy, _, err = q.sessionPolicy(); err != nil {
+	if in.policy, in.policyArns, err = q.sessionPolicies(); err != nil {
 		return in, err
 	}
 	if in.tags, err = q.sessionTags(); err != nil {
@@ -295,7 +329,7 @@ func (a *API) assumeRole(q *request) (any, error) {
 		return nil, err
 	}
 	c, err := a.opts.STS.Mint(sts.Claims{Account: in.role.Account, UserID: q.caller.ID, RoleID: in.role.ID,
-		RoleName: in.role.Name, Session: in.session, Policy: in.policy, Tags: in.tags}, in.dur)
+		RoleName: in.role.Name, Session: in.session, Policy: in.policy, PolicyArns: in.policyArns, Tags: in.tags}, in.dur)
 	if err != nil {
 		return nil, err
 	}
@@ -306,10 +340,7 @@ func (a *API) assumeRole(q *request) (any, error) {
 		AssumedRoleUser  assumedRoleXML `xml:"AssumedRoleUser"`
 		PackedPolicySize int            `xml:"PackedPolicySize,omitempty"`
 	}{Credentials: credsOut(c), AssumedRoleUser: assumedRoleXML{in.role.ID + ":" + in.session,
-		authz.AssumedRoleARN(in.role.Account, in.role.Name, in.session)}}
-	if in.policy != "" {
-		out.PackedPolicySize = len(in.policy) * 100 / authz.MaxSessionPolicySize
-	}
+		authz.AssumedRoleARN(in.role.Account, in.role.Name, in.session)}, PackedPolicySize: in.packedSize()}
 	return out, nil
 }
 

@@ -178,7 +178,7 @@ func (a *API) assumeRoleWithWebIdentity(q *request) (any, error) {
 		return nil, err
 	}
 	c, err := a.opts.STS.Mint(sts.Claims{Account: in.role.Account, RoleID: in.role.ID, RoleName: in.role.Name,
-		Session: in.session, Policy: in.policy, Tags: in.tags, Provider: prov.ARN(), Subject: w.Subject}, in.dur)
+		Session: in.session, Policy: in.policy, PolicyArns: in.policyArns, Tags: in.tags, Provider: prov.ARN(), Subject: w.Subject}, in.dur)
 	if err != nil {
 		return nil, err
 	}
@@ -190,6 +190,7 @@ func (a *API) assumeRoleWithWebIdentity(q *request) (any, error) {
 		AssumedRoleUser assumedRoleXML `xml:"AssumedRoleUser"`
 		Provider        string         `xml:"Provider"`
 		Audience        string         `xml:"Audience"`
+		PackedSize      int            `xml:"PackedPolicySize,omitempty"`
 	}{credsOut(c), w.Subject, assumedRoleXML{in.role.ID + ":" + in.session,
-		authz.AssumedRoleARN(in.role.Account, in.role.Name, in.session)}, url.PathEscape(prov.ID()), w.Audience}, nil
+		authz.AssumedRoleARN(in.role.Account, in.role.Name, in.session)}, url.PathEscape(prov.ID()), w.Audience, in.packedSize()}, nil
 }
