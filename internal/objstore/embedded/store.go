@@ -75,6 +75,7 @@ func Open(opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	startMallocTrim()
 	fs := opts.FS
 	// The store holds users' secret keys in clear: owner-only directories
 	// make every file below unreachable to others whatever its own mode
