@@ -215,7 +215,7 @@ func (a *API) assumeRoleWithWebIdentity(q *request) (any, error) {
 		return nil, err
 	}
 	c, err := a.opts.STS.Mint(sts.Claims{Account: in.role.Account, RoleID: in.role.ID, RoleName: in.role.Name,
-		Session: in.session, Policy: in.policy, PolicyArns: in.policyArns, Tags: in.tags, Provider: prov.ARN(), Subject: w.Subject}, in.dur)
+		Session: in.session, Policy: in.policy, PolicyArns: in.policyArns, Tags: in.tags, Provider: prov.ARN(), Subject: w.Subject, Tenant: in.tenant}, in.dur)
 	if err != nil {
 		return nil, err
 	}
