@@ -204,9 +204,78 @@ func stsWebIdentityOn(t *testing.T, g *Gateway) {
 		}
 	}
 
+	g2 := iamWith(g, static("GLOBEXROOTKEY0000001", "GLOBEXROOTKEY0000001-secret"))
+
+	// Provider updates apply to the next call: a removed client id, a
+	// wrong thumbprint; both restored; idempotent adds and removes;
+	// another account's provider is out of reach.
+	pARN := cp.OpenIDConnectProviderArn
+	assumeWeb := func() error {
+		_, err := anon.AssumeRoleWithWebIdentity(ctx, &sts.AssumeRoleWithWebIdentityInput{RoleArn: aws.String(roleARN),
+			RoleSessionName: aws.String("s1"), WebIdentityToken: aws.String(tok)})
+		return err
+	}
+	if _, err := root.RemoveClientIDFromOpenIDConnectProvider(ctx, &iam.RemoveClientIDFromOpenIDConnectProviderInput{OpenIDConnectProviderArn: pARN, ClientID: aws.String("cairn-app")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := assumeWeb(); apiCode(err) != "InvalidIdentityToken" {
+		t.Fatalf("token for a removed client id: %v", err)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := root.AddClientIDToOpenIDConnectProvider(ctx, &iam.AddClientIDToOpenIDConnectProviderInput{OpenIDConnectProviderArn: pARN, ClientID: aws.String("cairn-app")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := root.RemoveClientIDFromOpenIDConnectProvider(ctx, &iam.RemoveClientIDFromOpenIDConnectProviderInput{OpenIDConnectProviderArn: pARN, ClientID: aws.String("never-added")}); err != nil {
+		t.Fatalf("removing an absent client id: %v", err)
+	}
+	if gp, err := root.GetOpenIDConnectProvider(ctx, &iam.GetOpenIDConnectProviderInput{OpenIDConnectProviderArn: pARN}); err != nil || len(gp.ClientIDList) != 1 {
+		t.Fatalf("client ids after adding one twice: %+v %v", gp, err)
+	}
+	if err := assumeWeb(); err != nil {
+		t.Fatalf("token after the client id came back: %v", err)
+	}
+	if _, err := root.UpdateOpenIDConnectProviderThumbprint(ctx, &iam.UpdateOpenIDConnectProviderThumbprintInput{OpenIDConnectProviderArn: pARN, ThumbprintList: []string{strings.Repeat("1", 40)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := assumeWeb(); apiCode(err) != "IDPCommunicationError" {
+		t.Fatalf("issuer under a wrong thumbprint: %v", err)
+	}
+	if _, err := root.UpdateOpenIDConnectProviderThumbprint(ctx, &iam.UpdateOpenIDConnectProviderThumbprintInput{OpenIDConnectProviderArn: pARN, ThumbprintList: []string{iss.thumbprint()}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := assumeWeb(); err != nil {
+		t.Fatalf("issuer under its thumbprint again: %v", err)
+	}
+	for name, c := range map[string]struct {
+		call func() error
+		code string
+	}{
+		"bad thumbprint": {func() error {
+			_, err := root.UpdateOpenIDConnectProviderThumbprint(ctx, &iam.UpdateOpenIDConnectProviderThumbprintInput{OpenIDConnectProviderArn: pARN, ThumbprintList: []string{"xyz"}})
+			return err
+		}, "InvalidInput"},
+		"six thumbprints": {func() error {
+			tp := strings.Repeat("1", 40)
+			_, err := root.UpdateOpenIDConnectProviderThumbprint(ctx, &iam.UpdateOpenIDConnectProviderThumbprintInput{OpenIDConnectProviderArn: pARN, ThumbprintList: []string{tp, tp, tp, tp, tp, tp}})
+			return err
+		}, "LimitExceeded"},
+		"missing provider": {func() error {
+			_, err := root.AddClientIDToOpenIDConnectProvider(ctx, &iam.AddClientIDToOpenIDConnectProviderInput{OpenIDConnectProviderArn: aws.String("arn:aws:iam::" + acme + ":oidc-provider/nowhere.example"), ClientID: aws.String("x")})
+			return err
+		}, "NoSuchEntity"},
+		"another account's provider": {func() error {
+			_, err := g2.AddClientIDToOpenIDConnectProvider(ctx, &iam.AddClientIDToOpenIDConnectProviderInput{OpenIDConnectProviderArn: pARN, ClientID: aws.String("evil")})
+			return err
+		}, "AccessDenied"},
+	} {
+		if err := c.call(); apiCode(err) != c.code {
+			t.Errorf("%s: %v, want %s", name, err, c.code)
+		}
+	}
+
 	// globex registers the same issuer with a wrong thumbprint: the
 	// gateway refuses to fetch its keys.
-	g2 := iamWith(g, static("GLOBEXROOTKEY0000001", "GLOBEXROOTKEY0000001-secret"))
 	if _, err := g2.CreateOpenIDConnectProvider(ctx, &iam.CreateOpenIDConnectProviderInput{Url: aws.String(iss.srv.URL),
 		ClientIDList: []string{"cairn-app"}, ThumbprintList: []string{strings.Repeat("0", 40)}}); err != nil {
 		t.Fatal(err)

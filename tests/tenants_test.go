@@ -333,6 +333,26 @@ func tenantIsolationProbe(t *testing.T, g *Gateway) {
 			t.Errorf("t2 alice GET %s signed with SigV2: %d %s", path, r.status, r.body)
 		}
 	}
+	// A tenant principal ("arn:aws:iam::t2:root", RGW's) names every user
+	// of t2: a second t2 user reads too, nobody of another tenant does.
+	if _, err := t1.c.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(bkt), Policy: aws.String(
+		`{"Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::t2:root"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::shared/*"}]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	bob := principal{name: "t2-bob", ak: "T2BOBKEY0000000000001", sk: "t2-bob-secret-000000000000000000000000"}
+	if _, err := g.Admin("user", "create", "--tenant", "t2", "--uid", "bob", "--access-key", bob.ak, "--secret", bob.sk); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []struct {
+		name string
+		c    *s3.Client
+		ok   bool
+	}{{"t2 alice", t2.c, true}, {"t2 bob", sdkClient(g, bob.ak, bob.sk), true}, {"untenanted alice", none.c, false}} {
+		_, err := u.c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("t1:shared"), Key: aws.String("k")})
+		if u.ok && err != nil || !u.ok && apiCode(err) != "AccessDenied" {
+			t.Errorf("%s reads t1:shared under a grant to tenant t2: %v", u.name, err)
+		}
+	}
 	// A tenant name that cannot be one is no bucket.
 	want(t, "bad tenant", t2.do(t, g, http.MethodGet, "/t.1:shared/k", ""), 400, "InvalidBucketName")
 }

@@ -29,9 +29,9 @@ const adminUsage = `usage: cairn admin [--endpoint URL] <noun> <verb> [flags]
   user create --uid U [--display-name N] [--email E] [--access-key K --secret S] [--admin] [--max-buckets N]
   user create --uid U --account-id ID [--account-root] [--display-name N] [--email E]
   user info --uid U | user list [--tenant T] | user rm --uid U | user stats --uid U
-  account create --account-name N [--email E] [--account-id ID]
-  account info --account-id ID | --account-name N | account list
-  account rm --account-id ID | --account-name N
+  account create --account-name N [--email E] [--account-id ID] [--tenant T]
+  account info --account-id ID | --account-name N [--tenant T] | account list [--tenant T]
+  account rm --account-id ID | --account-name N [--tenant T]
   bucket list [--uid U] | bucket stats --bucket B
   bucket list --bucket B [--max-entries N] [--marker KEY]   (the bucket's index entries, every version)
   bucket create --bucket B --uid OWNER [--num-shards N]

@@ -116,6 +116,10 @@ type Statement struct {
 	notPrincipal bool
 	anyPrincipal bool
 	principals   []string // canonical user ids, or account ids (IsAccountID)
+	// tenants are tenant principals ("arn:aws:iam::<tenant>:root"): every
+	// user of the tenant outside accounts. The same ARN also names the
+	// empty tenant's user <tenant> (in principals), as before tenants.
+	tenants []string
 	// acctUsers are account users named by ARN: "<account>:<lower-case name>".
 	acctUsers []string
 	// services are service principals (lower case), e.g.
@@ -451,6 +455,9 @@ func (st *Statement) parsePrincipal(raw json.RawMessage) error {
 					return bad
 				}
 				st.principals = append(st.principals, uid)
+				if t, ok := tenantPrincipal(id); ok {
+					st.tenants = append(st.tenants, t)
+				}
 			case "CanonicalUser":
 				if id == "" || id == "*" {
 					return bad
@@ -499,6 +506,17 @@ func principalID(s string) (string, bool) {
 		return parts[4], parts[4] != ""
 	}
 	return "", false
+}
+
+// tenantPrincipal recognises "arn:aws:iam::<tenant>:root" (not an account
+// id): RGW's tenant principal, naming every user of the tenant.
+func tenantPrincipal(s string) (string, bool) {
+	t, ok := strings.CutPrefix(s, "arn:aws:iam::")
+	if !ok {
+		return "", false
+	}
+	t, ok = strings.CutSuffix(t, ":root")
+	return t, ok && t != "" && !IsAccountID(t) && !strings.ContainsAny(t, ":$/*?")
 }
 
 // accountUserPrincipal recognises "arn:aws:iam::<account id>:user/[path/]name"
@@ -643,6 +661,11 @@ func (st *Statement) principalKind(p Principal) (in bool, via Via) {
 		}
 	}
 	if p.Account == "" {
+		// A tenant principal names the tenant's users outside accounts
+		// (an account's users are named through their account).
+		if t, _, ok := strings.Cut(p.ID, "$"); ok && slices.Contains(st.tenants, t) {
+			return true, ViaDirect
+		}
 		return false, ViaDirect
 	}
 	if p.IsRoleSession() {

@@ -43,8 +43,12 @@ func SplitUserID(id string) (tenant, uid string) {
 	return "", id
 }
 
-// Tenant is the tenant of u ("" for none).
+// Tenant is the tenant of u ("" for none): a role session's is its
+// account's.
 func (u User) Tenant() string {
+	if u.SessionTenant != "" {
+		return u.SessionTenant
+	}
 	t, _ := SplitUserID(u.ID)
 	return t
 }

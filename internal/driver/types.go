@@ -126,6 +126,9 @@ type User struct {
 	// Session is set for temporary credentials (internal/sts); never
 	// stored.
 	Session *authz.Session `json:"-"`
+	// SessionTenant is a role session's tenant (its account's; a role id
+	// carries none); never stored.
+	SessionTenant string `json:"-"`
 
 	// UserQuota bounds the user's total over its buckets; BucketQuota is
 	// the quota of each of its buckets that has none of its own (RGW's

@@ -58,9 +58,6 @@ func (d *Driver) createUser(ctx context.Context, u User, genKey bool) (User, err
 		// take one's shape.
 		return User{}, fmt.Errorf("%w: user id %q", ErrInvalidArgument, u.ID)
 	}
-	if u.Account != "" && u.Tenant() != "" {
-		return User{}, fmt.Errorf("%w: IAM accounts live in the empty tenant", ErrInvalidArgument)
-	}
 	if len(u.Keys) == 0 && genKey {
 		ak, sk := NewKeyPair()
 		u.Keys = []Key{{AccessKey: ak, SecretKey: sk}}

@@ -394,7 +394,13 @@ func (s *Store) groupPolicies(ctx context.Context, u driver.User) ([]authz.Named
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, driver.CompilePolicies("group/"+g.Name+"/", g.Policies, g.ManagedPolicies)...)
+		ps := driver.CompilePolicies("group/"+g.Name+"/", g.Policies, g.ManagedPolicies)
+		if t := u.Tenant(); t != "" { // "arn:aws:s3:::b" is the tenant's bucket b
+			for i := range ps {
+				ps[i].Policy = ps[i].Policy.InTenant(t)
+			}
+		}
+		out = append(out, ps...)
 	}
 	return out, nil
 }

@@ -102,12 +102,31 @@ func randomDigits(n int) string {
 // NewAccountID returns a random id shaped like RGW's: "RGW" and 17 digits.
 func NewAccountID() string { return "RGW" + randomDigits(17) }
 
-// CreateAccount creates an account named name (unique: the name is
-// claimed by one exclusive create before the record is written). id ""
-// generates one.
+// CreateAccount creates an account named name in the empty tenant.
 func (s *Store) CreateAccount(ctx context.Context, id, name, email string) (Account, error) {
+	return s.CreateAccountIn(ctx, "", id, name, email)
+}
+
+// accountNameKey is the name claim of an account: its name, or
+// "<tenant>$<name>" in a tenant (RGW's name.<tenant>$<name>; '$' is in
+// neither a tenant nor an account name, so the two never collide).
+func accountNameKey(tenant, name string) string {
+	if tenant == "" {
+		return name
+	}
+	return tenant + "$" + name
+}
+
+// CreateAccountIn creates an account named name in tenant ("" for none;
+// names are unique per tenant: the name is claimed by one exclusive create
+// before the record is written). id "" generates one. The account's users
+// are users of the tenant ("<tenant>$<id>"), its buckets the tenant's.
+func (s *Store) CreateAccountIn(ctx context.Context, tenant, id, name, email string) (Account, error) {
 	if !nameRE.MatchString(name) {
 		return Account{}, invalid("account name %q", name)
+	}
+	if tenant != "" && !driver.ValidTenant(tenant) {
+		return Account{}, invalid("tenant %q", tenant)
 	}
 	if id == "" {
 		id = NewAccountID()
@@ -117,8 +136,9 @@ func (s *Store) CreateAccount(ctx context.Context, id, name, email string) (Acco
 	if email != "" && (!strings.Contains(email, "@") || len(email) > 254) {
 		return Account{}, invalid("email %q", email)
 	}
-	a := Account{ID: id, Name: name, Email: email, Created: s.now().UTC()}
-	err := s.names().Operate(ctx, name, objstore.NewWriteOp().Create(true).WriteFull([]byte(id)))
+	a := Account{ID: id, Name: name, Email: email, Tenant: tenant, Created: s.now().UTC()}
+	nameKey := accountNameKey(tenant, name)
+	err := s.names().Operate(ctx, nameKey, objstore.NewWriteOp().Create(true).WriteFull([]byte(id)))
 	if errors.Is(err, objstore.ErrExists) {
 		return Account{}, fmt.Errorf("%w: account name %s", ErrEntityAlreadyExists, name)
 	}
@@ -128,7 +148,7 @@ func (s *Store) CreateAccount(ctx context.Context, id, name, email string) (Acco
 	body, _ := json.Marshal(a)
 	err = s.accounts().Operate(ctx, id, objstore.NewWriteOp().Create(true).WriteFull(body))
 	if err != nil {
-		_ = s.names().Operate(ctx, name, objstore.NewWriteOp().Remove())
+		_ = s.names().Operate(ctx, nameKey, objstore.NewWriteOp().Remove())
 		if errors.Is(err, objstore.ErrExists) {
 			return Account{}, fmt.Errorf("%w: account id %s", ErrEntityAlreadyExists, id)
 		}
@@ -150,11 +170,16 @@ func (s *Store) GetAccount(ctx context.Context, id string) (Account, error) {
 	return a, nil
 }
 
-// AccountByName returns the account named name.
+// AccountByName returns the empty tenant's account named name.
 func (s *Store) AccountByName(ctx context.Context, name string) (Account, error) {
-	id, err := read(ctx, s.names(), name)
+	return s.AccountByNameIn(ctx, "", name)
+}
+
+// AccountByNameIn returns tenant's account named name.
+func (s *Store) AccountByNameIn(ctx context.Context, tenant, name string) (Account, error) {
+	id, err := read(ctx, s.names(), accountNameKey(tenant, name))
 	if err != nil {
-		return Account{}, notFound(err, "account name "+name)
+		return Account{}, notFound(err, "account name "+accountNameKey(tenant, name))
 	}
 	return s.GetAccount(ctx, string(id))
 }
@@ -198,7 +223,7 @@ func (s *Store) RemoveAccount(ctx context.Context, id string) error {
 	if err := s.accounts().Operate(ctx, id, objstore.NewWriteOp().Remove()); err != nil {
 		return notFound(err, "account "+id)
 	}
-	_ = s.names().Operate(ctx, a.Name, objstore.NewWriteOp().Remove())
+	_ = s.names().Operate(ctx, accountNameKey(a.Tenant, a.Name), objstore.NewWriteOp().Remove())
 	return nil
 }
 
@@ -259,7 +284,11 @@ func (s *Store) CreateUser(ctx context.Context, account string, spec UserSpec) (
 		return driver.User{}, fmt.Errorf("%w: User with name %s already exists.", ErrEntityAlreadyExists, spec.Name)
 	}
 	if spec.ID == "" {
-		spec.ID = "AIDA" + randomUpper(17)
+		spec.ID = driver.TenantUserID(a.Tenant, "AIDA"+randomUpper(17))
+	}
+	if t, _ := driver.SplitUserID(spec.ID); t != a.Tenant {
+		// An account's users are its tenant's.
+		return driver.User{}, invalid("user %q is not in the account's tenant %q", spec.ID, a.Tenant)
 	}
 	u := driver.User{ID: spec.ID, DisplayName: spec.Name, Email: spec.Email, Keys: spec.Keys,
 		Account: account, AccountRoot: spec.Root, Path: spec.Path}

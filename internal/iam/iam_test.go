@@ -236,3 +236,54 @@ func TestUserIDsCannotLookLikeAccounts(t *testing.T) {
 		t.Fatalf("account-shaped uid: %v", err)
 	}
 }
+
+// TestAccountsInTenants: account names are unique per tenant; a tenant's
+// account's users are the tenant's, whatever the caller names them.
+func TestAccountsInTenants(t *testing.T) {
+	ctx := context.Background()
+	s, s2, _ := newStores(t)
+	plain, err := s.CreateAccount(ctx, "", "acme", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1, err := s.CreateAccountIn(ctx, "t1", "", "acme", "")
+	if err != nil || t1.Tenant != "t1" {
+		t.Fatalf("acme in t1: %+v %v", t1, err)
+	}
+	if _, err := s2.CreateAccountIn(ctx, "t1", "", "acme", ""); !errors.Is(err, iam.ErrEntityAlreadyExists) {
+		t.Fatalf("second acme in t1: %v", err)
+	}
+	if _, err := s.CreateAccountIn(ctx, "RGW00000000000000001", "", "x", ""); !errors.Is(err, iam.ErrInvalidInput) {
+		t.Fatalf("an account-id-shaped tenant: %v", err)
+	}
+	for tenant, want := range map[string]string{"": plain.ID, "t1": t1.ID} {
+		if got, err := s2.AccountByNameIn(ctx, tenant, "acme"); err != nil || got.ID != want {
+			t.Fatalf("acme in %q: %+v %v", tenant, got, err)
+		}
+	}
+	u, err := s.CreateUser(ctx, t1.ID, iam.UserSpec{Name: "bob"})
+	if err != nil || u.Tenant() != "t1" {
+		t.Fatalf("t1's account user: %+v %v", u, err)
+	}
+	for _, id := range []string{"stray", "t2$stray"} {
+		if _, err := s.CreateUser(ctx, t1.ID, iam.UserSpec{ID: id, Name: "stray"}); !errors.Is(err, iam.ErrInvalidInput) {
+			t.Errorf("user %s in t1's account: %v", id, err)
+		}
+	}
+	if _, err := s.CreateUser(ctx, plain.ID, iam.UserSpec{ID: "t1$x", Name: "x"}); !errors.Is(err, iam.ErrInvalidInput) {
+		t.Errorf("a t1 user in the empty tenant's account: %v", err)
+	}
+	if err := s.RemoveUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemoveAccount(ctx, t1.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Its name is free again in t1, still taken in the empty tenant.
+	if _, err := s2.CreateAccountIn(ctx, "t1", "", "acme", ""); err != nil {
+		t.Fatalf("acme in t1 after rm: %v", err)
+	}
+	if _, err := s2.CreateAccount(ctx, "", "acme", ""); !errors.Is(err, iam.ErrEntityAlreadyExists) {
+		t.Fatalf("acme in the empty tenant after t1's rm: %v", err)
+	}
+}

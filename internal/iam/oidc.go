@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,14 +71,8 @@ func (s *Store) CreateOIDCProvider(ctx context.Context, account, rawURL string, 
 			return OIDCProvider{}, invalid("client id %q", c)
 		}
 	}
-	if len(thumbprints) > MaxOIDCThumbprints {
-		return OIDCProvider{}, fmt.Errorf("%w: at most %d thumbprints", ErrLimitExceeded, MaxOIDCThumbprints)
-	}
-	for i, t := range thumbprints {
-		if b, err := hex.DecodeString(t); err != nil || len(b) != 20 {
-			return OIDCProvider{}, invalid("thumbprint %q must be 40 hex digits (SHA-1)", t)
-		}
-		thumbprints[i] = strings.ToLower(t)
+	if err := validThumbprints(thumbprints); err != nil {
+		return OIDCProvider{}, err
 	}
 	if _, err := s.GetAccount(ctx, account); err != nil {
 		return OIDCProvider{}, err
@@ -96,6 +91,21 @@ func (s *Store) CreateOIDCProvider(ctx context.Context, account, rawURL string, 
 		return OIDCProvider{}, fmt.Errorf("%w: Provider with url %s already exists.", ErrEntityAlreadyExists, rawURL)
 	}
 	return p, err
+}
+
+// validThumbprints checks a thumbprint list (≤ 5 SHA-1 hex digests) and
+// brings it to lower case in place.
+func validThumbprints(thumbprints []string) error {
+	if len(thumbprints) > MaxOIDCThumbprints {
+		return fmt.Errorf("%w: at most %d thumbprints", ErrLimitExceeded, MaxOIDCThumbprints)
+	}
+	for i, t := range thumbprints {
+		if b, err := hex.DecodeString(t); err != nil || len(b) != 20 {
+			return invalid("thumbprint %q must be 40 hex digits (SHA-1)", t)
+		}
+		thumbprints[i] = strings.ToLower(t)
+	}
+	return nil
 }
 
 // ParseOIDCProviderARN returns the account and provider id of an ARN.
@@ -135,6 +145,75 @@ func (s *Store) ListOIDCProviders(ctx context.Context, account string) ([]OIDCPr
 		}
 	}
 	return out, nil
+}
+
+// updateOIDCProvider is a version-guarded read-modify-write of a
+// provider. AssumeRoleWithWebIdentity reads the provider on every call, so
+// a change applies to the next one (the JWKS cache is keyed by the
+// thumbprint set too).
+func (s *Store) updateOIDCProvider(ctx context.Context, account, id string, fn func(*OIDCProvider) error) error {
+	for attempt := 0; ; attempt++ {
+		op := objstore.NewReadOp()
+		r := op.Read(0, 0)
+		st := op.Stat()
+		if err := s.oidc().OperateRead(ctx, oidcKey(account, id), op); err != nil {
+			return notFound(err, "OpenIDConnect Provider not found for arn "+OIDCProviderARN(account, id))
+		}
+		var p OIDCProvider
+		if err := json.Unmarshal(r.Data, &p); err != nil {
+			return fmt.Errorf("oidc provider %s: %w", id, err)
+		}
+		if err := fn(&p); err != nil {
+			return err
+		}
+		body, _ := json.Marshal(p)
+		err := s.oidc().Operate(ctx, oidcKey(account, id), objstore.NewWriteOp().AssertVersion(st.Stat.Version).WriteFull(body))
+		if errors.Is(err, objstore.ErrCanceled) && attempt < 20 {
+			continue
+		}
+		return notFound(err, "OpenIDConnect Provider "+id)
+	}
+}
+
+// UpdateOIDCThumbprints replaces a provider's thumbprints.
+func (s *Store) UpdateOIDCThumbprints(ctx context.Context, account, id string, thumbprints []string) error {
+	if err := validThumbprints(thumbprints); err != nil {
+		return err
+	}
+	return s.updateOIDCProvider(ctx, account, id, func(p *OIDCProvider) error {
+		p.Thumbprints = thumbprints
+		return nil
+	})
+}
+
+// AddOIDCClientID adds a client id (present already: nothing to do, as
+// AWS); at most MaxOIDCClientIDs.
+func (s *Store) AddOIDCClientID(ctx context.Context, account, id, clientID string) error {
+	if clientID == "" || len(clientID) > 255 {
+		return invalid("client id %q", clientID)
+	}
+	return s.updateOIDCProvider(ctx, account, id, func(p *OIDCProvider) error {
+		if slices.Contains(p.ClientIDs, clientID) {
+			return nil
+		}
+		if len(p.ClientIDs) >= MaxOIDCClientIDs {
+			return fmt.Errorf("%w: Cannot exceed quota for ClientIdsPerOpenIdConnectProvider: %d", ErrLimitExceeded, MaxOIDCClientIDs)
+		}
+		p.ClientIDs = append(p.ClientIDs, clientID)
+		return nil
+	})
+}
+
+// RemoveOIDCClientID removes a client id (absent: nothing to do, as AWS);
+// tokens for it are refused from the next AssumeRoleWithWebIdentity on.
+func (s *Store) RemoveOIDCClientID(ctx context.Context, account, id, clientID string) error {
+	if clientID == "" || len(clientID) > 255 {
+		return invalid("client id %q", clientID)
+	}
+	return s.updateOIDCProvider(ctx, account, id, func(p *OIDCProvider) error {
+		p.ClientIDs = slices.DeleteFunc(p.ClientIDs, func(c string) bool { return c == clientID })
+		return nil
+	})
 }
 
 // DeleteOIDCProvider removes a provider; tokens of its issuer are

@@ -212,11 +212,14 @@ func (s *Service) principal(ctx context.Context, c *Claims) (driver.User, string
 		ps = append(ps, p)
 	}
 	if len(ps) > 0 {
-		sess.Policy = authz.UnionPolicies(ps...)
+		sess.Policy = authz.UnionPolicies(ps...).InTenant(c.Tenant)
 	}
 	u := driver.User{ID: r.ID + ":" + c.Session, DisplayName: r.Name, Account: r.Account, Path: r.Path,
-		Created: time.Unix(c.Issued, 0), Session: sess}
+		Created: time.Unix(c.Issued, 0), Session: sess, SessionTenant: c.Tenant}
 	if ps := driver.CompilePolicies("", r.Policies, r.ManagedPolicies); len(ps) > 0 {
+		for i := range ps { // "arn:aws:s3:::b" is the tenant's bucket b
+			ps[i].Policy = ps[i].Policy.InTenant(c.Tenant)
+		}
 		u.Identity = &authz.IdentityPolicies{Policies: ps}
 	}
 	return u, roleKey(r.Account, r.Name), nil

@@ -44,6 +44,9 @@ type Claims struct {
 	// provider ARN and the token's sub.
 	Provider string `json:"idp,omitempty"`
 	Subject  string `json:"sub,omitempty"`
+	// Tenant is a role session's tenant: its account's (an account's
+	// tenant never changes), so its buckets and policies are the tenant's.
+	Tenant string `json:"tn,omitempty"`
 }
 
 var errBadToken = errors.New("sts: malformed or forged session token")

@@ -3,6 +3,7 @@ package iamapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -56,20 +57,31 @@ func accountOut(a iam.Account) accountJSON {
 // AdminAccount serves /admin/account (cairn admin account ...): GET
 // ?account-id=|?account-name= (info), GET ?list (the account ids), PUT
 // ?account-name=&email=[&account-id=] (create), DELETE ?account-id=|
-// ?account-name= (rm). The s3api admin gate admitted admins only.
+// ?account-name= (rm); each with [&tenant=] (radosgw-admin's --tenant:
+// names are unique per tenant, an id names an account of that tenant
+// only, list lists the tenant's). The s3api admin gate admitted admins
+// only and checked the tenant's name.
 func (a *API) AdminAccount(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	ctx := r.Context()
 	st := a.opts.Store
+	tenant := q.Get("tenant")
+	byID := func(id string) (iam.Account, error) {
+		acct, err := st.GetAccount(ctx, id)
+		if err == nil && q.Has("tenant") && acct.Tenant != tenant {
+			return iam.Account{}, fmt.Errorf("%w: account %s is not in tenant %q", iam.ErrNoSuchEntity, id, tenant)
+		}
+		return acct, err
+	}
 	switch r.Method {
 	case http.MethodGet:
 		var acct iam.Account
 		var err error
 		switch {
 		case q.Get("account-id") != "":
-			acct, err = st.GetAccount(ctx, q.Get("account-id"))
+			acct, err = byID(q.Get("account-id"))
 		case q.Get("account-name") != "":
-			acct, err = st.AccountByName(ctx, q.Get("account-name"))
+			acct, err = st.AccountByNameIn(ctx, tenant, q.Get("account-name"))
 		case !q.Has("list"):
 			return adminFail(w, errorf(http.StatusBadRequest, "InvalidArgument", "Give --account-id or --account-name."))
 		default:
@@ -77,10 +89,16 @@ func (a *API) AdminAccount(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return adminFail(w, err)
 			}
-			if ids == nil {
-				ids = []string{}
+			out := []string{}
+			for _, id := range ids {
+				if q.Has("tenant") {
+					if acct, err := st.GetAccount(ctx, id); err != nil || acct.Tenant != tenant {
+						continue
+					}
+				}
+				out = append(out, id)
 			}
-			return writeJSON(w, http.StatusOK, ids)
+			return writeJSON(w, http.StatusOK, out)
 		}
 		if err != nil {
 			return adminFail(w, err)
@@ -91,7 +109,7 @@ func (a *API) AdminAccount(w http.ResponseWriter, r *http.Request) error {
 		if name == "" {
 			return adminFail(w, errorf(http.StatusBadRequest, "InvalidArgument", "Missing required parameter \"account-name\"."))
 		}
-		acct, err := st.CreateAccount(ctx, q.Get("account-id"), name, q.Get("email"))
+		acct, err := st.CreateAccountIn(ctx, tenant, q.Get("account-id"), name, q.Get("email"))
 		if err != nil {
 			return adminFail(w, err)
 		}
@@ -99,11 +117,13 @@ func (a *API) AdminAccount(w http.ResponseWriter, r *http.Request) error {
 	case http.MethodDelete:
 		id := q.Get("account-id")
 		if id == "" && q.Get("account-name") != "" {
-			acct, err := st.AccountByName(ctx, q.Get("account-name"))
+			acct, err := st.AccountByNameIn(ctx, tenant, q.Get("account-name"))
 			if err != nil {
 				return adminFail(w, err)
 			}
 			id = acct.ID
+		} else if _, err := byID(id); err != nil {
+			return adminFail(w, err)
 		}
 		if err := st.RemoveAccount(ctx, id); err != nil {
 			return adminFail(w, err)
@@ -134,7 +154,7 @@ func (a *API) AdminAccountUser(w http.ResponseWriter, r *http.Request) error {
 		}
 		name := q.Get("display-name")
 		if name == "" {
-			name = uid
+			_, name = driver.SplitUserID(uid) // a tenant's user's name is its uid within the tenant
 		}
 		spec := iam.UserSpec{ID: uid, Name: name, Email: q.Get("email"), Root: q.Get("account-root") == "true", GenerateKey: true}
 		ak, sk := q.Get("access-key"), q.Get("secret-key")

@@ -264,13 +264,16 @@ var actions = map[string]handler{
 	"GetOpenIDConnectProvider":    (*API).getOpenIDConnectProvider,
 	"ListOpenIDConnectProviders":  (*API).listOpenIDConnectProviders,
 	"DeleteOpenIDConnectProvider": (*API).deleteOpenIDConnectProvider,
+
+	"UpdateOpenIDConnectProviderThumbprint":   (*API).updateOpenIDConnectProviderThumbprint,
+	"AddClientIDToOpenIDConnectProvider":      (*API).addClientIDToOpenIDConnectProvider,
+	"RemoveClientIDFromOpenIDConnectProvider": (*API).removeClientIDFromOpenIDConnectProvider,
 }
 
 // notYet are IAM actions AWS has and Cairn does not serve yet.
 var notYet = map[string]bool{
 	"TagRole": true, "UntagRole": true, "ListRoleTags": true,
-	"UpdateOpenIDConnectProviderThumbprint": true, "AddClientIDToOpenIDConnectProvider": true,
-	"RemoveClientIDFromOpenIDConnectProvider": true, "TagUser": true, "UntagUser": true,
+	"TagUser": true, "UntagUser": true,
 	"ListUserTags": true, "CreatePolicy": true, "GetPolicy": true, "ListPolicies": true,
 }
 

@@ -250,6 +250,8 @@ type assumeInput struct {
 	// policyArns are the managed session policies.
 	policyArns []string
 	tags       map[string]string
+	// tenant is the role's account's tenant.
+	tenant string
 }
 
 func (a *API) assumeCommon(q *request, p authz.Principal, act authz.Action, extra map[string][]string) (assumeInput, error) {
@@ -303,6 +305,11 @@ func (a *API) assumeCommon(q *request, p authz.Principal, act authz.Action, extr
 			return in, err
 		}
 	}
+	acct, err := a.opts.Store.GetAccount(q.r.Context(), in.role.Account)
+	if err != nil {
+		return in, err
+	}
+	in.tenant = acct.Tenant
 	hi := in.role.MaxSessionDuration
 	if hi == 0 {
 		hi = iam.DefaultSessionDuration
@@ -329,7 +336,7 @@ func (a *API) assumeRole(q *request) (any, error) {
 		return nil, err
 	}
 	c, err := a.opts.STS.Mint(sts.Claims{Account: in.role.Account, UserID: q.caller.ID, RoleID: in.role.ID,
-		RoleName: in.role.Name, Session: in.session, Policy: in.policy, PolicyArns: in.policyArns, Tags: in.tags}, in.dur)
+		RoleName: in.role.Name, Session: in.session, Policy: in.policy, PolicyArns: in.policyArns, Tags: in.tags, Tenant: in.tenant}, in.dur)
 	if err != nil {
 		return nil, err
 	}

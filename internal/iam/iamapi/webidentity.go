@@ -115,6 +115,43 @@ func (a *API) deleteOpenIDConnectProvider(q *request) (any, error) {
 	return nil, a.opts.Store.DeleteOIDCProvider(q.r.Context(), p.Account, p.ID())
 }
 
+func (a *API) updateOpenIDConnectProviderThumbprint(q *request) (any, error) {
+	if !q.form.Has("ThumbprintList") && !q.form.Has("ThumbprintList.member.1") {
+		if _, err := q.required("ThumbprintList"); err != nil {
+			return nil, err
+		}
+	}
+	p, err := a.oidcProvider(q, authz.IAMUpdateOpenIDConnectProviderThumbprint)
+	if err != nil {
+		return nil, err
+	}
+	return nil, a.opts.Store.UpdateOIDCThumbprints(q.r.Context(), p.Account, p.ID(), q.members("ThumbprintList"))
+}
+
+func (a *API) addClientIDToOpenIDConnectProvider(q *request) (any, error) {
+	c, err := q.required("ClientID")
+	if err != nil {
+		return nil, err
+	}
+	p, err := a.oidcProvider(q, authz.IAMAddClientIDToOpenIDConnectProvider)
+	if err != nil {
+		return nil, err
+	}
+	return nil, a.opts.Store.AddOIDCClientID(q.r.Context(), p.Account, p.ID(), c)
+}
+
+func (a *API) removeClientIDFromOpenIDConnectProvider(q *request) (any, error) {
+	c, err := q.required("ClientID")
+	if err != nil {
+		return nil, err
+	}
+	p, err := a.oidcProvider(q, authz.IAMRemoveClientIDFromOpenIDConnectProvider)
+	if err != nil {
+		return nil, err
+	}
+	return nil, a.opts.Store.RemoveOIDCClientID(q.r.Context(), p.Account, p.ID(), c)
+}
+
 // AssumeRoleWithWebIdentity (STS, unsigned).
 
 func webIdentityError(err error) error {
@@ -178,7 +215,7 @@ func (a *API) assumeRoleWithWebIdentity(q *request) (any, error) {
 		return nil, err
 	}
 	c, err := a.opts.STS.Mint(sts.Claims{Account: in.role.Account, RoleID: in.role.ID, RoleName: in.role.Name,
-		Session: in.session, Policy: in.policy, PolicyArns: in.policyArns, Tags: in.tags, Provider: prov.ARN(), Subject: w.Subject}, in.dur)
+		Session: in.session, Policy: in.policy, PolicyArns: in.policyArns, Tags: in.tags, Provider: prov.ARN(), Subject: w.Subject, Tenant: in.tenant}, in.dur)
 	if err != nil {
 		return nil, err
 	}
