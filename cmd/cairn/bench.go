@@ -265,6 +265,7 @@ func benchTransition(ctx context.Context, args []string, out io.Writer) error {
 	gw := bindGateway(fs, &cfg.Endpoint, &cfg.AccessKey, &cfg.SecretKey, "S3 endpoint URL of a gateway configuring --class (its lc-rate paces the pass)", "admin ")
 	fs.StringVar(&cfg.Prefix, "prefix", "", "bucket name prefix (default random)")
 	fs.StringVar(&cfg.TransitionClass, "class", "STANDARD_IA", "storage class the objects move to")
+	fs.IntVar(&cfg.GatewayPID, "gateway-pid", 0, "the gateway's pid: also report its CPU time per PUT and per moved object (Linux /proc)")
 	fs.IntVar(&cfg.Objects, "objects", 20000, "objects in the processed bucket (all move)")
 	objSize := fs.String("object-size", "64KiB", "size of each moved object")
 	fs.IntVar(&cfg.FillConcurrency, "fill-concurrency", 32, "workers filling the bucket")

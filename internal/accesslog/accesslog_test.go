@@ -327,3 +327,70 @@ func TestRollIdempotent(t *testing.T) {
 		t.Fatalf("objects %v", objs)
 	}
 }
+
+// TestStandardEntriesPacked: a second's standard records are appended
+// compressed (a fraction of their size goes through the store), and a
+// pending object holding plain entries too (an older gateway's, or
+// journal records) is delivered with every record, in order.
+func TestStandardEntriesPacked(t *testing.T) {
+	d, _ := setup(t)
+	ctx := context.Background()
+	setPolicy(t, d, "logs", fmt.Sprintf(allowPolicy, "", "src"))
+	l := newLogger(t, d, "g1")
+	if err := l.Put(ctx, "src", &driver.BucketLogging{TargetBucket: "logs"}, false); err != nil {
+		t.Fatal(err)
+	}
+	cfg, inst := l.Enabled(ctx, "src")
+	var want []string
+	logN := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			r := &Record{BucketOwner: "alice", Bucket: "src", Time: time.Unix(1_700_000_000, 0), Requester: "alice",
+				RequestID: fmt.Sprintf("R%04d", i), Operation: "REST.PUT.OBJECT", Key: fmt.Sprintf("k%04d", i),
+				RequestURI: fmt.Sprintf("PUT /src/k%04d HTTP/1.1", i), HTTPStatus: 200, ObjectSize: 4096, UserAgent: "aws-sdk-go-v2/1.30"}
+			want = append(want, string(AppendStandard(nil, r)))
+			if err := l.Log(ctx, inst, cfg, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	logN(0, 200)
+	l.flushBuffers(ctx)
+	// A plain entry, as an older gateway appends them.
+	bl := l.bucket(inst.ID)
+	plain := &Record{BucketOwner: "alice", Bucket: "src", Time: time.Unix(1_700_000_000, 0), Operation: "REST.GET.OBJECT", Key: "plain"}
+	want = append(want, string(AppendStandard(nil, plain)))
+	if err := l.append(ctx, bl, bl.bufMeta, AppendStandard(nil, plain), false); err != nil {
+		t.Fatal(err)
+	}
+	logN(200, 100)
+	l.flushBuffers(ctx)
+
+	names, err := l.list(ctx, "")
+	if err != nil || len(names) != 1 {
+		t.Fatalf("pending %v %v", names, err)
+	}
+	rop := objstore.NewReadOp()
+	vals := rop.GetOmapValues("", "", 100)
+	if err := l.io.OperateRead(ctx, names[0], rop); err != nil {
+		t.Fatal(err)
+	}
+	stored, raw := 0, len(strings.Join(want, ""))
+	for _, kv := range vals.Pairs {
+		stored += len(kv.Value)
+	}
+	if len(vals.Pairs) != 3 || vals.Pairs[0].Value[0] != packedEntry || vals.Pairs[1].Value[0] == packedEntry || stored*3 > raw {
+		t.Fatalf("%d entries, %d bytes stored for %d bytes of records", len(vals.Pairs), stored, raw)
+	}
+	if _, err := l.Flush(ctx, "src"); err != nil {
+		t.Fatal(err)
+	}
+	objs := logObjects(t, d, "")
+	if len(objs) != 1 {
+		t.Fatalf("%d log objects", len(objs))
+	}
+	for _, body := range objs {
+		if body != strings.Join(want, "") {
+			t.Fatalf("delivered %d bytes, want the %d bytes of records in order", len(body), raw)
+		}
+	}
+}

@@ -48,7 +48,11 @@ type LifecycleConfig struct {
 	// configure), each ObjectSize bytes (default 64 KiB).
 	TransitionClass string
 	ObjectSize      int64
-	Out             io.Writer
+	// GatewayPID, when set, is the gateway's process: the result also
+	// has its CPU time per foreground PUT and per moved object (Linux
+	// /proc), figures machine load moves far less than the rates.
+	GatewayPID int
+	Out        io.Writer
 }
 
 // LifecycleResult is the workload's JSON output.
@@ -73,6 +77,11 @@ type LifecycleResult struct {
 	TransitionedBytes   int64   `json:"transitioned_bytes,omitempty"`
 	TransitionedPerSec  float64 `json:"transitioned_per_sec,omitempty"`
 	TransitionMiBPerSec float64 `json:"transition_mib_per_sec,omitempty"`
+	// With GatewayPID: CPU per foreground PUT without a pass, and per
+	// object moved during the pass (the CPU of that phase beyond its
+	// PUTs', over the objects moved in it, at the pass's mean rate).
+	CPUPerPutUs  float64 `json:"gateway_cpu_us_per_put_without_pass,omitempty"`
+	CPUPerMoveUs float64 `json:"gateway_cpu_us_per_moved_object,omitempty"`
 }
 
 type lcStatusDoc struct {
@@ -167,7 +176,11 @@ func RunLifecycle(ctx context.Context, cfg LifecycleConfig) (*LifecycleResult, e
 	res.FillPerSec = float64(cfg.Objects) / time.Since(t0).Seconds()
 	fmt.Fprintf(cfg.Out, "fill: %d objects at %.0f PUT/s\n", cfg.Objects, res.FillPerSec)
 
+	var phaseOps [4]int64
+	var phaseCPU [4]time.Duration
 	put := func(d time.Duration, stop func() bool, seed int64) (float64, float64) {
+		cpu0 := procCPU(cfg.GatewayPID)
+		defer func() { phaseCPU[seed] = procCPU(cfg.GatewayPID) - cpu0 }()
 		lctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		if stop != nil {
@@ -182,6 +195,7 @@ func RunLifecycle(ctx context.Context, cfg LifecycleConfig) (*LifecycleResult, e
 			}()
 		}
 		ok, bad, el := fg.putLoop(lctx, 1000, d, seed)
+		phaseOps[seed] = ok
 		res.PutErrors += bad
 		return float64(ok) / el.Seconds(), el.Seconds()
 	}
@@ -254,5 +268,15 @@ func RunLifecycle(ctx context.Context, cfg LifecycleConfig) (*LifecycleResult, e
 	res.PutAfter, _ = put(cfg.Duration, nil, 3)
 	res.Ratio = res.PutDuring / ((res.PutBefore + res.PutAfter) / 2)
 	fmt.Fprintf(cfg.Out, "PUT %s after the pass: %.0f ops/s; during/without = %.2f\n", sizeString(cfg.Size), res.PutAfter, res.Ratio)
+	if without := phaseOps[1] + phaseOps[3]; cfg.GatewayPID != 0 && without > 0 {
+		perPut := float64((phaseCPU[1] + phaseCPU[3]).Microseconds()) / float64(without)
+		res.CPUPerPutUs = perPut
+		fmt.Fprintf(cfg.Out, "gateway CPU: %.0f µs per PUT without a pass", perPut)
+		if moved := float64(st.Moved) / res.PassSeconds * res.DuringSeconds; cfg.TransitionClass != "" && moved > 0 {
+			res.CPUPerMoveUs = (float64(phaseCPU[2].Microseconds()) - perPut*float64(phaseOps[2])) / moved
+			fmt.Fprintf(cfg.Out, "; %.0f µs per object moved (%.1f PUTs' worth)", res.CPUPerMoveUs, res.CPUPerMoveUs/perPut)
+		}
+		fmt.Fprintln(cfg.Out)
+	}
 	return res, nil
 }

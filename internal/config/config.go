@@ -69,6 +69,9 @@ type Config struct {
 	// LCTransitionRate bounds the bytes per second a gateway's lifecycle
 	// transitions copy; 0 = unlimited.
 	LCTransitionRate int64
+	// LCTransitionBusyRate replaces it while the gateway has S3 requests
+	// in flight; 0 = no separate rate.
+	LCTransitionBusyRate int64
 
 	GCMinWait time.Duration
 	// The orphan scan (docs/design/orphans.md): how often one gateway of
@@ -258,6 +261,7 @@ var options = []option{
 	{"lc-max-objs", "lifecycle registry shards, leased by gateways (rgw_lc_max_objs)", "32", intOpt(func(c *Config) *int { return &c.LCMaxObjs })},
 	{"lc-rate", "objects per second a gateway's lifecycle pass examines (0 = unlimited); pacing keeps foreground latency", "1000", intOpt(func(c *Config) *int { return &c.LCRate })},
 	{"lc-transition-rate", "bytes per second a gateway's lifecycle transitions copy between storage classes (0 = unlimited); pacing keeps foreground latency", "2MiB", sizeOpt(func(c *Config) *int64 { return &c.LCTransitionRate })},
+	{"lc-transition-busy-rate", "bytes per second transitions copy while this gateway has client requests in flight (0 = lc-transition-rate throughout); the foreground keeps its rate", "512KiB", sizeOpt(func(c *Config) *int64 { return &c.LCTransitionBusyRate })},
 	{"gc-min-wait", "delay before replaced object data is collected (rgw_gc_obj_min_wait)", "30s", durOpt(func(c *Config) *time.Duration { return &c.GCMinWait })},
 	{"orphan-scan-interval", "how often one gateway (a lease decides which) removes data no index entry, GC record or upload references, left by crashes; 0 = never (run `cairn admin orphans rm`)", "24h", durOpt(func(c *Config) *time.Duration { return &c.OrphanScanInterval })},
 	{"orphan-min-age", "the orphan scan leaves data younger than this (it must exceed the longest upload of one object or part)", "24h", durOpt(func(c *Config) *time.Duration { return &c.OrphanMinAge })},
@@ -424,7 +428,7 @@ func (c *Config) Validate() error {
 	check(c.CacheSize == 0 || c.CacheSize >= 1<<20, "cache-size must be 0 (automatic) or at least 1MB")
 	check(c.PersistMaxRetries >= 0, "topic-persistency-max-retries must not be negative")
 	check(c.PersistTTL >= 0 && c.PersistSleep >= 0, "topic persistency durations must not be negative")
-	check(c.LCDebugInterval >= 0 && c.LCRate >= 0 && c.LCTransitionRate >= 0, "lc-debug-interval, lc-rate and lc-transition-rate must not be negative")
+	check(c.LCDebugInterval >= 0 && c.LCRate >= 0 && c.LCTransitionRate >= 0 && c.LCTransitionBusyRate >= 0, "lc-debug-interval, lc-rate, lc-transition-rate and lc-transition-busy-rate must not be negative")
 	check(c.LCMaxObjs >= 1 && c.LCMaxObjs <= 65521, "lc-max-objs %d outside 1..65521", c.LCMaxObjs)
 	check(c.OrphanScanInterval >= 0 && c.OrphanScanRate >= 0, "orphan-scan-interval and orphan-scan-rate must not be negative")
 	check(c.OrphanMinAge >= time.Minute, "orphan-min-age must be at least 1m: younger data may be a write in progress")

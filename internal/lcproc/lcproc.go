@@ -35,8 +35,13 @@ type Processor struct {
 	// what a transition costs the foreground: the examination pace
 	// (lc-rate) does not see object sizes.
 	TransitionRate int64
-	Logger         *slog.Logger
-	Now            func() time.Time
+	// BusyRate, when > 0, replaces TransitionRate while Busy reports
+	// foreground requests in flight (lc-transition-busy-rate): a gateway
+	// that serves clients moves data slower than an idle one.
+	BusyRate int64
+	Busy     func() bool
+	Logger   *slog.Logger
+	Now      func() time.Time
 
 	pace pacer
 }
@@ -73,6 +78,14 @@ func (p *pacer) wait(ctx context.Context, rate, n int64) error {
 }
 
 var _ lifecycle.Processor = (*Processor)(nil)
+
+// transitionRate is the pace for the next transition's bytes.
+func (p *Processor) transitionRate() int64 {
+	if p.BusyRate > 0 && p.Busy != nil && p.Busy() {
+		return p.BusyRate
+	}
+	return p.TransitionRate
+}
 
 func (p *Processor) now() time.Time {
 	if p.Now != nil {
@@ -237,7 +250,7 @@ func (p *Processor) key(ctx context.Context, bucket, state string, vs []driver.O
 			continue
 		}
 		if dec.Action == lifecycle.TransitionCurrent || dec.Action == lifecycle.TransitionNoncurrent {
-			if err := p.pace.wait(ctx, p.TransitionRate, v.Size); err != nil {
+			if err := p.pace.wait(ctx, p.transitionRate(), v.Size); err != nil {
 				return out, err
 			}
 			// Only if it is still the version decided on: the index

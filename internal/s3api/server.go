@@ -136,6 +136,8 @@ type Server struct {
 
 	ridPrefix string
 	ridSeq    atomic.Uint64
+	// inflight counts client requests (not admin API calls) being served.
+	inflight atomic.Int64
 
 	mu           sync.RWMutex
 	admin        map[string]AdminHandlerFunc
@@ -250,6 +252,10 @@ type reqCtx struct {
 
 type deletedKey struct{ key, versionID string }
 
+// InFlight is how many client requests (S3, SNS, IAM; not the admin
+// API) are being served: background work yields to them.
+func (s *Server) InFlight() int64 { return s.inflight.Load() }
+
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.cfg.Now()
@@ -319,6 +325,10 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rc *reqCtx, start time.
 	}
 	rt := s.route(r, rc)
 	rc.op, rc.kind = rt.op, rt.kind
+	if rt.kind != kindAdmin {
+		s.inflight.Add(1)
+		defer s.inflight.Add(-1)
+	}
 	// Until the caller is known, a bare bucket name is the empty tenant's
 	// (anonymous requests, CORS preflights, POST forms until signed).
 	tenantErr := s.resolveBucket(rc, "")

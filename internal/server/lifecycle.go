@@ -29,8 +29,10 @@ func (g *Gateway) openLifecycle(ctx context.Context, cfg *config.Config, d *driv
 	}
 	host, _ := os.Hostname()
 	w, err := lifecycle.NewWorker(lifecycle.Config{
-		IO:        io.WithNamespace(lifecycle.Namespace),
-		Processor: &lcproc.Processor{Driver: d, Day: day, TransitionRate: cfg.LCTransitionRate, Logger: g.Log.With("component", "lifecycle")},
+		IO: io.WithNamespace(lifecycle.Namespace),
+		Processor: &lcproc.Processor{Driver: d, Day: day, TransitionRate: cfg.LCTransitionRate,
+			BusyRate: cfg.LCTransitionBusyRate, Busy: func() bool { return api.InFlight() > 0 },
+			Logger: g.Log.With("component", "lifecycle")},
 		// Stable across restarts of this gateway, so a restarted one
 		// reclaims the leases its crashed incarnation held at once.
 		Owner:  host + "@" + cfg.Listen,
