@@ -154,7 +154,7 @@ func (s *Server) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx
 		}
 		shards = n
 	}
-	lock := strings.EqualFold(r.Header.Get("x-amz-bucket-object-lock-enabled"), "true")
+	lock := strings.EqualFold(r.Header.Get("X-Amz-Bucket-Object-Lock-Enabled"), "true")
 	location, err := readLocation(r)
 	if err != nil {
 		return err

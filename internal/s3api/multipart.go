@@ -37,8 +37,8 @@ func (s *Server) createMultipartUpload(w http.ResponseWriter, r *http.Request, r
 	if err != nil {
 		return err
 	}
-	alg := strings.ToUpper(r.Header.Get("x-amz-checksum-algorithm"))
-	typ := strings.ToUpper(r.Header.Get("x-amz-checksum-type"))
+	alg := strings.ToUpper(r.Header.Get("X-Amz-Checksum-Algorithm"))
+	typ := strings.ToUpper(r.Header.Get("X-Amz-Checksum-Type"))
 	if alg != "" && !validAlgorithm(alg) {
 		return s3err.New(s3err.ErrInvalidRequest, "Checksum algorithm provided is unsupported.")
 	}
@@ -210,7 +210,7 @@ func (s *Server) uploadPartCopy(w http.ResponseWriter, r *http.Request, rc *reqC
 	if err := checkCopyConditions(copyConditions(r.Header), info); err != nil {
 		return err
 	}
-	rng, err := parseCopyRange(r.Header.Get("x-amz-copy-source-range"), info.Size)
+	rng, err := parseCopyRange(r.Header.Get("X-Amz-Copy-Source-Range"), info.Size)
 	if err != nil {
 		return err
 	}

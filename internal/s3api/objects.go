@@ -42,7 +42,7 @@ func objectMeta(h http.Header) (driver.ObjectMeta, error) {
 		ContentLanguage:    h.Get("Content-Language"),
 		CacheControl:       h.Get("Cache-Control"),
 		Expires:            h.Get("Expires"),
-		StorageClass:       h.Get("x-amz-storage-class"),
+		StorageClass:       h.Get("X-Amz-Storage-Class"),
 	}
 	size := 0
 	for k, vs := range h {
@@ -60,7 +60,7 @@ func objectMeta(h http.Header) (driver.ObjectMeta, error) {
 	if size > driver.MaxUserMetaSize {
 		return m, s3err.New(s3err.ErrMetadataTooLarge, "Your metadata headers exceed the maximum allowed metadata size (%d > %d bytes).", size, driver.MaxUserMetaSize)
 	}
-	if t := h.Get("x-amz-tagging"); t != "" {
+	if t := h.Get("X-Amz-Tagging"); t != "" {
 		tags, err := parseTagging(t)
 		if err != nil {
 			return m, err
@@ -390,7 +390,7 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 	if partNumber > 0 && rangeHdr != "" {
 		return s3err.New(s3err.ErrInvalidRequest, "Cannot specify both Range header and partNumber query parameter.")
 	}
-	withChecksums := strings.EqualFold(r.Header.Get("x-amz-checksum-mode"), "ENABLED")
+	withChecksums := strings.EqualFold(r.Header.Get("X-Amz-Checksum-Mode"), "ENABLED")
 	sp, err := s.parseSSE(r, sseRead)
 	if err != nil {
 		return err
