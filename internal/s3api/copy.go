@@ -180,7 +180,7 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	setWriteVersionHeader(w.Header(), info.VersionID)
 	sseHeaders(w.Header(), info.Meta.SSE, sp.keyMD5)
 	if info.SourceVersionID != "" {
-		w.Header().Set("x-amz-copy-source-version-id", info.SourceVersionID)
+		w.Header().Set("X-Amz-Copy-Source-Version-Id", info.SourceVersionID)
 	}
 	return writeXML(w, http.StatusOK, copyObjectResult{
 		Xmlns:        s3Namespace,

@@ -75,8 +75,8 @@ func (s *Server) createMultipartUpload(w http.ResponseWriter, r *http.Request, r
 		sseHeaders(w.Header(), lp.Upload.Meta.SSE, sp.keyMD5)
 	}
 	if alg != "" {
-		w.Header().Set("x-amz-checksum-algorithm", alg)
-		w.Header().Set("x-amz-checksum-type", typ)
+		w.Header().Set("X-Amz-Checksum-Algorithm", alg)
+		w.Header().Set("X-Amz-Checksum-Type", typ)
 	}
 	return writeXML(w, http.StatusOK, initiateMultipartUploadResult{
 		Xmlns: s3Namespace, Bucket: rc.bucketName, Key: rc.key, UploadID: id,
@@ -130,12 +130,12 @@ func (s *Server) uploadPart(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 		return err
 	}
 	h := w.Header()
-	h.Set("ETag", quoteETag(info.ETag))
+	h.Set("Etag", quoteETag(info.ETag))
 	sseHeaders(h, info.SSE, sp.keyMD5)
 	sums := pick(info.Checksums, p.checksums)
 	for _, alg := range checksumAlgorithms {
 		if v := sums[alg]; v != "" {
-			h.Set(checksumHeader(alg), v)
+			h.Set(checksumHeaderKey[alg], v)
 		}
 	}
 	h.Set("Content-Length", "0")

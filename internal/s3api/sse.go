@@ -209,7 +209,7 @@ func sseHeaders(h http.Header, rec *driver.SSERecord, keyMD5 string) {
 	case driver.SSEModeC:
 		h.Set(hSSECAlg, "AES256")
 		if keyMD5 != "" {
-			h.Set("x-amz-server-side-encryption-customer-key-MD5", keyMD5)
+			h.Set("X-Amz-Server-Side-Encryption-Customer-Key-Md5", keyMD5)
 		}
 	}
 }
