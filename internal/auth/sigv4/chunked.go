@@ -57,6 +57,12 @@ type chunkReader struct {
 	prevSig  [64]byte // the previous chunk's, the seed for the first
 	h        hash.Hash
 	mac      hash.Hash // HMAC with the signing key, reset per chunk
+	macUsed  bool
+	// scratch for checkChunkSig: arrays on its stack would escape through
+	// the hash.Hash interface, an allocation per chunk.
+	sum      [sha256.Size]byte
+	hexSum   [2 * sha256.Size]byte
+	want     [2 * sha256.Size]byte
 	err      error
 	trailers map[string]string
 }
@@ -276,17 +282,18 @@ func (c *chunkReader) checkChunkSig() error {
 	// The string to sign, written straight into the HMAC:
 	// "AWS4-HMAC-SHA256-PAYLOAD\n" time "\n" scope "\n" previous
 	// signature "\n" hex(sha256("")) "\n" hex(sha256(chunk data)).
-	var sum [sha256.Size]byte
-	var hexSum, want [2 * sha256.Size]byte
-	hex.Encode(hexSum[:], c.h.Sum(sum[:0]))
+	hex.Encode(c.hexSum[:], c.h.Sum(c.sum[:0]))
 	m := c.mac
-	m.Reset()
+	if c.macUsed { // a fresh HMAC is already keyed; its first Reset allocates
+		m.Reset()
+	}
+	c.macUsed = true
 	io.WriteString(m, c.sc.chunkPrefix())
 	m.Write(c.prevSig[:])
 	io.WriteString(m, "\n"+emptySHA256+"\n")
-	m.Write(hexSum[:])
-	hex.Encode(want[:], m.Sum(sum[:0]))
-	if subtle.ConstantTimeCompare(want[:], c.sig[:]) != 1 {
+	m.Write(c.hexSum[:])
+	hex.Encode(c.want[:], m.Sum(c.sum[:0]))
+	if subtle.ConstantTimeCompare(c.want[:], c.sig[:]) != 1 {
 		return s3err.New(s3err.ErrSignatureDoesNotMatch, "The chunk signature does not match.")
 	}
 	c.prevSig = c.sig
