@@ -146,11 +146,11 @@ var GrantHeaders = []struct {
 	Header string
 	Perm   Permission
 }{
-	{"x-amz-grant-read", PermRead},
-	{"x-amz-grant-write", PermWrite},
-	{"x-amz-grant-read-acp", PermReadACP},
-	{"x-amz-grant-write-acp", PermWriteACP},
-	{"x-amz-grant-full-control", PermFullControl},
+	{"X-Amz-Grant-Read", PermRead}, // canonical: Header.Get allocates for any other spelling
+	{"X-Amz-Grant-Write", PermWrite},
+	{"X-Amz-Grant-Read-Acp", PermReadACP},
+	{"X-Amz-Grant-Write-Acp", PermWriteACP},
+	{"X-Amz-Grant-Full-Control", PermFullControl},
 }
 
 // HasGrantHeaders reports whether h carries any x-amz-grant-* header.

@@ -210,9 +210,9 @@ type Headers struct {
 // ParseHeaders reads the object lock headers of PutObject, CopyObject and
 // CreateMultipartUpload. present is false when none was sent.
 func ParseHeaders(h http.Header, now time.Time) (hs Headers, present bool, err error) {
-	mode := h.Get("x-amz-object-lock-mode")
-	until := h.Get("x-amz-object-lock-retain-until-date")
-	hold := h.Get("x-amz-object-lock-legal-hold")
+	mode := h.Get("X-Amz-Object-Lock-Mode")
+	until := h.Get("X-Amz-Object-Lock-Retain-Until-Date")
+	hold := h.Get("X-Amz-Object-Lock-Legal-Hold")
 	if mode == "" && until == "" && hold == "" {
 		return Headers{}, false, nil
 	}

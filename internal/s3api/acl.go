@@ -71,7 +71,7 @@ func (s *Server) ownerOf(ctx context.Context, id string) authz.Owner {
 // owned by owner in a bucket owned by bucketOwner; ok=false when the
 // request has neither. Grantees are resolved.
 func (s *Server) headerACL(r *http.Request, owner, bucketOwner authz.Owner) (acl authz.ACL, ok bool, err error) {
-	canned := r.Header.Get("x-amz-acl")
+	canned := r.Header.Get("X-Amz-Acl")
 	grants := authz.HasGrantHeaders(r.Header)
 	switch {
 	case canned != "" && grants:
@@ -114,7 +114,7 @@ func (s *Server) requestObjectACL(r *http.Request, rc *reqCtx) (*authz.ACL, erro
 	if ba == nil {
 		return nil, nil
 	}
-	canned := r.Header.Get("x-amz-acl")
+	canned := r.Header.Get("X-Amz-Acl")
 	if ba.Ownership.ACLsDisabled() {
 		if !authz.ACLAllowedWhenEnforced(canned, authz.HasGrantHeaders(r.Header)) {
 			return nil, s3err.New(s3err.ErrAccessControlListNotSupported, "")
@@ -292,7 +292,7 @@ func (s *Server) putObjectACL(w http.ResponseWriter, r *http.Request, rc *reqCtx
 // creates nothing.
 func (s *Server) createBucketAccess(r *http.Request, owner string) (*driver.BucketAccess, error) {
 	var a driver.BucketAccess
-	if v := r.Header.Get("x-amz-object-ownership"); v != "" {
+	if v := r.Header.Get("X-Amz-Object-Ownership"); v != "" {
 		o, ok := authz.ParseOwnership(v)
 		if !ok {
 			return nil, s3err.New(s3err.ErrInvalidArgument, "Invalid x-amz-object-ownership header: %s", v)
@@ -305,7 +305,7 @@ func (s *Server) createBucketAccess(r *http.Request, owner string) (*driver.Buck
 		return nil, err
 	}
 	if ok {
-		if a.Ownership.ACLsDisabled() && !authz.ACLAllowedWhenEnforced(r.Header.Get("x-amz-acl"), authz.HasGrantHeaders(r.Header)) {
+		if a.Ownership.ACLsDisabled() && !authz.ACLAllowedWhenEnforced(r.Header.Get("X-Amz-Acl"), authz.HasGrantHeaders(r.Header)) {
 			return nil, s3err.New(s3err.ErrInvalidBucketAclWithOwnership, "")
 		}
 		if !a.Ownership.ACLsDisabled() {

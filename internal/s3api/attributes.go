@@ -49,7 +49,7 @@ var objectAttributes = map[string]bool{"ETag": true, "Checksum": true, "ObjectPa
 
 func (s *Server) getObjectAttributes(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
 	want := map[string]bool{}
-	for _, v := range r.Header.Values("x-amz-object-attributes") {
+	for _, v := range r.Header.Values("X-Amz-Object-Attributes") {
 		for a := range strings.SplitSeq(v, ",") {
 			a = strings.TrimSpace(a)
 			if a == "" {

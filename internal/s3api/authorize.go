@@ -432,7 +432,7 @@ func (s *Server) conditionContext(r *http.Request, rc *reqCtx, act authz.Action,
 	if v := q.Get("versionId"); v != "" {
 		set("s3:versionid", one(v))
 	}
-	if v := h.Get("x-amz-tagging"); v != "" {
+	if v := h.Get("X-Amz-Tagging"); v != "" {
 		if tags, err := parseTagging(v); err == nil {
 			keys := make([]string, 0, len(tags))
 			for k, val := range tags {

@@ -154,7 +154,7 @@ func (s *Server) createBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx
 		}
 		shards = n
 	}
-	lock := strings.EqualFold(r.Header.Get("x-amz-bucket-object-lock-enabled"), "true")
+	lock := strings.EqualFold(r.Header.Get("X-Amz-Bucket-Object-Lock-Enabled"), "true")
 	location, err := readLocation(r)
 	if err != nil {
 		return err
@@ -313,9 +313,9 @@ func (s *Server) headBucket(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	if err != nil {
 		return err
 	}
-	w.Header().Set("x-amz-bucket-region", s.bucketRegion(rc.binfo))
-	w.Header().Set("X-RGW-Object-Count", strconv.FormatUint(st.NumVersions, 10))
-	w.Header().Set("X-RGW-Bytes-Used", strconv.FormatUint(st.VersionsSize, 10))
+	w.Header().Set("X-Amz-Bucket-Region", s.bucketRegion(rc.binfo))
+	w.Header().Set("X-Rgw-Object-Count", strconv.FormatUint(st.NumVersions, 10))
+	w.Header().Set("X-Rgw-Bytes-Used", strconv.FormatUint(st.VersionsSize, 10))
 	s.quotaHeaders(r.Context(), w.Header(), rc)
 	w.WriteHeader(http.StatusOK)
 	return nil

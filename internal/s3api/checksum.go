@@ -24,6 +24,16 @@ func newChecksumHash(alg string) hash.Hash { return checksum.Algorithm(alg).New(
 
 func checksumHeader(alg string) string { return "x-amz-checksum-" + strings.ToLower(alg) }
 
+// checksumHeaderKey is checksumHeader in canonical form, built once: the
+// lookups of every PUT then neither concatenate nor canonicalise.
+var checksumHeaderKey = func() map[string]string {
+	m := map[string]string{}
+	for _, a := range checksumAlgorithms {
+		m[a] = http.CanonicalHeaderKey(checksumHeader(a))
+	}
+	return m
+}()
+
 func validAlgorithm(alg string) bool {
 	for _, a := range checksumAlgorithms {
 		if a == alg {
@@ -51,7 +61,7 @@ type payload struct {
 // payloadSize is the decoded payload length: x-amz-decoded-content-length
 // for aws-chunked bodies, else Content-Length; -1 when neither is known.
 func payloadSize(r *http.Request, rc *reqCtx) (int64, error) {
-	if v := r.Header.Get("x-amz-decoded-content-length"); v != "" {
+	if v := r.Header.Get("X-Amz-Decoded-Content-Length"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
 			return 0, s3err.New(s3err.ErrInvalidArgument, "Invalid x-amz-decoded-content-length.")
@@ -114,7 +124,7 @@ func verifyBody(r *http.Request, rc *reqCtx, size int64) (*payload, error) {
 		p.alg, _, _, _ = declaredChecksum(r.Header)
 		return p, nil
 	}
-	if h := r.Header.Get("Content-MD5"); h != "" {
+	if h := r.Header.Get("Content-Md5"); h != "" {
 		sum, err := base64.StdEncoding.DecodeString(h)
 		if err != nil || len(sum) != md5.Size {
 			return nil, s3err.New(s3err.ErrInvalidDigest, "")
@@ -152,7 +162,7 @@ func (p *payload) defaultChecksum() {
 // x-amz-sdk-checksum-algorithm (we then compute and store it).
 func declaredChecksum(h http.Header) (alg, value string, fromTrailer bool, err error) {
 	for _, a := range checksumAlgorithms {
-		v := h.Get(checksumHeader(a))
+		v := h.Get(checksumHeaderKey[a])
 		if v == "" {
 			continue
 		}
@@ -165,7 +175,7 @@ func declaredChecksum(h http.Header) (alg, value string, fromTrailer bool, err e
 		}
 		alg, value = a, v
 	}
-	if t := strings.ToLower(strings.TrimSpace(h.Get("x-amz-trailer"))); strings.HasPrefix(t, "x-amz-checksum-") {
+	if t := strings.ToLower(strings.TrimSpace(h.Get("X-Amz-Trailer"))); strings.HasPrefix(t, "x-amz-checksum-") {
 		a := strings.ToUpper(strings.TrimPrefix(t, "x-amz-checksum-"))
 		if !validAlgorithm(a) {
 			return "", "", false, s3err.New(s3err.ErrInvalidRequest, "The value specified in the x-amz-trailer header is not supported.")
@@ -175,7 +185,7 @@ func declaredChecksum(h http.Header) (alg, value string, fromTrailer bool, err e
 		}
 		alg, fromTrailer = a, true
 	}
-	if sdk := strings.ToUpper(h.Get("x-amz-sdk-checksum-algorithm")); sdk != "" {
+	if sdk := strings.ToUpper(h.Get("X-Amz-Sdk-Checksum-Algorithm")); sdk != "" {
 		if !validAlgorithm(sdk) {
 			return "", "", false, s3err.New(s3err.ErrInvalidRequest, "Value for x-amz-sdk-checksum-algorithm header is invalid.")
 		}

@@ -87,13 +87,13 @@ func pinned(src copySrc, info driver.ObjectInfo) string {
 // if-none-match makes if-modified-since irrelevant.
 func copyConditions(h http.Header) driver.Conditions {
 	c := driver.Conditions{
-		IfMatch:     h.Get("x-amz-copy-source-if-match"),
-		IfNoneMatch: h.Get("x-amz-copy-source-if-none-match"),
+		IfMatch:     h.Get("X-Amz-Copy-Source-If-Match"),
+		IfNoneMatch: h.Get("X-Amz-Copy-Source-If-None-Match"),
 	}
-	if t, ok := parseHTTPTime(h.Get("x-amz-copy-source-if-unmodified-since")); ok && c.IfMatch == "" {
+	if t, ok := parseHTTPTime(h.Get("X-Amz-Copy-Source-If-Unmodified-Since")); ok && c.IfMatch == "" {
 		c.IfUnmodifiedSince = &t
 	}
-	if t, ok := parseHTTPTime(h.Get("x-amz-copy-source-if-modified-since")); ok && c.IfNoneMatch == "" {
+	if t, ok := parseHTTPTime(h.Get("X-Amz-Copy-Source-If-Modified-Since")); ok && c.IfNoneMatch == "" {
 		c.IfModifiedSince = &t
 	}
 	return c
@@ -133,19 +133,19 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 		return err
 	}
 	replace := false
-	switch d := r.Header.Get("x-amz-metadata-directive"); d {
+	switch d := r.Header.Get("X-Amz-Metadata-Directive"); d {
 	case "", "COPY":
 	case "REPLACE":
 		replace = true
 	default:
 		return s3err.New(s3err.ErrInvalidArgument, "Unknown metadata directive.")
 	}
-	class := r.Header.Get("x-amz-storage-class")
+	class := r.Header.Get("X-Amz-Storage-Class")
 	if src.bucket == rc.bucket && src.key == rc.key && src.versionID == "" && !replace && sp.req.Put == nil && class == "" {
 		return s3err.New(s3err.ErrInvalidRequest, "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 	}
 	replaceTags := false
-	switch d := r.Header.Get("x-amz-tagging-directive"); d {
+	switch d := r.Header.Get("X-Amz-Tagging-Directive"); d {
 	case "", "COPY":
 	case "REPLACE":
 		replaceTags = true
@@ -180,7 +180,7 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 	setWriteVersionHeader(w.Header(), info.VersionID)
 	sseHeaders(w.Header(), info.Meta.SSE, sp.keyMD5)
 	if info.SourceVersionID != "" {
-		w.Header().Set("x-amz-copy-source-version-id", info.SourceVersionID)
+		w.Header().Set("X-Amz-Copy-Source-Version-Id", info.SourceVersionID)
 	}
 	return writeXML(w, http.StatusOK, copyObjectResult{
 		Xmlns:        s3Namespace,

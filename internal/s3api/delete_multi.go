@@ -63,7 +63,7 @@ func (t *objectIDTime) time() *time.Time {
 // x-amz-if-match-size.
 func deleteConditions(h http.Header) (*time.Time, *int64, error) {
 	var mtime *time.Time
-	if v := h.Get("x-amz-if-match-last-modified-time"); v != "" {
+	if v := h.Get("X-Amz-If-Match-Last-Modified-Time"); v != "" {
 		t, ok := parseHTTPTime(v)
 		if !ok {
 			var err error
@@ -74,7 +74,7 @@ func deleteConditions(h http.Header) (*time.Time, *int64, error) {
 		mtime = &t
 	}
 	var size *int64
-	if v := h.Get("x-amz-if-match-size"); v != "" {
+	if v := h.Get("X-Amz-If-Match-Size"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
 			return nil, nil, s3err.New(s3err.ErrInvalidArgument, "Invalid x-amz-if-match-size.")
@@ -219,16 +219,16 @@ func (s *Server) deleteObjects(w http.ResponseWriter, r *http.Request, rc *reqCt
 // hasBodyDigest reports whether the request declares a body digest that
 // verifyBody (or the authenticator) checks.
 func hasBodyDigest(h http.Header) bool {
-	if h.Get("Content-MD5") != "" {
+	if h.Get("Content-Md5") != "" {
 		return true
 	}
 	for _, alg := range checksumAlgorithms {
-		if h.Get(checksumHeader(alg)) != "" {
+		if h.Get(checksumHeaderKey[alg]) != "" {
 			return true
 		}
 	}
 	// AWS: "The Content-MD5 or x-amz-sdk-checksum-algorithm header is
 	// required"; SDKs send the value too, as a header or a trailer.
-	return h.Get("x-amz-sdk-checksum-algorithm") != "" ||
-		strings.HasPrefix(strings.ToLower(strings.TrimSpace(h.Get("x-amz-trailer"))), "x-amz-checksum-")
+	return h.Get("X-Amz-Sdk-Checksum-Algorithm") != "" ||
+		strings.HasPrefix(strings.ToLower(strings.TrimSpace(h.Get("X-Amz-Trailer"))), "x-amz-checksum-")
 }

@@ -153,5 +153,5 @@ func (s *Server) setExpiration(ctx context.Context, h http.Header, bucket, vid s
 	if !ok {
 		return
 	}
-	h.Set("x-amz-expiration", fmt.Sprintf(`expiry-date="%s", rule-id="%s"`, httpTime(at), url.PathEscape(id)))
+	h.Set("X-Amz-Expiration", fmt.Sprintf(`expiry-date="%s", rule-id="%s"`, httpTime(at), url.PathEscape(id)))
 }

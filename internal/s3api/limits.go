@@ -160,17 +160,17 @@ func (s *Server) quotaHeaders(ctx context.Context, h http.Header, rc *reqCtx) {
 		bq = ul.BucketQuota
 	}
 	i := func(n int64) string { return strconv.FormatInt(n, 10) }
-	h.Set("X-RGW-Quota-User-Size", i(ul.UserQuota.MaxSize))
-	h.Set("X-RGW-Quota-User-Objects", i(ul.UserQuota.MaxObjects))
-	h.Set("X-RGW-Quota-Bucket-Size", i(bq.MaxSize))
-	h.Set("X-RGW-Quota-Bucket-Objects", i(bq.MaxObjects))
+	h.Set("X-Rgw-Quota-User-Size", i(ul.UserQuota.MaxSize))
+	h.Set("X-Rgw-Quota-User-Objects", i(ul.UserQuota.MaxObjects))
+	h.Set("X-Rgw-Quota-Bucket-Size", i(bq.MaxSize))
+	h.Set("X-Rgw-Quota-Bucket-Objects", i(bq.MaxObjects))
 	// RGW sends the user's max_buckets, which a new user gets from
 	// rgw_user_max_buckets: here the gateway's default unless set.
 	mb := s.cfg.MaxBuckets
 	if rc.ident.User.MaxBuckets != nil {
 		mb = *rc.ident.User.MaxBuckets
 	}
-	h.Set("X-RGW-Quota-Max-Buckets", strconv.Itoa(mb))
+	h.Set("X-Rgw-Quota-Max-Buckets", strconv.Itoa(mb))
 }
 
 // Admin API (RGW's admin ops):

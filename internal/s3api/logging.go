@@ -234,8 +234,8 @@ func (s *Server) accessRecord(r *http.Request, rc *reqCtx, w *statusWriter, inst
 		Key: rc.key, RequestURI: r.Method + " " + r.URL.RequestURI() + " " + r.Proto,
 		HTTPStatus: status, ErrorCode: rc.errCode, BytesSent: w.bytes, TotalTime: total, TurnAroundTime: -1,
 		Referer: r.Header.Get("Referer"), UserAgent: r.Header.Get("User-Agent"),
-		VersionID: h.Get("x-amz-version-id"), HostID: s.cfg.HostID, HostHeader: r.Host,
-		ETag: h.Get("ETag"), ACLRequired: q.Has("acl"),
+		VersionID: h.Get("X-Amz-Version-Id"), HostID: s.cfg.HostID, HostHeader: r.Host,
+		ETag: h.Get("Etag"), ACLRequired: q.Has("acl"),
 	}
 	if rec.BucketOwner == "" {
 		rec.BucketOwner = inst.Owner

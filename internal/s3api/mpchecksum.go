@@ -19,7 +19,7 @@ import (
 func declaredObjectChecksum(h http.Header) (driver.ObjectChecksum, error) {
 	var out driver.ObjectChecksum
 	for _, alg := range checksumAlgorithms {
-		v := strings.TrimSpace(h.Get(checksumHeader(alg)))
+		v := strings.TrimSpace(h.Get(checksumHeaderKey[alg]))
 		if v == "" {
 			continue
 		}
@@ -31,7 +31,7 @@ func declaredObjectChecksum(h http.Header) (driver.ObjectChecksum, error) {
 		}
 		out.Algorithm, out.Value = alg, v
 	}
-	switch t := strings.ToUpper(strings.TrimSpace(h.Get("x-amz-checksum-type"))); t {
+	switch t := strings.ToUpper(strings.TrimSpace(h.Get("X-Amz-Checksum-Type"))); t {
 	case "", "COMPOSITE", "FULL_OBJECT":
 		out.Type = t
 	default:
@@ -64,7 +64,7 @@ func verifyXMLBody(r *http.Request, rc *reqCtx) (*payload, error) {
 	if rc.verifiedSums != nil {
 		return p, nil
 	}
-	if h := r.Header.Get("Content-MD5"); h != "" {
+	if h := r.Header.Get("Content-Md5"); h != "" {
 		sum, err := base64.StdEncoding.DecodeString(h)
 		if err != nil || len(sum) != md5.Size {
 			return nil, s3err.New(s3err.ErrInvalidDigest, "")

@@ -37,8 +37,8 @@ func (s *Server) createMultipartUpload(w http.ResponseWriter, r *http.Request, r
 	if err != nil {
 		return err
 	}
-	alg := strings.ToUpper(r.Header.Get("x-amz-checksum-algorithm"))
-	typ := strings.ToUpper(r.Header.Get("x-amz-checksum-type"))
+	alg := strings.ToUpper(r.Header.Get("X-Amz-Checksum-Algorithm"))
+	typ := strings.ToUpper(r.Header.Get("X-Amz-Checksum-Type"))
 	if alg != "" && !validAlgorithm(alg) {
 		return s3err.New(s3err.ErrInvalidRequest, "Checksum algorithm provided is unsupported.")
 	}
@@ -75,8 +75,8 @@ func (s *Server) createMultipartUpload(w http.ResponseWriter, r *http.Request, r
 		sseHeaders(w.Header(), lp.Upload.Meta.SSE, sp.keyMD5)
 	}
 	if alg != "" {
-		w.Header().Set("x-amz-checksum-algorithm", alg)
-		w.Header().Set("x-amz-checksum-type", typ)
+		w.Header().Set("X-Amz-Checksum-Algorithm", alg)
+		w.Header().Set("X-Amz-Checksum-Type", typ)
 	}
 	return writeXML(w, http.StatusOK, initiateMultipartUploadResult{
 		Xmlns: s3Namespace, Bucket: rc.bucketName, Key: rc.key, UploadID: id,
@@ -130,12 +130,12 @@ func (s *Server) uploadPart(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 		return err
 	}
 	h := w.Header()
-	h.Set("ETag", quoteETag(info.ETag))
+	h.Set("Etag", quoteETag(info.ETag))
 	sseHeaders(h, info.SSE, sp.keyMD5)
 	sums := pick(info.Checksums, p.checksums)
 	for _, alg := range checksumAlgorithms {
 		if v := sums[alg]; v != "" {
-			h.Set(checksumHeader(alg), v)
+			h.Set(checksumHeaderKey[alg], v)
 		}
 	}
 	h.Set("Content-Length", "0")
@@ -210,7 +210,7 @@ func (s *Server) uploadPartCopy(w http.ResponseWriter, r *http.Request, rc *reqC
 	if err := checkCopyConditions(copyConditions(r.Header), info); err != nil {
 		return err
 	}
-	rng, err := parseCopyRange(r.Header.Get("x-amz-copy-source-range"), info.Size)
+	rng, err := parseCopyRange(r.Header.Get("X-Amz-Copy-Source-Range"), info.Size)
 	if err != nil {
 		return err
 	}

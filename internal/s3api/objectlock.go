@@ -71,11 +71,11 @@ func lockMeta(h http.Header, m *driver.ObjectMeta) error {
 // lockHeaders adds a version's lock state to GET/HEAD responses.
 func lockHeaders(h http.Header, m driver.ObjectMeta) {
 	if m.LockMode != "" {
-		h.Set("x-amz-object-lock-mode", m.LockMode)
-		h.Set("x-amz-object-lock-retain-until-date", m.LockUntil.UTC().Format(time.RFC3339))
+		h.Set("X-Amz-Object-Lock-Mode", m.LockMode)
+		h.Set("X-Amz-Object-Lock-Retain-Until-Date", m.LockUntil.UTC().Format(time.RFC3339))
 	}
 	if m.LegalHold != "" {
-		h.Set("x-amz-object-lock-legal-hold", m.LegalHold)
+		h.Set("X-Amz-Object-Lock-Legal-Hold", m.LegalHold)
 	}
 }
 

@@ -42,7 +42,7 @@ func objectMeta(h http.Header) (driver.ObjectMeta, error) {
 		ContentLanguage:    h.Get("Content-Language"),
 		CacheControl:       h.Get("Cache-Control"),
 		Expires:            h.Get("Expires"),
-		StorageClass:       h.Get("x-amz-storage-class"),
+		StorageClass:       h.Get("X-Amz-Storage-Class"),
 	}
 	size := 0
 	for k, vs := range h {
@@ -60,7 +60,7 @@ func objectMeta(h http.Header) (driver.ObjectMeta, error) {
 	if size > driver.MaxUserMetaSize {
 		return m, s3err.New(s3err.ErrMetadataTooLarge, "Your metadata headers exceed the maximum allowed metadata size (%d > %d bytes).", size, driver.MaxUserMetaSize)
 	}
-	if t := h.Get("x-amz-tagging"); t != "" {
+	if t := h.Get("X-Amz-Tagging"); t != "" {
 		tags, err := parseTagging(t)
 		if err != nil {
 			return m, err
@@ -120,7 +120,7 @@ func (s *Server) putObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 		return err
 	}
 	h := w.Header()
-	h.Set("ETag", quoteETag(info.ETag))
+	h.Set("Etag", quoteETag(info.ETag))
 	setWriteVersionHeader(h, info.VersionID)
 	s.setExpiration(r.Context(), h, rc.bucket, "", info)
 	setChecksumHeaders(h, pick(info.Meta.Checksums, p.checksums), info.Meta.ChecksumType)
@@ -142,7 +142,7 @@ func setChecksumHeaders(h http.Header, sums map[string]string, typ string) {
 	n := 0
 	for _, alg := range checksumAlgorithms {
 		if v := sums[alg]; v != "" {
-			h.Set(checksumHeader(alg), v)
+			h.Set(checksumHeaderKey[alg], v)
 			if strings.Contains(v, "-") {
 				typ = "COMPOSITE"
 			}
@@ -153,7 +153,7 @@ func setChecksumHeaders(h http.Header, sums map[string]string, typ string) {
 		if typ == "" {
 			typ = "FULL_OBJECT"
 		}
-		h.Set("x-amz-checksum-type", typ)
+		h.Set("X-Amz-Checksum-Type", typ)
 	}
 }
 
@@ -207,7 +207,7 @@ func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, rc *reqCtx
 	}
 	setVersionHeader(w.Header(), res.VersionID)
 	if res.DeleteMarker {
-		w.Header().Set("x-amz-delete-marker", "true")
+		w.Header().Set("X-Amz-Delete-Marker", "true")
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -238,7 +238,7 @@ func writeObjectHeaders(h http.Header, info driver.ObjectInfo, q url.Values, wit
 		ct = defaultContentType
 	}
 	h.Set("Content-Type", ct)
-	h.Set("ETag", quoteETag(info.ETag))
+	h.Set("Etag", quoteETag(info.ETag))
 	h.Set("Last-Modified", httpTime(info.ModTime))
 	h.Set("Accept-Ranges", "bytes")
 	for name, v := range map[string]string{
@@ -259,13 +259,13 @@ func writeObjectHeaders(h http.Header, info driver.ObjectInfo, q url.Values, wit
 	}
 	lockHeaders(h, info.Meta)
 	if info.StorageClass != "" && info.StorageClass != driver.StandardClass {
-		h.Set("x-amz-storage-class", info.StorageClass) // AWS omits STANDARD
+		h.Set("X-Amz-Storage-Class", info.StorageClass) // AWS omits STANDARD
 	}
 	if n := len(info.Meta.Tags); n > 0 {
-		h.Set("x-amz-tagging-count", strconv.Itoa(n))
+		h.Set("X-Amz-Tagging-Count", strconv.Itoa(n))
 	}
 	if info.Parts > 0 {
-		h.Set("x-amz-mp-parts-count", strconv.Itoa(info.Parts))
+		h.Set("X-Amz-Mp-Parts-Count", strconv.Itoa(info.Parts))
 	}
 	if withChecksums {
 		setChecksumHeaders(h, info.Meta.Checksums, info.Meta.ChecksumType)
@@ -390,7 +390,7 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 	if partNumber > 0 && rangeHdr != "" {
 		return s3err.New(s3err.ErrInvalidRequest, "Cannot specify both Range header and partNumber query parameter.")
 	}
-	withChecksums := strings.EqualFold(r.Header.Get("x-amz-checksum-mode"), "ENABLED")
+	withChecksums := strings.EqualFold(r.Header.Get("X-Amz-Checksum-Mode"), "ENABLED")
 	sp, err := s.parseSSE(r, sseRead)
 	if err != nil {
 		return err
@@ -432,7 +432,7 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 		if err := checkConditions(r.Header, info); err != nil {
 			closeBody()
 			if errors.Is(err, s3err.ErrNotModified) {
-				w.Header().Set("ETag", quoteETag(info.ETag))
+				w.Header().Set("Etag", quoteETag(info.ETag))
 				w.Header().Set("Last-Modified", httpTime(info.ModTime))
 			}
 			return err
@@ -451,7 +451,7 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) e
 				for _, sz := range info.PartSizes[:partNumber-1] {
 					start += sz
 				}
-				w.Header().Set("x-amz-mp-parts-count", strconv.Itoa(info.Parts))
+				w.Header().Set("X-Amz-Mp-Parts-Count", strconv.Itoa(info.Parts))
 				l := info.PartSizes[partNumber-1]
 				if l == 0 { // an empty last part: no range to name
 					closeBody()

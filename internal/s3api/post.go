@@ -266,7 +266,7 @@ func postRequest(r *http.Request, fv map[string]string) (*http.Request, error) {
 			q.Set(x.Key, x.Value)
 		}
 		if len(q) > 0 {
-			h.Set("x-amz-tagging", q.Encode())
+			h.Set("X-Amz-Tagging", q.Encode())
 		}
 	}
 	pr := r.Clone(r.Context())
@@ -375,7 +375,7 @@ func (s *Server) postObject(w http.ResponseWriter, r *http.Request, rc *reqCtx) 
 func (s *Server) postResponse(w http.ResponseWriter, r *http.Request, rc *reqCtx, fv map[string]string, key string, info driver.ObjectInfo) error {
 	h := w.Header()
 	etag := quoteETag(info.ETag)
-	h.Set("ETag", etag)
+	h.Set("Etag", etag)
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"

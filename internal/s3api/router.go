@@ -116,10 +116,10 @@ func (s *Server) expectBucketOwner(rt route) route {
 	}
 	rt.h = func(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
 		denied := s3err.New(s3err.ErrAccessDenied, "The bucket is not owned by the expected bucket owner.")
-		if v := r.Header.Get("x-amz-expected-bucket-owner"); v != "" && v != rc.binfo.Owner {
+		if v := r.Header.Get("X-Amz-Expected-Bucket-Owner"); v != "" && v != rc.binfo.Owner {
 			return denied
 		}
-		if v := r.Header.Get("x-amz-source-expected-bucket-owner"); v != "" && r.Header.Get("x-amz-copy-source") != "" {
+		if v := r.Header.Get("X-Amz-Source-Expected-Bucket-Owner"); v != "" && r.Header.Get("X-Amz-Copy-Source") != "" {
 			src, err := rc.parsedCopySource(r)
 			if err != nil {
 				return err
@@ -341,11 +341,11 @@ func (s *Server) objectRoute(r *http.Request, q url.Values) route {
 		case sr != "":
 			return notImplemented("Object", "PUT ?"+sr)
 		case q.Has("uploadId") || q.Has("partNumber"):
-			if r.Header.Get("x-amz-copy-source") != "" {
+			if r.Header.Get("X-Amz-Copy-Source") != "" {
 				return scoped("UploadPartCopy", s.uploadPartCopy)
 			}
 			return scoped("UploadPart", s.uploadPart)
-		case r.Header.Get("x-amz-copy-source") != "":
+		case r.Header.Get("X-Amz-Copy-Source") != "":
 			return scoped("CopyObject", s.copyObject)
 		}
 		return scoped("PutObject", s.putObject)

@@ -192,7 +192,15 @@ func randomHex(n int) string {
 }
 
 func (s *Server) newRequestID() string {
-	return fmt.Sprintf("%s%08X", s.ridPrefix, s.ridSeq.Add(1))
+	// fmt.Sprintf("%s%08X") without its allocations.
+	const digits = "0123456789ABCDEF"
+	var b [16]byte
+	i := len(b)
+	for v := s.ridSeq.Add(1); v != 0 || len(b)-i < 8; v >>= 4 {
+		i--
+		b[i] = digits[v&15]
+	}
+	return s.ridPrefix + string(b[i:])
 }
 
 // reqCtx is the per-request state handed to operation handlers.
@@ -268,8 +276,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = body
 	}
 	h := w.Header()
-	h.Set("x-amz-request-id", rc.id)
-	h.Set("x-amz-id-2", s.cfg.HostID)
+	h.Set("X-Amz-Request-Id", rc.id)
+	h.Set("X-Amz-Id-2", s.cfg.HostID)
 	h.Set("Server", "Cairn")
 
 	s.serve(rw, r, rc, start)
@@ -294,6 +302,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	level := slog.LevelInfo
 	if rw.status >= 500 {
 		level = slog.LevelError
+	}
+	if !s.log.Enabled(r.Context(), level) {
+		return // the attributes below cost allocations on every request
 	}
 	attrs := []slog.Attr{
 		slog.String("request_id", rc.id),

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -309,5 +311,16 @@ func TestPresignedSDK(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != 403 {
 		t.Fatalf("tampered presign: %d", res.StatusCode)
+	}
+}
+
+// TestNewRequestID: the hand-rolled formatting matches "%s%08X".
+func TestNewRequestID(t *testing.T) {
+	s := &Server{ridPrefix: "AB12"}
+	for _, v := range []uint64{0, 9, 0xFFFFFFFE, 0xFFFFFFFF, 0x123456789A, math.MaxUint64 - 1} {
+		s.ridSeq.Store(v)
+		if got, want := s.newRequestID(), fmt.Sprintf("%s%08X", "AB12", v+1); got != want {
+			t.Errorf("after %d: %q, want %q", v, got, want)
+		}
 	}
 }

@@ -19,15 +19,28 @@ import (
 // error; sseHeaders renders a stored record for every response that
 // reports one.
 
+// Header names in canonical form: Header.Get allocates to canonicalise
+// any other spelling, on every request.
 const (
-	hSSE          = "x-amz-server-side-encryption"
-	hSSEKMSKeyID  = "x-amz-server-side-encryption-aws-kms-key-id"
-	hSSEContext   = "x-amz-server-side-encryption-context"
-	hSSEBucketKey = "x-amz-server-side-encryption-bucket-key-enabled"
-	hSSECAlg      = "x-amz-server-side-encryption-customer-algorithm"
-	hSSECKey      = "x-amz-server-side-encryption-customer-key"
-	hSSECKeyMD5   = "x-amz-server-side-encryption-customer-key-md5"
-	hCopySSEC     = "x-amz-copy-source-server-side-encryption-customer-"
+	hSSE          = "X-Amz-Server-Side-Encryption"
+	hSSEKMSKeyID  = "X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id"
+	hSSEContext   = "X-Amz-Server-Side-Encryption-Context"
+	hSSEBucketKey = "X-Amz-Server-Side-Encryption-Bucket-Key-Enabled"
+	hSSECAlg      = "X-Amz-Server-Side-Encryption-Customer-Algorithm"
+	hSSECKey      = "X-Amz-Server-Side-Encryption-Customer-Key"
+	hSSECKeyMD5   = "X-Amz-Server-Side-Encryption-Customer-Key-Md5"
+)
+
+// ssecHeaders names one SSE-C header triple.
+type ssecHeaders struct{ alg, key, md5 string }
+
+var (
+	ssecObject = ssecHeaders{hSSECAlg, hSSECKey, hSSECKeyMD5}
+	ssecCopy   = ssecHeaders{
+		"X-Amz-Copy-Source-Server-Side-Encryption-Customer-Algorithm",
+		"X-Amz-Copy-Source-Server-Side-Encryption-Customer-Key",
+		"X-Amz-Copy-Source-Server-Side-Encryption-Customer-Key-Md5",
+	}
 )
 
 // sseOp is what a request does with encryption headers.
@@ -53,11 +66,11 @@ var (
 		"Requests specifying Server Side Encryption with Customer provided keys must be made over a secure connection.")
 )
 
-// customerKey parses one SSE-C header triple (prefix "x-amz-server-side-
-// encryption-customer-" or the copy-source one); nil when absent.
-func (s *Server) customerKey(r *http.Request, prefix string) ([]byte, string, error) {
+// customerKey parses one SSE-C header triple (the object's or the copy
+// source's); nil when absent.
+func (s *Server) customerKey(r *http.Request, names ssecHeaders) ([]byte, string, error) {
 	h := r.Header
-	alg, key, sum := h.Get(prefix+"algorithm"), h.Get(prefix+"key"), h.Get(prefix+"key-MD5")
+	alg, key, sum := h.Get(names.alg), h.Get(names.key), h.Get(names.md5)
 	if alg == "" && key == "" && sum == "" {
 		return nil, "", nil
 	}
@@ -91,16 +104,16 @@ func (s *Server) customerKey(r *http.Request, prefix string) ([]byte, string, er
 func (s *Server) parseSSE(r *http.Request, op sseOp) (sseParams, error) {
 	var p sseParams
 	h := r.Header
-	ckey, md5sum, err := s.customerKey(r, "x-amz-server-side-encryption-customer-")
+	ckey, md5sum, err := s.customerKey(r, ssecObject)
 	if err != nil {
 		return p, err
 	}
 	p.keyMD5 = md5sum
-	srcKey, _, err := s.customerKey(r, hCopySSEC)
+	srcKey, _, err := s.customerKey(r, ssecCopy)
 	if err != nil {
 		return p, err
 	}
-	if srcKey != nil && h.Get("x-amz-copy-source") == "" {
+	if srcKey != nil && h.Get("X-Amz-Copy-Source") == "" {
 		return p, s3err.New(s3err.ErrInvalidArgument, "Copy-source encryption headers need x-amz-copy-source.")
 	}
 	p.req.CopySourceKey = srcKey
@@ -196,7 +209,7 @@ func sseHeaders(h http.Header, rec *driver.SSERecord, keyMD5 string) {
 	case driver.SSEModeC:
 		h.Set(hSSECAlg, "AES256")
 		if keyMD5 != "" {
-			h.Set("x-amz-server-side-encryption-customer-key-MD5", keyMD5)
+			h.Set("X-Amz-Server-Side-Encryption-Customer-Key-Md5", keyMD5)
 		}
 	}
 }

@@ -40,7 +40,7 @@ func (rc *reqCtx) tenant() string { return rc.ident.User.Tenant() }
 // parsedCopySource is x-amz-copy-source with its bucket resolved in the
 // caller's tenant ("tenant:bucket/key" names another).
 func (rc *reqCtx) parsedCopySource(r *http.Request) (copySrc, error) {
-	src, err := parseCopySource(r.Header.Get("x-amz-copy-source"))
+	src, err := parseCopySource(r.Header.Get("X-Amz-Copy-Source"))
 	if err != nil {
 		return src, err
 	}

@@ -82,9 +82,9 @@ func markerHeaders(h http.Header, err error) {
 	if !errors.As(err, &dm) {
 		return
 	}
-	h.Set("x-amz-delete-marker", "true")
+	h.Set("X-Amz-Delete-Marker", "true")
 	if dm.VersionID != "" {
-		h.Set("x-amz-version-id", dm.VersionID)
+		h.Set("X-Amz-Version-Id", dm.VersionID)
 	}
 	if errors.Is(err, driver.ErrMethodNotAllowed) {
 		h.Set("Allow", "DELETE")
@@ -94,7 +94,7 @@ func markerHeaders(h http.Header, err error) {
 
 func setVersionHeader(h http.Header, vid string) {
 	if vid != "" {
-		h.Set("x-amz-version-id", vid)
+		h.Set("X-Amz-Version-Id", vid)
 	}
 }
 

@@ -28,7 +28,7 @@ func deleteAction(vid string) authz.Action {
 // checkMFA refuses x-amz-mfa: MFA delete cannot be enabled (see
 // putBucketVersioning), and a header we do not implement is not ignored.
 func checkMFA(h http.Header) error {
-	if h.Get("x-amz-mfa") != "" {
+	if h.Get("X-Amz-Mfa") != "" {
 		return s3err.New(s3err.ErrNotImplemented, "MFA delete is not supported.")
 	}
 	return nil
@@ -51,7 +51,7 @@ func (s *Server) deleteGate(r *http.Request, rc *reqCtx, key, vid string) (bypas
 // s3:BypassGovernanceRetention (the bucket owner, an admin, or whom the
 // bucket policy allows).
 func (s *Server) mayBypass(r *http.Request, rc *reqCtx, key, vid string) bool {
-	if !strings.EqualFold(r.Header.Get("x-amz-bypass-governance-retention"), "true") {
+	if !strings.EqualFold(r.Header.Get("X-Amz-Bypass-Governance-Retention"), "true") {
 		return false
 	}
 	return s.authorizeKey(r, rc, authz.S3BypassGovernanceRetention, key, vid) == nil
@@ -59,7 +59,7 @@ func (s *Server) mayBypass(r *http.Request, rc *reqCtx, key, vid string) bool {
 
 // hasACLHeaders reports whether a write names an ACL.
 func hasACLHeaders(h http.Header) bool {
-	return h.Get("x-amz-acl") != "" || authz.HasGrantHeaders(h)
+	return h.Get("X-Amz-Acl") != "" || authz.HasGrantHeaders(h)
 }
 
 // writeActions are the actions a write needs besides s3:PutObject, from

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 )
 
@@ -32,8 +33,14 @@ type expectReader struct {
 	body  int64  // body bytes of the current request still to pass
 	pass  bool
 	err   error // the reader's error, returned (once) when out is drained
-	buf   [4096]byte
+	// spare is the buffer out was last cut from: once out is drained it
+	// takes the next request's header bytes, so a keep-alive connection
+	// alternates between two buffers instead of allocating per request.
+	spare []byte
 }
+
+// readSize is the most read from the connection at once into hdr.
+const readSize = 4096
 
 func (f *expectReader) Read(p []byte) (int, error) {
 	for {
@@ -55,6 +62,20 @@ func (f *expectReader) Read(p []byte) (int, error) {
 		}
 		if i := bytes.Index(f.hdr, []byte("\r\n\r\n")); i >= 0 && i+4 <= f.limit && !f.pass {
 			head, rest := f.hdr[:i+4], f.hdr[i+4:]
+			body, ok, rename := scanHead(head)
+			if !rename {
+				// The common case: nothing to rename, the bytes pass as read.
+				if !ok {
+					f.pass, f.out, f.hdr = true, f.hdr, nil
+					continue
+				}
+				n := i + 4 + int(min(int64(len(rest)), body))
+				f.out = f.hdr[:n]
+				f.body = body - int64(n-i-4)
+				f.hdr = append(f.spare[:0], f.hdr[n:]...)
+				f.spare = f.out[:0]
+				continue
+			}
 			out, body, ok := rewriteHead(head)
 			f.hdr = nil
 			if !ok {
@@ -86,9 +107,44 @@ func (f *expectReader) Read(p []byte) (int, error) {
 			f.err = nil
 			return 0, err
 		}
-		n, err := f.r.Read(f.buf[:])
-		f.hdr = append(f.hdr, f.buf[:n]...)
+		// Out is drained here, so hdr is no buffer out is cut from.
+		f.hdr = slices.Grow(f.hdr, readSize)
+		n, err := f.r.Read(f.hdr[len(f.hdr) : len(f.hdr)+readSize])
+		f.hdr = f.hdr[:len(f.hdr)+n]
 		f.err = err
+	}
+}
+
+// scanHead is rewriteHead's reading half, allocating nothing: the body
+// length, whether its framing is a plain Content-Length (ok) and whether
+// an Expect line needs renaming.
+func scanHead(head []byte) (body int64, ok, rename bool) {
+	ok = true
+	rest := head[:len(head)-4]
+	first := true
+	for {
+		l, next, more := bytes.Cut(rest, []byte("\r\n"))
+		if !first {
+			if name, value, found := bytes.Cut(l, []byte(":")); found {
+				name, value = bytes.TrimSpace(name), bytes.TrimSpace(value)
+				switch {
+				case bytes.EqualFold(name, []byte("Content-Length")):
+					n, err := strconv.ParseInt(string(value), 10, 64)
+					if err != nil || n < 0 || (body > 0 && n != body) {
+						ok = false
+					}
+					body = n
+				case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+					ok = false
+				case bytes.EqualFold(name, []byte("Expect")) && !bytes.EqualFold(value, []byte("100-continue")):
+					rename = true
+				}
+			}
+		}
+		if !more {
+			return body, ok, rename
+		}
+		first, rest = false, next
 	}
 }
 

@@ -20,10 +20,20 @@ import (
 
 // streamCtx is what the chunk decoder needs to verify chunk signatures.
 type streamCtx struct {
-	key   []byte
-	scope Scope
-	time  time.Time
-	seed  string // the request signature, chaining the first chunk
+	key    []byte
+	scope  Scope
+	time   time.Time
+	seed   string // the request signature, chaining the first chunk
+	prefix string // chunkPrefix, built on first use
+}
+
+// chunkPrefix is the start of every chunk's string to sign, the same for
+// all chunks of a request: algorithm, time and scope lines.
+func (sc *streamCtx) chunkPrefix() string {
+	if sc.prefix == "" {
+		sc.prefix = "AWS4-HMAC-SHA256-PAYLOAD\n" + sc.time.UTC().Format(timeFormat) + "\n" + sc.scope.String() + "\n"
+	}
+	return sc.prefix
 }
 
 // Body is a verified request body. It streams (memory is bounded whatever
@@ -98,7 +108,9 @@ func newBody(r *http.Request, mode PayloadMode, digest []byte, sc *streamCtx) (*
 // a declared trailer, or an algorithm named without a value (computed so
 // the handler can store it).
 func (b *Body) setupChecksum(r *http.Request, mode PayloadMode) error {
-	multiple := s3err.New(s3err.ErrInvalidRequest, "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
+	multiple := func() error {
+		return s3err.New(s3err.ErrInvalidRequest, "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
+	}
 	if describesObject(r) {
 		return nil
 	}
@@ -108,7 +120,7 @@ func (b *Body) setupChecksum(r *http.Request, mode PayloadMode) error {
 			continue
 		}
 		if b.ck != "" || len(vs) != 1 {
-			return multiple
+			return multiple()
 		}
 		if _, err := a.Decode(vs[0]); err != nil {
 			return err
@@ -127,7 +139,7 @@ func (b *Body) setupChecksum(r *http.Request, mode PayloadMode) error {
 					return s3err.New(s3err.ErrInvalidRequest, "The value specified in the x-amz-trailer header is not supported: %s", name)
 				}
 				if b.ck != "" {
-					return multiple
+					return multiple()
 				}
 				b.ck, b.ckTrailer = a, true
 			}

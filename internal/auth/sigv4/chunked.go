@@ -3,14 +3,15 @@ package sigv4
 import (
 	"bufio"
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"hash"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cairn-s3/cairn/internal/s3err"
 )
@@ -49,29 +50,52 @@ type chunkReader struct {
 	limit    int64      // decoded bytes allowed in total
 	total    int64
 	state    chunkState
-	left     int64 // bytes left in the current chunk
-	size     int64 // size of the current chunk
-	prevSize int64 // size of the previous chunk, -1 before the first
-	sig      string
-	prevSig  string
+	left     int64    // bytes left in the current chunk
+	size     int64    // size of the current chunk
+	prevSize int64    // size of the previous chunk, -1 before the first
+	sig      [64]byte // the current chunk's signature (lower-case hex)
+	prevSig  [64]byte // the previous chunk's, the seed for the first
 	h        hash.Hash
+	mac      hash.Hash // HMAC with the signing key, reset per chunk
+	macUsed  bool
+	// scratch for checkChunkSig: arrays on its stack would escape through
+	// the hash.Hash interface, an allocation per chunk.
+	sum      [sha256.Size]byte
+	hexSum   [2 * sha256.Size]byte
+	want     [2 * sha256.Size]byte
 	err      error
 	trailers map[string]string
 }
 
 func newChunkReader(r io.Reader, sc *streamCtx, trailer bool, limit int64) *chunkReader {
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(r)
 	c := &chunkReader{
-		br:       bufio.NewReaderSize(r, maxLineSize),
+		br:       br,
 		sc:       sc,
 		trailer:  trailer,
 		limit:    limit,
 		prevSize: -1,
 	}
 	if sc != nil {
-		c.prevSig = sc.seed
+		copy(c.prevSig[:], sc.seed) // 64 lower-case hex digits: parseAuthorization checked
 		c.h = sha256.New()
+		c.mac = hmac.New(sha256.New, sc.key)
 	}
 	return c
+}
+
+// readerPool recycles the line buffers of chunked bodies (one per PUT).
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, maxLineSize) }}
+
+// release returns the buffer once the body is done (EOF or a sticky
+// error): Read never touches it again.
+func (c *chunkReader) release() {
+	if c.br != nil {
+		c.br.Reset(nil)
+		readerPool.Put(c.br)
+		c.br = nil
+	}
 }
 
 func chunkErr(format string, args ...any) *s3err.Error {
@@ -87,6 +111,9 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 		case stHeader:
 			if err := c.readHeader(); err != nil {
 				return 0, c.fail(err)
+			}
+			if c.state == stDone {
+				c.release()
 			}
 		case stData:
 			if len(p) == 0 {
@@ -134,26 +161,28 @@ func (c *chunkReader) fail(err error) error {
 		err = readError(err)
 	}
 	c.err = err
+	c.release()
 	return err
 }
 
 // readLine returns one line without its "\r\n". Lines longer than the
 // buffer, or ending in a bare "\n", are malformed.
-func (c *chunkReader) readLine() (string, error) {
+// The line is only valid until the next read.
+func (c *chunkReader) readLine() ([]byte, error) {
 	line, err := c.br.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
-		return "", chunkErr("line too long")
+		return nil, chunkErr("line too long")
 	}
 	if err != nil {
 		if err == io.EOF && len(line) > 0 {
 			err = io.ErrUnexpectedEOF
 		}
-		return "", err
+		return nil, err
 	}
 	if len(line) < 2 || line[len(line)-2] != '\r' {
-		return "", chunkErr("line not terminated by CRLF")
+		return nil, chunkErr("line not terminated by CRLF")
 	}
-	return string(line[:len(line)-2]), nil
+	return line[:len(line)-2], nil
 }
 
 // readTrailerLine is readLine for trailer lines, which minio-go (mc)
@@ -201,21 +230,18 @@ func (c *chunkReader) readHeader() error {
 	if err != nil {
 		return err
 	}
-	sizeStr, ext, hasExt := strings.Cut(line, ";")
-	if sizeStr == "" || len(sizeStr) > 16 {
-		return s3err.New(s3err.ErrInvalidChunkSize, "Invalid chunk size %q.", sizeStr)
-	}
-	size, err := strconv.ParseUint(sizeStr, 16, 64)
-	if err != nil || size > 1<<62 {
+	sizeStr, ext, hasExt := bytes.Cut(line, []byte(";"))
+	size, ok := parseChunkSize(sizeStr)
+	if !ok {
 		return s3err.New(s3err.ErrInvalidChunkSize, "Invalid chunk size %q.", sizeStr)
 	}
 	c.size = int64(size)
 	if c.sc != nil {
-		sig, ok := strings.CutPrefix(ext, "chunk-signature=")
+		sig, ok := bytes.CutPrefix(ext, []byte("chunk-signature="))
 		if !hasExt || !ok || !isLowerHex(sig, 64) {
 			return s3err.New(s3err.ErrSignatureDoesNotMatch, "Missing or malformed chunk-signature.")
 		}
-		c.sig = sig
+		copy(c.sig[:], sig)
 		// Only the last data chunk may be short.
 		if c.prevSize >= 0 && c.prevSize < minChunkSize && c.size != 0 {
 			return s3err.New(s3err.ErrInvalidChunkSize, "")
@@ -253,14 +279,49 @@ func (c *chunkReader) checkChunkSig() error {
 	if c.sc == nil {
 		return nil
 	}
-	sts := "AWS4-HMAC-SHA256-PAYLOAD\n" + c.sc.time.UTC().Format(timeFormat) + "\n" + c.sc.scope.String() + "\n" +
-		c.prevSig + "\n" + emptySHA256 + "\n" + hex.EncodeToString(c.h.Sum(nil))
-	want := signHex(c.sc.key, sts)
-	if subtle.ConstantTimeCompare([]byte(want), []byte(c.sig)) != 1 {
+	// The string to sign, written straight into the HMAC:
+	// "AWS4-HMAC-SHA256-PAYLOAD\n" time "\n" scope "\n" previous
+	// signature "\n" hex(sha256("")) "\n" hex(sha256(chunk data)).
+	hex.Encode(c.hexSum[:], c.h.Sum(c.sum[:0]))
+	m := c.mac
+	if c.macUsed { // a fresh HMAC is already keyed; its first Reset allocates
+		m.Reset()
+	}
+	c.macUsed = true
+	io.WriteString(m, c.sc.chunkPrefix())
+	m.Write(c.prevSig[:])
+	io.WriteString(m, "\n"+emptySHA256+"\n")
+	m.Write(c.hexSum[:])
+	hex.Encode(c.want[:], m.Sum(c.sum[:0]))
+	if subtle.ConstantTimeCompare(c.want[:], c.sig[:]) != 1 {
 		return s3err.New(s3err.ErrSignatureDoesNotMatch, "The chunk signature does not match.")
 	}
 	c.prevSig = c.sig
 	return nil
+}
+
+// parseChunkSize parses a chunk's hex size (at most 16 digits, at most
+// 2^62, as strconv.ParseUint(s, 16, 64) with that bound would).
+func parseChunkSize(s []byte) (uint64, bool) {
+	if len(s) == 0 || len(s) > 16 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range s {
+		var d byte
+		switch {
+		case '0' <= c && c <= '9':
+			d = c - '0'
+		case 'a' <= c && c <= 'f':
+			d = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		n = n<<4 | uint64(d)
+	}
+	return n, n <= 1<<62
 }
 
 // readTrailers reads "name:value" lines up to the blank line (or EOF,
@@ -304,7 +365,7 @@ func (c *chunkReader) readTrailers() error {
 	if trailerSig == "" {
 		return s3err.New(s3err.ErrSignatureDoesNotMatch, "Missing x-amz-trailer-signature.")
 	}
-	want := signHex(c.sc.key, trailerStringToSign(c.sc, c.prevSig, c.trailers))
+	want := signHex(c.sc.key, trailerStringToSign(c.sc, string(c.prevSig[:]), c.trailers))
 	if subtle.ConstantTimeCompare([]byte(want), []byte(trailerSig)) != 1 {
 		return s3err.New(s3err.ErrSignatureDoesNotMatch, "The trailer signature does not match.")
 	}

@@ -111,7 +111,7 @@ func parseSignedHeaders(s string) ([]string, error) {
 	return hs, nil
 }
 
-func isLowerHex(s string, n int) bool {
+func isLowerHex[T string | []byte](s T, n int) bool {
 	if len(s) != n {
 		return false
 	}

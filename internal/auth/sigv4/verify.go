@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/s3err"
@@ -102,7 +103,43 @@ type Config struct {
 
 // Verifier checks SigV4 requests. It is safe for concurrent use.
 type Verifier struct {
-	cfg Config
+	cfg  Config
+	keys keyCache
+}
+
+// keyCache holds derived signing keys. A key is four HMACs to derive and
+// a client signs all its requests of a day with the same one.
+type keyCache struct {
+	mu sync.RWMutex
+	m  map[keyID][]byte
+}
+
+type keyID struct {
+	secret string
+	scope  Scope
+}
+
+// maxCachedKeys bounds the cache; when full it starts over.
+const maxCachedKeys = 4096
+
+// signingKey is SigningKey(secret, scope), cached. The returned slice is
+// shared: callers must not modify it.
+func (c *keyCache) signingKey(secret string, scope Scope) []byte {
+	id := keyID{secret, scope}
+	c.mu.RLock()
+	k, ok := c.m[id]
+	c.mu.RUnlock()
+	if ok {
+		return k
+	}
+	k = SigningKey(secret, scope)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedKeys {
+		c.m = make(map[keyID][]byte)
+	}
+	c.m[id] = k
+	c.mu.Unlock()
+	return k
 }
 
 // NewVerifier returns a Verifier with default settings; a nil now means
@@ -287,9 +324,12 @@ func (v *Verifier) secret(ctx context.Context, accessKey string) (string, error)
 func unsignedAmzHeaders(r *http.Request, signed []string) []string {
 	var out []string
 	for k := range r.Header {
-		lk := strings.ToLower(k)
-		if strings.HasPrefix(lk, "x-amz-") && !slices.Contains(signed, lk) {
-			out = append(out, lk)
+		if len(k) < 6 || !strings.EqualFold(k[:6], "x-amz-") {
+			continue
+		}
+		// signed names are lower case (parseAuthorization)
+		if !slices.ContainsFunc(signed, func(s string) bool { return strings.EqualFold(s, k) }) {
+			out = append(out, strings.ToLower(k))
 		}
 	}
 	slices.Sort(out)
@@ -346,7 +386,7 @@ func (v *Verifier) verifyHeader(r *http.Request, authz string) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	key := SigningKey(secret, a.Scope)
+	key := v.keys.signingKey(secret, a.Scope)
 	query, err := canonicalQuery(r.URL.RawQuery, "")
 	if err != nil {
 		return nil, s3err.New(s3err.ErrInvalidURI, "")
@@ -444,7 +484,7 @@ func (v *Verifier) verifyPresigned(r *http.Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := SigningKey(secret, a.Scope)
+	key := v.keys.signingKey(secret, a.Scope)
 	query, err := canonicalQuery(r.URL.RawQuery, "X-Amz-Signature")
 	if err != nil {
 		return nil, s3err.New(s3err.ErrInvalidURI, "")
