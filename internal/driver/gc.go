@@ -71,8 +71,20 @@ func (c *collector) run() {
 	}
 }
 
+// gcChunk is how many due items one round removes before their GC
+// records are cleared; a stop is honoured between rounds, so shutdown never
+// waits for a whole backlog. gcWorkers remove a round's data in parallel.
+const (
+	gcChunk   = 512
+	gcWorkers = 8
+)
+
 // collectDue removes the data of due items (all items when force) and then
-// their GC records, batched per shard.
+// their GC records, batched per shard, a round of gcChunk items at a time.
+// The removals do not wait for their own sync: each round syncs every
+// data store it touched once and then clears the records in one synced
+// write per shard, so a crash before that leaves records, and the sweep at
+// start-up removes their (already absent or still present) data again.
 func (c *collector) collectDue(ctx context.Context, force bool) int {
 	now := c.d.opts.Now()
 	c.mu.Lock()
@@ -89,10 +101,86 @@ func (c *collector) collectDue(ctx context.Context, force bool) int {
 		delete(c.queued, it.shard+"\x00"+it.tag)
 	}
 	c.mu.Unlock()
+	n := 0
+	for len(due) > 0 {
+		select {
+		case <-c.stopCh:
+			// Left for the next start's sweep (the records are kept).
+			return n
+		default:
+		}
+		if ctx.Err() != nil {
+			c.requeue(due)
+			return n
+		}
+		round := due[:min(gcChunk, len(due))]
+		due = due[len(round):]
+		c.collectRound(ctx, round)
+		n += len(round)
+	}
+	return n
+}
+
+// requeue puts items taken from the queue back (a canceled collection).
+func (c *collector) requeue(items []gcItem) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, it := range items {
+		if k := it.shard + "\x00" + it.tag; c.queued[k].IsZero() {
+			c.queued[k] = it.due
+			c.queue = append(c.queue, it)
+		}
+	}
+}
+
+// collectRound removes the data of items and then clears their records.
+func (c *collector) collectRound(ctx context.Context, items []gcItem) {
+	var (
+		mu      sync.Mutex
+		touched = map[string]objstore.IOContext{}
+		next    = make(chan gcItem)
+		wg      sync.WaitGroup
+	)
+	for w := 0; w < min(gcWorkers, len(items)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range next {
+				for _, r := range it.manifest.Runs {
+					io, err := c.d.dataIO(ctx, r.Pool)
+					if err != nil {
+						c.d.log.Warn("gc: remove data objects", "pool", r.Pool, "err", err)
+						continue
+					}
+					mu.Lock()
+					touched[r.Pool] = io
+					mu.Unlock()
+					for _, oid := range (bucketindex.Manifest{Runs: []bucketindex.Run{r}}).Objects() {
+						op := objstore.NewWriteOp().Remove()
+						op.DeferSync = true
+						if err := io.Operate(ctx, oid, op); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+							c.d.log.Warn("gc: remove data object", "oid", oid, "err", err)
+						}
+					}
+				}
+			}
+		}()
+	}
+	for _, it := range items {
+		next <- it
+	}
+	close(next)
+	wg.Wait()
+	c.d.failpoint("gc-after-remove")
+	for pool, io := range touched {
+		if err := objstore.Sync(ctx, io); err != nil {
+			// Keep the records: the next sweep removes the data again.
+			c.d.log.Warn("gc: sync removals", "pool", pool, "err", err)
+			return
+		}
+	}
 	byShard := map[string][]string{}
-	for _, it := range due {
-		c.d.removeManifest(ctx, it.manifest)
-		c.d.failpoint("gc-after-remove")
+	for _, it := range items {
 		byShard[it.shard] = append(byShard[it.shard], it.tag)
 	}
 	for shard, tags := range byShard {
@@ -101,7 +189,6 @@ func (c *collector) collectDue(ctx context.Context, force bool) int {
 			c.d.log.Warn("gc: clear records", "shard", shard, "err", err)
 		}
 	}
-	return len(due)
 }
 
 // drainIndex collects every GC record of ix now (bucket deletion).
