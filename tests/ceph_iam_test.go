@@ -24,6 +24,7 @@ func TestCephIAM(t *testing.T) {
 	t.Run("sdk-accounts", func(t *testing.T) { iamAccountsOn(t, startRadosGateways(t, conf, 1)[0]) })
 	t.Run("sdk-assume-role", func(t *testing.T) { stsAssumeRoleOn(t, startRadosGateways(t, conf, 1)[0]) })
 	t.Run("sdk-web-identity", func(t *testing.T) { stsWebIdentityOn(t, startRadosGateways(t, conf, 1)[0]) })
+	t.Run("sdk-tenant-account", func(t *testing.T) { iamAccountInTenantOn(t, startRadosGateways(t, conf, 1)[0]) })
 	t.Run("cli-boto3", func(t *testing.T) {
 		requireTool(t, "python3", "-c", "import boto3, pytest")
 		requireTool(t, "aws", "--version")

@@ -18,9 +18,11 @@ import (
 // namespace, and its users', groups' and roles' policies naming
 // "arn:aws:s3:::data/*" mean the tenant's bucket data, never the empty
 // tenant's bucket of that name.
-func TestIAMAccountInTenant(t *testing.T) {
+func TestIAMAccountInTenant(t *testing.T) { iamAccountInTenantOn(t, StartGateway(t)) }
+
+// iamAccountInTenantOn is TestIAMAccountInTenant on any fresh gateway.
+func iamAccountInTenantOn(t *testing.T, g *Gateway) {
 	ctx := context.Background()
-	g := StartGateway(t)
 	out, err := g.Admin("account", "create", "--account-name", "acme", "--tenant", "t1")
 	if err != nil {
 		t.Fatal(err)

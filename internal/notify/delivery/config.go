@@ -79,6 +79,14 @@ type Config struct {
 	// PollInterval is how often an owned shard that was fully listed is
 	// listed again for new entries (default 200 ms).
 	PollInterval time.Duration
+	// MaxPollInterval: a poll that finds nothing doubles the shard's poll
+	// interval up to MaxPollInterval (default 10 x PollInterval); a list
+	// that finds entries, or a local commit's wake, goes back to
+	// PollInterval. Idle polls were most of the list ops of a gateway
+	// holding idle shards (docs/bench/notify-issue25.md); the price is up
+	// to MaxPollInterval before a quiet shard sees an event committed
+	// through another gateway (local commits wake it at once).
+	MaxPollInterval time.Duration
 	// WakeGap: a commit through this gateway wakes its shard's worker
 	// (when the Registry offers OnCommit), which then lists the shard
 	// again at most once per WakeGap (default 20 ms) instead of after
@@ -171,6 +179,9 @@ func (c *Config) EnsureDefaults() *Config {
 	if c.PollInterval == 0 {
 		c.PollInterval = DefaultPollInterval
 	}
+	if c.MaxPollInterval == 0 {
+		c.MaxPollInterval = 10 * c.PollInterval
+	}
 	if c.WakeGap == 0 {
 		c.WakeGap = DefaultWakeGap
 	}
@@ -253,6 +264,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PollInterval <= 0 {
 		bad("PollInterval %v must be positive", c.PollInterval)
+	}
+	if c.MaxPollInterval < c.PollInterval {
+		bad("MaxPollInterval %v must be at least PollInterval %v", c.MaxPollInterval, c.PollInterval)
 	}
 	if c.MaxInFlightTotal < 1 {
 		bad("MaxInFlightTotal %d must be at least 1", c.MaxInFlightTotal)

@@ -180,3 +180,54 @@ func TestRemovalRidesTheList(t *testing.T) {
 		t.Errorf("%d entries queued, want 2 (k1 in flight, k2's removal waiting for it)", n)
 	}
 }
+
+// Idle polls back off: each poll that finds nothing doubles the interval
+// up to MaxPollInterval; a list that finds entries, a woken list or a
+// backlog resets it.
+func TestIdlePollBacksOff(t *testing.T) {
+	cfg := Config{PollInterval: 200 * time.Millisecond, MaxPollInterval: 2 * time.Second}
+	w := &worker{m: &Manager{cfg: cfg}, idle: cfg.PollInterval, drained: true}
+	want := []time.Duration{400, 800, 1600, 2000, 2000}
+	for i, ms := range want {
+		w.adaptIdle(false, 0)
+		if w.idle != ms*time.Millisecond {
+			t.Fatalf("idle poll %d: interval %v, want %v", i+1, w.idle, ms*time.Millisecond)
+		}
+	}
+	w.adaptIdle(false, 3)
+	if w.idle != cfg.PollInterval {
+		t.Fatalf("after a poll with entries: %v, want %v", w.idle, cfg.PollInterval)
+	}
+	w.idle = cfg.MaxPollInterval
+	w.adaptIdle(true, 0)
+	if w.idle != cfg.PollInterval {
+		t.Fatalf("after a woken list: %v, want %v", w.idle, cfg.PollInterval)
+	}
+	w.idle, w.drained = cfg.MaxPollInterval, false
+	w.adaptIdle(false, 0)
+	if w.idle != cfg.PollInterval {
+		t.Fatalf("with a backlog: %v, want %v", w.idle, cfg.PollInterval)
+	}
+}
+
+// A commit that wakes nobody (another gateway's) still reaches a shard
+// whose polls have backed off to MaxPollInterval.
+func TestBackedOffPollFindsUnwokenCommit(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	tp := e.createTopic("idle", rcv.url(), 1, nil)
+	reg := prometheus.NewRegistry()
+	m := e.manager("gw1", e.endpoints(nil), func(c *Config) {
+		c.Registerer = reg
+		c.WakeGap = -1
+		c.PollInterval = 5 * time.Millisecond
+		c.MaxPollInterval = 80 * time.Millisecond
+	})
+	eventually(t, 10*time.Second, "shard owned", func() bool { return len(m.Owned()) == 1 })
+	// Five empty polls take the interval from 5 ms to its 80 ms ceiling.
+	eventually(t, 30*time.Second, "idle polls", func() bool {
+		return counter(t, reg, "cairn_notify_delivery_shard_ops_total", map[string]string{"op": "list"}) >= 6
+	})
+	e.publish(tp, "b", "k")
+	eventually(t, 30*time.Second, "event delivered by a poll", func() bool { return rcv.delivered() == 1 })
+}

@@ -90,6 +90,7 @@ type worker struct {
 	drained  bool
 	lastList time.Time
 	gap      time.Duration // current wake gap (Config.MaxWakeGap)
+	idle     time.Duration // current poll interval (Config.MaxPollInterval)
 	lastErr  time.Time
 	removes  []*item
 	// unflushed holds keys whose finished head's removal is not durable
@@ -113,6 +114,7 @@ func newWorker(m *Manager, sh Shard, l *lease, st *topicState, sent time.Time) *
 		unflushed: map[string]bool{}}
 	w.state.Store(st)
 	w.gap = m.cfg.WakeGap
+	w.idle = m.cfg.PollInterval
 	w.stopCtx, w.stop = context.WithCancel(context.Background())
 	w.pushCtx, w.cancelPush = context.WithCancel(context.Background())
 	w.validUntil.Store(sent.Add(m.leaseHorizon()).UnixNano())
@@ -260,7 +262,7 @@ func (w *worker) transient(what string, err error) {
 }
 
 func (w *worker) nextWake(cfg *Config) time.Duration {
-	d := cfg.PollInterval
+	d := cfg.PollInterval // an idle shard wakes and finds no list due (listDue)
 	if len(w.removes)+len(w.updates) > 0 {
 		d = min(d, w.removeDelay()-time.Since(w.pendSince))
 	}
@@ -294,7 +296,7 @@ func (w *worker) listDue() bool {
 		return false
 	}
 	since := time.Since(w.lastList)
-	return !w.drained || since >= cfg.PollInterval || (w.poked && since >= w.gap)
+	return !w.drained || since >= w.idle || (w.poked && since >= w.gap)
 }
 
 // fill lists more entries while the window has room. Pending removals
@@ -352,6 +354,7 @@ func (w *worker) fill() error {
 	}
 	w.marker = res.Next
 	w.drained = !res.Truncated
+	w.adaptIdle(woken, len(res.Entries))
 	return nil
 }
 
@@ -367,6 +370,18 @@ func (w *worker) adaptGap(since time.Duration, n int) {
 	default:
 		w.gap = min(w.gap*3/2, cfg.MaxWakeGap)
 	}
+}
+
+// adaptIdle moves the poll interval after a list that returned n entries
+// (Config.MaxPollInterval): a poll that found nothing doubles it, anything
+// else resets it.
+func (w *worker) adaptIdle(woken bool, n int) {
+	cfg := &w.m.cfg
+	if woken || n > 0 || !w.drained {
+		w.idle = cfg.PollInterval
+		return
+	}
+	w.idle = min(2*w.idle, cfg.MaxPollInterval)
 }
 
 func (w *worker) add(e queue.Entry) {
