@@ -89,7 +89,20 @@ type governor struct {
 	cuts      int
 	minRate   float64
 	observed  bool
+	// arrivals: foreground index writes per second (EWMA over ticks),
+	// when the signal counts them; the rate never drops below
+	// convergeFactor times it, so the copy and the replay outrun what
+	// the bucket's writers add behind them and the reshard ends.
+	arrivals float64
 }
+
+// convergeFactor is how many times the foreground write rate the copy and
+// replay keep at least. Below the arrival rate they never finish: the scale
+// run filled a bucket at ~4,500 PUT/s while the governor held a reshard from
+// 47 shards at its 5,000 entries/s floor, and the copy (which also meets the
+// keys written ahead of its cursor) and then the replay of every logged write
+// ran for over an hour while the shards grew to three times their limit.
+const convergeFactor = 2
 
 type sampleKind int
 
@@ -132,6 +145,10 @@ func newBaselineGovernor(p *pacer, lo, hi float64, stats func() (uint64, time.Du
 		n, s := stats()
 		dn, ds := n-n0, s-s0
 		n0, s0 = n, s
+		// Sampled once per governorTick (run's ticker).
+		g.mu.Lock()
+		g.arrivals += 0.2 * (float64(dn)/governorTick.Seconds() - g.arrivals)
+		g.mu.Unlock()
 		if dn == 0 {
 			return 0, sampleIdle
 		}
@@ -183,14 +200,16 @@ func (g *governor) tick() {
 			calm = !congested
 		}
 	}
+	floor := min(g.hi, max(g.lo, convergeFactor*g.arrivals))
 	g.mu.Unlock()
 	r := g.p.current()
 	switch {
 	case congested:
-		r = max(g.lo, r*2/3)
+		r = max(floor, r*2/3)
 	case calm:
 		r = min(g.hi, r+(g.hi-g.lo)/20)
 	}
+	r = max(r, floor)
 	g.p.setRate(r)
 	g.mu.Lock()
 	if congested {

@@ -192,3 +192,35 @@ func TestGovernorKeepsForeground(t *testing.T) {
 		}
 	}
 }
+
+// However slow the foreground gets, the baseline governor keeps the copy
+// at twice the rate writers add entries (convergeFactor), so the copy and
+// the replay of the log finish: at its plain floor (5,000/s) a reshard of
+// a bucket filled at 4,500 PUT/s ran for over an hour in the scale run.
+func TestGovernorOutrunsArrivals(t *testing.T) {
+	f := &fakeFG{}
+	p := newPacer(25000)
+	g := newBaselineGovernor(p, 5000, 25000, f.stats, time.Millisecond, 1.15)
+	perTick := 900 // 4,500 writes/s at 5 ticks a second
+	for i := 0; i < 100; i++ {
+		f.writes(perTick, 10*time.Millisecond) // always congested
+		g.tick()
+	}
+	if r := p.current(); r < 8500 || r > 9000 {
+		t.Fatalf("rate under congestion with 4,500 writes/s arriving: %.0f, want about 9,000", r)
+	}
+	for i := 0; i < 100; i++ {
+		f.writes(20, 10*time.Millisecond) // 100/s: the plain floor rules
+		g.tick()
+	}
+	if r := p.current(); r != 5000 {
+		t.Fatalf("rate with few arrivals %.0f, want the floor", r)
+	}
+	for i := 0; i < 100; i++ {
+		f.writes(20000, 10*time.Millisecond) // 100,000/s: never above the cap
+		g.tick()
+	}
+	if r := p.current(); r != 25000 {
+		t.Fatalf("rate with arrivals over the cap %.0f, want the cap", r)
+	}
+}
