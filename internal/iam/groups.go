@@ -113,14 +113,35 @@ func (s *Store) Members(ctx context.Context, g Group) ([]driver.User, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := strings.ToLower(g.Name)
 	var out []driver.User
 	for _, u := range users {
-		if slices.Contains(u.Groups, key) {
+		if slices.IndexFunc(u.Groups, g.isMember) >= 0 {
 			out = append(out, u)
 		}
 	}
 	return out, nil
+}
+
+// A membership is recorded on the user as "<lower-case name>#<group id>"
+// (before group ids were recorded: the name alone). The id makes a
+// membership added by a call racing DeleteGroup or a rename stale, never a
+// membership of a later group of the same name.
+func (g Group) memberEntry() string { return strings.ToLower(g.Name) + "#" + g.ID }
+
+// isMember reports whether a user's membership entry names g.
+func (g Group) isMember(entry string) bool {
+	return entry == g.memberEntry() || entry == strings.ToLower(g.Name)
+}
+
+// memberGroup returns the group a membership entry names, or
+// ErrNoSuchEntity when it is gone or stale (another group took its name).
+func (s *Store) memberGroup(ctx context.Context, account, entry string) (Group, error) {
+	name, id, _ := strings.Cut(entry, "#")
+	g, err := s.GetGroup(ctx, account, name)
+	if err == nil && id != "" && g.ID != id {
+		return Group{}, fmt.Errorf("%w: group %s was replaced", ErrNoSuchEntity, name)
+	}
+	return g, err
 }
 
 // DeleteGroup removes a group without members or policies
@@ -194,7 +215,7 @@ func (s *Store) UpdateGroup(ctx context.Context, account, name, newName, newPath
 	if err != nil {
 		return Group{}, err
 	}
-	if err := s.moveMembers(ctx, account, g.Name, newName); err != nil {
+	if err := s.moveMembers(ctx, g, newName); err != nil {
 		return Group{}, err
 	}
 	for attempt := 0; ; attempt++ {
@@ -219,26 +240,27 @@ func (s *Store) UpdateGroup(ctx context.Context, account, name, newName, newPath
 		}
 		break
 	}
-	if err := s.moveMembers(ctx, account, g.Name, newName); err != nil {
+	if err := s.moveMembers(ctx, g, newName); err != nil {
 		return Group{}, err
 	}
 	return s.GetGroup(ctx, account, newName)
 }
 
-// moveMembers moves the users of group from to group to (names; their
+// moveMembers moves the users of group g to its new name (same id; their
 // cached keys are dropped so the change applies at once here).
-func (s *Store) moveMembers(ctx context.Context, account, from, to string) error {
-	members, err := s.Members(ctx, Group{Account: account, Name: from})
+func (s *Store) moveMembers(ctx context.Context, g Group, newName string) error {
+	members, err := s.Members(ctx, g)
 	if err != nil {
 		return err
 	}
-	fk, tk := strings.ToLower(from), strings.ToLower(to)
+	to := g
+	to.Name = newName
 	for _, u := range members {
 		_, err := s.d.UpdateUser(ctx, u.ID, func(x *driver.User) error {
-			if i := slices.Index(x.Groups, fk); i >= 0 {
+			if i := slices.IndexFunc(x.Groups, g.isMember); i >= 0 {
 				x.Groups = slices.Delete(x.Groups, i, i+1)
-				if !slices.Contains(x.Groups, tk) {
-					x.Groups = append(x.Groups, tk)
+				if !slices.Contains(x.Groups, to.memberEntry()) {
+					x.Groups = append(x.Groups, to.memberEntry())
 				}
 			}
 			return nil
@@ -252,15 +274,14 @@ func (s *Store) moveMembers(ctx context.Context, account, from, to string) error
 
 // AddUserToGroup adds u to group g (at most MaxGroupsPerUser groups).
 func (s *Store) AddUserToGroup(ctx context.Context, u driver.User, g Group) error {
-	key := strings.ToLower(g.Name)
 	_, err := s.d.UpdateUser(ctx, u.ID, func(x *driver.User) error {
-		if slices.Contains(x.Groups, key) {
+		if slices.IndexFunc(x.Groups, g.isMember) >= 0 {
 			return nil
 		}
 		if len(x.Groups) >= MaxGroupsPerUser {
 			return fmt.Errorf("%w: Cannot exceed quota for GroupsPerUser: %d", ErrLimitExceeded, MaxGroupsPerUser)
 		}
-		x.Groups = append(x.Groups, key)
+		x.Groups = append(x.Groups, g.memberEntry())
 		return nil
 	})
 	return err
@@ -268,9 +289,8 @@ func (s *Store) AddUserToGroup(ctx context.Context, u driver.User, g Group) erro
 
 // RemoveUserFromGroup removes u from g.
 func (s *Store) RemoveUserFromGroup(ctx context.Context, u driver.User, g Group) error {
-	key := strings.ToLower(g.Name)
 	_, err := s.d.UpdateUser(ctx, u.ID, func(x *driver.User) error {
-		i := slices.Index(x.Groups, key)
+		i := slices.IndexFunc(x.Groups, g.isMember)
 		if i < 0 {
 			return fmt.Errorf("%w: The user %s is not in group %s.", ErrNoSuchEntity, u.DisplayName, g.Name)
 		}
@@ -284,7 +304,7 @@ func (s *Store) RemoveUserFromGroup(ctx context.Context, u driver.User, g Group)
 func (s *Store) GroupsForUser(ctx context.Context, u driver.User) ([]Group, error) {
 	var out []Group
 	for _, k := range u.Groups {
-		g, err := s.GetGroup(ctx, u.Account, k)
+		g, err := s.memberGroup(ctx, u.Account, k)
 		if errors.Is(err, ErrNoSuchEntity) {
 			continue
 		}
@@ -387,7 +407,7 @@ func (s *Store) groupPolicies(ctx context.Context, u driver.User) ([]authz.Named
 	}
 	var out []authz.NamedPolicy
 	for _, k := range u.Groups {
-		g, err := s.GetGroup(ctx, u.Account, k)
+		g, err := s.memberGroup(ctx, u.Account, k)
 		if errors.Is(err, ErrNoSuchEntity) {
 			continue
 		}

@@ -426,7 +426,11 @@ func (s *Store) DeleteUser(ctx context.Context, account, name string) error {
 	if err != nil {
 		return err
 	}
-	if len(u.Keys) > 0 || len(u.Policies) > 0 || len(u.ManagedPolicies) > 0 || len(u.Groups) > 0 {
+	groups, err := s.GroupsForUser(ctx, u) // stale memberships do not count
+	if err != nil {
+		return err
+	}
+	if len(u.Keys) > 0 || len(u.Policies) > 0 || len(u.ManagedPolicies) > 0 || len(groups) > 0 {
 		return fmt.Errorf("%w: Cannot delete entity, must delete access keys, policies and group memberships first.", ErrDeleteConflict)
 	}
 	return s.RemoveUser(ctx, u)

@@ -287,3 +287,63 @@ func TestAccountsInTenants(t *testing.T) {
 		t.Fatalf("acme in the empty tenant after t1's rm: %v", err)
 	}
 }
+
+// TestStaleMembership: an AddUserToGroup that raced DeleteGroup (it read
+// the group before the delete) leaves a membership of the deleted group,
+// which a later group of the same name does not inherit; a rename keeps
+// the members.
+func TestStaleMembership(t *testing.T) {
+	ctx := context.Background()
+	s, s2, d := newStores(t)
+	a, err := s.CreateAccount(ctx, "", "acme", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.CreateUser(ctx, a.ID, iam.UserSpec{Name: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.CreateGroup(ctx, a.ID, "admins", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.DeleteGroup(ctx, a.ID, "admins"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddUserToGroup(ctx, u, old); err != nil { // the racing add
+		t.Fatal(err)
+	}
+	g, err := s2.CreateGroup(ctx, a.ID, "Admins", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.AttachGroupPolicy(ctx, g, "arn:aws:iam::aws:policy/AmazonS3FullAccess"); err != nil {
+		t.Fatal(err)
+	}
+	u, _ = d.GetUser(ctx, u.ID)
+	if gs, err := s.GroupsForUser(ctx, u); err != nil || len(gs) != 0 {
+		t.Fatalf("bob's groups after the racing add: %+v %v", gs, err)
+	}
+	if m, err := s.Members(ctx, g); err != nil || len(m) != 0 {
+		t.Fatalf("the new group's members: %+v %v", m, err)
+	}
+	// A real add, then a rename: still a member, of the renamed group.
+	if err := s.AddUserToGroup(ctx, u, g); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateGroup(ctx, a.ID, "admins", "ops", "/ops/"); err != nil {
+		t.Fatal(err)
+	}
+	u, _ = d.GetUser(ctx, u.ID)
+	if gs, err := s.GroupsForUser(ctx, u); err != nil || len(gs) != 1 || gs[0].Name != "ops" || gs[0].ID != g.ID {
+		t.Fatalf("bob's groups after the rename: %+v %v", gs, err)
+	}
+	// The stale entry does not block DeleteUser once bob leaves ops.
+	ops, _ := s.GetGroup(ctx, a.ID, "ops")
+	if err := s.RemoveUserFromGroup(ctx, u, ops); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteUser(ctx, a.ID, "bob"); err != nil {
+		t.Fatalf("delete bob with a stale membership: %v", err)
+	}
+}

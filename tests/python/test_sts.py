@@ -7,6 +7,7 @@ another account needs both sides. Run by tests/python_test.go."""
 import json
 import os
 import subprocess
+import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
@@ -139,6 +140,24 @@ def test_boto3_session_policy_and_forgery(env):
         {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}]}))["Credentials"])
     assert client("s3", ro).get_object(Bucket=bucket, Key="a")["Body"].read() == b"A"
     assert code(lambda: client("s3", ro).put_object(Bucket=bucket, Key="b", Body=b"B")) == "AccessDenied"
+    # A managed session policy (PolicyArns) narrows the session the same way.
+    mro = session(sts.assume_role(RoleArn=arn, RoleSessionName="bm", ExternalId="x-" + env["s"],
+                                  PolicyArns=[{"arn": "arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess"}])["Credentials"])
+    assert client("s3", mro).get_object(Bucket=bucket, Key="a")["Body"].read() == b"A"
+    assert code(lambda: client("s3", mro).put_object(Bucket=bucket, Key="b", Body=b"B")) == "AccessDenied"
+    # A PolicyArns member out of sequence is refused, not dropped (raw form).
+    form = urllib.parse.urlencode({"Action": "AssumeRole", "Version": "2011-06-15", "RoleArn": arn, "RoleSessionName": "bx",
+                                   "ExternalId": "x-" + env["s"],
+                                   "PolicyArns.member.2.arn": "arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess"})
+    req = AWSRequest(method="POST", url=ENDPOINT + "/", data=form,
+                     headers={"Content-Type": "application/x-www-form-urlencoded"})
+    SigV4Auth(Credentials(*root), "sts", "us-east-1").add_auth(req)
+    prep = req.prepare()
+    try:
+        urllib.request.urlopen(urllib.request.Request(prep.url, data=form.encode(), method="POST", headers=dict(prep.headers)))
+        raise AssertionError("PolicyArns.member.2 without member.1 was accepted")
+    except urllib.error.HTTPError as e:
+        assert e.code == 400 and b"ValidationError" in e.read()
     # Presigned GET with the token in the query.
     url = client("s3", ro).generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "a"})
     assert "x-amz-security-token" in url.lower()  # boto3 presigns S3 with SigV2 by default

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -153,6 +154,13 @@ func (q *request) sessionPolicies() (doc string, arns []string, err error) {
 			return "", nil, errorf(http.StatusBadRequest, "MalformedPolicyDocument", "The managed session policy %s does not exist.", arn)
 		}
 		arns = append(arns, arn)
+	}
+	for k := range q.form {
+		// A member out of sequence, or a field other than arn: not
+		// silently dropped.
+		if strings.HasPrefix(k, "PolicyArns.") && !slices.Contains(arns, q.get(k)) {
+			return "", nil, validationError("unexpected parameter %s", k)
+		}
 	}
 	doc = q.get("Policy")
 	size := len(doc)
