@@ -130,11 +130,12 @@ func (g *Gateway) openNotifications(ctx context.Context, cfg *config.Config) (*s
 	g.closers = append(g.closers, func() { _ = cache.Close() })
 	svc, err := service.New(ctx, service.Options{
 		Store: g.Store, NumShards: cfg.NotifShards, Zonegroup: cfg.Region, EventSource: cfg.NotifEventSource,
-		ConfigMode: notifconfig.Mode(cfg.NotifConfigMode),
-		Queue:      queue.Options{Capacity: uint64(cfg.NotifQueueSize)},
-		Pusher:     endpointPusher{cache: cache, opts: endpoint.Options{KafkaCompression: cfg.NotifKafkaCompression}},
-		Logger:     g.Log.With("component", "notify"),
-		Secrets:    g.secrets,
+		ConfigMode:   notifconfig.Mode(cfg.NotifConfigMode),
+		Queue:        queue.Options{Capacity: uint64(cfg.NotifQueueSize), DeferLinger: cfg.NotifCommitLinger},
+		DeferCommits: cfg.NotifCommitLinger > 0,
+		Pusher:       endpointPusher{cache: cache, opts: endpoint.Options{KafkaCompression: cfg.NotifKafkaCompression}},
+		Logger:       g.Log.With("component", "notify"),
+		Secrets:      g.secrets,
 	})
 	if err != nil {
 		return nil, err
