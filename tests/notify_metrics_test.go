@@ -89,9 +89,15 @@ func TestQueueGaugesAgreeWithTopicStats(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if st := compare(fmt.Sprintf("after round %d", round)); st.Entries != float64(5*round) {
-			t.Fatalf("round %d: %v entries queued, want %d", round, st.Entries, 5*round)
+		// Commits follow the replies (notif-commit-linger): wait for them.
+		deadline := time.Now().Add(30 * time.Second)
+		for adminTopicStats(t, g, "gt").Entries != float64(5*round) {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %v entries queued, want %d", round, adminTopicStats(t, g, "gt").Entries, 5*round)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
+		compare(fmt.Sprintf("after round %d", round))
 	}
 	// Pushes fail: one warn line for the endpoint, not one per failure.
 	deadline := time.Now().Add(30 * time.Second)

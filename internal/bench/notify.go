@@ -114,6 +114,9 @@ type NotifyConfig struct {
 	DrainTimeout time.Duration
 	// ScanInterval is the gateway's --notif-scan-interval. Default 1 s.
 	ScanInterval time.Duration
+	// CommitLinger is the gateway's --notif-commit-linger (deferred queue
+	// commits; 0 leaves the flag out: commit before the reply).
+	CommitLinger time.Duration
 	// Command is recorded in the result.
 	Command string
 	Out     io.Writer
@@ -281,6 +284,9 @@ type NotifyCell struct {
 	ListOps       float64 `json:"list_ops,omitempty"`
 	RemoveOps     float64 `json:"remove_ops,omitempty"`
 	ListRemoveOps float64 `json:"list_remove_ops,omitempty"`
+	// ReserveOps: reservations that took a store op on the PUT's path
+	// (the shard's pool of ready reservations was empty).
+	ReserveOps float64 `json:"reserve_ops,omitempty"`
 }
 
 // NotifyGoal is one goal of the issue and whether the run met it.
@@ -358,6 +364,7 @@ func NotifyMain(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&cfg.SoakDuration, "soak", 60*time.Second, "11-shard 4 KiB PUT run showing delivery keeps up (negative: skip)")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "repeat the matrix; the summary takes medians")
 	fs.DurationVar(&cfg.ScanInterval, "notif-scan-interval", time.Second, "gateway --notif-scan-interval")
+	fs.DurationVar(&cfg.CommitLinger, "notif-commit-linger", 50*time.Millisecond, "gateway --notif-commit-linger (0: not passed; commit before the reply)")
 	jsonOut := fs.String("json", "", "also write the JSON result (indented) to this file")
 	mdOut := fs.String("md", "", "write the tables into this markdown file (between its notify:begin/end markers)")
 	render := fs.String("render", "", "do not run: re-render --md from this saved JSON result")
@@ -466,7 +473,7 @@ func RunNotify(ctx context.Context, cfg NotifyConfig) (*NotifyResult, error) {
 	fmt.Fprintf(out, "receiver: %s\n", rv.url)
 
 	ak, sk := "notifybench", fmt.Sprintf("s%016x", time.Now().UnixNano())
-	gcfg := gwConfig{bin: cfg.Bin, inProcess: cfg.InProcess, dir: dir, ak: ak, sk: sk, scan: cfg.ScanInterval}
+	gcfg := gwConfig{bin: cfg.Bin, inProcess: cfg.InProcess, dir: dir, ak: ak, sk: sk, scan: cfg.ScanInterval, linger: cfg.CommitLinger}
 
 	// Topic bench1 on a gateway with --notif-shards 1, then bench11.
 	topics := map[string]string{} // mode → topic name
@@ -747,14 +754,15 @@ func (b *notifyBench) cell(ctx context.Context, round int, mode, op string, size
 		c.PushesOK, c.PushesFailed = n1.ok-n0.ok, n1.failed-n0.failed
 		c.ListOps, c.RemoveOps, c.ListRemoveOps = n1.listOps-n0.listOps, n1.removeOps-n0.removeOps, n1.listRemoveOps-n0.listRemoveOps
 		c.CommitOps, c.CommitEvents = n1.commitOps-n0.commitOps, n1.commitEvents-n0.commitEvents
+		c.ReserveOps = n1.reserveOps - n0.reserveOps
 	}
 	stopSampling()
 	swg.Wait()
 	c.DepthSlope = depthSlope(c.Depth)
 	c.Lag = b.rv.lag(c.Bucket)
 	if c.Topic != "" {
-		fmt.Fprintf(out, "  store ops: %.0f commits for %.0f events; %.0f lists, %.0f removals, %.0f lists with removals\n",
-			c.CommitOps, c.CommitEvents, c.ListOps, c.RemoveOps, c.ListRemoveOps)
+		fmt.Fprintf(out, "  store ops: %.0f commits for %.0f events, %.0f reserves; %.0f lists, %.0f removals, %.0f lists with removals\n",
+			c.CommitOps, c.CommitEvents, c.ReserveOps, c.ListOps, c.RemoveOps, c.ListRemoveOps)
 		fmt.Fprintf(out, "  delivered %d events (pushes ok %.0f failed %.0f), lag p50 %.1f p99 %.1f max %.1f ms, max depth %d, slope %.1f/s, drained %v in %.1fs, CPU/op: gateway %.0f µs, client+receiver %.0f µs; other jobs %.1f CPU-s, load %.1f\n",
 			c.Lag.Events, c.PushesOK, c.PushesFailed, c.Lag.P50Ms, c.Lag.P99Ms, c.Lag.MaxMs, c.MaxDepth, c.DepthSlope, c.Drained, c.DrainSeconds, c.GatewayUsOp, c.BenchUsOp, c.OtherCPU, c.LoadAvg)
 		if !c.Drained {
@@ -1041,6 +1049,7 @@ type gwConfig struct {
 	dir       string
 	ak, sk    string
 	scan      time.Duration
+	linger    time.Duration
 }
 
 func freePort() (string, error) {
@@ -1059,6 +1068,9 @@ func startGateway(ctx context.Context, gc gwConfig, shards int, out io.Writer) (
 	}
 	args := []string{"--data-dir", gc.dir + "/data", "--listen", addr, "--notif-shards", strconv.Itoa(shards),
 		"--notif-scan-interval", gc.scan.String(), "--log-level", "warn"}
+	if gc.linger > 0 {
+		args = append(args, "--notif-commit-linger", gc.linger.String())
+	}
 	g := &notifyGateway{
 		url: "http://" + addr, inProcess: gc.inProcess, done: make(chan error, 1),
 		hc:     &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}},
@@ -1232,6 +1244,7 @@ type notifyCounters struct {
 	ok, failed                        float64
 	listOps, removeOps, listRemoveOps float64 // cairn_notify_delivery_shard_ops_total by op
 	commitOps, commitEvents           float64 // cairn_notify_queue_commit_{ops,events}_total
+	reserveOps                        float64 // cairn_notify_queue_reserve_ops_total
 }
 
 // counters reads notifyCounters from the gateway's /metrics (zero when
@@ -1262,6 +1275,8 @@ func (g *notifyGateway) counters(ctx context.Context) notifyCounters {
 			dst = &n.commitOps
 		case strings.HasPrefix(line, "cairn_notify_queue_commit_events_total"):
 			dst = &n.commitEvents
+		case strings.HasPrefix(line, "cairn_notify_queue_reserve_ops_total"):
+			dst = &n.reserveOps
 		default:
 			continue
 		}

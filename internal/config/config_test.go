@@ -140,3 +140,15 @@ func TestStorageClasses(t *testing.T) {
 		}
 	}
 }
+
+// Deferred commits are refused on rados: a dead gateway's intents wait
+// for its restart there.
+func TestCommitLingerNeedsEmbedded(t *testing.T) {
+	if _, err := Load([]string{"--notif-commit-linger", "50ms"}, env(nil)); err != nil {
+		t.Fatalf("embedded: %v", err)
+	}
+	_, err := Load([]string{"--notif-commit-linger", "50ms", "--backend", "rados", "--ceph-conf", "/etc/ceph/ceph.conf"}, env(nil))
+	if err == nil || !strings.Contains(err.Error(), "notif-commit-linger") {
+		t.Fatalf("rados: %v", err)
+	}
+}

@@ -217,6 +217,12 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 
 // Close stops background work. In-flight requests must have finished.
 func (d *Driver) Close() error {
+	if f, ok := d.opts.Notifier.(interface{ FlushDeferred(context.Context) error }); ok {
+		// Deferred commits end before the last intent removals go out.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_ = f.FlushDeferred(ctx)
+		cancel()
+	}
 	d.intents.stop()
 	d.gc.stop()
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sort"
 	"sync"
 	"time"
 
@@ -26,16 +27,18 @@ import (
 
 // IntentReservation is a Reservation whose event must follow the version
 // even across a crash. Intent returns the JSON to store with the link (nil:
-// none needed). It is called once, before the link.
+// none needed). It is called once, before the link, with what is known of
+// the version then (no version id).
 type IntentReservation interface {
 	Reservation
-	Intent(ctx context.Context) []byte
+	Intent(ctx context.Context, obj ObjectInfo) []byte
 }
 
 // IntentRecoverer is a Notifier that resolves intents found after a crash.
 // obj is the linked version when found (the version may have been
-// replaced or deleted since: found=false), current whether it is still the
-// key's current version. done=true means the intent is resolved (the event
+// replaced or deleted since: found=false, and obj then has only the
+// bucket, the key and, on a suspended bucket, the null version id),
+// current whether it is still the key's current version. done=true means the intent is resolved (the event
 // is committed, was already, or has nowhere to go) and may be removed;
 // false with a nil error means the intent is not this gateway's to resolve.
 type IntentRecoverer interface {
@@ -44,7 +47,9 @@ type IntentRecoverer interface {
 
 // linkIntent is the value stored under the entry's tag (docs/format/cls.md).
 type linkIntent struct {
-	Key    string          `json:"k"`
+	Key string `json:"k"`
+	// MTime orders a key's intents at recovery (link order), unix ns.
+	MTime  int64           `json:"t,omitempty"`
 	Notify json.RawMessage `json:"n"`
 }
 
@@ -157,6 +162,9 @@ func (d *Driver) RecoverIntents(ctx context.Context) (resolved, left int, err er
 			if err != nil {
 				continue // a retired or missing shard
 			}
+			// A key's events go out in link order (several of a key's
+			// deferred commits may be pending at a crash).
+			sort.SliceStable(intents, func(i, j int) bool { return intentTime(intents[i]) < intentTime(intents[j]) })
 			var clear []string
 			for _, in := range intents {
 				done, err := d.recoverIntent(ctx, rec, inst, ix, in)
@@ -192,11 +200,26 @@ func (d *Driver) recoverIntent(ctx context.Context, rec IntentRecoverer, inst In
 	if err != nil {
 		return false, err
 	}
-	var oi ObjectInfo
+	// Not found: replaced or deleted since. The notifier may still owe
+	// its event (a deferred commit after an answered PUT): it gets what
+	// the intent and the bucket say.
+	oi := ObjectInfo{Bucket: inst.Name, Key: li.Key}
+	if inst.Versioning == VersioningSuspended {
+		oi.VersionID = bucketindex.NullVersion
+	}
 	if found {
 		oi = versionInfo(inst.Name, inst.Versioning, e)
 	}
 	return rec.RecoverIntent(ctx, li.Notify, oi, found, current)
+}
+
+// intentTime is the intent's link time (0 when unreadable or older).
+func intentTime(in bucketindex.IntentRecord) int64 {
+	var li struct {
+		MTime int64 `json:"t"`
+	}
+	_ = json.Unmarshal(in.Data, &li)
+	return li.MTime
 }
 
 // findTag looks for the version of key whose data has tag.

@@ -39,7 +39,7 @@ func (n *intentNotifier) Reserve(_ context.Context, ev driver.PendingEvent) (dri
 	return &intentRes{n: n, key: ev.Key}, nil
 }
 
-func (r *intentRes) Intent(context.Context) []byte {
+func (r *intentRes) Intent(context.Context, driver.ObjectInfo) []byte {
 	b, _ := json.Marshal(map[string]string{"key": r.key})
 	return b
 }
@@ -197,4 +197,125 @@ func mustVersions(t *testing.T, d *driver.Driver, bucket, key string) []string {
 		}
 	}
 	return out
+}
+
+// deferNotifier's reservations commit after the reply
+// (driver.DeferringReservation); their done callbacks wait in pending
+// until the test calls them.
+type deferNotifier struct {
+	mu      sync.Mutex
+	pending []func(error)
+}
+
+type deferRes struct {
+	intentRes
+	dn *deferNotifier
+}
+
+func (n *deferNotifier) Reserve(_ context.Context, ev driver.PendingEvent) (driver.Reservation, error) {
+	return &deferRes{intentRes: intentRes{n: &intentNotifier{}, key: ev.Key}, dn: n}, nil
+}
+
+func (r *deferRes) Persistent() bool { return true } // as the service's: a synced queue commit
+func (r *deferRes) Synced() bool     { return false }
+func (r *deferRes) Deferrable() bool { return true }
+func (r *deferRes) CommitDeferred(_ context.Context, _ driver.ObjectInfo, done func(error)) {
+	r.dn.mu.Lock()
+	defer r.dn.mu.Unlock()
+	r.dn.pending = append(r.dn.pending, done)
+}
+
+// A deferred commit: the PUT is answered before the commit, and its link,
+// with the intent, is durable when it is answered (a crash right after
+// the reply keeps both, and recovery would commit the event); a failed
+// commit leaves the intent, a done one has it removed.
+func TestDeferredCommitLinkIsDurable(t *testing.T) {
+	ctx := context.Background()
+	reg := objstore.NewRegistry()
+	cls.RegisterAll(reg)
+	bucketindex.Register(reg)
+	fs := vfs.NewCrashableMem()
+	st, err := embedded.Open(embedded.Options{Dir: "/d", FS: fs, Classes: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &deferNotifier{}
+	d, err := driver.New(ctx, driver.Options{Store: st, DefaultShards: 3, GCMinWait: -1, Notifier: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close(); st.Close() })
+	if err := d.CreateBucket(ctx, "u", "dbk", "", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.PutBucketVersioning(ctx, "dbk", driver.VersioningEnabled); err != nil {
+		t.Fatal(err)
+	}
+	// k1, k2, then five versions of v.
+	for i, k := range []string{"k1", "k2", "v", "v", "v", "v", "v"} {
+		body := []byte(fmt.Sprint(i))
+		if _, err := d.PutObject(ctx, driver.PutObjectInput{Bucket: "dbk", Key: k, Body: bytes.NewReader(body), Size: int64(len(body))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.mu.Lock()
+	pending := n.pending
+	n.mu.Unlock()
+	if len(pending) != 7 {
+		t.Fatalf("%d deferred commits, want 7", len(pending))
+	}
+
+	// Crash now: only what was synced survives.
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	st2, err := embedded.Open(embedded.Options{Dir: "/d", FS: crashed, Classes: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &intentNotifier{ours: true}
+	d2, err := driver.New(ctx, driver.Options{Store: st2, DefaultShards: 3, GCMinWait: -1, Notifier: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"k1", "k2", "v"} {
+		if _, err := d2.HeadObject(ctx, "dbk", k); err != nil {
+			t.Fatalf("%s answered but lost in a crash: %v", k, err)
+		}
+	}
+	if got := intentsOf(t, d2, "dbk"); got != 7 {
+		t.Fatalf("%d intents after the crash, want 7", got)
+	}
+	// Recovery resolves v's five in link order, oldest first.
+	if done, left, err := d2.RecoverIntents(ctx); err != nil || done != 7 || left != 0 {
+		t.Fatalf("recovery: %d resolved, %d left, %v", done, left, err)
+	}
+	vs := mustVersions(t, d2, "dbk", "v") // newest first
+	var want, got []string
+	for i := len(vs) - 1; i >= 0; i-- {
+		want = append(want, vs[i])
+	}
+	for _, r := range rec.recovered {
+		var k, vid string
+		fmt.Sscan(r, &k, &vid)
+		if k == "v" {
+			got = append(got, vid)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("v's intents recovered in order %v, want link order %v", got, want)
+	}
+	d2.Close()
+	st2.Close()
+
+	// Live: k1's commit fails (its intent stays), the others succeed.
+	pending[0](errors.New("queue unreachable"))
+	for _, done := range pending[1:] {
+		done(nil)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for intentsOf(t, d, "dbk") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d intents, want k1's", intentsOf(t, d, "dbk"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

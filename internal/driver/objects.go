@@ -42,6 +42,18 @@ type SyncingReservation interface {
 	Synced() bool
 }
 
+// DeferringReservation is an IntentReservation that can commit after the
+// reply: once the link that stored its intent is durable, the event is
+// (the intent is resolved at the next start if the process dies first).
+// Deferrable, asked after Intent, says whether this one may;
+// CommitDeferred then replaces Commit and calls done, from another
+// goroutine, when the commit ended (nil: the intent may be removed).
+type DeferringReservation interface {
+	IntentReservation
+	Deferrable() bool
+	CommitDeferred(ctx context.Context, obj ObjectInfo, done func(error))
+}
+
 // PendingEvent describes the write about to happen.
 type PendingEvent struct {
 	Bucket    BucketInfo
@@ -194,9 +206,16 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 	sr, _ := res.(SyncingReservation)
 	cond.DeferSync = sr != nil && sr.Persistent()
 	if ir, ok := res.(IntentReservation); ok {
-		if n := ir.Intent(ctx); n != nil {
-			cond.Intent, _ = json.Marshal(linkIntent{Key: e.Key, Notify: n})
+		if n := ir.Intent(ctx, entryInfo(bucket, e)); n != nil {
+			cond.Intent, _ = json.Marshal(linkIntent{Key: e.Key, MTime: e.ModTime.UnixNano(), Notify: n})
 		}
+	}
+	// A deferred commit: the link is the synced op, the intent in it
+	// makes the event durable, and the queue commit follows the reply.
+	dr, _ := res.(DeferringReservation)
+	deferred := cond.Intent != nil && dr != nil && dr.Deferrable()
+	if deferred {
+		cond.DeferSync = false
 	}
 	t0 := time.Now()
 	err := d.withIndex(ctx, bucket, func(inst Instance, ix bucketindex.Index) error {
@@ -238,6 +257,19 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 		d.gc.enqueue(shard, f.Tag, f.Manifest)
 	}
 	oi := versionInfo(bucket, state, vr.Entry)
+	if deferred {
+		tag := e.Tag
+		dr.CommitDeferred(context.WithoutCancel(ctx), oi, func(err error) {
+			if err != nil {
+				// The intent stays: the next start commits the event.
+				d.log.Warn("deferred notification commit failed; the event waits for the next start's intent recovery",
+					"bucket", bucket, "key", e.Key, "err", err)
+				return
+			}
+			d.intents.add(shard, tag)
+		})
+		return oi, nil
+	}
 	if res != nil {
 		err := res.Commit(ctx, oi)
 		if cond.DeferSync && (err != nil || !sr.Synced()) {

@@ -128,13 +128,20 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (g *Gateway) openNotifications(ctx context.Context, cfg *config.Config) (*service.Service, error) {
 	cache := endpoint.NewCache()
 	g.closers = append(g.closers, func() { _ = cache.Close() })
+	qopts := queue.Options{Capacity: uint64(cfg.NotifQueueSize), DeferLinger: cfg.NotifCommitLinger}
+	if cfg.NotifCommitLinger > 0 {
+		// A deferred commit refills the pool up to a linger later: more
+		// reservations are consumed and not yet replaced at any time.
+		qopts.PoolMax = 2 * queue.DefaultPoolMax
+	}
 	svc, err := service.New(ctx, service.Options{
 		Store: g.Store, NumShards: cfg.NotifShards, Zonegroup: cfg.Region, EventSource: cfg.NotifEventSource,
-		ConfigMode: notifconfig.Mode(cfg.NotifConfigMode),
-		Queue:      queue.Options{Capacity: uint64(cfg.NotifQueueSize)},
-		Pusher:     endpointPusher{cache: cache, opts: endpoint.Options{KafkaCompression: cfg.NotifKafkaCompression}},
-		Logger:     g.Log.With("component", "notify"),
-		Secrets:    g.secrets,
+		ConfigMode:   notifconfig.Mode(cfg.NotifConfigMode),
+		Queue:        qopts,
+		DeferCommits: cfg.NotifCommitLinger > 0,
+		Pusher:       endpointPusher{cache: cache, opts: endpoint.Options{KafkaCompression: cfg.NotifKafkaCompression}},
+		Logger:       g.Log.With("component", "notify"),
+		Secrets:      g.secrets,
 	})
 	if err != nil {
 		return nil, err

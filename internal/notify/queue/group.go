@@ -179,3 +179,7 @@ func (q *Queues) runGroup(ctx context.Context, oid string, p *shardPool, batch [
 func (q *Queues) GroupStats() (ops, events uint64) {
 	return q.groupOps.Load(), q.groupEvents.Load()
 }
+
+// ReserveOps reports how many reservations took a store op since Open
+// (the pool had none ready).
+func (q *Queues) ReserveOps() uint64 { return q.reserveOps.Load() }

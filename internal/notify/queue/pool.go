@@ -103,7 +103,8 @@ type shardPool struct {
 	stale         []uint64 // too old to hand out; abort when convenient
 	noRefillUntil time.Time
 
-	group group // commits waiting to share an op (group.go)
+	group group    // commits waiting to share an op (group.go)
+	later deferred // deferred commits (deferred.go)
 }
 
 // noRefillPause is how long a shard that refused a pool refill gets no
@@ -258,6 +259,7 @@ func (q *Queues) Reserve(ctx context.Context, name string, shard int, bytes uint
 		for i := range more {
 			more[i] = clsq.AddReserve(op, slot, 1)
 		}
+		q.reserveOps.Add(1)
 		err := q.io.Operate(ctx, oid, op)
 		if errors.Is(err, objstore.ErrNoSpace) && extra > 0 {
 			p.full(now.Add(noRefillPause))
@@ -314,6 +316,9 @@ func (r *Reservation) Commit(ctx context.Context, data []byte) (string, error) {
 	defer cancel()
 	q := r.q
 	p := q.pool(r.oid)
+	if m, err, ok := r.commitBehindDeferred(p, data); ok {
+		return m, err
+	}
 	if uint64(len(data)) > r.bytes {
 		return r.recommit(ctx, data)
 	}
@@ -327,6 +332,14 @@ func (r *Reservation) Commit(ctx context.Context, data []byte) (string, error) {
 		uncertain = true
 		sleep(ctx, commitBackoff[0])
 	}
+	return r.commitAlone(ctx, data, uncertain)
+}
+
+// commitAlone is Commit's one-event path with its retries; uncertain says
+// an earlier attempt may have applied.
+func (r *Reservation) commitAlone(ctx context.Context, data []byte, uncertain bool) (string, error) {
+	q := r.q
+	p := q.pool(r.oid)
 	refill := true
 	for attempt := 0; ; attempt++ {
 		now := q.opts.Now()

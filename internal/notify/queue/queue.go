@@ -22,6 +22,8 @@ const (
 	DefaultReservationTTL = 120 * time.Second
 	DefaultExpiryInterval = 30 * time.Second
 	DefaultPoolMax        = 64
+	DefaultDeferLinger    = 50 * time.Millisecond
+	DefaultDeferBatch     = 64
 	// MaxRegistryPage bounds one registry page.
 	MaxRegistryPage = 1000
 )
@@ -48,7 +50,12 @@ type Options struct {
 	// Default 64, further limited to capacity/(64*SlotSize); negative
 	// disables pooling (every PUT then does reserve and commit as two ops).
 	PoolMax int
-	Logger  *slog.Logger
+	// DeferLinger is how long a deferred commit (Reservation.CommitDeferred)
+	// waits for others on its shard before their op runs; DeferBatch
+	// pending commits start it at once. Defaults 50 ms and 64.
+	DeferLinger time.Duration
+	DeferBatch  int
+	Logger      *slog.Logger
 	// Now is the gateway clock, used for pool ages. Default time.Now.
 	Now func() time.Time
 }
@@ -72,6 +79,13 @@ func (o *Options) ensureDefaults() {
 	if lim := int(o.Capacity / (64 * o.SlotSize)); o.PoolMax > lim {
 		o.PoolMax = lim
 	}
+	if o.DeferLinger <= 0 {
+		o.DeferLinger = DefaultDeferLinger
+	}
+	if o.DeferBatch <= 0 {
+		o.DeferBatch = DefaultDeferBatch
+	}
+	o.DeferBatch = min(o.DeferBatch, groupMaxOps)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -90,6 +104,8 @@ type Queues struct {
 	pools map[string]*shardPool // by shard oid
 
 	groupOps, groupEvents atomic.Uint64 // successful group commits
+	reserveOps            atomic.Uint64 // reservations that took an op
+	unfinished            counter       // deferred commits not done yet
 
 	hooks atomic.Pointer[[]func(oid string)] // OnCommit subscribers
 }

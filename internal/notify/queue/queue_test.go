@@ -68,6 +68,8 @@ type env struct {
 	clk   *clock
 	io    *countingIO
 	q     *Queues
+	// commitOps: ops of the last deferredRun's commits.
+	commitOps int64
 }
 
 func newEnv(t testing.TB, opts Options) *env {

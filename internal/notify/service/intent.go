@@ -58,6 +58,16 @@ type intent struct {
 	RequestID string         `json:"rq,omitempty"`
 	HostID    string         `json:"h,omitempty"`
 	Targets   []intentTarget `json:"t"`
+	// Obj is the version as known before its link: what recovery announces
+	// when the version is gone by then (an answered write whose deferred
+	// commit a crash interrupted after a later write replaced it).
+	Obj *intentObject `json:"o,omitempty"`
+}
+
+type intentObject struct {
+	Size  int64  `json:"s"`
+	ETag  string `json:"et"`
+	MTime int64  `json:"t"` // unix ns
 }
 
 // intentTarget is one persistent configuration's pending event.
@@ -75,14 +85,15 @@ type intentTarget struct {
 
 // Intent implements driver.IntentReservation: nil without persistent
 // targets or without an owner. It fixes the records' event ids.
-func (r *reservation) Intent(ctx context.Context) []byte {
+func (r *reservation) Intent(ctx context.Context, obj driver.ObjectInfo) []byte {
 	o := r.s.ownerID()
 	if len(r.persist) == 0 || o.id == "" {
 		return nil
 	}
 	req := driver.RequestFrom(ctx)
 	in := intent{V: 1, Owner: o.id, EventName: r.ev.EventName, Bucket: r.ev.Bucket.Name, BOwner: r.ev.Bucket.Owner,
-		BucketID: r.ev.Bucket.ID, Principal: req.Principal, SourceIP: req.SourceIP, RequestID: req.RequestID, HostID: req.HostID}
+		BucketID: r.ev.Bucket.ID, Principal: req.Principal, SourceIP: req.SourceIP, RequestID: req.RequestID, HostID: req.HostID,
+		Obj: &intentObject{Size: obj.Size, ETag: obj.ETag, MTime: obj.ModTime.UnixNano()}}
 	r.eventIDs = make([]string, len(r.persist))
 	for i, tg := range r.persist {
 		r.eventIDs[i] = event.NewEventID()
@@ -113,11 +124,20 @@ func (s *Service) RecoverIntent(ctx context.Context, data []byte, obj driver.Obj
 	if in.Owner != o.id || !o.exclusive {
 		return false, nil
 	}
-	if !found {
+	if !found && (in.Obj == nil || in.Obj.MTime <= 0) {
+		// An intent without the version's description (written before
+		// deferred commits): nothing visible to announce.
 		for _, t := range in.Targets {
 			s.queues.Resume(t.OID, t.Res, t.Bytes, time.Unix(0, t.Created)).Abort(ctx)
 		}
 		return true, nil
+	}
+	if !found {
+		// Replaced or deleted since its link: the write may have been
+		// answered (deferred commit), so its event goes out, ordered by
+		// its mtime before whatever replaced it.
+		obj.Size, obj.ETag, obj.ModTime = in.Obj.Size, in.Obj.ETag, time.Unix(0, in.Obj.MTime).UTC()
+		current = false
 	}
 	r := &reservation{s: s, typ: event.Type("s3:" + in.EventName), ev: driver.PendingEvent{
 		Bucket:    driver.BucketInfo{Name: in.Bucket, ID: in.BucketID, Owner: in.BOwner},

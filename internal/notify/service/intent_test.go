@@ -2,10 +2,13 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/notify/event"
+	"github.com/cairn-s3/cairn/internal/notify/queue"
 )
 
 // RecoverIntent commits the event of a linked write whose commit never
@@ -25,7 +28,7 @@ func TestRecoverIntent(t *testing.T) {
 		if err != nil || r == nil {
 			t.Fatalf("reserve: %v %v", r, err)
 		}
-		in := r.(driver.IntentReservation).Intent(ctx)
+		in := r.(driver.IntentReservation).Intent(ctx, driver.ObjectInfo{})
 		if in == nil {
 			t.Fatal("no intent with an owner and a persistent topic")
 		}
@@ -119,7 +122,7 @@ func TestRecoverIntentTwoEventNames(t *testing.T) {
 	if err != nil || r == nil {
 		t.Fatalf("reserve: %v %v", r, err)
 	}
-	in := r.(driver.IntentReservation).Intent(ctx)
+	in := r.(driver.IntentReservation).Intent(ctx, driver.ObjectInfo{})
 	obj := driver.ObjectInfo{Bucket: "bk1", Key: "k", Size: 3, ETag: "abc", ModTime: time.Now()}
 	if done, err := e.svc.RecoverIntent(context.Background(), in, obj, true, true); err != nil || !done {
 		t.Fatalf("recover: %v %v", done, err)
@@ -130,5 +133,114 @@ func TestRecoverIntentTwoEventNames(t *testing.T) {
 	}
 	if len(got) != 2 || got["new"] != "ObjectLifecycle:Expiration:Current" || got["legacy"] != "LifecycleExpiration:Delete" {
 		t.Fatalf("recovered records: %v", got)
+	}
+}
+
+// With DeferCommits a reservation whose intent was taken commits after
+// the call, batched (the linger is an hour here, so nothing is in the
+// queue until FlushDeferred); done hears once, after every target; the
+// records carry the intent's event ids, so a recovery of the same intent
+// adds nothing. Without an intent it is not deferrable.
+func TestDeferredCommit(t *testing.T) {
+	e := newEnv(t, Options{DeferCommits: true, Queue: queue.Options{DeferLinger: time.Hour}})
+	ctx := reqCtx()
+	for _, tp := range []string{"t1", "t2"} {
+		e.topic(t, tp, map[string]string{"push-endpoint": "http://127.0.0.1:1/", "persistent": "true"})
+	}
+	e.configure(t, notifConf(topicConf("c1", "t1", ""), topicConf("c2", "t2", "")))
+	e.svc.SetOwner("gw1", true)
+	pe := driver.PendingEvent{Bucket: e.b, Key: "k", EventName: "ObjectCreated:Put"}
+	r, err := e.svc.Reserve(ctx, pe)
+	if err != nil || r == nil {
+		t.Fatalf("reserve: %v %v", r, err)
+	}
+	dr := r.(driver.DeferringReservation)
+	if dr.Deferrable() {
+		t.Fatal("deferrable before its intent was taken")
+	}
+	in := dr.Intent(ctx, driver.ObjectInfo{})
+	if !dr.Deferrable() {
+		t.Fatal("not deferrable with an intent and DeferCommits")
+	}
+	obj := driver.ObjectInfo{Bucket: "bk1", Key: "k", Size: 3, ETag: "abc", ModTime: time.Now()}
+	done := make(chan error, 2)
+	dr.CommitDeferred(ctx, obj, func(err error) { done <- err })
+	if n := len(e.events(t, "t1")) + len(e.events(t, "t2")); n != 0 {
+		t.Fatalf("%d records before the linger ended or a flush", n)
+	}
+	if err := e.svc.FlushDeferred(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var intent struct {
+		Targets []struct {
+			Queue   string `json:"q"`
+			EventID string `json:"e"`
+		} `json:"t"`
+	}
+	if err := json.Unmarshal(in, &intent); err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range intent.Targets {
+		recs := e.events(t, tg.Queue[1:])
+		if len(recs) != 1 || recs[0].EventID != tg.EventID {
+			t.Fatalf("%s: %d records (want 1 with event id %s)", tg.Queue, len(recs), tg.EventID)
+		}
+	}
+	if done, err := e.svc.RecoverIntent(context.Background(), in, obj, true, true); err != nil || !done {
+		t.Fatalf("recovery after the deferred commit: %v %v", done, err)
+	}
+	if n := len(e.events(t, "t1")) + len(e.events(t, "t2")); n != 2 {
+		t.Fatalf("%d records after recovering a committed intent, want 2", n)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("done called twice (%v)", err)
+	default:
+	}
+
+	off := newEnv(t, Options{})
+	off.topic(t, "t1", map[string]string{"push-endpoint": "http://127.0.0.1:1/", "persistent": "true"})
+	off.configure(t, notifConf(topicConf("c1", "t1", "")))
+	off.svc.SetOwner("gw1", true)
+	r, err = off.svc.Reserve(ctx, driver.PendingEvent{Bucket: off.b, Key: "k", EventName: "ObjectCreated:Put"})
+	if err != nil || r == nil {
+		t.Fatalf("reserve: %v %v", r, err)
+	}
+	r.(driver.IntentReservation).Intent(ctx, driver.ObjectInfo{})
+	if r.(driver.DeferringReservation).Deferrable() {
+		t.Fatal("deferrable without DeferCommits")
+	}
+	r.Abort(ctx)
+}
+
+// A version gone by recovery time (replaced or deleted after its write
+// was answered with a deferred commit) still gets its event, described by
+// the intent (size, ETag, mtime) and ordered by its mtime.
+func TestRecoverIntentOfReplacedVersion(t *testing.T) {
+	e := newEnv(t, Options{})
+	ctx := reqCtx()
+	e.topic(t, "t1", map[string]string{"push-endpoint": "http://127.0.0.1:1/", "persistent": "true"})
+	e.configure(t, notifConf(topicConf("c1", "t1", "")))
+	e.svc.SetOwner("gw1", true)
+	r, err := e.svc.Reserve(ctx, driver.PendingEvent{Bucket: e.b, Key: "k", EventName: "ObjectCreated:Put"})
+	if err != nil || r == nil {
+		t.Fatalf("reserve: %v %v", r, err)
+	}
+	mtime := time.Unix(5, 0)
+	in := r.(driver.IntentReservation).Intent(ctx, driver.ObjectInfo{Bucket: "bk1", Key: "k", Size: 7, ETag: "e7", ModTime: mtime})
+	gone := driver.ObjectInfo{Bucket: "bk1", Key: "k"}
+	if done, err := e.svc.RecoverIntent(context.Background(), in, gone, false, false); err != nil || !done {
+		t.Fatalf("recover: %v %v", done, err)
+	}
+	recs := e.events(t, "t1")
+	if len(recs) != 1 {
+		t.Fatalf("%d records, want 1", len(recs))
+	}
+	o := recs[0].S3.Object
+	if recs[0].ObjectKey() != "k" || o.Size != 7 || o.ETag != "e7" || o.Sequencer != event.FormatSequencer(uint64(mtime.UnixNano())) {
+		t.Fatalf("record of the replaced version: %+v", o)
 	}
 }

@@ -38,11 +38,13 @@ var (
 		"Store ops that committed events to queue shards through this gateway (group commits).", nil, nil)
 	commitEventsDesc = prometheus.NewDesc("cairn_notify_queue_commit_events_total",
 		"Events those ops committed.", nil, nil)
+	reserveOpsDesc = prometheus.NewDesc("cairn_notify_queue_reserve_ops_total",
+		"Reservations that took a store op on the write's path (no pooled reservation was ready).", nil, nil)
 )
 
 func (c queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{queueEntriesDesc, queueBytesDesc, queueOldestDesc, queueReservedDesc, queueCapacityDesc,
-		commitOpsDesc, commitEventsDesc} {
+		commitOpsDesc, commitEventsDesc, reserveOpsDesc} {
 		ch <- d
 	}
 }
@@ -54,6 +56,7 @@ func (c queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ops, events := c.s.queues.GroupStats()
 	ch <- prometheus.MustNewConstMetric(commitOpsDesc, prometheus.CounterValue, float64(ops))
 	ch <- prometheus.MustNewConstMetric(commitEventsDesc, prometheus.CounterValue, float64(events))
+	ch <- prometheus.MustNewConstMetric(reserveOpsDesc, prometheus.CounterValue, float64(c.s.queues.ReserveOps()))
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	marker := ""

@@ -19,6 +19,7 @@ import (
 
 var _ driver.Notifier = (*Service)(nil)
 var _ driver.Reservation = (*reservation)(nil)
+var _ driver.DeferringReservation = (*reservation)(nil)
 
 type target struct {
 	tc  *config.TopicConfiguration
@@ -171,7 +172,6 @@ func (r *reservation) Commit(ctx context.Context, obj driver.ObjectInfo) error {
 	if !r.done.CompareAndSwap(false, true) {
 		return errors.New("notifications: reservation already used")
 	}
-	s := r.s
 	base := r.record(ctx, obj)
 	errs := make([]error, len(r.persist))
 	commit := func(i int) {
@@ -186,17 +186,7 @@ func (r *reservation) Commit(ctx context.Context, obj driver.ObjectInfo) error {
 		*buf = event.AppendJSON(*buf, rec)
 		_, err := tg.res.Commit(ctx, *buf)
 		event.PutBuffer(buf)
-		switch {
-		case err == nil:
-			r.synced.Store(true)
-			s.Counters.Committed.Add(1)
-		case errors.Is(err, queue.ErrQueueGone):
-			s.Counters.Dropped.Add(1)
-			s.log.Warn("event dropped: its topic's queue was removed", "topic", tg.t.Name, "bucket", r.ev.Bucket.Name, "key", r.ev.Key)
-		default:
-			s.Counters.CommitFailed.Add(1)
-			errs[i] = fmt.Errorf("notifications: commit to topic %s: %w", tg.t.Name, err)
-		}
+		errs[i] = r.committed(tg, err)
 	}
 	if len(r.persist) == 1 {
 		commit(0)
@@ -217,6 +207,13 @@ func (r *reservation) Commit(ctx context.Context, obj driver.ObjectInfo) error {
 			}
 		}
 	}
+	r.pushAll(ctx, base)
+	return errors.Join(errs...)
+}
+
+// pushAll pushes base to the non-persistent topics, during the request.
+func (r *reservation) pushAll(ctx context.Context, base *event.Record) {
+	s := r.s
 	for _, tg := range r.push {
 		rec := forConfiguration(base, tg)
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.PushTimeout)
@@ -235,7 +232,57 @@ func (r *reservation) Commit(ctx context.Context, obj driver.ObjectInfo) error {
 		}
 		s.Counters.PushOK.Add(1)
 	}
-	return errors.Join(errs...)
+}
+
+// Deferrable implements driver.DeferringReservation: the service defers
+// commits (Options.DeferCommits) and every record has an intent (Intent
+// was called and fixed the event ids).
+func (r *reservation) Deferrable() bool {
+	return r.s.opts.DeferCommits && len(r.persist) > 0 && r.eventIDs != nil
+}
+
+// CommitDeferred implements driver.DeferringReservation: the records are
+// made now (event time, request values) and committed later, batched per
+// shard; done gets the joined outcome once every target's commit ended.
+// Pushes to non-persistent topics happen before it returns, as in Commit.
+func (r *reservation) CommitDeferred(ctx context.Context, obj driver.ObjectInfo, done func(error)) {
+	if !r.done.CompareAndSwap(false, true) {
+		done(errors.New("notifications: reservation already used"))
+		return
+	}
+	base := r.record(ctx, obj)
+	errs := make([]error, len(r.persist))
+	var left atomic.Int32
+	left.Store(int32(len(r.persist)))
+	for i, tg := range r.persist {
+		rec := forConfiguration(base, tg)
+		rec.EventID = r.eventIDs[i] // the id the intent holds
+		tg.res.CommitDeferred(event.AppendJSON(nil, rec), func(_ string, err error) {
+			errs[i] = r.committed(tg, err)
+			if left.Add(-1) == 0 {
+				done(errors.Join(errs...))
+			}
+		})
+	}
+	r.pushAll(ctx, base)
+}
+
+// committed counts one persistent record's commit outcome; the error is
+// the request's (nil for a dropped record).
+func (r *reservation) committed(tg target, err error) error {
+	s := r.s
+	switch {
+	case err == nil:
+		r.synced.Store(true)
+		s.Counters.Committed.Add(1)
+	case errors.Is(err, queue.ErrQueueGone):
+		s.Counters.Dropped.Add(1)
+		s.log.Warn("event dropped: its topic's queue was removed", "topic", tg.t.Name, "bucket", r.ev.Bucket.Name, "key", r.ev.Key)
+	default:
+		s.Counters.CommitFailed.Add(1)
+		return fmt.Errorf("notifications: commit to topic %s: %w", tg.t.Name, err)
+	}
+	return nil
 }
 
 // forConfiguration is the record for one configuration, with its own

@@ -68,8 +68,13 @@ type Options struct {
 	FailureLog *push.FailureLog
 	// PushTimeout bounds a synchronous push. Default 5 s.
 	PushTimeout time.Duration
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// DeferCommits lets a write whose link intent holds its events answer
+	// before the queue commit, which then runs batched per shard
+	// (queue.Reservation.CommitDeferred; Queue.DeferLinger). Off: the
+	// commit happens before the reply, as without intents.
+	DeferCommits bool
+	Logger       *slog.Logger
+	Now          func() time.Time
 	// Secrets seals topic endpoint credentials at rest; nil stores them
 	// in clear (topics sealed earlier then fail to load).
 	Secrets *secret.Sealer
@@ -208,9 +213,14 @@ func (s *Service) Close(ctx context.Context) error {
 		s.stop()
 		s.wg.Wait()
 	}
+	_ = s.queues.FlushDeferred(ctx)
 	s.queues.ReleasePool(ctx)
 	return nil
 }
+
+// FlushDeferred runs the deferred commits handed over so far and waits
+// for them (Options.DeferCommits), or for ctx.
+func (s *Service) FlushDeferred(ctx context.Context) error { return s.queues.FlushDeferred(ctx) }
 
 // ARN returns the ARN of topic name in this zonegroup (empty tenant).
 func (s *Service) ARN(name string) topic.ARN {
