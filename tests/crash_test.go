@@ -66,7 +66,21 @@ func TestKillDashNineLosesNothingAcknowledged(t *testing.T) {
 		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String(key), Body: bytes.NewReader(data)})
 		done(key, string(data), err)
 	})
-	time.Sleep(1500 * time.Millisecond)
+	// Kill once enough writes were acknowledged (a fixed sleep acknowledged
+	// none on a loaded machine), with the workers still going.
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 40 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d writes acknowledged in 3 minutes", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	g.Kill()
 	stop()
 	g.Start()

@@ -133,7 +133,19 @@ func TestPersistentNotificationsEndToEnd(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	time.Sleep(1500 * time.Millisecond)
+	// Kill once writes were acknowledged, with the workers still going (a
+	// fixed sleep may see none on a loaded machine: nothing tested).
+	for waitUntil := time.Now().Add(3 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 20 {
+			break
+		}
+		if time.Now().After(waitUntil) {
+			t.Fatalf("only %d writes acknowledged in 3 minutes", n)
+		}
+	}
 	g.Kill()
 	stop()
 	g.Start()
