@@ -7,14 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/cairn-s3/cairn/internal/authz"
-	"github.com/cairn-s3/cairn/internal/bucketindex"
-	"github.com/cairn-s3/cairn/internal/cls"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/objstore"
-	"github.com/cairn-s3/cairn/internal/objstore/embedded"
 )
 
 func TestBucketAccessStoredAndCached(t *testing.T) {
@@ -165,13 +160,7 @@ func TestBucketAuthParsedOncePerVersion(t *testing.T) {
 
 func newDriverClock(t *testing.T, now func() time.Time) (*driver.Driver, objstore.Store) {
 	t.Helper()
-	reg := objstore.NewRegistry()
-	cls.RegisterAll(reg)
-	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: "/d", FS: vfs.NewMem(), Classes: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newMemStore(t)
 	d, err := driver.New(context.Background(), driver.Options{Store: st, DefaultShards: 3, GCMinWait: -1, Now: now})
 	if err != nil {
 		t.Fatal(err)

@@ -8,14 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
-	"github.com/cairn-s3/cairn/internal/bucketindex"
-	"github.com/cairn-s3/cairn/internal/cls"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/objectlock"
-	"github.com/cairn-s3/cairn/internal/objstore"
-	"github.com/cairn-s3/cairn/internal/objstore/embedded"
 )
 
 // recNotifier records committed events (a fake for unit tests; the real
@@ -45,13 +39,7 @@ func (r *recRes) Abort(context.Context) {}
 
 func newNotifiedDriver(t *testing.T) (*driver.Driver, *recNotifier) {
 	t.Helper()
-	reg := objstore.NewRegistry()
-	cls.RegisterAll(reg)
-	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: "/d", FS: vfs.NewMem(), Classes: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newMemStore(t)
 	n := &recNotifier{}
 	d, err := driver.New(context.Background(), driver.Options{Store: st, DefaultShards: 3, GCMinWait: -1, Notifier: n})
 	if err != nil {

@@ -21,7 +21,9 @@ import (
 	"github.com/cairn-s3/cairn/internal/objstore/embedded"
 )
 
-func newDriver(t *testing.T) (*driver.Driver, objstore.Store) {
+// newMemStore is an embedded store in memory with the classes the driver
+// uses; the caller closes it.
+func newMemStore(t testing.TB) objstore.Store {
 	t.Helper()
 	reg := objstore.NewRegistry()
 	cls.RegisterAll(reg)
@@ -30,6 +32,12 @@ func newDriver(t *testing.T) (*driver.Driver, objstore.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+func newDriver(t *testing.T) (*driver.Driver, objstore.Store) {
+	t.Helper()
+	st := newMemStore(t)
 	d, err := driver.New(context.Background(), driver.Options{Store: st, DefaultShards: 7, GCMinWait: -1})
 	if err != nil {
 		t.Fatal(err)

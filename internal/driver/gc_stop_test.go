@@ -7,12 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-s3/cairn/internal/bucketindex"
-	"github.com/cairn-s3/cairn/internal/cls"
 	"github.com/cairn-s3/cairn/internal/driver"
-	"github.com/cairn-s3/cairn/internal/objstore"
-	"github.com/cairn-s3/cairn/internal/objstore/embedded"
-	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // A stop during a large GC collection ends it after the round in progress
@@ -21,15 +16,10 @@ import (
 // driver on the store collects them.
 func TestGCStopEndsCollection(t *testing.T) {
 	ctx := context.Background()
-	reg := objstore.NewRegistry()
-	cls.RegisterAll(reg)
-	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: "/d", FS: vfs.NewMem(), Classes: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newMemStore(t)
 	defer st.Close()
 	var d *driver.Driver
+	var err error
 	stopped := false
 	d, err = driver.New(ctx, driver.Options{Store: st, DefaultShards: 3, GCMinWait: time.Hour,
 		Failpoint: func(p string) {

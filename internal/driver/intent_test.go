@@ -94,13 +94,7 @@ func intentsOf(t *testing.T, d *driver.Driver, bucket string) int {
 // removed once the notifier resolves it.
 func TestLinkIntents(t *testing.T) {
 	ctx := context.Background()
-	reg := objstore.NewRegistry()
-	cls.RegisterAll(reg)
-	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: "/d", FS: vfs.NewMem(), Classes: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newMemStore(t)
 	n := &intentNotifier{}
 	d, err := driver.New(ctx, driver.Options{Store: st, DefaultShards: 3, GCMinWait: -1, Notifier: n})
 	if err != nil {

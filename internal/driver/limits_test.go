@@ -7,23 +7,13 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/cairn-s3/cairn/internal/bucketindex"
-	"github.com/cairn-s3/cairn/internal/cls"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/objstore"
-	"github.com/cairn-s3/cairn/internal/objstore/embedded"
-	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 func newDriverOpts(t testing.TB, opts driver.Options) *driver.Driver {
 	t.Helper()
-	reg := objstore.NewRegistry()
-	cls.RegisterAll(reg)
-	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: "/d", FS: vfs.NewMem(), Classes: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newMemStore(t)
 	opts.Store, opts.GCMinWait = st, -1
 	d, err := driver.New(context.Background(), opts)
 	if err != nil {
@@ -117,13 +107,7 @@ func (c countingIO) Sync(ctx context.Context) error { return objstore.Sync(ctx, 
 // and paging still returns everything once.
 func TestListingWorkIsBounded(t *testing.T) {
 	ctx := context.Background()
-	reg := objstore.NewRegistry()
-	cls.RegisterAll(reg)
-	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: "/d", FS: vfs.NewMem(), Classes: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newMemStore(t)
 	reads := &atomic.Int64{}
 	d, err := driver.New(ctx, driver.Options{Store: countingStore{st, reads}, GCMinWait: -1})
 	if err != nil {

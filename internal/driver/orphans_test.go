@@ -8,13 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/cairn-s3/cairn/internal/bucketindex"
-	"github.com/cairn-s3/cairn/internal/cls"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/objstore"
-	"github.com/cairn-s3/cairn/internal/objstore/embedded"
 )
 
 // crashRig runs a driver whose failpoints "crash" (panic out of the
@@ -32,13 +28,7 @@ type crashed struct{ point string }
 
 func newCrashRig(t *testing.T) *crashRig {
 	t.Helper()
-	reg := objstore.NewRegistry()
-	cls.RegisterAll(reg)
-	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: "/d", FS: vfs.NewMem(), Classes: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newMemStore(t)
 	r := &crashRig{t: t, st: st}
 	r.open()
 	t.Cleanup(func() { r.d.Close(); st.Close() })

@@ -6,15 +6,10 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
-	"github.com/cairn-s3/cairn/internal/bucketindex"
-	"github.com/cairn-s3/cairn/internal/cls"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/kms/kmstest"
 	"github.com/cairn-s3/cairn/internal/kms/secret"
 	"github.com/cairn-s3/cairn/internal/objstore"
-	"github.com/cairn-s3/cairn/internal/objstore/embedded"
 )
 
 // storedUser reads a user record as stored.
@@ -34,13 +29,7 @@ func storedUser(t *testing.T, st objstore.Store, uid string) []byte {
 
 func TestUserSecretsSealedAtRest(t *testing.T) {
 	ctx := context.Background()
-	reg := objstore.NewRegistry()
-	cls.RegisterAll(reg)
-	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: "/d", FS: vfs.NewMem(), Classes: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newMemStore(t)
 	defer st.Close()
 	open := func(s *secret.Sealer) *driver.Driver {
 		d, err := driver.New(ctx, driver.Options{Store: st, DefaultShards: 3, GCMinWait: -1, Secrets: s})

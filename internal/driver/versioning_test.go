@@ -8,13 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
-	"github.com/cairn-s3/cairn/internal/bucketindex"
-	"github.com/cairn-s3/cairn/internal/cls"
 	"github.com/cairn-s3/cairn/internal/driver"
-	"github.com/cairn-s3/cairn/internal/objstore"
-	"github.com/cairn-s3/cairn/internal/objstore/embedded"
 )
 
 func getVersion(t *testing.T, d *driver.Driver, bucket, key, vid string) (driver.ObjectInfo, string, error) {
@@ -360,13 +354,7 @@ func TestAbortKeepsPartsOfANoncurrentCompletedVersion(t *testing.T) {
 
 func newDriverWith(t *testing.T, mod func(*driver.Options)) *driver.Driver {
 	t.Helper()
-	reg := objstore.NewRegistry()
-	cls.RegisterAll(reg)
-	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: "/d", FS: vfs.NewMem(), Classes: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newMemStore(t)
 	o := driver.Options{Store: st, DefaultShards: 7, GCMinWait: -1}
 	mod(&o)
 	d, err := driver.New(context.Background(), o)
