@@ -20,25 +20,11 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 
+from cairnadmin import account as _account, admin_call
+
 ENDPOINT = os.environ["CAIRN_ENDPOINT"]
 AK = os.environ["CAIRN_ACCESS_KEY"]
 SK = os.environ["CAIRN_SECRET_KEY"]
-
-
-def admin_call(method, path):
-    req = AWSRequest(method=method, url=ENDPOINT + path, headers={"X-Amz-Content-Sha256": "UNSIGNED-PAYLOAD"})
-    SigV4Auth(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
-    prep = req.prepare()
-    r = urllib.request.Request(prep.url, method=method, headers=dict(prep.headers))
-    with urllib.request.urlopen(r) as resp:
-        return json.loads(resp.read() or b"{}")
-
-
-def account(name):
-    acct = admin_call("PUT", "/admin/account?" + urllib.parse.urlencode({"account-name": name}))
-    q = urllib.parse.urlencode({"uid": name + "-root", "account-id": acct["id"], "account-root": "true"})
-    root = admin_call("PUT", "/admin/user?" + q)
-    return acct["id"], (root["keys"][0]["access_key"], root["keys"][0]["secret_key"])
 
 
 def aws(creds, *args, check=True):
@@ -72,6 +58,12 @@ def code(fn):
 
 def session(c):
     return (c["AccessKeyId"], c["SecretAccessKey"], c["SessionToken"])
+
+
+def account(name):
+    """(id, (root key, secret)): the credential pair as one value."""
+    acct_id, ak, sk = _account(name)
+    return acct_id, (ak, sk)
 
 
 @pytest.fixture(scope="module")

@@ -19,19 +19,12 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 
+from cairnadmin import admin_call
+
 ENDPOINT = os.environ["CAIRN_ENDPOINT"]
 AK = os.environ["CAIRN_ACCESS_KEY"]
 SK = os.environ["CAIRN_SECRET_KEY"]
 BUCKET = "shared"
-
-
-def admin_call(method, path):
-    req = AWSRequest(method=method, url=ENDPOINT + path, headers={"X-Amz-Content-Sha256": "UNSIGNED-PAYLOAD"})
-    SigV4Auth(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
-    prep = req.prepare()
-    r = urllib.request.Request(prep.url, method=method, headers=dict(prep.headers))
-    with urllib.request.urlopen(r) as resp:
-        return json.loads(resp.read() or b"{}")
 
 
 def s3(creds):
