@@ -361,6 +361,7 @@ type scaleRun struct {
 	mu         sync.Mutex // guards res's timeline and reshard events
 	curShards  int
 	resharding bool
+	lastPoll   float64 // run second of the previous stats poll
 	maxRSS     uint64
 
 	doneResults chan reshard.Result
@@ -514,7 +515,13 @@ func (r *scaleRun) watch(ctx context.Context) {
 				r.logf("reshard %d → %d done", e.FromShards, shards)
 			}
 		}
-		r.curShards = shards
+		if !busy && !open && r.cfg.Endpoint != "" && r.curShards != 0 && shards != r.curShards {
+			// A reshard began and ended between two polls: known to
+			// within the poll interval.
+			r.res.ReshardList = append(evs, ScaleReshard{FromShards: r.curShards, ToShards: shards, StartSec: r.lastPoll, EndSec: now, Objects: objs})
+			r.logf("reshard %d → %d done between two polls", r.curShards, shards)
+		}
+		r.curShards, r.lastPoll = shards, now
 		r.resharding = busy
 		r.mu.Unlock()
 	}
