@@ -60,12 +60,31 @@ func Parse(name string) (Algorithm, error) {
 // FromHeader returns the algorithm whose header (or trailer) name is h,
 // such as "x-amz-checksum-crc32c"; the match is case-insensitive.
 func FromHeader(h string) (Algorithm, bool) {
+	const prefix = "x-amz-checksum-"
+	if isASCII(h) {
+		// The same test without lower-casing (an allocation for each of a
+		// request's headers, which are canonical, so mixed case).
+		if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+			return "", false
+		}
+		a := Algorithm(strings.ToUpper(h[len(prefix):]))
+		return a, a.Size() != 0
+	}
 	h = strings.ToLower(h)
-	if !strings.HasPrefix(h, "x-amz-checksum-") {
+	if !strings.HasPrefix(h, prefix) {
 		return "", false
 	}
-	a := Algorithm(strings.ToUpper(h[len("x-amz-checksum-"):]))
+	a := Algorithm(strings.ToUpper(h[len(prefix):]))
 	return a, a.Size() != 0
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // HeaderName is the lower-case header or trailer carrying a's value.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"hash/crc64"
+	"strings"
 	"testing"
 
 	"github.com/cairn-s3/cairn/internal/s3err"
@@ -164,5 +165,29 @@ func TestCRC64NVMEMatchesTable(t *testing.T) {
 		if got := binary.BigEndian.Uint64(h.Sum(nil)); got != want {
 			t.Fatalf("len %d: %x, want %x", n, got, want)
 		}
+	}
+}
+
+// TestFromHeaderAnyCase: FromHeader answers as lower-casing the whole
+// name first would, for canonical, odd-case and non-ASCII names.
+func TestFromHeaderAnyCase(t *testing.T) {
+	ref := func(h string) (Algorithm, bool) {
+		h = strings.ToLower(h)
+		if !strings.HasPrefix(h, "x-amz-checksum-") {
+			return "", false
+		}
+		a := Algorithm(strings.ToUpper(h[len("x-amz-checksum-"):]))
+		return a, a.Size() != 0
+	}
+	for _, h := range []string{"X-Amz-Checksum-Crc64nvme", "X-AMZ-CHECKSUM-SHA1", "x-amz-checksum-crc32c", "X-Amz-Checksum-Type",
+		"X-Amz-Content-Sha256", "X-Amz-Checksum", "x-amz-checksum-ſha256", "x-amz-chec\u212asum-crc32", "X-Amz-Checksum-Crc32\u0130", ""} {
+		a, ok := FromHeader(h)
+		ra, rok := ref(h)
+		if a != ra || ok != rok {
+			t.Errorf("FromHeader(%q) = %q %v, lower-casing first gives %q %v", h, a, ok, ra, rok)
+		}
+	}
+	if a, ok := FromHeader("X-Amz-Checksum-Crc64nvme"); !ok || a != CRC64NVME {
+		t.Errorf("canonical name: %q %v", a, ok)
 	}
 }
