@@ -269,7 +269,9 @@ func (l *Logger) Close(ctx context.Context) error {
 // store of the log pool they are applied without waiting for a sync, and
 // the journal record's synced write (Log, which must follow before the
 // operation is acknowledged) makes them durable with it. One sync per
-// journaled write, as without logging.
+// journaled write, as without logging (two with a persistent
+// notification: its queue commit is synced, so that no event goes out
+// before its write is durable).
 func (l *Logger) DeferSyncs(ctx context.Context) context.Context {
 	return objstore.WithDeferredSync(ctx, l.io)
 }
