@@ -291,7 +291,7 @@ func adminCallBody(ctx context.Context, endpoint, ak, sk, method, path string, q
 	if err := v4.NewSigner().SignHTTP(ctx, creds, req, ph, "s3", "us-east-1", time.Now()); err != nil {
 		return nil, 0, err
 	}
-	client := &http.Client{Timeout: 60 * time.Second}
+	client := &http.Client{Timeout: adminTimeout(method, path)}
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, 0, err
@@ -419,4 +419,19 @@ func adminListObjects(endpoint, ak, sk string, q url.Values) int {
 	}
 	out.WriteString("\n]\n")
 	return 0
+}
+
+// adminTimeout bounds an admin call; the commands that do their work
+// before answering (a reshard of a large bucket, a lifecycle or GC pass,
+// an orphan scan, a KMS rewrap) wait as long as it takes, as
+// radosgw-admin's do: a 30M-object reshard runs for many minutes.
+func adminTimeout(method, path string) time.Duration {
+	if method == http.MethodGet && path != "/admin/orphans" {
+		return 60 * time.Second
+	}
+	switch path {
+	case "/admin/reshard", "/admin/lc", "/admin/gc", "/admin/orphans", "/admin/kms":
+		return 0
+	}
+	return 60 * time.Second
 }

@@ -201,3 +201,27 @@ func TestVersion(t *testing.T) {
 		t.Errorf("cairn version extra: exit %d, want 2", code)
 	}
 }
+
+// Admin commands that answer only when their work is done never time out
+// (a reshard of a 3M-object bucket outlived the old 60 s limit); the rest
+// keep it.
+func TestAdminTimeout(t *testing.T) {
+	for _, c := range []struct {
+		method, path string
+		unbounded    bool
+	}{
+		{"POST", "/admin/reshard", true},
+		{"POST", "/admin/lc", true},
+		{"POST", "/admin/gc", true},
+		{"GET", "/admin/orphans", true},
+		{"DELETE", "/admin/orphans", true},
+		{"POST", "/admin/kms", true},
+		{"GET", "/admin/reshard", false},
+		{"GET", "/admin/bucket", false},
+		{"PUT", "/admin/user", false},
+	} {
+		if got := adminTimeout(c.method, c.path); (got == 0) != c.unbounded {
+			t.Errorf("%s %s: timeout %v", c.method, c.path, got)
+		}
+	}
+}
