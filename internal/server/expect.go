@@ -115,6 +115,44 @@ func (f *expectReader) Read(p []byte) (int, error) {
 	}
 }
 
+// headerKind is what the filter needs to know of one header line.
+type headerKind int
+
+const (
+	hOther   headerKind = iota
+	hLength             // Content-Length
+	hChunked            // Transfer-Encoding: not a plain length
+	hExpect             // Expect other than 100-continue: renamed
+)
+
+// headerLine classifies one header line (not the request line).
+func headerLine(l []byte) (headerKind, []byte) {
+	name, value, found := bytes.Cut(l, []byte(":"))
+	if !found {
+		return hOther, nil
+	}
+	name, value = bytes.TrimSpace(name), bytes.TrimSpace(value)
+	switch {
+	case bytes.EqualFold(name, []byte("Content-Length")):
+		return hLength, value
+	case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+		return hChunked, value
+	case bytes.EqualFold(name, []byte("Expect")) && !bytes.EqualFold(value, []byte("100-continue")):
+		return hExpect, value
+	}
+	return hOther, value
+}
+
+// addLength folds a Content-Length value into the body length; two that
+// disagree, or a bad one, make the framing not plain.
+func addLength(value []byte, body *int64, ok *bool) {
+	n, err := strconv.ParseInt(string(value), 10, 64)
+	if err != nil || n < 0 || (*body > 0 && n != *body) {
+		*ok = false
+	}
+	*body = n
+}
+
 // scanHead is rewriteHead's reading half, allocating nothing: the body
 // length, whether its framing is a plain Content-Length (ok) and whether
 // an Expect line needs renaming.
@@ -125,20 +163,13 @@ func scanHead(head []byte) (body int64, ok, rename bool) {
 	for {
 		l, next, more := bytes.Cut(rest, []byte("\r\n"))
 		if !first {
-			if name, value, found := bytes.Cut(l, []byte(":")); found {
-				name, value = bytes.TrimSpace(name), bytes.TrimSpace(value)
-				switch {
-				case bytes.EqualFold(name, []byte("Content-Length")):
-					n, err := strconv.ParseInt(string(value), 10, 64)
-					if err != nil || n < 0 || (body > 0 && n != body) {
-						ok = false
-					}
-					body = n
-				case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-					ok = false
-				case bytes.EqualFold(name, []byte("Expect")) && !bytes.EqualFold(value, []byte("100-continue")):
-					rename = true
-				}
+			switch k, v := headerLine(l); k {
+			case hLength:
+				addLength(v, &body, &ok)
+			case hChunked:
+				ok = false
+			case hExpect:
+				rename = true
 			}
 		}
 		if !more {
@@ -158,24 +189,16 @@ func rewriteHead(head []byte) (out []byte, body int64, ok bool) {
 	for i, l := range lines {
 		if i > 0 {
 			out = append(out, "\r\n"...)
-			name, value, found := bytes.Cut(l, []byte(":"))
-			if found {
-				name, value = bytes.TrimSpace(name), bytes.TrimSpace(value)
-				switch {
-				case bytes.EqualFold(name, []byte("Content-Length")):
-					n, err := strconv.ParseInt(string(value), 10, 64)
-					if err != nil || n < 0 || (body > 0 && n != body) {
-						ok = false
-					}
-					body = n
-				case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-					ok = false
-				case bytes.EqualFold(name, []byte("Expect")) && !bytes.EqualFold(value, []byte("100-continue")):
-					out = append(out, hiddenExpect...)
-					out = append(out, ':', ' ')
-					out = append(out, value...)
-					continue
-				}
+			switch k, v := headerLine(l); k {
+			case hLength:
+				addLength(v, &body, &ok)
+			case hChunked:
+				ok = false
+			case hExpect:
+				out = append(out, hiddenExpect...)
+				out = append(out, ':', ' ')
+				out = append(out, v...)
+				continue
 			}
 		}
 		out = append(out, l...)
