@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -156,5 +157,14 @@ func TestAdminBucketListObjects(t *testing.T) {
 	}
 	if out, err := g.Admin("bucket", "list", "--bucket", "nosuchbucket"); err == nil {
 		t.Fatalf("a missing bucket listed: %s", out)
+	}
+	// A user without admin caps may not list through the admin API.
+	if out, err := g.Admin("user", "create", "--uid", "plain", "--access-key", "PLAINKEY", "--secret", "plainsecret123"); err != nil {
+		t.Fatalf("user create: %v %s", err, out)
+	}
+	cmd := exec.Command(cairnBin, "admin", "--endpoint", g.Endpoint, "--access-key-id", "PLAINKEY", "--secret-access-key", "plainsecret123",
+		"bucket", "list", "--bucket", bucket)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "AccessDenied") {
+		t.Fatalf("a plain user listed the bucket through the admin API: %v %s", err, out)
 	}
 }
