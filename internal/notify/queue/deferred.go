@@ -38,6 +38,19 @@ type deferred struct {
 	timer   *time.Timer
 }
 
+// claim makes the caller the one to start runDeferred (false: a run is
+// going); d.mu is held.
+func (d *deferred) claim() bool {
+	if d.running {
+		return false
+	}
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	d.running, d.armed = true, true
+	return true
+}
+
 type deferReq struct {
 	r    *Reservation
 	data []byte
@@ -108,13 +121,7 @@ func (r *Reservation) commitBehindDeferred(p *shardPool, data []byte) (marker st
 		ch <- result{m, err}
 		q.unfinished.done()
 	}})
-	start := !d.running
-	if start {
-		if d.timer != nil {
-			d.timer.Stop()
-		}
-		d.running, d.armed = true, true
-	}
+	start := d.claim()
 	d.mu.Unlock()
 	if start {
 		go q.runDeferred(r.oid, p)
@@ -192,13 +199,7 @@ func (q *Queues) FlushDeferred(ctx context.Context) error {
 	for oid, p := range pools {
 		d := &p.later
 		d.mu.Lock()
-		start := len(d.pending) > 0 && !d.running
-		if start {
-			if d.timer != nil {
-				d.timer.Stop()
-			}
-			d.running, d.armed = true, true
-		}
+		start := len(d.pending) > 0 && d.claim()
 		d.mu.Unlock()
 		if start {
 			go q.runDeferred(oid, p)

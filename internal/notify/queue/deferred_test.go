@@ -16,17 +16,7 @@ import (
 func deferredRun(t *testing.T, e *env, oid string, n int, prepare func([]*Reservation), flush bool) ([]string, []error) {
 	t.Helper()
 	ctx := context.Background()
-	rs := make([]*Reservation, n)
-	for i := range rs {
-		r, err := e.q.Reserve(ctx, oid, 0, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs[i] = r
-	}
-	if prepare != nil {
-		prepare(rs)
-	}
+	rs := reserveN(t, e, oid, n, prepare)
 	before := e.io.ops.Load()
 	defer func() { e.commitOps = e.io.ops.Load() - before }()
 	markers := make([]string, n)

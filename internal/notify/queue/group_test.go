@@ -20,17 +20,7 @@ func groupRun(t *testing.T, e *env, oid string, n int, prepare func([]*Reservati
 	hook func(op *objstore.WriteOp) (error, bool)) ([]string, []error) {
 	t.Helper()
 	ctx := context.Background()
-	rs := make([]*Reservation, n)
-	for i := range rs {
-		r, err := e.q.Reserve(ctx, oid, 0, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs[i] = r
-	}
-	if prepare != nil {
-		prepare(rs)
-	}
+	rs := reserveN(t, e, oid, n, prepare)
 	gate := make(chan struct{})
 	var once sync.Once
 	e.io.mu.Lock()
@@ -200,4 +190,22 @@ func TestGroupCommitUncertain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reserveN makes n reservations of 100 bytes on oid and hands them to
+// prepare (if any).
+func reserveN(t *testing.T, e *env, oid string, n int, prepare func([]*Reservation)) []*Reservation {
+	t.Helper()
+	rs := make([]*Reservation, n)
+	for i := range rs {
+		r, err := e.q.Reserve(context.Background(), oid, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs[i] = r
+	}
+	if prepare != nil {
+		prepare(rs)
+	}
+	return rs
 }
