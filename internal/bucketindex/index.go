@@ -201,10 +201,20 @@ type GCRecord struct {
 	Manifest Manifest
 }
 
-// PendingGC lists up to max GC records of one shard.
+// PendingGC lists up to max GC records of one shard (0: all).
 func (x Index) PendingGC(ctx context.Context, shard int, max int) ([]GCRecord, error) {
+	return x.PendingGCAfter(ctx, shard, "", max)
+}
+
+// PendingGCAfter lists up to max GC records of one shard whose tags sort
+// after afterTag ("": from the first), in tag order: a page of a walk.
+func (x Index) PendingGCAfter(ctx context.Context, shard int, afterTag string, max int) ([]GCRecord, error) {
 	op := objstore.NewReadOp()
-	vs := op.GetOmapValues(gcPrefix, gcPrefix, max)
+	after := gcPrefix
+	if afterTag != "" {
+		after = gcPrefix + afterTag
+	}
+	vs := op.GetOmapValues(after, gcPrefix, max)
 	oid := x.shardOID(shard)
 	if err := x.IO.OperateRead(ctx, oid, op); err != nil {
 		return nil, err

@@ -48,9 +48,12 @@ type Options struct {
 	// GCMinWait delays collection of replaced data so that in-flight GETs of
 	// the old version can finish (RGW: rgw_gc_obj_min_wait).
 	GCMinWait time.Duration
-	Logger    *slog.Logger
-	Notifier  Notifier // nil: no notifications
-	Now       func() time.Time
+	// GCQueueMax bounds the replaced manifests the collector holds in
+	// memory; more wait in their shards' GC records. Default 65536.
+	GCQueueMax int
+	Logger     *slog.Logger
+	Notifier   Notifier // nil: no notifications
+	Now        func() time.Time
 	// MaxBuckets is how many buckets a user may own when its record sets
 	// no max_buckets (RGW's rgw_user_max_buckets); 0 means unlimited.
 	MaxBuckets int
@@ -132,6 +135,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.GCMinWait == 0 {
 		o.GCMinWait = 30 * time.Second
+	}
+	if o.GCQueueMax <= 0 {
+		o.GCQueueMax = 1 << 16
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

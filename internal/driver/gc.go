@@ -15,14 +15,24 @@ import (
 // nothing is lost if the process dies: Sweep re-queues every record found in
 // the shards. Collection waits GCMinWait so in-flight GETs of the old version
 // finish first.
+//
+// The queue in memory is bounded (Options.GCQueueMax): past it, a record
+// stays only in its shard (spilled) and the collector walks the shards for
+// records again once the queue has drained to half. A backlog of millions
+// of replaced objects (the scale run's aging queued 2.5M) would otherwise
+// hold every manifest in memory.
 type collector struct {
 	d      *Driver
 	mu     sync.Mutex
 	queue  []gcItem
 	queued map[string]time.Time // shard + "\x00" + tag → due, of every queued item
-	wake   chan struct{}
-	stopCh chan struct{}
-	done   chan struct{}
+	max    int
+	// spilled counts records left in their shards because the queue was
+	// full, since the last walk that found them all.
+	spilled int
+	wake    chan struct{}
+	stopCh  chan struct{}
+	done    chan struct{}
 }
 
 type gcItem struct {
@@ -33,22 +43,71 @@ type gcItem struct {
 }
 
 func newCollector(d *Driver) *collector {
-	c := &collector{d: d, queued: map[string]time.Time{}, wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
+	c := &collector{d: d, queued: map[string]time.Time{}, max: d.opts.GCQueueMax, wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
 	go c.run()
 	return c
 }
 
-func (c *collector) enqueue(shard, tag string, m bucketindex.Manifest) {
+// enqueue queues a replaced manifest whose GC record is in shard; false
+// when the queue is full and the record was left in its shard.
+func (c *collector) enqueue(shard, tag string, m bucketindex.Manifest) bool {
 	if len(m.Runs) == 0 {
-		return
+		return true
 	}
 	c.mu.Lock()
-	if k := shard + "\x00" + tag; c.queued[k].IsZero() {
-		due := c.d.opts.Now().Add(c.d.opts.GCMinWait)
-		c.queued[k] = due
-		c.queue = append(c.queue, gcItem{due: due, shard: shard, tag: tag, manifest: m})
+	defer c.mu.Unlock()
+	k := shard + "\x00" + tag
+	if !c.queued[k].IsZero() {
+		return true
+	}
+	if len(c.queue) >= c.max {
+		c.spilled++
+		return false
+	}
+	due := c.d.opts.Now().Add(c.d.opts.GCMinWait)
+	c.queued[k] = due
+	c.queue = append(c.queue, gcItem{due: due, shard: shard, tag: tag, manifest: m})
+	return true
+}
+
+// refill walks the shards for spilled records once the queue has drained
+// to half its bound.
+func (c *collector) refill(ctx context.Context) {
+	c.mu.Lock()
+	need := c.spilled > 0 && len(c.queue) <= c.max/2
+	c.mu.Unlock()
+	if !need {
+		return
+	}
+	if _, err := c.walk(ctx); err != nil {
+		c.d.log.Warn("gc: walk for spilled records", "err", err)
+	}
+}
+
+// walk queues the GC records of every bucket until the queue is full and
+// returns how many it read.
+func (c *collector) walk(ctx context.Context) (int, error) {
+	n, full := 0, false
+	err := c.d.eachGCRecord(ctx, func(_ Instance, r bucketindex.GCRecord) bool {
+		n++
+		if !c.enqueue(r.Shard, r.Tag, r.Manifest) {
+			full = true
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return n, err
+	}
+	c.mu.Lock()
+	if !full {
+		c.spilled = 0 // every record is queued
+	} else {
+		// Unknown how many wait; at least one.
+		c.spilled = max(1, c.spilled-c.max/2)
 	}
 	c.mu.Unlock()
+	return n, nil
 }
 
 func (c *collector) stop() {
@@ -68,6 +127,7 @@ func (c *collector) run() {
 		case <-c.wake:
 		}
 		c.collectDue(context.Background(), false)
+		c.refill(context.Background())
 	}
 }
 
@@ -213,17 +273,14 @@ func (c *collector) drainIndex(ctx context.Context, ix bucketindex.Index) {
 // replaced just before a crash is still collected. A record already
 // queued keeps its due time; one found here (another gateway's, or left
 // by a crash) is due GCMinWait from now.
-func (d *Driver) SweepGC(ctx context.Context) (int, error) {
-	n := 0
-	err := d.eachGCRecord(ctx, func(_ Instance, r bucketindex.GCRecord) {
-		d.gc.enqueue(r.Shard, r.Tag, r.Manifest)
-		n++
-	})
-	return n, err
-}
+func (d *Driver) SweepGC(ctx context.Context) (int, error) { return d.gc.walk(ctx) }
 
-// eachGCRecord calls fn with every GC record of every bucket.
-func (d *Driver) eachGCRecord(ctx context.Context, fn func(Instance, bucketindex.GCRecord)) error {
+// gcWalkPage is how many GC records a walk reads from a shard at a time.
+const gcWalkPage = 1000
+
+// eachGCRecord calls fn with every GC record of every bucket, a page per
+// shard at a time, until fn returns false.
+func (d *Driver) eachGCRecord(ctx context.Context, fn func(Instance, bucketindex.GCRecord) bool) error {
 	ids, err := listAll(ctx, d.meta.WithNamespace(nsInstances))
 	if err != nil {
 		return err
@@ -235,12 +292,20 @@ func (d *Driver) eachGCRecord(ctx context.Context, fn func(Instance, bucketindex
 		}
 		ix := d.indexFor(inst)
 		for s := 0; s < inst.Layout.NumShards; s++ {
-			recs, err := ix.PendingGC(ctx, s, 0)
-			if err != nil {
-				continue // a retired shard: its records moved on
-			}
-			for _, r := range recs {
-				fn(inst, r)
+			for after := ""; ; {
+				recs, err := ix.PendingGCAfter(ctx, s, after, gcWalkPage)
+				if err != nil {
+					break // a retired shard: its records moved on
+				}
+				for _, r := range recs {
+					if !fn(inst, r) {
+						return nil
+					}
+				}
+				if len(recs) < gcWalkPage {
+					break
+				}
+				after = recs[len(recs)-1].Tag
 			}
 		}
 	}
@@ -268,17 +333,20 @@ type GCEntry struct {
 func (d *Driver) GCList(ctx context.Context, includeAll bool) ([]GCEntry, error) {
 	out := []GCEntry{}
 	now := d.opts.Now()
-	err := d.eachGCRecord(ctx, func(inst Instance, r bucketindex.GCRecord) {
-		d.gc.enqueue(r.Shard, r.Tag, r.Manifest)
-		due := d.gc.due(r.Shard, r.Tag)
+	err := d.eachGCRecord(ctx, func(inst Instance, r bucketindex.GCRecord) bool {
+		due := now.Add(d.opts.GCMinWait) // when the queue is full: due once queued
+		if d.gc.enqueue(r.Shard, r.Tag, r.Manifest) {
+			due = d.gc.due(r.Shard, r.Tag)
+		}
 		if !includeAll && due.After(now) {
-			return
+			return true
 		}
 		e := GCEntry{Bucket: inst.Name, BucketID: inst.ID, Shard: r.Shard, Tag: r.Tag, Due: due.UTC(), Objects: r.Manifest.Objects()}
 		for _, run := range r.Manifest.Runs {
 			e.Size += run.Size
 		}
 		out = append(out, e)
+		return true
 	})
 	return out, err
 }
@@ -287,10 +355,34 @@ func (d *Driver) GCList(ctx context.Context, includeAll bool) ([]GCEntry, error)
 // with includeAll, ignoring gc-min-wait), as radosgw-admin gc process
 // [--include-all]. It returns how many records were collected.
 func (d *Driver) GCProcess(ctx context.Context, includeAll bool) (int, error) {
-	if _, err := d.SweepGC(ctx); err != nil {
-		return 0, err
+	total := 0
+	for {
+		if _, err := d.SweepGC(ctx); err != nil {
+			return total, err
+		}
+		n := d.gc.collectDue(ctx, includeAll)
+		total += n
+		// A bounded queue takes a backlog in several passes; a stop or an
+		// empty pass ends it.
+		if n == 0 || d.gc.stopping() || !d.gc.hasSpilled() {
+			return total, nil
+		}
 	}
-	return d.gc.collectDue(ctx, includeAll), nil
+}
+
+func (c *collector) stopping() bool {
+	select {
+	case <-c.stopCh:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *collector) hasSpilled() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.spilled > 0
 }
 
 // due is when the queued item (shard, tag) is collected (zero: not queued).
@@ -301,9 +393,11 @@ func (c *collector) due(shard, tag string) time.Time {
 }
 
 // GCBacklog is how many replaced manifests wait for collection (due or
-// not yet due): benchmarks report it to show collection keeps up.
+// not yet due): benchmarks report it to show collection keeps up. Records
+// spilled past the queue's bound count as they were dropped (an estimate
+// until the next walk finds them).
 func (d *Driver) GCBacklog() int {
 	d.gc.mu.Lock()
 	defer d.gc.mu.Unlock()
-	return len(d.gc.queue)
+	return len(d.gc.queue) + d.gc.spilled
 }
