@@ -57,6 +57,11 @@ func TestBenchNotifyBrokers(t *testing.T) {
 						P50Ms  float64 `json:"p50_ms"`
 					} `json:"lag"`
 				} `json:"cells"`
+				KafkaBatches []struct {
+					Topic   string `json:"topic"`
+					Batches int64  `json:"batches"`
+					Records int64  `json:"records"`
+				} `json:"kafka_batches"`
 			}
 			if err := json.Unmarshal(b, &r); err != nil {
 				t.Fatal(err)
@@ -82,7 +87,20 @@ func TestBenchNotifyBrokers(t *testing.T) {
 						c.Mode, c.Topic, c.Lag.Events, c.S3.Ops, c.Drained, c.Lag.P50Ms)
 				}
 			}
-			t.Logf("%s: %s", kind, r.Endpoint)
+			// Kafka: the consumer saw the shards=1 topic's records in
+			// batches (the one cell's events, one topic per mode).
+			if kind == "kafka" {
+				var ok bool
+				for _, c := range r.Cells {
+					for _, kb := range r.KafkaBatches {
+						ok = ok || c.Mode == "shards=1" && kb.Topic == c.Topic && kb.Batches > 0 && kb.Records >= c.Lag.Events
+					}
+				}
+				if !ok {
+					t.Fatalf("kafka batches %+v for cells %+v", r.KafkaBatches, r.Cells)
+				}
+			}
+			t.Logf("%s: %s; kafka batches %+v", kind, r.Endpoint, r.KafkaBatches)
 		})
 	}
 }

@@ -336,6 +336,9 @@ type NotifyResult struct {
 	// results from before the field: http) and Endpoint describes it.
 	EndpointKind string `json:"endpoint_kind,omitempty"`
 	Endpoint     string `json:"endpoint,omitempty"`
+	// KafkaBatches: records per batch as the gateway produced them, per
+	// topic (kafka kind).
+	KafkaBatches []NotifyBatches `json:"kafka_batches,omitempty"`
 }
 
 // NotifySumRow is the median over rounds of one (op, size, mode).
@@ -606,6 +609,12 @@ func RunNotify(ctx context.Context, cfg NotifyConfig) (*NotifyResult, error) {
 		}
 	}
 	res.finish()
+	if brk != nil {
+		res.KafkaBatches = brk.batches()
+	}
+	for _, b := range res.KafkaBatches {
+		fmt.Fprintf(out, "kafka topic %s: %d records in %d batches (%.1f per batch)\n", b.Topic, b.Records, b.Batches, b.RecordsPerBatch)
+	}
 	for _, r := range res.Summary {
 		fmt.Fprintf(out, "summary %-6s %-5s %-9s %8.0f ops/s  ratio %.2f  p50 %6.2f ms  p99 %7.2f ms  lag p50 %7.1f p99 %7.1f max %7.1f ms  max depth %d  gateway µs/op %.0f µs/event %.0f  receiver µs/event %.0f\n",
 			r.Op, sizeString(r.Size), r.Mode, r.OpsPerSec, r.Ratio, r.P50Ms, r.P99Ms, r.LagP50Ms, r.LagP99Ms, r.LagMaxMs, r.MaxDepth,

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"sort"
 	"strconv"
@@ -90,7 +91,19 @@ type brokerConsumer interface {
 	// sync returns once every event the broker acknowledged to the
 	// gateway before the call has been recorded.
 	sync(ctx context.Context) error
+	// batches are the record batches read back per topic (Kafka only).
+	batches() []NotifyBatches
 	close()
+}
+
+// NotifyBatches are the record batches the consumer read from one Kafka
+// topic: how many records the gateway's producer put into one batch (the
+// broker stores batches as produced). A batch fetched twice counts twice.
+type NotifyBatches struct {
+	Topic           string  `json:"topic"`
+	Batches         int64   `json:"batches"`
+	Records         int64   `json:"records"`
+	RecordsPerBatch float64 `json:"records_per_batch"`
 }
 
 // notifyTopicNames are the names of the 1- and 11-shard topics. With a
@@ -154,10 +167,43 @@ type kafkaConsumer struct {
 
 	mu   sync.Mutex
 	next map[string]map[int32]int64 // topic → partition → offset after the last recorded record
+	bat  map[string]*NotifyBatches
+}
+
+var _ kgo.HookFetchBatchRead = (*kafkaConsumer)(nil)
+
+// OnFetchBatchRead counts the batches read (kgo.HookFetchBatchRead).
+func (k *kafkaConsumer) OnFetchBatchRead(_ kgo.BrokerMetadata, topic string, _ int32, m kgo.FetchBatchMetrics) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	b := k.bat[topic]
+	if b == nil {
+		b = &NotifyBatches{Topic: topic}
+		k.bat[topic] = b
+	}
+	b.Batches++
+	b.Records += int64(m.NumRecords)
+}
+
+func (k *kafkaConsumer) batches() []NotifyBatches {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []NotifyBatches
+	for _, t := range k.topics {
+		if b := k.bat[t]; b != nil && b.Batches > 0 {
+			x := *b
+			x.RecordsPerBatch = math.Round(float64(x.Records)/float64(x.Batches)*100) / 100
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func startKafkaConsumer(ctx context.Context, brokers, topics []string, rv *receiver, out io.Writer) (*kafkaConsumer, error) {
+	k := &kafkaConsumer{brokers: brokers, topics: topics, rv: rv, done: make(chan struct{}),
+		next: map[string]map[int32]int64{}, bat: map[string]*NotifyBatches{}}
 	cl, err := kgo.NewClient(
+		kgo.WithHooks(k),
 		kgo.SeedBrokers(brokers...),
 		kgo.ConsumeTopics(topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -178,8 +224,7 @@ func startKafkaConsumer(ctx context.Context, brokers, topics []string, rv *recei
 		return nil, fmt.Errorf("kafka consumer: brokers %v: %w", brokers, err)
 	}
 	cctx, stop := context.WithCancel(context.Background())
-	k := &kafkaConsumer{brokers: brokers, topics: topics, rv: rv, cl: cl, cancel: stop, done: make(chan struct{}),
-		next: map[string]map[int32]int64{}}
+	k.cl, k.cancel = cl, stop
 	go k.run(cctx, out)
 	return k, nil
 }
@@ -402,6 +447,8 @@ func (a *amqpConsumer) run(deliveries <-chan amqp.Delivery) {
 		a.rv.addBody(d.Body, time.Now())
 	}
 }
+
+func (a *amqpConsumer) batches() []NotifyBatches { return nil }
 
 func (a *amqpConsumer) attrs() map[string]string {
 	return map[string]string{"push-endpoint": amqpEndpointURL(a.url), "amqp-exchange": a.exchange, "amqp-ack-level": "broker"}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // The broker kinds' configuration: each kind needs its broker and refuses
@@ -103,13 +105,30 @@ func TestReceiverAddBody(t *testing.T) {
 // The report names the endpoint kind, and the receiver column becomes the
 // consumer's.
 func TestNotifyMarkdownKind(t *testing.T) {
-	md := NotifyMarkdown(&NotifyResult{EndpointKind: "kafka", Endpoint: "kafka://127.0.0.1:1"})
-	for _, want := range []string{"Endpoint kind **kafka**: kafka://127.0.0.1:1", "(kafka endpoint)", "consumer µs CPU/event"} {
+	md := NotifyMarkdown(&NotifyResult{EndpointKind: "kafka", Endpoint: "kafka://127.0.0.1:1",
+		KafkaBatches: []NotifyBatches{{Topic: "bench1-x", Batches: 4, Records: 50, RecordsPerBatch: 12.5}}})
+	for _, want := range []string{"Endpoint kind **kafka**: kafka://127.0.0.1:1", "(kafka endpoint)", "consumer µs CPU/event",
+		"| bench1-x | 50 | 4 | 12.5 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
 	}
 	if md := NotifyMarkdown(&NotifyResult{}); !strings.Contains(md, "(http endpoint)") || !strings.Contains(md, "receiver µs CPU/event") {
 		t.Errorf("old result:\n%s", md)
+	}
+}
+
+// The consumer's batch hook sums per topic and reports the run's topics
+// only, in their order.
+func TestKafkaBatchCount(t *testing.T) {
+	k := &kafkaConsumer{topics: []string{"t1", "t11"}, bat: map[string]*NotifyBatches{}}
+	for _, n := range []int{10, 14} {
+		k.OnFetchBatchRead(kgo.BrokerMetadata{}, "t11", 0, kgo.FetchBatchMetrics{NumRecords: n})
+	}
+	k.OnFetchBatchRead(kgo.BrokerMetadata{}, "t1", 2, kgo.FetchBatchMetrics{NumRecords: 3})
+	k.OnFetchBatchRead(kgo.BrokerMetadata{}, "other", 0, kgo.FetchBatchMetrics{NumRecords: 3})
+	got := k.batches()
+	if len(got) != 2 || got[0] != (NotifyBatches{"t1", 1, 3, 3}) || got[1] != (NotifyBatches{"t11", 2, 24, 12}) {
+		t.Fatalf("batches %+v", got)
 	}
 }

@@ -116,6 +116,12 @@ func NotifyMarkdown(res *NotifyResult) string {
 			}
 		}
 	}
+	if len(res.KafkaBatches) > 0 {
+		p("\n### Kafka record batches as produced (read back by the consumer)\n\n| topic | records | batches | records per batch |\n|---|---|---|---|\n")
+		for _, b := range res.KafkaBatches {
+			p("| %s | %d | %d | %.1f |\n", b.Topic, b.Records, b.Batches, b.RecordsPerBatch)
+		}
+	}
 	p("\n### Goals\n\n| goal | want | got | met |\n|---|---|---|---|\n")
 	for _, g := range res.Goals {
 		p("| %s | %s | %.3g | %s |\n", g.Name, g.Want, g.Got, map[bool]string{true: "yes", false: "**no**"}[g.Met])

@@ -26,7 +26,9 @@
 #        NOTIFYBENCH_WORK (parent of the data dirs, gateway's and brokers';
 #        picks the disk; default the system temp dir), NOTIFYBENCH_OUT
 #        (default docs/bench), NOTIFYBENCH_KAFKA_PORT (default 29092, and
-#        +1), NOTIFYBENCH_AMQP_PORT (default 29672, and +1..+6).
+#        +1), NOTIFYBENCH_AMQP_PORT (default 29672, and +1..+6),
+#        NOTIFYBENCH_ARGS (more `cairn bench notify` flags, e.g.
+#        "--in-process --cpuprofile /tmp/notify.pprof").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -38,6 +40,8 @@ args=(--rounds "${NOTIFYBENCH_ROUNDS:-2}" --duration "${NOTIFYBENCH_DURATION:-20
 [[ -n ${NOTIFYBENCH_SIZES:-} ]] && args+=(--sizes "$NOTIFYBENCH_SIZES")
 [[ -n ${NOTIFYBENCH_OPS:-} ]] && args+=(--ops "$NOTIFYBENCH_OPS")
 [[ -n ${NOTIFYBENCH_MODES:-} ]] && args+=(--modes "$NOTIFYBENCH_MODES")
+# shellcheck disable=SC2206 # split on purpose
+[[ -n ${NOTIFYBENCH_ARGS:-} ]] && args+=($NOTIFYBENCH_ARGS)
 if [[ -n ${NOTIFYBENCH_WORK:-} ]]; then
 	args+=(--data-dir "$NOTIFYBENCH_WORK")
 fi
