@@ -507,7 +507,7 @@ func RunNotify(ctx context.Context, cfg NotifyConfig) (*NotifyResult, error) {
 	if brk != nil {
 		defer brk.close()
 		res.Endpoint = brk.describe()
-		res.Machine.Note = strings.Replace(res.Machine.Note, "the HTTP receiver", "the broker and the bench's consumer", 1)
+		res.Machine.Note = strings.Replace(res.Machine.Note, " and the HTTP receiver", ", the bench's consumer and (if local) the broker", 1)
 	}
 	fmt.Fprintf(out, "endpoint: %s %s\n", cfg.EndpointKind, res.Endpoint)
 

@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/url"
 	"sort"
@@ -122,7 +121,7 @@ func notifyTopicNames(kind string, start time.Time) (string, string) {
 func startBrokerConsumer(ctx context.Context, cfg *NotifyConfig, rv *receiver, topics []string) (brokerConsumer, error) {
 	switch cfg.EndpointKind {
 	case NotifyEndpointKafka:
-		return startKafkaConsumer(ctx, cfg.KafkaBrokers, topics, rv, cfg.Out)
+		return startKafkaConsumer(ctx, cfg.KafkaBrokers, topics, rv)
 	case NotifyEndpointAMQP:
 		return startAMQPConsumer(cfg.AMQPURL, cfg.AMQPExchange, topics, rv)
 	}
@@ -168,6 +167,8 @@ type kafkaConsumer struct {
 	mu   sync.Mutex
 	next map[string]map[int32]int64 // topic → partition → offset after the last recorded record
 	bat  map[string]*NotifyBatches
+	// lastErr is the last fetch error.
+	lastErr error
 }
 
 var _ kgo.HookFetchBatchRead = (*kafkaConsumer)(nil)
@@ -199,7 +200,7 @@ func (k *kafkaConsumer) batches() []NotifyBatches {
 	return out
 }
 
-func startKafkaConsumer(ctx context.Context, brokers, topics []string, rv *receiver, out io.Writer) (*kafkaConsumer, error) {
+func startKafkaConsumer(ctx context.Context, brokers, topics []string, rv *receiver) (*kafkaConsumer, error) {
 	k := &kafkaConsumer{brokers: brokers, topics: topics, rv: rv, done: make(chan struct{}),
 		next: map[string]map[int32]int64{}, bat: map[string]*NotifyBatches{}}
 	cl, err := kgo.NewClient(
@@ -225,24 +226,23 @@ func startKafkaConsumer(ctx context.Context, brokers, topics []string, rv *recei
 	}
 	cctx, stop := context.WithCancel(context.Background())
 	k.cl, k.cancel = cl, stop
-	go k.run(cctx, out)
+	go k.run(cctx)
 	return k, nil
 }
 
-func (k *kafkaConsumer) run(ctx context.Context, out io.Writer) {
+func (k *kafkaConsumer) run(ctx context.Context) {
 	defer close(k.done)
-	var lastErr string
 	for {
 		fs := k.cl.PollFetches(ctx)
 		if fs.IsClientClosed() || ctx.Err() != nil {
 			return
 		}
+		// Usually transient (a topic still being created); kept for sync's
+		// error should the consumer never catch up.
 		fs.EachError(func(t string, p int32, err error) {
-			// Transient (a topic still being created); print each new kind once.
-			if s := err.Error(); s != lastErr {
-				lastErr = s
-				fmt.Fprintf(out, "kafka consumer: %s[%d]: %v\n", t, p, err)
-			}
+			k.mu.Lock()
+			k.lastErr = fmt.Errorf("%s[%d]: %w", t, p, err)
+			k.mu.Unlock()
 		})
 		now := time.Now()
 		type pos struct {
@@ -295,6 +295,9 @@ func (k *kafkaConsumer) sync(ctx context.Context) error {
 					behind = fmt.Sprintf("%s[%d] at %d of %d", t, p, k.next[t][p], o)
 				}
 			}
+		}
+		if behind != "" && k.lastErr != nil {
+			behind += "; last fetch error: " + k.lastErr.Error()
 		}
 		k.mu.Unlock()
 		if behind == "" {
