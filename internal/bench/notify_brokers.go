@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -117,15 +118,25 @@ func notifyTopicNames(kind string, start time.Time) (string, string) {
 }
 
 // startBrokerConsumer connects to the configured broker and starts
-// consuming topics into rv; nil for the http kind.
-func startBrokerConsumer(ctx context.Context, cfg *NotifyConfig, rv *receiver, topics []string) (brokerConsumer, error) {
-	switch cfg.EndpointKind {
-	case NotifyEndpointKafka:
-		return startKafkaConsumer(ctx, cfg.KafkaBrokers, topics, rv)
-	case NotifyEndpointAMQP:
-		return startAMQPConsumer(cfg.AMQPURL, cfg.AMQPExchange, topics, rv)
-	}
-	return nil, nil
+// consuming topics into rv; nil for the http kind. The client libraries'
+// goroutines start here and inherit the receiver's profile label
+// (go tool pprof -tagfocus role=receiver).
+func startBrokerConsumer(ctx context.Context, cfg *NotifyConfig, rv *receiver, topics []string) (brk brokerConsumer, err error) {
+	pprof.Do(ctx, pprof.Labels("role", "receiver"), func(ctx context.Context) {
+		switch cfg.EndpointKind {
+		case NotifyEndpointKafka:
+			var k *kafkaConsumer
+			if k, err = startKafkaConsumer(ctx, cfg.KafkaBrokers, topics, rv); err == nil {
+				brk = k
+			}
+		case NotifyEndpointAMQP:
+			var a *amqpConsumer
+			if a, err = startAMQPConsumer(cfg.AMQPURL, cfg.AMQPExchange, topics, rv); err == nil {
+				brk = a
+			}
+		}
+	})
+	return brk, err
 }
 
 // add records the records of one message received at now (the HTTP

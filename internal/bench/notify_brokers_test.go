@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"context"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -130,5 +132,29 @@ func TestKafkaBatchCount(t *testing.T) {
 	got := k.batches()
 	if len(got) != 2 || got[0] != (NotifyBatches{"t1", 1, 3, 3}) || got[1] != (NotifyBatches{"t11", 2, 24, 12}) {
 		t.Fatalf("batches %+v", got)
+	}
+}
+
+// An unreachable broker fails the run at the start, with no consumer left
+// behind (not a nil pointer inside the interface).
+func TestBrokerConsumerUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	rv := &receiver{per: map[string]*recvStats{}}
+	for _, cfg := range []NotifyConfig{
+		{EndpointKind: "kafka", KafkaBrokers: []string{addr}},
+		{EndpointKind: "amqp", AMQPURL: "amqp://" + addr + "/", AMQPExchange: "ex"},
+	} {
+		brk, err := startBrokerConsumer(context.Background(), &cfg, rv, []string{"t1"})
+		if err == nil || brk != nil {
+			t.Errorf("%s: consumer %v, error %v", cfg.EndpointKind, brk, err)
+		}
+	}
+	if brk, err := startBrokerConsumer(context.Background(), &NotifyConfig{EndpointKind: "http"}, rv, nil); brk != nil || err != nil {
+		t.Errorf("http: %v %v", brk, err)
 	}
 }
