@@ -29,6 +29,7 @@ workloads:
   objstore  omap set/get, small writes vs concurrency; 4 MiB WriteFull vs raw disk
   s3        S3 load generator: put/get/delete/mixed against any endpoint
   notify    PUT/DELETE rate without notifications vs persistent topics (1, 11 shards)
+            pushing to an HTTP receiver, Kafka or RabbitMQ (--endpoint-kind)
   versioning  PUT on an Enabled vs unversioned bucket; ListObjectsV2 with many
             noncurrent versions and markers vs none; ListObjectVersions rate
   lifecycle a lifecycle pass over a filled bucket (half expiring): objects

@@ -120,6 +120,15 @@ type NotifyConfig struct {
 	// Command is recorded in the result.
 	Command string
 	Out     io.Writer
+	// EndpointKind is where the persistent topics push (notify_brokers.go):
+	// "http" (default: the in-process receiver), "kafka" (KafkaBrokers) or
+	// "amqp" (AMQPURL, publishing to the topic exchange AMQPExchange,
+	// default cairn-bench). The bench consumes the events back from the
+	// broker.
+	EndpointKind string
+	KafkaBrokers []string
+	AMQPURL      string
+	AMQPExchange string
 }
 
 // EnsureDefaults fills in zero fields.
@@ -163,6 +172,7 @@ func (c *NotifyConfig) EnsureDefaults() *NotifyConfig {
 	if c.Out == nil {
 		c.Out = io.Discard
 	}
+	c.ensureEndpointDefaults()
 	return c
 }
 
@@ -196,6 +206,7 @@ func (c *NotifyConfig) Validate() error {
 	if c.Rounds < 1 || c.Rounds > 20 {
 		errs = append(errs, fmt.Errorf("rounds %d outside 1..20", c.Rounds))
 	}
+	errs = append(errs, c.endpointProblems()...)
 	return errors.Join(errs...)
 }
 
@@ -320,6 +331,14 @@ type NotifyResult struct {
 	Soak        *NotifyCell    `json:"soak,omitempty"`
 	Summary     []NotifySumRow `json:"summary"`
 	Goals       []NotifyGoal   `json:"goals"`
+
+	// EndpointKind is the topics' endpoint (http, kafka, amqp; empty in
+	// results from before the field: http) and Endpoint describes it.
+	EndpointKind string `json:"endpoint_kind,omitempty"`
+	Endpoint     string `json:"endpoint,omitempty"`
+	// KafkaBatches: records per batch as the gateway produced them, per
+	// topic (kafka kind).
+	KafkaBatches []NotifyBatches `json:"kafka_batches,omitempty"`
 }
 
 // NotifySumRow is the median over rounds of one (op, size, mode).
@@ -356,6 +375,10 @@ func NotifyMain(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "parent directory for the gateway's temporary data dir (picks the disk)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the data dir and gateway log")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 32, "closed-loop client workers")
+	fs.StringVar(&cfg.EndpointKind, "endpoint-kind", NotifyEndpointHTTP, "endpoint of the persistent topics: http (in-process receiver), kafka (--kafka-brokers) or amqp (--amqp-url)")
+	kafkaBrokers := fs.String("kafka-brokers", "", "with --endpoint-kind kafka: running brokers, host:port[,host:port...]")
+	fs.StringVar(&cfg.AMQPURL, "amqp-url", "", "with --endpoint-kind amqp: a running broker, amqp://[user:password@]host:port[/vhost]")
+	fs.StringVar(&cfg.AMQPExchange, "amqp-exchange", DefaultNotifyAMQPExchange, "with --endpoint-kind amqp: the topic exchange (declared durable if missing)")
 	sizes := fs.String("sizes", "4KiB,4MiB", "object sizes")
 	ops := fs.String("ops", "put,delete", "operations: put, delete")
 	modes := fs.String("modes", "none,shards=1,shards=11", "notification modes")
@@ -389,6 +412,11 @@ func NotifyMain(ctx context.Context, args []string, out io.Writer) error {
 	}
 	for _, s := range strings.Split(*modes, ",") {
 		cfg.Modes = append(cfg.Modes, strings.TrimSpace(s))
+	}
+	if *kafkaBrokers != "" {
+		for _, s := range strings.Split(*kafkaBrokers, ",") {
+			cfg.KafkaBrokers = append(cfg.KafkaBrokers, strings.TrimSpace(s))
+		}
 	}
 	cfg.Command = "cairn bench notify " + strings.Join(args, " ")
 	cfg.Out = out
@@ -470,7 +498,18 @@ func RunNotify(ctx context.Context, cfg NotifyConfig) (*NotifyResult, error) {
 		return nil, err
 	}
 	defer rv.close()
-	fmt.Fprintf(out, "receiver: %s\n", rv.url)
+	t1, t11 := notifyTopicNames(cfg.EndpointKind, res.Started)
+	brk, err := startBrokerConsumer(ctx, &cfg, rv, []string{t1, t11})
+	if err != nil {
+		return nil, err
+	}
+	res.EndpointKind, res.Endpoint = cfg.EndpointKind, "in-process Go HTTP receiver "+rv.url
+	if brk != nil {
+		defer brk.close()
+		res.Endpoint = brk.describe()
+		res.Machine.Note = strings.Replace(res.Machine.Note, " and the HTTP receiver", ", the bench's consumer and (if local) the broker", 1)
+	}
+	fmt.Fprintf(out, "endpoint: %s %s\n", cfg.EndpointKind, res.Endpoint)
 
 	ak, sk := "notifybench", fmt.Sprintf("s%016x", time.Now().UnixNano())
 	gcfg := gwConfig{bin: cfg.Bin, inProcess: cfg.InProcess, dir: dir, ak: ak, sk: sk, scan: cfg.ScanInterval, linger: cfg.CommitLinger}
@@ -483,17 +522,18 @@ func RunNotify(ctx context.Context, cfg NotifyConfig) (*NotifyResult, error) {
 			needs[n] = true
 		}
 	}
+	gcfg.extra = notifyGatewayExtra(&cfg)
 	if needs[1] {
 		gw, err := startGateway(ctx, gcfg, 1, out)
 		if err != nil {
 			return nil, err
 		}
-		err = gw.createTopic(ctx, "bench1", rv.url)
+		err = gw.createTopic(ctx, t1, topicAttrs(rv, brk))
 		gw.stop()
 		if err != nil {
 			return nil, err
 		}
-		topics[NotifyShards1] = "bench1"
+		topics[NotifyShards1] = t1
 	}
 	gw, err := startGateway(ctx, gcfg, 11, out)
 	if err != nil {
@@ -501,10 +541,10 @@ func RunNotify(ctx context.Context, cfg NotifyConfig) (*NotifyResult, error) {
 	}
 	defer gw.stop()
 	if needs[11] {
-		if err := gw.createTopic(ctx, "bench11", rv.url); err != nil {
+		if err := gw.createTopic(ctx, t11, topicAttrs(rv, brk)); err != nil {
 			return nil, err
 		}
-		topics[NotifyShards11] = "bench11"
+		topics[NotifyShards11] = t11
 	}
 	for mode, t := range topics {
 		st, err := gw.topicStats(ctx, t)
@@ -537,7 +577,7 @@ func RunNotify(ctx context.Context, cfg NotifyConfig) (*NotifyResult, error) {
 		defer writeProfile("block", cfg.BlockProfile, out)
 	}
 
-	b := &notifyBench{cfg: cfg, gw: gw, rv: rv, topics: topics, ak: ak, sk: sk}
+	b := &notifyBench{brk: brk, cfg: cfg, gw: gw, rv: rv, topics: topics, ak: ak, sk: sk}
 	for round := 1; round <= cfg.Rounds; round++ {
 		for _, size := range cfg.Sizes {
 			for _, op := range cfg.Ops {
@@ -569,6 +609,12 @@ func RunNotify(ctx context.Context, cfg NotifyConfig) (*NotifyResult, error) {
 		}
 	}
 	res.finish()
+	if brk != nil {
+		res.KafkaBatches = brk.batches()
+	}
+	for _, b := range res.KafkaBatches {
+		fmt.Fprintf(out, "kafka topic %s: %d records in %d batches (%.1f per batch)\n", b.Topic, b.Records, b.Batches, b.RecordsPerBatch)
+	}
 	for _, r := range res.Summary {
 		fmt.Fprintf(out, "summary %-6s %-5s %-9s %8.0f ops/s  ratio %.2f  p50 %6.2f ms  p99 %7.2f ms  lag p50 %7.1f p99 %7.1f max %7.1f ms  max depth %d  gateway µs/op %.0f µs/event %.0f  receiver µs/event %.0f\n",
 			r.Op, sizeString(r.Size), r.Mode, r.OpsPerSec, r.Ratio, r.P50Ms, r.P99Ms, r.LagP50Ms, r.LagP99Ms, r.LagMaxMs, r.MaxDepth,
@@ -591,6 +637,7 @@ func writeProfile(name, path string, out io.Writer) {
 }
 
 type notifyBench struct {
+	brk    brokerConsumer // nil: the HTTP receiver rv
 	cfg    NotifyConfig
 	gw     *notifyGateway
 	rv     *receiver
@@ -748,6 +795,17 @@ func (b *notifyBench) cell(ctx context.Context, round int, mode, op string, size
 			time.Sleep(100 * time.Millisecond)
 		}
 		c.DrainSeconds = math.Round(time.Since(loadEnd).Seconds()*100) / 100
+		if c.Drained && b.brk != nil {
+			// The broker has every event; wait until the consumer does.
+			sctx, cancel := context.WithTimeout(ctx, b.cfg.DrainTimeout)
+			err := b.brk.sync(sctx)
+			cancel()
+			if err != nil {
+				stopSampling()
+				swg.Wait()
+				return c, fmt.Errorf("cell %s %s %s: %w", op, sizeString(size), mode, err)
+			}
+		}
 		// Let the last removals' acks land in the receiver.
 		time.Sleep(200 * time.Millisecond)
 		n1 := b.gw.counters(ctx)
@@ -986,19 +1044,7 @@ func (rv *receiver) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	rv.mu.Lock()
-	for _, rec := range msg.Records {
-		st := rv.per[rec.S3.Bucket.Name]
-		if st == nil {
-			st = &recvStats{}
-			rv.per[rec.S3.Bucket.Name] = st
-		}
-		st.n++
-		if t, err := time.Parse(time.RFC3339Nano, rec.EventTime); err == nil {
-			st.lags = append(st.lags, now.Sub(t))
-		}
-	}
-	rv.mu.Unlock()
+	rv.add(&msg, now)
 	w.WriteHeader(http.StatusOK)
 }
 
@@ -1044,6 +1090,7 @@ type notifyGateway struct {
 }
 
 type gwConfig struct {
+	extra     []string // more gateway flags
 	bin       string
 	inProcess bool
 	dir       string
@@ -1068,6 +1115,7 @@ func startGateway(ctx context.Context, gc gwConfig, shards int, out io.Writer) (
 	}
 	args := []string{"--data-dir", gc.dir + "/data", "--listen", addr, "--notif-shards", strconv.Itoa(shards),
 		"--notif-scan-interval", gc.scan.String(), "--log-level", "warn"}
+	args = append(args, gc.extra...)
 	if gc.linger > 0 {
 		args = append(args, "--notif-commit-linger", gc.linger.String())
 	}
@@ -1195,11 +1243,11 @@ func (g *notifyGateway) call(ctx context.Context, method, path string, q url.Val
 	return b, nil
 }
 
-func (g *notifyGateway) createTopic(ctx context.Context, name, endpoint string) error {
-	form := url.Values{
-		"Action": {"CreateTopic"}, "Name": {name},
-		"Attributes.entry.1.key": {"push-endpoint"}, "Attributes.entry.1.value": {endpoint},
-		"Attributes.entry.2.key": {"persistent"}, "Attributes.entry.2.value": {"true"},
+// createTopic creates a topic with attrs (Attributes.entry.N.key/value).
+func (g *notifyGateway) createTopic(ctx context.Context, name string, attrs url.Values) error {
+	form := url.Values{"Action": {"CreateTopic"}, "Name": {name}}
+	for k, v := range attrs {
+		form[k] = v
 	}
 	_, err := g.call(ctx, http.MethodPost, "/", nil, "application/x-www-form-urlencoded", []byte(form.Encode()))
 	if err != nil {

@@ -23,7 +23,14 @@ func NotifyMarkdown(res *NotifyResult) string {
 	p("Run %s, %d CPUs (%s), %s, concurrency %d; %s.\n\n", res.Started.Format("2006-01-02 15:04 UTC"),
 		res.Machine.CPUs, res.Machine.CPUModel, res.Machine.GoVersion, res.Concurrency, res.Machine.Note)
 	p("```\n%s\n```\n\n", res.Command)
-	p("### 4 KiB PUT next to RGW's published numbers\n\n")
+	kind, recv := notifyKind(res), "receiver"
+	if kind != NotifyEndpointHTTP {
+		recv = "consumer"
+	}
+	if res.Endpoint != "" {
+		p("Endpoint kind **%s**: %s.\n\n", kind, res.Endpoint)
+	}
+	p("### 4 KiB PUT next to RGW's published numbers (%s endpoint)\n\n", kind)
 	p("| mode | RGW ops/s | RGW ratio | Cairn ops/s | Cairn ratio | goal |\n|---|---|---|---|---|---|\n")
 	for _, m := range []string{NotifyNone, NotifyShards1, NotifyShards11} {
 		for _, r := range res.Summary {
@@ -42,7 +49,7 @@ func NotifyMarkdown(res *NotifyResult) string {
 		}
 	}
 	p("\n### All cells (median over rounds)\n\n")
-	p("| op | size | mode | ops/s | ratio | p50 ms | p99 ms | lag p50 ms | lag p99 ms | lag max ms | max depth | gateway µs CPU/op | gateway µs CPU/event | receiver µs CPU/event | errors |\n")
+	p("| op | size | mode | ops/s | ratio | p50 ms | p99 ms | lag p50 ms | lag p99 ms | lag max ms | max depth | gateway µs CPU/op | gateway µs CPU/event | %s µs CPU/event | errors |\n", recv)
 	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range res.Summary {
 		lag := func(v float64) string {
@@ -109,6 +116,12 @@ func NotifyMarkdown(res *NotifyResult) string {
 			}
 		}
 	}
+	if len(res.KafkaBatches) > 0 {
+		p("\n### Kafka record batches as produced (read back by the consumer)\n\n| topic | records | batches | records per batch |\n|---|---|---|---|\n")
+		for _, b := range res.KafkaBatches {
+			p("| %s | %d | %d | %.1f |\n", b.Topic, b.Records, b.Batches, b.RecordsPerBatch)
+		}
+	}
 	p("\n### Goals\n\n| goal | want | got | met |\n|---|---|---|---|\n")
 	for _, g := range res.Goals {
 		p("| %s | %s | %.3g | %s |\n", g.Name, g.Want, g.Got, map[bool]string{true: "yes", false: "**no**"}[g.Met])
@@ -160,4 +173,13 @@ func renderNotify(jsonPath, mdPath string) error {
 		return err
 	}
 	return writeNotifyMD(mdPath, &res)
+}
+
+// notifyKind is the result's endpoint kind (http for results from before
+// the field).
+func notifyKind(res *NotifyResult) string {
+	if res.EndpointKind == "" {
+		return NotifyEndpointHTTP
+	}
+	return res.EndpointKind
 }
