@@ -13,7 +13,8 @@ import (
 // prefix, in key order, merged across every shard, and whether more exist.
 //
 // Each shard is asked for a bounded page (about twice its fair share of max,
-// since keys are hashed uniformly), all shards concurrently; a shard whose
+// since keys are hashed uniformly), all shards in one batch (see
+// objstore.OperateReadMany); a shard whose
 // page runs out before the merge is done is asked for its next page alone.
 // So a page costs O(max + shards) entries read, not O(max × shards).
 func (x Index) List(ctx context.Context, startAfter, prefix string, max int) ([]Entry, bool, error) {
@@ -26,22 +27,10 @@ func (x Index) List(ctx context.Context, startAfter, prefix string, max int) ([]
 		per = max
 	}
 	curs := make([]*cursor, n)
-	errs := make([]error, n)
-	sem := make(chan struct{}, maxFanout)
-	done := make(chan int, n)
-	for i := 0; i < n; i++ {
+	for i := range curs {
 		curs[i] = &cursor{x: x, oid: x.shardOID(i), after: startAfter, prefix: prefix, page: per}
-		sem <- struct{}{}
-		go func(i int) {
-			errs[i] = curs[i].fill(ctx)
-			<-sem
-			done <- i
-		}(i)
 	}
-	for i := 0; i < n; i++ {
-		<-done
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := fillAll(ctx, x.IO, curs); err != nil {
 		return nil, false, err
 	}
 	h := &cursorHeap{}
@@ -87,13 +76,44 @@ type cursor struct {
 	more   bool
 }
 
-func (c *cursor) fill(ctx context.Context) error {
+// fillAll reads every cursor's first page in one batch (on the embedded
+// store, one iterator for all shards and no goroutines).
+func fillAll(ctx context.Context, io objstore.IOContext, curs []*cursor) error {
+	reqs := make([]objstore.ReadReq, len(curs))
+	steps := make([]*objstore.OmapValsStep, len(curs))
+	for i, c := range curs {
+		reqs[i].OID = c.oid
+		reqs[i].Op, steps[i] = c.readOp()
+	}
+	objstore.OperateReadMany(ctx, io, reqs)
+	var errs []error
+	for i, c := range curs {
+		if err := reqs[i].Err; err != nil {
+			errs = append(errs, readErr(err, c.oid))
+			continue
+		}
+		c.take(steps[i])
+	}
+	return errors.Join(errs...)
+}
+
+func (c *cursor) readOp() (*objstore.ReadOp, *objstore.OmapValsStep) {
 	op := objstore.NewReadOp()
 	notClosed(op)
-	vs := op.GetOmapValues(c.after, c.prefix, c.page)
+	return op, op.GetOmapValues(c.after, c.prefix, c.page)
+}
+
+func (c *cursor) fill(ctx context.Context) error {
+	op, vs := c.readOp()
 	if err := c.x.IO.OperateRead(ctx, c.oid, op); err != nil {
 		return readErr(err, c.oid)
 	}
+	c.take(vs)
+	return nil
+}
+
+// take buffers a page read by readOp.
+func (c *cursor) take(vs *objstore.OmapValsStep) {
 	c.buf = c.buf[:0]
 	for _, kv := range vs.Pairs {
 		if strings.HasPrefix(kv.Key, specialPrefix) {
@@ -106,7 +126,6 @@ func (c *cursor) fill(ctx context.Context) error {
 	if len(c.buf) > 0 {
 		c.after = c.buf[len(c.buf)-1].Key
 	}
-	return nil
 }
 
 type cursorHeap []*cursor

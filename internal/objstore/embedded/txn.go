@@ -17,8 +17,11 @@ import (
 // the batch and see them; nothing reaches the DB unless the batch commits.
 // The caller holds the object's lock for the txn's whole life.
 type txn struct {
-	s      *Store
-	r      pebble.Reader // the batch for a WriteOp, the DB for a ReadOp
+	s *Store
+	r pebble.Reader // the batch for a WriteOp, the DB for a ReadOp
+	// shared, when set, serves every read instead of r: one iterator for
+	// all the objects of an OperateReadMany.
+	shared *pebble.Iterator
 	b      *pebble.Batch // nil for a ReadOp
 	entry  *objEntry
 	prefix []byte // objPrefix
@@ -74,6 +77,19 @@ func (t *txn) chunkKey(idx int64) []byte { return t.part(partData, chunkSuffix(i
 
 // get returns a copy of key's value.
 func (t *txn) get(key []byte) ([]byte, bool, error) {
+	if it := t.shared; it != nil {
+		it.SetBounds(nil, nil)
+		// A point lookup: the whole key is the prefix (default comparer),
+		// so the bloom filters apply as for Get.
+		if !it.SeekPrefixGE(key) || !bytes.Equal(it.Key(), key) {
+			return nil, false, it.Error()
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, false, err
+		}
+		return append(make([]byte, 0, len(v)), v...), true, nil
+	}
 	v, c, err := t.r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
@@ -85,6 +101,24 @@ func (t *txn) get(key []byte) ([]byte, bool, error) {
 	return out, true, c.Close()
 }
 
+// iter returns an iterator over [lo, hi) on the txn's view: a new one, or
+// the shared one with new bounds. Pass it to done, not Close.
+func (t *txn) iter(lo, hi []byte) (*pebble.Iterator, error) {
+	if t.shared != nil {
+		t.shared.SetBounds(lo, hi)
+		return t.shared, nil
+	}
+	return t.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+}
+
+// done closes it unless it is the shared iterator, and returns its error.
+func (t *txn) done(it *pebble.Iterator) error {
+	if it == t.shared {
+		return it.Error()
+	}
+	return errors.Join(it.Error(), it.Close())
+}
+
 func (t *txn) set(k, v []byte) error { return t.b.Set(k, v, nil) }
 func (t *txn) del(k []byte) error    { return t.b.Delete(k, nil) }
 
@@ -92,7 +126,7 @@ func (t *txn) del(k []byte) error    { return t.b.Delete(k, nil) }
 // (cheap for later reads), one range tombstone for many.
 func (t *txn) clearKeys(lo, hi []byte) error {
 	const pointLimit = 256
-	it, err := t.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := t.iter(lo, hi)
 	if err != nil {
 		return err
 	}
@@ -100,7 +134,7 @@ func (t *txn) clearKeys(lo, hi []byte) error {
 	for it.First(); it.Valid() && len(keys) <= pointLimit; it.Next() {
 		keys = append(keys, append([]byte(nil), it.Key()...))
 	}
-	if err := errors.Join(it.Error(), it.Close()); err != nil {
+	if err := t.done(it); err != nil {
 		return err
 	}
 	if len(keys) > pointLimit {
@@ -153,7 +187,7 @@ func (t *txn) readData(off, n int64) ([]byte, error) {
 		return out, t.s.readBlob(t.cur.blob, off, out)
 	}
 	lo, hi := off/chunkSize, (end-1)/chunkSize
-	it, err := t.r.NewIter(&pebble.IterOptions{LowerBound: t.chunkKey(lo), UpperBound: t.chunkKey(hi + 1)})
+	it, err := t.iter(t.chunkKey(lo), t.chunkKey(hi+1))
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +200,7 @@ func (t *txn) readData(off, n int64) ([]byte, error) {
 			copy(out[s-off:e-off], v[s-cs:e-cs])
 		}
 	}
-	return out, errors.Join(it.Error(), it.Close())
+	return out, t.done(it)
 }
 
 // inline moves a blob-backed object's data into chunks (copy-on-write
@@ -378,7 +412,7 @@ func (t *txn) scan(kind byte, startAfter, prefix string, max int, vals bool) ([]
 			seek = s
 		}
 	}
-	it, err := t.r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := t.iter(lower, upper)
 	if err != nil {
 		return nil, false, err
 	}
@@ -395,7 +429,7 @@ func (t *txn) scan(kind byte, startAfter, prefix string, max int, vals bool) ([]
 		}
 		out = append(out, kv)
 	}
-	return out, more, errors.Join(it.Error(), it.Close())
+	return out, more, t.done(it)
 }
 
 func (t *txn) omapVals(startAfter, prefix string, max int) ([]objstore.KV, bool, error) {
@@ -483,7 +517,7 @@ func (t *txn) omapByKeys(keys []string) ([]objstore.KV, error) {
 		return []objstore.KV{{Key: sorted[0], Value: v}}, nil
 	}
 	lo := t.partStr(partOmap, sorted[0])
-	it, err := t.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: succ(t.partStr(partOmap, sorted[len(sorted)-1]))})
+	it, err := t.iter(lo, succ(t.partStr(partOmap, sorted[len(sorted)-1])))
 	if err != nil {
 		return nil, err
 	}
@@ -498,7 +532,7 @@ func (t *txn) omapByKeys(keys []string) ([]objstore.KV, error) {
 			out = append(out, objstore.KV{Key: string(it.Key()[base:]), Value: append(make([]byte, 0, len(it.Value())), it.Value()...)})
 		}
 	}
-	return out, errors.Join(it.Error(), it.Close())
+	return out, t.done(it)
 }
 
 // remember caches the object's meta as this op left it (applied), for
