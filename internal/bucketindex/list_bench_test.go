@@ -15,8 +15,9 @@ import (
 	json "github.com/goccy/go-json"
 )
 
-// BenchmarkListPage times one 1,000-key page of Index.List and of the
-// driver's path (Index.NewIter + Next), from the start, under a middle
+// BenchmarkListPage times one 1,000-key page of Index.List, of the
+// driver's path (Index.NewIter + Next) and of Index.ListVersions, from the
+// start, under a middle
 // prefix and after a mid-bucket marker, on the embedded store on disk
 // (under TMPDIR) holding the same CAIRN_LIST_BENCH_ENTRIES entries
 // (default 1,000,000) spread over 11 to 1021 shards. Keys are the scale
@@ -45,6 +46,18 @@ func BenchmarkListPage(b *testing.B) {
 						es, more, err := ix.List(ctx, c.after, c.prefix, 1000)
 						if err != nil || len(es) != 1000 || !more {
 							b.Fatalf("%d entries, more %v: %v", len(es), more, err)
+						}
+					}
+				})
+				b.Run(c.name+"/versions", func(b *testing.B) {
+					b.ReportAllocs()
+					defer reportCPU(b)()
+					for b.Loop() {
+						// The entries are legacy (unversioned): listed as
+						// null versions.
+						vs, more, err := ix.ListVersions(ctx, bucketindex.VersionMark{Key: c.after}, c.prefix, 1000)
+						if err != nil || len(vs) != 1000 || !more {
+							b.Fatalf("%d versions, more %v: %v", len(vs), more, err)
 						}
 					}
 				})
