@@ -18,9 +18,9 @@ type Iter struct {
 }
 
 // NewIter opens an iterator over entries with keys > startAfter that begin
-// with prefix. Each shard is read once now, concurrently, page entries at
-// a time, in one batch (callers size page like List does: about twice a
-// shard's fair share of what they will consume).
+// with prefix. Each shard is read once now, page entries at
+// a time, in one batch (callers size page like List does: PageSize of
+// what they will consume).
 func (x Index) NewIter(ctx context.Context, startAfter, prefix string, page int) (*Iter, error) {
 	n := x.Layout.NumShards
 	page = max(page, 1)

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"errors"
+	"math"
 	"strings"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
@@ -12,8 +13,7 @@ import (
 // List returns up to max entries with keys > startAfter that begin with
 // prefix, in key order, merged across every shard, and whether more exist.
 //
-// Each shard is asked for a bounded page (about twice its fair share of max,
-// since keys are hashed uniformly), all shards in one batch (see
+// Each shard is asked for a bounded page (PageSize), all shards in one batch (see
 // objstore.OperateReadMany); a shard whose
 // page runs out before the merge is done is asked for its next page alone.
 // So a page costs O(max + shards) entries read, not O(max × shards).
@@ -22,10 +22,7 @@ func (x Index) List(ctx context.Context, startAfter, prefix string, max int) ([]
 		return nil, false, nil
 	}
 	n := x.Layout.NumShards
-	per := 2*max/n + 8
-	if per > max {
-		per = max
-	}
+	per := PageSize(max, n)
 	curs := make([]*cursor, n)
 	for i := range curs {
 		curs[i] = &cursor{x: x, oid: x.shardOID(i), after: startAfter, prefix: prefix, page: per}
@@ -64,6 +61,21 @@ func (x Index) List(ctx context.Context, startAfter, prefix string, max int) ([]
 		}
 	}
 	return out, false, nil
+}
+
+// PageSize is the first page to read from each of n shards for a merge
+// that takes up to max entries. Keys hash uniformly, so a shard's share is
+// about Poisson(max/n): its mean plus two standard deviations, plus 2,
+// leaves a refill (one more read of that shard) to well under 1 % of the
+// shards, and reads far fewer entries than the 2×mean+8 it replaced (at
+// 307 shards, 9 a shard instead of 14; every entry read costs an iterator
+// step and a copy whether the merge takes it or not).
+func PageSize(max, n int) int {
+	if n < 1 {
+		n = 1
+	}
+	l := float64(max) / float64(n)
+	return min(int(math.Ceil(l+2*math.Sqrt(l)))+2, max)
 }
 
 type cursor struct {

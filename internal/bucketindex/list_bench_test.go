@@ -66,7 +66,7 @@ func BenchmarkListPage(b *testing.B) {
 					defer reportCPU(b)()
 					for b.Loop() {
 						// As driver.ListObjects without a delimiter.
-						it, err := ix.NewIter(ctx, c.after, c.prefix, min(2*1000/shards+8, 1000))
+						it, err := ix.NewIter(ctx, c.after, c.prefix, bucketindex.PageSize(1000, shards))
 						if err != nil {
 							b.Fatal(err)
 						}
