@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
@@ -29,6 +30,8 @@ type txn struct {
 
 	orig, cur          meta
 	origExists, exists bool
+	cm                 *cachedMeta // where load found the meta, if cached
+	xattrsTouched      bool        // a step set, removed or dropped xattrs
 
 	dirty bool // some step changed the object
 	plain bool // ... through a step other than Exec
@@ -44,6 +47,7 @@ type txn struct {
 
 func (t *txn) load() error {
 	if c := t.entry.meta.Load(); c != nil {
+		t.cm = c
 		t.orig, t.cur, t.origExists, t.exists = c.m, c.m, c.exists, c.exists
 		return nil
 	}
@@ -356,6 +360,7 @@ func (t *txn) remove(plain bool) error {
 		return err
 	}
 	t.dirty = true
+	t.xattrsTouched = true
 	if plain {
 		t.plain = true
 	}
@@ -370,6 +375,24 @@ func (t *txn) getXattr(name string) ([]byte, bool, error) {
 	if !t.exists {
 		return nil, false, nil
 	}
+	if t.b == nil && t.cm != nil {
+		// A read of an object whose meta is cached: its xattrs as of that
+		// meta, loaded once (this read's view agrees with the meta).
+		xs := t.cm.xattrs.Load()
+		if xs == nil {
+			all, err := t.getXattrs()
+			if err != nil {
+				return nil, false, err
+			}
+			t.cm.xattrs.CompareAndSwap(nil, &all)
+			xs = &all
+		}
+		i, ok := slices.BinarySearchFunc(*xs, name, func(kv objstore.KV, n string) int { return strings.Compare(kv.Key, n) })
+		if !ok {
+			return nil, false, nil
+		}
+		return bytes.Clone((*xs)[i].Value), true, nil
+	}
 	return t.get(t.partStr(partXattr, name))
 }
 
@@ -383,6 +406,7 @@ func (t *txn) getXattrs() ([]objstore.KV, error) {
 
 func (t *txn) setXattr(name string, v []byte, plain bool) error {
 	t.touch(plain)
+	t.xattrsTouched = true
 	return t.set(t.partStr(partXattr, name), v)
 }
 
@@ -391,6 +415,7 @@ func (t *txn) rmXattr(name string, plain bool) error {
 		return err
 	}
 	t.touch(plain)
+	t.xattrsTouched = true
 	return t.del(t.partStr(partXattr, name))
 }
 
@@ -540,7 +565,15 @@ func (t *txn) omapByKeys(keys []string) ([]objstore.KV, error) {
 // Called with the object's write lock held.
 func (t *txn) remember() {
 	if t.execd {
-		t.entry.meta.Store(&cachedMeta{m: t.cur, exists: t.exists})
+		c := &cachedMeta{m: t.cur, exists: t.exists}
+		if t.cm != nil && !t.xattrsTouched && t.exists {
+			// Under the write lock t.cm is still the current meta, and its
+			// xattrs (if loaded) are this op's too.
+			if xs := t.cm.xattrs.Load(); xs != nil {
+				c.xattrs.Store(xs)
+			}
+		}
+		t.entry.meta.Store(c)
 	} else {
 		t.entry.meta.Store(nil)
 	}
