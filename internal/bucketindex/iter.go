@@ -3,7 +3,6 @@ package bucketindex
 import (
 	"container/heap"
 	"context"
-	"errors"
 	"sort"
 )
 
@@ -19,29 +18,17 @@ type Iter struct {
 }
 
 // NewIter opens an iterator over entries with keys > startAfter that begin
-// with prefix. Each shard is read once now, concurrently, page entries at
-// a time (callers size page like List does: about twice a shard's fair
-// share of what they will consume).
+// with prefix. Each shard is read once now, page entries at
+// a time, in one batch (callers size page like List does: PageSize of
+// what they will consume).
 func (x Index) NewIter(ctx context.Context, startAfter, prefix string, page int) (*Iter, error) {
 	n := x.Layout.NumShards
 	page = max(page, 1)
 	curs := make([]*cursor, n)
-	errs := make([]error, n)
-	sem := make(chan struct{}, maxFanout)
-	done := make(chan struct{}, n)
-	for i := 0; i < n; i++ {
+	for i := range curs {
 		curs[i] = &cursor{x: x, oid: x.shardOID(i), after: startAfter, prefix: prefix, page: page}
-		sem <- struct{}{}
-		go func(i int) {
-			errs[i] = curs[i].fill(ctx)
-			<-sem
-			done <- struct{}{}
-		}(i)
 	}
-	for i := 0; i < n; i++ {
-		<-done
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := fillAll(ctx, x.IO, curs); err != nil {
 		return nil, err
 	}
 	it := &Iter{floor: startAfter, reads: n}

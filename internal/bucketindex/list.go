@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"errors"
+	"math"
 	"strings"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
@@ -12,8 +13,8 @@ import (
 // List returns up to max entries with keys > startAfter that begin with
 // prefix, in key order, merged across every shard, and whether more exist.
 //
-// Each shard is asked for a bounded page (about twice its fair share of max,
-// since keys are hashed uniformly), all shards concurrently; a shard whose
+// Each shard is asked for a bounded page (PageSize), all shards in one batch (see
+// objstore.OperateReadMany); a shard whose
 // page runs out before the merge is done is asked for its next page alone.
 // So a page costs O(max + shards) entries read, not O(max × shards).
 func (x Index) List(ctx context.Context, startAfter, prefix string, max int) ([]Entry, bool, error) {
@@ -21,27 +22,12 @@ func (x Index) List(ctx context.Context, startAfter, prefix string, max int) ([]
 		return nil, false, nil
 	}
 	n := x.Layout.NumShards
-	per := 2*max/n + 8
-	if per > max {
-		per = max
-	}
+	per := PageSize(max, n)
 	curs := make([]*cursor, n)
-	errs := make([]error, n)
-	sem := make(chan struct{}, maxFanout)
-	done := make(chan int, n)
-	for i := 0; i < n; i++ {
+	for i := range curs {
 		curs[i] = &cursor{x: x, oid: x.shardOID(i), after: startAfter, prefix: prefix, page: per}
-		sem <- struct{}{}
-		go func(i int) {
-			errs[i] = curs[i].fill(ctx)
-			<-sem
-			done <- i
-		}(i)
 	}
-	for i := 0; i < n; i++ {
-		<-done
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := fillAll(ctx, x.IO, curs); err != nil {
 		return nil, false, err
 	}
 	h := &cursorHeap{}
@@ -77,6 +63,21 @@ func (x Index) List(ctx context.Context, startAfter, prefix string, max int) ([]
 	return out, false, nil
 }
 
+// PageSize is the first page to read from each of n shards for a merge
+// that takes up to max entries. Keys hash uniformly, so a shard's share is
+// about Poisson(max/n): its mean plus two standard deviations, plus 2,
+// leaves a refill (one more read of that shard) to well under 1 % of the
+// shards, and reads far fewer entries than the 2×mean+8 it replaced (at
+// 307 shards, 9 a shard instead of 14; every entry read costs an iterator
+// step and a copy whether the merge takes it or not).
+func PageSize(max, n int) int {
+	if n < 1 {
+		n = 1
+	}
+	l := float64(max) / float64(n)
+	return min(int(math.Ceil(l+2*math.Sqrt(l)))+2, max)
+}
+
 type cursor struct {
 	x      Index
 	oid    string
@@ -87,13 +88,44 @@ type cursor struct {
 	more   bool
 }
 
-func (c *cursor) fill(ctx context.Context) error {
+// fillAll reads every cursor's first page in one batch (on the embedded
+// store, one iterator for all shards and no goroutines).
+func fillAll(ctx context.Context, io objstore.IOContext, curs []*cursor) error {
+	reqs := make([]objstore.ReadReq, len(curs))
+	steps := make([]*objstore.OmapValsStep, len(curs))
+	for i, c := range curs {
+		reqs[i].OID = c.oid
+		reqs[i].Op, steps[i] = c.readOp()
+	}
+	objstore.OperateReadMany(ctx, io, reqs)
+	var errs []error
+	for i, c := range curs {
+		if err := reqs[i].Err; err != nil {
+			errs = append(errs, readErr(err, c.oid))
+			continue
+		}
+		c.take(steps[i])
+	}
+	return errors.Join(errs...)
+}
+
+func (c *cursor) readOp() (*objstore.ReadOp, *objstore.OmapValsStep) {
 	op := objstore.NewReadOp()
 	notClosed(op)
-	vs := op.GetOmapValues(c.after, c.prefix, c.page)
+	return op, op.GetOmapValues(c.after, c.prefix, c.page)
+}
+
+func (c *cursor) fill(ctx context.Context) error {
+	op, vs := c.readOp()
 	if err := c.x.IO.OperateRead(ctx, c.oid, op); err != nil {
 		return readErr(err, c.oid)
 	}
+	c.take(vs)
+	return nil
+}
+
+// take buffers a page read by readOp.
+func (c *cursor) take(vs *objstore.OmapValsStep) {
 	c.buf = c.buf[:0]
 	for _, kv := range vs.Pairs {
 		if strings.HasPrefix(kv.Key, specialPrefix) {
@@ -106,7 +138,6 @@ func (c *cursor) fill(ctx context.Context) error {
 	if len(c.buf) > 0 {
 		c.after = c.buf[len(c.buf)-1].Key
 	}
-	return nil
 }
 
 type cursorHeap []*cursor

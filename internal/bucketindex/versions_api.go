@@ -186,21 +186,7 @@ func (x Index) ListVersions(ctx context.Context, mark VersionMark, prefix string
 			&vcursor{x: x, oid: oid, after: recStart, prefix: verPrefix + escapeName(prefix), page: per},
 			&vcursor{x: x, oid: oid, after: mark.Key, prefix: prefix, page: per, legacy: true})
 	}
-	errs := make([]error, len(curs))
-	sem := make(chan struct{}, maxFanout)
-	done := make(chan int, len(curs))
-	for i := range curs {
-		sem <- struct{}{}
-		go func(i int) {
-			errs[i] = curs[i].fill(ctx)
-			<-sem
-			done <- i
-		}(i)
-	}
-	for range curs {
-		<-done
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := fillAllVersions(ctx, x.IO, curs); err != nil {
 		return nil, false, err
 	}
 	h := &vheap{}
@@ -258,62 +244,101 @@ type vcursor struct {
 	more   bool
 }
 
-func (c *vcursor) fill(ctx context.Context) error {
-	c.buf = c.buf[:0]
-	for {
-		op := objstore.NewReadOp()
-		notClosed(op)
-		var hs *objstore.OmapHeaderStep
-		if c.legacy {
-			hs = op.GetOmapHeader()
+// fillAllVersions reads every cursor's first page in one batch (see
+// fillAll); a cursor whose page held only records it skips reads on alone.
+func fillAllVersions(ctx context.Context, io objstore.IOContext, curs []*vcursor) error {
+	reqs := make([]objstore.ReadReq, len(curs))
+	hss := make([]*objstore.OmapHeaderStep, len(curs))
+	vss := make([]*objstore.OmapValsStep, len(curs))
+	for i, c := range curs {
+		reqs[i].OID = c.oid
+		reqs[i].Op, hss[i], vss[i] = c.readOp()
+	}
+	objstore.OperateReadMany(ctx, io, reqs)
+	var errs []error
+	for i, c := range curs {
+		if err := reqs[i].Err; err != nil {
+			errs = append(errs, readErr(err, c.oid))
+			continue
 		}
-		vs := op.GetOmapValues(c.after, c.prefix, c.page)
+		again, err := c.take(hss[i], vss[i])
+		if err == nil && again {
+			err = c.fill(ctx)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *vcursor) readOp() (*objstore.ReadOp, *objstore.OmapHeaderStep, *objstore.OmapValsStep) {
+	op := objstore.NewReadOp()
+	notClosed(op)
+	var hs *objstore.OmapHeaderStep
+	if c.legacy {
+		hs = op.GetOmapHeader()
+	}
+	return op, hs, op.GetOmapValues(c.after, c.prefix, c.page)
+}
+
+func (c *vcursor) fill(ctx context.Context) error {
+	for {
+		op, hs, vs := c.readOp()
 		if err := c.x.IO.OperateRead(ctx, c.oid, op); err != nil {
 			return readErr(err, c.oid)
 		}
-		c.more = vs.More
-		if c.legacy {
-			h, err := decodeHeader(hs.Header)
-			if err != nil {
-				return err
-			}
-			if h.Legacy == 0 {
-				c.more = false
-				return nil
-			}
+		again, err := c.take(hs, vs)
+		if err != nil || !again {
+			return err
 		}
-		for _, kv := range vs.Pairs {
-			c.after = kv.Key
-			if c.legacy {
-				if strings.HasPrefix(kv.Key, specialPrefix) {
-					c.more = false
-					break
-				}
-				_, seq, err := entrySizeSeq(kv.Value)
-				if err != nil {
-					return err
-				}
-				if seq != 0 {
-					continue
-				}
-				e, err := decodeEntry(kv.Value)
-				if err != nil {
-					return err
-				}
-				e.VersionID = NullVersion
-				c.buf = append(c.buf, vitem{sort: verKey(e.Key, 0), e: e})
+	}
+}
+
+// take buffers a page read by readOp; again reports that it held only
+// records the cursor skips and more follow, so the next page must be read.
+func (c *vcursor) take(hs *objstore.OmapHeaderStep, vs *objstore.OmapValsStep) (again bool, err error) {
+	c.buf = c.buf[:0]
+	c.more = vs.More
+	if c.legacy {
+		h, err := decodeHeader(hs.Header)
+		if err != nil {
+			return false, err
+		}
+		if h.Legacy == 0 {
+			c.more = false
+			return false, nil
+		}
+	}
+	for _, kv := range vs.Pairs {
+		c.after = kv.Key
+		if c.legacy {
+			if strings.HasPrefix(kv.Key, specialPrefix) {
+				c.more = false
+				break
+			}
+			_, seq, err := entrySizeSeq(kv.Value)
+			if err != nil {
+				return false, err
+			}
+			if seq != 0 {
 				continue
 			}
 			e, err := decodeEntry(kv.Value)
 			if err != nil {
-				return err
+				return false, err
 			}
-			c.buf = append(c.buf, vitem{sort: kv.Key, e: e})
+			e.VersionID = NullVersion
+			c.buf = append(c.buf, vitem{sort: verKey(e.Key, 0), e: e})
+			continue
 		}
-		if len(c.buf) > 0 || !c.more {
-			return nil
+		e, err := decodeEntry(kv.Value)
+		if err != nil {
+			return false, err
 		}
+		c.buf = append(c.buf, vitem{sort: kv.Key, e: e})
 	}
+	return len(c.buf) == 0 && c.more, nil
 }
 
 type vheap []*vcursor

@@ -737,8 +737,8 @@ func (d *Driver) ListObjects(ctx context.Context, in ListObjectsInput) (ListObje
 		if in.Delimiter != "" {
 			want = max(want, 100) // common prefixes may swallow many keys
 		}
-		// Per-shard pages as in Index.List: about twice a shard's share.
-		it, err := ix.NewIter(ctx, after, in.Prefix, min(2*want/ix.Layout.NumShards+8, want))
+		// Per-shard pages as in Index.List.
+		it, err := ix.NewIter(ctx, after, in.Prefix, bucketindex.PageSize(want, ix.Layout.NumShards))
 		if err != nil {
 			return err
 		}

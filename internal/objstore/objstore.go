@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -113,4 +114,56 @@ func Sync(ctx context.Context, io IOContext) error {
 		return s.Sync(ctx)
 	}
 	return nil
+}
+
+// ReadReq is one object's read in a batch (OperateReadMany).
+type ReadReq struct {
+	OID string
+	Op  *ReadOp
+	// Err is set by OperateReadMany to what OperateRead(OID, Op) would
+	// have returned.
+	Err error
+}
+
+// ReadBatcher is implemented by backends that serve many objects' reads
+// in one call for less than one OperateRead each (the embedded store
+// answers them from one iterator).
+type ReadBatcher interface {
+	// OperateReadMany: see the function OperateReadMany.
+	OperateReadMany(ctx context.Context, reqs []ReadReq)
+}
+
+// readManyFanout bounds the concurrent OperateReads of OperateReadMany's
+// fallback.
+const readManyFanout = 32
+
+// OperateReadMany runs reqs[i].Op on object reqs[i].OID for every i, with
+// OperateRead's semantics for each one (guards, absence, durability), and
+// sets reqs[i].Err to its result. Each op sees one consistent snapshot of
+// its object; different objects' reads need not come from one moment, and
+// the ops run in no particular order. An OID may appear more than once.
+//
+// RADOS has no multi-object read: backends without ReadBatcher (the RADOS
+// backend) run one OperateRead (rados_read_op_operate) per request, up to
+// 32 at a time, as librados clients issue parallel ops.
+func OperateReadMany(ctx context.Context, io IOContext, reqs []ReadReq) {
+	if b, ok := io.(ReadBatcher); ok {
+		b.OperateReadMany(ctx, reqs)
+		return
+	}
+	if len(reqs) == 1 {
+		reqs[0].Err = io.OperateRead(ctx, reqs[0].OID, reqs[0].Op)
+		return
+	}
+	sem := make(chan struct{}, readManyFanout)
+	var wg sync.WaitGroup
+	for i := range reqs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(r *ReadReq) {
+			defer func() { <-sem; wg.Done() }()
+			r.Err = io.OperateRead(ctx, r.OID, r.Op)
+		}(&reqs[i])
+	}
+	wg.Wait()
 }

@@ -61,6 +61,14 @@ func objPrefix(pool uint64, ns, oid string) []byte {
 	return append(b, 0)
 }
 
+// objNsPrefix is O <pool> <ns> 00: every part of every object of a
+// namespace.
+func objNsPrefix(pool uint64, ns string) []byte {
+	b := make([]byte, 0, 10+len(ns))
+	b = append(u64(append(b, kObj), pool), ns...)
+	return append(b, 0)
+}
+
 // poolSpan returns [lo, hi) covering every key of kind k for a pool.
 func poolSpan(k byte, pool uint64) (lo, hi []byte) {
 	return u64([]byte{k}, pool), u64([]byte{k}, pool+1)

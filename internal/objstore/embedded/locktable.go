@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"github.com/cairn-s3/cairn/internal/objstore"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,11 @@ type objEntry struct {
 type cachedMeta struct {
 	m      meta
 	exists bool
+	// xattrs are the object's xattrs as of m, sorted by name, once a read
+	// has loaded them (nil until then): guards on hot objects (an index
+	// shard's state, checked by every listing read of it) skip the LSM.
+	// A write that does not touch xattrs carries them to its successor.
+	xattrs atomic.Pointer[[]objstore.KV]
 }
 
 func (e *objEntry) dropCache() {

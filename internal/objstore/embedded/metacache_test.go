@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
@@ -83,5 +84,86 @@ func TestMetaCacheFollowsPlainWrites(t *testing.T) {
 	}
 	if got := stat(); got != "true 2" {
 		t.Fatalf("after a failed op: %q", got)
+	}
+}
+
+// The xattrs cached with a class-cached meta must follow every write: a
+// class method's and a plain op's xattr changes, a removal, and writes
+// that leave the xattrs alone (which carry them over).
+func TestXattrCacheFollowsWrites(t *testing.T) {
+	ctx := context.Background()
+	s := openMem(t, testRegistry())
+	if err := s.CreatePool(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	io, err := s.IOContext(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(op *objstore.WriteOp) {
+		t.Helper()
+		if err := io.Operate(ctx, "o", op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec := func(method, in string) *objstore.WriteOp {
+		op := objstore.NewWriteOp()
+		op.Exec(objstoretest.TestClass, method, []byte(in))
+		return op
+	}
+	// get reads xattr s twice (alone and batched) and a guard on it.
+	get := func() string {
+		t.Helper()
+		op := objstore.NewReadOp()
+		x := op.GetXattrOptional("s")
+		if err := io.OperateRead(ctx, "o", op); errors.Is(err, objstore.ErrNotFound) {
+			return "no object"
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		reqs := []objstore.ReadReq{{OID: "o", Op: objstore.NewReadOp()}}
+		bx := reqs[0].Op.GetXattrOptional("s")
+		guard := objstore.ReadReq{OID: "o", Op: objstore.NewReadOp().CmpXattr("s", objstore.CmpEQ, x.Value)}
+		reqs = append(reqs, guard)
+		objstore.OperateReadMany(ctx, io, reqs)
+		if reqs[0].Err != nil || reqs[1].Err != nil || bx.Found != x.Found || string(bx.Value) != string(x.Value) {
+			t.Fatalf("batched read %q %v (%v, guard %v), alone %q %v", bx.Value, bx.Found, reqs[0].Err, reqs[1].Err, x.Value, x.Found)
+		}
+		if !x.Found {
+			return "-"
+		}
+		return string(x.Value)
+	}
+	steps := []struct {
+		op   *objstore.WriteOp
+		want string
+	}{
+		{exec("set_xattr", "s=open"), "open"},
+		{exec("append", "a"), "open"}, // carried over
+		{exec("set_xattr", "s=closed"), "closed"},
+		{exec("append", "b"), "closed"},
+		{objstore.NewWriteOp().SetXattr("s", []byte("plain")), "plain"},
+		{exec("append", "c"), "plain"},
+		{objstore.NewWriteOp().RmXattr("s"), "-"},
+		{exec("set_xattr", "s=again"), "again"},
+		{exec("append", "d"), "again"},
+		{func() *objstore.WriteOp { // removed and recreated in one class op
+			op := objstore.NewWriteOp().Remove()
+			op.Exec(objstoretest.TestClass, "append", []byte("f"))
+			return op
+		}(), "-"},
+		{exec("set_xattr", "s=again"), "again"},
+		{objstore.NewWriteOp().Remove(), "no object"},
+		{exec("append", "e"), "-"},
+		{exec("set_xattr", "s=new"), "new"},
+	}
+	for i, st := range steps {
+		write(st.op)
+		if got := get(); got != st.want {
+			t.Fatalf("step %d: xattr s = %q, want %q", i, got, st.want)
+		}
+		if got := get(); got != st.want { // now from the cache
+			t.Fatalf("step %d, second read: xattr s = %q, want %q", i, got, st.want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
@@ -17,8 +18,11 @@ import (
 // the batch and see them; nothing reaches the DB unless the batch commits.
 // The caller holds the object's lock for the txn's whole life.
 type txn struct {
-	s      *Store
-	r      pebble.Reader // the batch for a WriteOp, the DB for a ReadOp
+	s *Store
+	r pebble.Reader // the batch for a WriteOp, the DB for a ReadOp
+	// shared, when set, serves every read instead of r: one iterator for
+	// all the objects of an OperateReadMany.
+	shared *pebble.Iterator
 	b      *pebble.Batch // nil for a ReadOp
 	entry  *objEntry
 	prefix []byte // objPrefix
@@ -26,6 +30,8 @@ type txn struct {
 
 	orig, cur          meta
 	origExists, exists bool
+	cm                 *cachedMeta // where load found the meta, if cached
+	xattrsTouched      bool        // a step set, removed or dropped xattrs
 
 	dirty bool // some step changed the object
 	plain bool // ... through a step other than Exec
@@ -41,6 +47,7 @@ type txn struct {
 
 func (t *txn) load() error {
 	if c := t.entry.meta.Load(); c != nil {
+		t.cm = c
 		t.orig, t.cur, t.origExists, t.exists = c.m, c.m, c.exists, c.exists
 		return nil
 	}
@@ -74,6 +81,19 @@ func (t *txn) chunkKey(idx int64) []byte { return t.part(partData, chunkSuffix(i
 
 // get returns a copy of key's value.
 func (t *txn) get(key []byte) ([]byte, bool, error) {
+	if it := t.shared; it != nil {
+		it.SetBounds(nil, nil)
+		// A point lookup: the whole key is the prefix (default comparer),
+		// so the bloom filters apply as for Get.
+		if !it.SeekPrefixGE(key) || !bytes.Equal(it.Key(), key) {
+			return nil, false, it.Error()
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, false, err
+		}
+		return append(make([]byte, 0, len(v)), v...), true, nil
+	}
 	v, c, err := t.r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
@@ -85,6 +105,24 @@ func (t *txn) get(key []byte) ([]byte, bool, error) {
 	return out, true, c.Close()
 }
 
+// iter returns an iterator over [lo, hi) on the txn's view: a new one, or
+// the shared one with new bounds. Pass it to done, not Close.
+func (t *txn) iter(lo, hi []byte) (*pebble.Iterator, error) {
+	if t.shared != nil {
+		t.shared.SetBounds(lo, hi)
+		return t.shared, nil
+	}
+	return t.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+}
+
+// done closes it unless it is the shared iterator, and returns its error.
+func (t *txn) done(it *pebble.Iterator) error {
+	if it == t.shared {
+		return it.Error()
+	}
+	return errors.Join(it.Error(), it.Close())
+}
+
 func (t *txn) set(k, v []byte) error { return t.b.Set(k, v, nil) }
 func (t *txn) del(k []byte) error    { return t.b.Delete(k, nil) }
 
@@ -92,7 +130,7 @@ func (t *txn) del(k []byte) error    { return t.b.Delete(k, nil) }
 // (cheap for later reads), one range tombstone for many.
 func (t *txn) clearKeys(lo, hi []byte) error {
 	const pointLimit = 256
-	it, err := t.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := t.iter(lo, hi)
 	if err != nil {
 		return err
 	}
@@ -100,7 +138,7 @@ func (t *txn) clearKeys(lo, hi []byte) error {
 	for it.First(); it.Valid() && len(keys) <= pointLimit; it.Next() {
 		keys = append(keys, append([]byte(nil), it.Key()...))
 	}
-	if err := errors.Join(it.Error(), it.Close()); err != nil {
+	if err := t.done(it); err != nil {
 		return err
 	}
 	if len(keys) > pointLimit {
@@ -153,7 +191,7 @@ func (t *txn) readData(off, n int64) ([]byte, error) {
 		return out, t.s.readBlob(t.cur.blob, off, out)
 	}
 	lo, hi := off/chunkSize, (end-1)/chunkSize
-	it, err := t.r.NewIter(&pebble.IterOptions{LowerBound: t.chunkKey(lo), UpperBound: t.chunkKey(hi + 1)})
+	it, err := t.iter(t.chunkKey(lo), t.chunkKey(hi+1))
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +204,7 @@ func (t *txn) readData(off, n int64) ([]byte, error) {
 			copy(out[s-off:e-off], v[s-cs:e-cs])
 		}
 	}
-	return out, errors.Join(it.Error(), it.Close())
+	return out, t.done(it)
 }
 
 // inline moves a blob-backed object's data into chunks (copy-on-write
@@ -322,6 +360,7 @@ func (t *txn) remove(plain bool) error {
 		return err
 	}
 	t.dirty = true
+	t.xattrsTouched = true
 	if plain {
 		t.plain = true
 	}
@@ -336,6 +375,24 @@ func (t *txn) getXattr(name string) ([]byte, bool, error) {
 	if !t.exists {
 		return nil, false, nil
 	}
+	if t.b == nil && t.cm != nil {
+		// A read of an object whose meta is cached: its xattrs as of that
+		// meta, loaded once (this read's view agrees with the meta).
+		xs := t.cm.xattrs.Load()
+		if xs == nil {
+			all, err := t.getXattrs()
+			if err != nil {
+				return nil, false, err
+			}
+			t.cm.xattrs.CompareAndSwap(nil, &all)
+			xs = &all
+		}
+		i, ok := slices.BinarySearchFunc(*xs, name, func(kv objstore.KV, n string) int { return strings.Compare(kv.Key, n) })
+		if !ok {
+			return nil, false, nil
+		}
+		return bytes.Clone((*xs)[i].Value), true, nil
+	}
 	return t.get(t.partStr(partXattr, name))
 }
 
@@ -349,6 +406,7 @@ func (t *txn) getXattrs() ([]objstore.KV, error) {
 
 func (t *txn) setXattr(name string, v []byte, plain bool) error {
 	t.touch(plain)
+	t.xattrsTouched = true
 	return t.set(t.partStr(partXattr, name), v)
 }
 
@@ -357,6 +415,7 @@ func (t *txn) rmXattr(name string, plain bool) error {
 		return err
 	}
 	t.touch(plain)
+	t.xattrsTouched = true
 	return t.del(t.partStr(partXattr, name))
 }
 
@@ -378,7 +437,7 @@ func (t *txn) scan(kind byte, startAfter, prefix string, max int, vals bool) ([]
 			seek = s
 		}
 	}
-	it, err := t.r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := t.iter(lower, upper)
 	if err != nil {
 		return nil, false, err
 	}
@@ -395,7 +454,7 @@ func (t *txn) scan(kind byte, startAfter, prefix string, max int, vals bool) ([]
 		}
 		out = append(out, kv)
 	}
-	return out, more, errors.Join(it.Error(), it.Close())
+	return out, more, t.done(it)
 }
 
 func (t *txn) omapVals(startAfter, prefix string, max int) ([]objstore.KV, bool, error) {
@@ -483,7 +542,7 @@ func (t *txn) omapByKeys(keys []string) ([]objstore.KV, error) {
 		return []objstore.KV{{Key: sorted[0], Value: v}}, nil
 	}
 	lo := t.partStr(partOmap, sorted[0])
-	it, err := t.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: succ(t.partStr(partOmap, sorted[len(sorted)-1]))})
+	it, err := t.iter(lo, succ(t.partStr(partOmap, sorted[len(sorted)-1])))
 	if err != nil {
 		return nil, err
 	}
@@ -498,7 +557,7 @@ func (t *txn) omapByKeys(keys []string) ([]objstore.KV, error) {
 			out = append(out, objstore.KV{Key: string(it.Key()[base:]), Value: append(make([]byte, 0, len(it.Value())), it.Value()...)})
 		}
 	}
-	return out, errors.Join(it.Error(), it.Close())
+	return out, t.done(it)
 }
 
 // remember caches the object's meta as this op left it (applied), for
@@ -506,7 +565,15 @@ func (t *txn) omapByKeys(keys []string) ([]objstore.KV, error) {
 // Called with the object's write lock held.
 func (t *txn) remember() {
 	if t.execd {
-		t.entry.meta.Store(&cachedMeta{m: t.cur, exists: t.exists})
+		c := &cachedMeta{m: t.cur, exists: t.exists}
+		if t.cm != nil && !t.xattrsTouched && t.exists {
+			// Under the write lock t.cm is still the current meta, and its
+			// xattrs (if loaded) are this op's too.
+			if xs := t.cm.xattrs.Load(); xs != nil {
+				c.xattrs.Store(xs)
+			}
+		}
+		t.entry.meta.Store(c)
 	} else {
 		t.entry.meta.Store(nil)
 	}

@@ -48,6 +48,8 @@ type LSMStats struct {
 	L0Sublevels int32  `json:"l0_sublevels"`
 	Compactions int64  `json:"compactions"`
 	DebtBytes   uint64 `json:"compaction_debt_bytes"`
+	// CompactionsRunning: compactions in progress now.
+	CompactionsRunning int64 `json:"compactions_running"`
 }
 
 // LSMStats reports pebble's metrics in the terms benchmarks publish.
@@ -70,5 +72,6 @@ func (s *Store) LSMStats() LSMStats {
 	out.L0Sublevels = m.Levels[0].Sublevels
 	out.Compactions = m.Compact.Count
 	out.DebtBytes = m.Compact.EstimatedDebt
+	out.CompactionsRunning = m.Compact.NumInProgress
 	return out
 }

@@ -38,6 +38,7 @@ func RunCore(t *testing.T, f Factory) {
 		{"Guards", testGuards},
 		{"CmpXattrMatrix", testCmpXattrMatrix},
 		{"ReadOpGuards", testReadOpGuards},
+		{"ReadMany", testReadMany},
 		{"Atomicity", testAtomicity},
 		{"NoLostUpdates", testNoLostUpdates},
 		{"Exec", testExec},

@@ -1,0 +1,185 @@
+package bucketindex_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairn-s3/cairn/internal/bucketindex"
+	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cairn-s3/cairn/internal/objstore/embedded"
+	json "github.com/goccy/go-json"
+)
+
+// BenchmarkListPage times one 1,000-key page of Index.List, of the
+// driver's path (Index.NewIter + Next) and of Index.ListVersions, from the
+// start, under a middle
+// prefix and after a mid-bucket marker, on the embedded store on disk
+// (under TMPDIR) holding the same CAIRN_LIST_BENCH_ENTRIES entries
+// (default 1,000,000) spread over 11 to 1021 shards. Keys are the scale
+// benchmark's (o/<16 hex digits>); entries are written with the reshard
+// copy path, 1,000 per class call, so a fill takes seconds. Run with
+// -cpu 1 (see docs/bench/scale.md, "List page vs shard count").
+func BenchmarkListPage(b *testing.B) {
+	n := 1_000_000
+	if v, _ := strconv.Atoi(os.Getenv("CAIRN_LIST_BENCH_ENTRIES")); v > 0 {
+		n = v
+	}
+	for _, shards := range []int{11, 47, 127, 307, 1021} {
+		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
+			ix := fillListIndex(b, shards, n)
+			cases := []struct{ name, after, prefix string }{
+				{"start", "", ""},
+				{"prefix", "", "o/8"},
+				{"token", "o/4", ""},
+			}
+			ctx := context.Background()
+			for _, c := range cases {
+				b.Run(c.name+"/list", func(b *testing.B) {
+					b.ReportAllocs()
+					defer reportCPU(b)()
+					for b.Loop() {
+						es, more, err := ix.List(ctx, c.after, c.prefix, 1000)
+						if err != nil || len(es) != 1000 || !more {
+							b.Fatalf("%d entries, more %v: %v", len(es), more, err)
+						}
+					}
+				})
+				b.Run(c.name+"/versions", func(b *testing.B) {
+					b.ReportAllocs()
+					defer reportCPU(b)()
+					for b.Loop() {
+						// The entries are legacy (unversioned): listed as
+						// null versions.
+						vs, more, err := ix.ListVersions(ctx, bucketindex.VersionMark{Key: c.after}, c.prefix, 1000)
+						if err != nil || len(vs) != 1000 || !more {
+							b.Fatalf("%d versions, more %v: %v", len(vs), more, err)
+						}
+					}
+				})
+				b.Run(c.name+"/iter", func(b *testing.B) {
+					b.ReportAllocs()
+					defer reportCPU(b)()
+					for b.Loop() {
+						// As driver.ListObjects without a delimiter.
+						it, err := ix.NewIter(ctx, c.after, c.prefix, bucketindex.PageSize(1000, shards))
+						if err != nil {
+							b.Fatal(err)
+						}
+						for i := 0; i < 1000; i++ {
+							if _, ok, err := it.Next(ctx); !ok || err != nil {
+								b.Fatalf("entry %d: %v %v", i, ok, err)
+							}
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// fillListIndex opens a store under TMPDIR (removed when b ends) with one
+// bucket index of shards shards holding n entries.
+func fillListIndex(b *testing.B, shards, n int) bucketindex.Index {
+	b.Helper()
+	dir, err := os.MkdirTemp("", "listbench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	reg := objstore.NewRegistry()
+	bucketindex.Register(reg)
+	st, err := embedded.Open(embedded.Options{Dir: dir, Classes: reg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	if err := st.CreatePool(ctx, "idx"); err != nil {
+		b.Fatal(err)
+	}
+	io, _ := st.IOContext(ctx, "idx")
+	ix := bucketindex.Index{IO: io, BucketID: "7f3c2a1e-bench.1", Layout: bucketindex.Layout{NumShards: shards}}
+	if err := ix.Init(ctx); err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Now()
+	batches := make([][]objstore.KV, shards)
+	flush := func(s int) {
+		if err := ix.CopyIn(ctx, s, 0, batches[s]); err != nil {
+			b.Fatal(err)
+		}
+		batches[s] = batches[s][:0]
+	}
+	z := uint64(0x9e3779b97f4a7c15)
+	for i := 0; i < n; i++ {
+		z = splitmix(z)
+		key := fmt.Sprintf("o/%016x", z)
+		v, err := json.Marshal(benchEntry(key, i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := bucketindex.ShardOf(key, shards)
+		batches[s] = append(batches[s], objstore.KV{Key: key, Value: v})
+		if len(batches[s]) == 1000 {
+			flush(s)
+		}
+	}
+	for s := range batches {
+		if len(batches[s]) > 0 {
+			flush(s)
+		}
+	}
+	if err := objstore.Sync(ctx, io); err != nil {
+		b.Fatal(err)
+	}
+	// Let compactions settle, so they do not bill the pages' CPU time.
+	for end := time.Now().Add(5 * time.Minute); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if l := st.LSMStats(); l.DebtBytes == 0 && l.CompactionsRunning == 0 {
+			break
+		}
+	}
+	b.Logf("filled %d entries on %d shards in %s; LSM %+v", n, shards, time.Since(t0).Round(time.Millisecond), st.LSMStats())
+	return ix
+}
+
+// reportCPU reports the process's CPU time (user + system) per op, which
+// stays meaningful on a loaded machine where ns/op (wall time) does not.
+func reportCPU(b *testing.B) func() {
+	start := cpuTime()
+	return func() {
+		if b.N > 0 {
+			b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+		}
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func splitmix(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// benchEntry is an entry as a plain PUT of a small object links it.
+func benchEntry(key string, i int) bucketindex.Entry {
+	tag := fmt.Sprintf("7f3c2a1e-bench.1_%016x", uint64(i)*0x9e3779b97f4a7c15)
+	return bucketindex.Entry{
+		Key: key, Size: 4096, ETag: fmt.Sprintf("%032x", uint64(i)), Tag: tag,
+		ModTime: time.Unix(1764150000+int64(i), 0).UTC(), Owner: "testuser",
+		Manifest: bucketindex.Manifest{Runs: []bucketindex.Run{{Prefix: tag, Size: 4096, StripeSize: 4 << 20}}},
+		Meta:     json.RawMessage(`{"ct":"application/octet-stream"}`),
+	}
+}
