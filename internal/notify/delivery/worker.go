@@ -681,6 +681,12 @@ func (w *worker) handle(r result) {
 		return
 	}
 	st := w.state.Load()
+	if errors.Is(r.err, push.ErrQueuedBehind) {
+		// A pipelined push that waited behind one that timed out: that
+		// one is charged, this one goes again as it is.
+		w.schedule(kq, now)
+		return
+	}
 	if errors.Is(r.err, push.ErrClosed) {
 		// The factory closed the endpoint under us (say the topic
 		// changed): not the entry's failure. Fetch the endpoint again.

@@ -109,6 +109,11 @@ var (
 	ErrUnroutable = errors.New("push: broker could not route the message")
 	// ErrNacked: the broker refused the message. Retryable.
 	ErrNacked = errors.New("push: broker nacked the message")
+	// ErrQueuedBehind: a batched message got no answer because an earlier
+	// message of its exchange timed out (HTTP pipelining answers in order).
+	// Retryable, and not the message's own failure: delivery sends it again
+	// without charging it a retry.
+	ErrQueuedBehind = errors.New("push: not answered: queued behind a message that timed out")
 )
 
 // Error carries the retry classification of a delivery failure.

@@ -209,8 +209,20 @@ func (e *Endpoint) PushBatch(ctx context.Context, msgs []push.Message, done func
 	}
 	deadline, ctxDeadline := e.deadline(ctx)
 	n, err := e.doBatch(ctx, deadline, send, func(j, code int) { done(idx[j], statusError(code)) })
-	for _, i := range idx[n:] {
-		done(i, transportError(ctx, ctxDeadline, err))
+	if n == len(send) {
+		return
+	}
+	terr := transportError(ctx, ctxDeadline, err)
+	done(idx[n], terr)
+	// After a timeout the receiver was busy with idx[n]: the requests
+	// behind it were waiting, not failing. Other errors (refused, reset)
+	// are every unanswered message's.
+	behind := terr
+	if isTimeout(err) || errors.Is(terr, context.DeadlineExceeded) {
+		behind = push.Retryable(fmt.Errorf("http endpoint: %w (%w)", push.ErrQueuedBehind, err))
+	}
+	for _, i := range idx[n+1:] {
+		done(i, behind)
 	}
 }
 

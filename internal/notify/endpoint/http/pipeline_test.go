@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairn-s3/cairn/internal/notify/push"
 )
@@ -266,6 +267,65 @@ func TestPushBatchWritesBeforeReading(t *testing.T) {
 	for i, err := range outcomes(t, ep, batchOf(n)) {
 		if err != nil {
 			t.Errorf("message %d: %v", i, err)
+		}
+	}
+}
+
+// A receiver stuck on one request of a batch: that message fails with the
+// timeout, the ones behind it with ErrQueuedBehind (delivery does not
+// charge them a retry), the ones before it are acknowledged.
+func TestPushBatchTimeoutChargesTheStuckOne(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	url, _ := rawServer(t, func(c net.Conn, br *bufio.Reader) {
+		for i := 0; ; i++ {
+			if _, _, err := readRequest(br); err != nil {
+				return
+			}
+			if i == 1 {
+				<-release
+				return
+			}
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"); err != nil {
+				return
+			}
+		}
+	})
+	ep, err := New(Options{URL: url, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	errs := outcomes(t, ep, batchOf(5))
+	if errs[0] != nil {
+		t.Errorf("message 0: %v", errs[0])
+	}
+	if !push.IsRetryable(errs[1]) || errors.Is(errs[1], push.ErrQueuedBehind) || !isTimeout(errs[1]) {
+		t.Errorf("message 1 (stuck): %v, want a retryable timeout", errs[1])
+	}
+	for i := 2; i < 5; i++ {
+		if !push.IsRetryable(errs[i]) || !errors.Is(errs[i], push.ErrQueuedBehind) {
+			t.Errorf("message %d: %v, want retryable ErrQueuedBehind", i, errs[i])
+		}
+	}
+}
+
+// A refused connection is every message's failure, not a queue.
+func TestPushBatchRefusedChargesAll(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ep, err := New(Options{URL: "http://" + addr + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	for i, err := range outcomes(t, ep, batchOf(3)) {
+		if !push.IsRetryable(err) || errors.Is(err, push.ErrQueuedBehind) {
+			t.Errorf("message %d: %v, want a retryable error of its own", i, err)
 		}
 	}
 }
