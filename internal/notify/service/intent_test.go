@@ -252,7 +252,7 @@ func TestIntentEncodingMatchesJSON(t *testing.T) {
 	cases := []intent{
 		{V: 1, Owner: "gw", EventName: "ObjectCreated:Put", Bucket: "bk", BOwner: "u", BucketID: "id",
 			Targets: []intentTarget{{Queue: ":t", Config: "c", OID: ":t.3", Res: 7, Bytes: 4096, Created: 1700000000123456789, EventID: "e1"}},
-			Obj: &intentObject{Size: 4096, ETag: "abc", MTime: 1700000000000000001}},
+			Obj:     &intentObject{Size: 4096, ETag: "abc", MTime: 1700000000000000001}},
 		{V: 1, Owner: odd, EventName: odd, Bucket: odd, BOwner: odd, BucketID: odd, Principal: odd, SourceIP: odd,
 			RequestID: odd, HostID: odd, Targets: []intentTarget{
 				{Queue: odd, Config: odd, OID: odd, Res: math.MaxUint64, Bytes: 0, Created: -1, EventID: odd, EventName: odd},
