@@ -503,7 +503,8 @@ func (w *worker) dispatch() error {
 			// owner that lost its lease finds out before it pushes further.
 			// Removals of other keys ride along in the same op.
 			if err := w.flush(w.stopCtx); err != nil {
-				b.send()
+				// Push nothing more: the lease may be gone.
+				b.abandon(now)
 				return err
 			}
 		}
@@ -551,6 +552,21 @@ func (b *batch) add(bt push.Batcher, sem chan struct{}, it *item, msg push.Messa
 	b.bt, b.sem = bt, sem
 	b.items = append(b.items, it)
 	b.msgs = append(b.msgs, msg)
+}
+
+// abandon puts the gathered heads back unsent and frees their slots.
+func (b *batch) abandon(now time.Time) {
+	w := b.w
+	for _, it := range b.items {
+		<-w.m.global
+		<-b.sem
+		it.flight = false
+		w.inflight--
+		if kq := w.keys[it.key]; kq != nil {
+			w.schedule(kq, now)
+		}
+	}
+	b.items, b.msgs = nil, nil
 }
 
 // send starts the gathered pushes. Always nil (it ends dispatch's returns).
