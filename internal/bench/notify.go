@@ -117,6 +117,9 @@ type NotifyConfig struct {
 	// CommitLinger is the gateway's --notif-commit-linger (deferred queue
 	// commits; 0 leaves the flag out: commit before the reply).
 	CommitLinger time.Duration
+	// PushPipeline is the gateway's --notif-push-pipeline (0: not passed,
+	// the gateway's default).
+	PushPipeline int
 	// Command is recorded in the result.
 	Command string
 	Out     io.Writer
@@ -387,6 +390,7 @@ func NotifyMain(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&cfg.SoakDuration, "soak", 60*time.Second, "11-shard 4 KiB PUT run showing delivery keeps up (negative: skip)")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "repeat the matrix; the summary takes medians")
 	fs.DurationVar(&cfg.ScanInterval, "notif-scan-interval", time.Second, "gateway --notif-scan-interval")
+	fs.IntVar(&cfg.PushPipeline, "notif-push-pipeline", 0, "gateway --notif-push-pipeline (0: not passed)")
 	fs.DurationVar(&cfg.CommitLinger, "notif-commit-linger", 50*time.Millisecond, "gateway --notif-commit-linger (0: not passed; commit before the reply)")
 	jsonOut := fs.String("json", "", "also write the JSON result (indented) to this file")
 	mdOut := fs.String("md", "", "write the tables into this markdown file (between its notify:begin/end markers)")
@@ -512,7 +516,7 @@ func RunNotify(ctx context.Context, cfg NotifyConfig) (*NotifyResult, error) {
 	fmt.Fprintf(out, "endpoint: %s %s\n", cfg.EndpointKind, res.Endpoint)
 
 	ak, sk := "notifybench", fmt.Sprintf("s%016x", time.Now().UnixNano())
-	gcfg := gwConfig{bin: cfg.Bin, inProcess: cfg.InProcess, dir: dir, ak: ak, sk: sk, scan: cfg.ScanInterval, linger: cfg.CommitLinger}
+	gcfg := gwConfig{bin: cfg.Bin, inProcess: cfg.InProcess, dir: dir, ak: ak, sk: sk, scan: cfg.ScanInterval, linger: cfg.CommitLinger, pipeline: cfg.PushPipeline}
 
 	// Topic bench1 on a gateway with --notif-shards 1, then bench11.
 	topics := map[string]string{} // mode → topic name
@@ -1097,6 +1101,7 @@ type gwConfig struct {
 	ak, sk    string
 	scan      time.Duration
 	linger    time.Duration
+	pipeline  int
 }
 
 func freePort() (string, error) {
@@ -1118,6 +1123,9 @@ func startGateway(ctx context.Context, gc gwConfig, shards int, out io.Writer) (
 	args = append(args, gc.extra...)
 	if gc.linger > 0 {
 		args = append(args, "--notif-commit-linger", gc.linger.String())
+	}
+	if gc.pipeline > 0 {
+		args = append(args, "--notif-push-pipeline", strconv.Itoa(gc.pipeline))
 	}
 	g := &notifyGateway{
 		url: "http://" + addr, inProcess: gc.inProcess, done: make(chan error, 1),

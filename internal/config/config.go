@@ -52,6 +52,9 @@ type Config struct {
 	// the event's intent) is durable and commits the event after, batched
 	// per queue shard for up to this long; 0 commits before the reply.
 	NotifCommitLinger time.Duration
+	// NotifPushPipeline bounds the HTTP POSTs a queue shard's delivery
+	// writes on one connection before reading their answers.
+	NotifPushPipeline int
 	// TopicRequirePublishPolicy refuses attaching another user's topic to
 	// a bucket unless the topic's Policy allows sns:Publish to the caller.
 	TopicRequirePublishPolicy bool
@@ -256,6 +259,7 @@ var options = []option{
 	{"notif-lease", "how long a gateway owns a queue shard without renewing (a dead gateway's shards move after this)", "90s", durOpt(func(c *Config) *time.Duration { return &c.NotifLease })},
 	{"notif-scan-interval", "how often delivery reads the queue registry, heartbeats and rebalances shards", "30s", durOpt(func(c *Config) *time.Duration { return &c.NotifScan })},
 	{"notif-commit-linger", "a persistent event is durable in its write's index op (link intent); its queue commit follows the reply, batched per queue shard for up to this long (0 = commit before the reply, one op per write or group; embedded backend only)", "0", durOpt(func(c *Config) *time.Duration { return &c.NotifCommitLinger })},
+	{"notif-push-pipeline", "HTTP notification POSTs of one queue shard pipelined on one connection (written together, answers read in order; 1 = one request per round trip)", "32", intOpt(func(c *Config) *int { return &c.NotifPushPipeline })},
 	{"topic-require-publish-policy", "attaching another user's topic to a bucket notification needs sns:Publish in the topic's Policy (rgw_topic_require_publish_policy)", "true", boolOpt(func(c *Config) *bool { return &c.TopicRequirePublishPolicy })},
 	{"notif-event-source", "eventSource of event records (RGW's ceph:s3; AWS sends aws:s3)", "ceph:s3", strOpt(func(c *Config) *string { return &c.NotifEventSource })},
 	{"notif-kafka-compression", "compression of Kafka batches: none (as RGW; every consumer reads it), gzip, snappy, lz4 or zstd", "none", strOpt(func(c *Config) *string { return &c.NotifKafkaCompression })},
@@ -459,6 +463,7 @@ func (c *Config) Validate() error {
 	check(c.MetricsListen == "" || (c.MetricsListen != c.Listen && c.MetricsListen != c.TLSListen), "metrics-listen must differ from listen and tls-listen")
 	// Checked here, not only by delivery: a bad pair must fail before a
 	// new data directory is initialised.
+	check(c.NotifPushPipeline >= 1 && c.NotifPushPipeline <= 1024, "notif-push-pipeline %d outside 1..1024", c.NotifPushPipeline)
 	check(c.NotifCommitLinger >= 0 && c.NotifCommitLinger <= 10*time.Second, "notif-commit-linger %s outside 0..10s", c.NotifCommitLinger)
 	// Only the writer resolves its intents: with several gateways on one
 	// cluster, a dead one's answered events would wait for its restart.

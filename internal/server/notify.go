@@ -206,7 +206,7 @@ func (g *Gateway) mountNotifications(cfg *config.Config, svc *service.Service, d
 			return endpoint.New(t.Settings, endpoint.Options{Cache: cache, MaxInFlight: -1, KafkaCompression: cfg.NotifKafkaCompression})
 		}),
 		MaxRetries: cfg.PersistMaxRetries, TTL: cfg.PersistTTL, RetrySleep: cfg.PersistSleep,
-		LeaseDuration: cfg.NotifLease, ScanInterval: cfg.NotifScan, FailureLog: svc.FailureLog(),
+		LeaseDuration: cfg.NotifLease, ScanInterval: cfg.NotifScan, PushBatch: cfg.NotifPushPipeline, FailureLog: svc.FailureLog(),
 		Logger: g.Log.With("component", "delivery"), Registerer: g.Registry,
 	})
 	if err != nil {

@@ -23,6 +23,7 @@ const (
 	DefaultMaxInFlight    = 1024
 	DefaultMaxPerEndpoint = 256
 	DefaultShardWindow    = 1024
+	DefaultPushBatch      = 32
 	DefaultRemoveBatch    = 256
 	DefaultRemoveInterval = 50 * time.Millisecond
 	DefaultAckLinger      = 5 * time.Millisecond
@@ -113,6 +114,10 @@ type Config struct {
 	// ShardWindow bounds the entries of one shard held in memory (listed,
 	// not yet removed); default 1024.
 	ShardWindow int
+	// PushBatch bounds the pushes of one shard sent in one exchange to an
+	// endpoint that batches (push.Batcher: HTTP pipelining); default 32,
+	// 1 sends every event in its own exchange.
+	PushBatch int
 	// RemoveBatch bounds the markers of one removal op (default 256).
 	// Acknowledged entries are removed at once, sharing an op only with
 	// the acknowledgements that arrived meanwhile. RemoveInterval batches
@@ -198,6 +203,9 @@ func (c *Config) EnsureDefaults() *Config {
 	if c.MaxInFlightPerEndpoint == 0 {
 		c.MaxInFlightPerEndpoint = min(DefaultMaxPerEndpoint, c.MaxInFlightTotal)
 	}
+	if c.PushBatch == 0 {
+		c.PushBatch = DefaultPushBatch
+	}
 	if c.ShardWindow == 0 {
 		c.ShardWindow = DefaultShardWindow
 	}
@@ -273,6 +281,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxInFlightPerEndpoint < 1 {
 		bad("MaxInFlightPerEndpoint %d must be at least 1", c.MaxInFlightPerEndpoint)
+	}
+	if c.PushBatch < 1 || c.PushBatch > 1024 {
+		bad("PushBatch %d must be in [1, 1024]", c.PushBatch)
 	}
 	if c.ShardWindow < 1 || c.ShardWindow > 100_000 {
 		bad("ShardWindow %d must be in [1, 100000]", c.ShardWindow)

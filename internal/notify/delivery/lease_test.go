@@ -112,8 +112,11 @@ func TestFencingEndToEnd(t *testing.T) {
 	}
 	// A renews rarely, so the broken lease is discovered by the fenced
 	// remove, not by a renewal.
+	// PushBatch 1: the gate needs both keys' pushes in the receiver's
+	// handler at once; pipelined, y would wait behind x on one connection.
 	a := e.manager("gwA", e.endpoints(nil), func(c *Config) {
 		c.LeaseDuration, c.RenewInterval, c.ScanInterval = 30*time.Second, 20*time.Second, 100*time.Millisecond
+		c.PushBatch = 1
 	})
 	eventually(t, 5*time.Second, "A pushing both keys", func() bool {
 		rcv.mu.Lock()
@@ -128,7 +131,7 @@ func TestFencingEndToEnd(t *testing.T) {
 	if err := lock.BreakLock(e.ctx, e.q.IO(), oid, LockName, "gwA", info.Lockers[0].Cookie); err != nil {
 		t.Fatal(err)
 	}
-	b := e.manager("gwB", e.endpoints(nil))
+	b := e.manager("gwB", e.endpoints(nil), func(c *Config) { c.PushBatch = 1 })
 	eventually(t, 5*time.Second, "B pushing too", func() bool {
 		rcv.mu.Lock()
 		defer rcv.mu.Unlock()

@@ -475,6 +475,8 @@ func (w *worker) drop(kq *keyQ, reason string, now time.Time, cause error) {
 func (w *worker) dispatch() error {
 	st := w.state.Load()
 	now := w.m.cfg.Now()
+	cfg := &w.m.cfg
+	b := &batch{w: w}
 	for len(w.waiting) > 0 && !w.waiting[0].due.After(now) {
 		kq := heap.Pop(&w.waiting).(*keyQ)
 		w.ready = append(w.ready, kq)
@@ -501,23 +503,80 @@ func (w *worker) dispatch() error {
 			// owner that lost its lease finds out before it pushes further.
 			// Removals of other keys ride along in the same op.
 			if err := w.flush(w.stopCtx); err != nil {
+				// Push nothing more: the lease may be gone.
+				b.abandon(now)
 				return err
 			}
 		}
 		if !w.endpoint(st, now) {
-			return nil
+			return b.send()
 		}
 		msg := push.StoredMessage(st.t.Name, it.rec, it.e.Data)
 		sem := w.m.endpointSem(st.epKey)
-		if !w.acquire(sem) {
+		bt, batching := w.ep.(push.Batcher)
+		batching = batching && cfg.PushBatch > 1
+		if batching && len(b.items) > 0 && !w.tryAcquire(sem) {
+			// No slot free now: send what is gathered before waiting.
+			b.send()
+		}
+		if (!batching || len(b.items) == 0) && !w.acquire(sem) {
 			return w.stopCtx.Err()
 		}
 		w.unready()
 		it.flight = true
 		w.inflight++
+		if batching {
+			b.add(bt, sem, it, msg)
+			if len(b.items) >= cfg.PushBatch {
+				b.send()
+			}
+			continue
+		}
 		w.pushes.Add(1)
 		go w.push(w.ep, sem, it, msg)
 	}
+	return b.send()
+}
+
+// batch gathers the heads one dispatch pipelines to a batching endpoint
+// (distinct keys: one head per key is ever in flight).
+type batch struct {
+	w     *worker
+	bt    push.Batcher
+	sem   chan struct{}
+	items []*item
+	msgs  []push.Message
+}
+
+func (b *batch) add(bt push.Batcher, sem chan struct{}, it *item, msg push.Message) {
+	b.bt, b.sem = bt, sem
+	b.items = append(b.items, it)
+	b.msgs = append(b.msgs, msg)
+}
+
+// abandon puts the gathered heads back unsent and frees their slots.
+func (b *batch) abandon(now time.Time) {
+	w := b.w
+	for _, it := range b.items {
+		<-w.m.global
+		<-b.sem
+		it.flight = false
+		w.inflight--
+		if kq := w.keys[it.key]; kq != nil {
+			w.schedule(kq, now)
+		}
+	}
+	b.items, b.msgs = nil, nil
+}
+
+// send starts the gathered pushes. Always nil (it ends dispatch's returns).
+func (b *batch) send() error {
+	if len(b.items) == 0 {
+		return nil
+	}
+	b.w.pushes.Add(1)
+	go b.w.pushBatch(b.bt, b.sem, b.items, b.msgs)
+	b.items, b.msgs = nil, nil
 	return nil
 }
 
@@ -566,6 +625,40 @@ func (w *worker) acquire(sem chan struct{}) bool {
 	}
 }
 
+// tryAcquire takes an endpoint and a global slot if both are free now.
+func (w *worker) tryAcquire(sem chan struct{}) bool {
+	select {
+	case sem <- struct{}{}:
+	default:
+		return false
+	}
+	select {
+	case w.m.global <- struct{}{}:
+		return true
+	default:
+		<-sem
+		return false
+	}
+}
+
+// pushBatch sends items (one endpoint and one global slot each) in one
+// exchange and hands each outcome to the loop as soon as it is known, as
+// push does.
+func (w *worker) pushBatch(bt push.Batcher, sem chan struct{}, items []*item, msgs []push.Message) {
+	defer w.pushes.Done()
+	for range items {
+		w.m.met.pushStart()
+	}
+	ctx, cancel := context.WithTimeout(w.pushCtx, w.m.cfg.PushTimeout)
+	defer cancel()
+	bt.PushBatch(ctx, msgs, func(i int, err error) {
+		w.m.met.pushEnd()
+		<-w.m.global
+		<-sem
+		w.results <- result{it: items[i], err: err}
+	})
+}
+
 func (w *worker) push(ep push.Endpoint, sem chan struct{}, it *item, msg push.Message) {
 	defer w.pushes.Done()
 	w.m.met.pushStart()
@@ -604,6 +697,12 @@ func (w *worker) handle(r result) {
 		return
 	}
 	st := w.state.Load()
+	if errors.Is(r.err, push.ErrQueuedBehind) {
+		// A pipelined push that waited behind one that timed out: that
+		// one is charged, this one goes again as it is.
+		w.schedule(kq, now)
+		return
+	}
 	if errors.Is(r.err, push.ErrClosed) {
 		// The factory closed the endpoint under us (say the topic
 		// changed): not the entry's failure. Fetch the endpoint again.

@@ -181,7 +181,11 @@ func (c *Cache) get(s topic.Settings, o Options) (Endpoint, error) {
 		c.entries[key] = e
 	}
 	e.refs++
-	return &handle{c: c, key: key, e: e}, nil
+	h := &handle{c: c, key: key, e: e}
+	if b, ok := e.ep.(push.Batcher); ok {
+		return &batchHandle{handle: h, b: b}, nil
+	}
+	return h, nil
 }
 
 // Len is the number of distinct connections held.
@@ -215,6 +219,22 @@ func (h *handle) Push(ctx context.Context, msg Message) error {
 		return ErrClosed
 	}
 	return h.e.ep.Push(ctx, msg)
+}
+
+// batchHandle is the handle of an endpoint that batches (push.Batcher).
+type batchHandle struct {
+	*handle
+	b push.Batcher
+}
+
+func (h *batchHandle) PushBatch(ctx context.Context, msgs []Message, done func(i int, err error)) {
+	if h.closed.Load() {
+		for i := range msgs {
+			done(i, ErrClosed)
+		}
+		return
+	}
+	h.b.PushBatch(ctx, msgs, done)
 }
 
 func (h *handle) Close() error {

@@ -2,6 +2,8 @@ package event
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -174,6 +176,11 @@ func TestTypeMatching(t *testing.T) {
 }
 
 func TestSequencerFormat(t *testing.T) {
+	for _, v := range []uint64{0, 1, 0xF, 0x10, 0x0123456789ABCDEF, 0xFEDCBA9876543210, math.MaxUint64} {
+		if got, want := FormatSequencer(v), fmt.Sprintf("%016X", v); got != want {
+			t.Errorf("FormatSequencer(%#x) = %q, want %q", v, got, want)
+		}
+	}
 	if s := FormatSequencer(1); s != "0000000000000001" {
 		t.Fatal(s)
 	}
@@ -269,4 +276,14 @@ func FuzzUnmarshal(f *testing.F) {
 			t.Fatalf("re-decode of %s: %v", out, err)
 		}
 	})
+}
+
+// BenchmarkNew is the record build of every notified write (-cpu 1).
+func BenchmarkNew(b *testing.B) {
+	p := sampleParams()
+	p.EventID = "fixed"
+	b.ReportAllocs()
+	for b.Loop() {
+		New(p)
+	}
 }

@@ -160,6 +160,10 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
+// AppendJSONString appends s as a JSON string, escaped as encoding/json
+// escapes it (HTML characters, U+2028/9, invalid UTF-8 as U+FFFD).
+func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s) }
+
 // Buffers for encoding records on hot paths: GetBuffer returns an empty
 // slice with room; PutBuffer takes it back once nothing refers to it.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}

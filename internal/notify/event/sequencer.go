@@ -12,8 +12,17 @@ import (
 // as numbers (RGW's little-endian timestamp does not sort).
 const SequencerWidth = 16
 
-// FormatSequencer renders v as 16 upper-case hex digits.
-func FormatSequencer(v uint64) string { return fmt.Sprintf("%016X", v) }
+// FormatSequencer renders v as 16 upper-case hex digits (by hand: it runs
+// for every event, and fmt cost a microsecond of it).
+func FormatSequencer(v uint64) string {
+	const digits = "0123456789ABCDEF"
+	var b [SequencerWidth]byte
+	for i := SequencerWidth - 1; i >= 0; i-- {
+		b[i] = digits[v&0xF]
+		v >>= 4
+	}
+	return string(b[:])
+}
 
 // ParseSequencer reverses FormatSequencer.
 func ParseSequencer(s string) (uint64, error) {

@@ -85,6 +85,20 @@ type Endpoint interface {
 	Close() error
 }
 
+// Batcher is an Endpoint that can send several messages in one exchange
+// (HTTP/1.1 pipelining: one write carries many requests). PushBatch
+// calls done(i, err) exactly once for each msgs[i], as soon as its outcome
+// is known and before it returns, with the error Push would return: nil
+// only once that message's own acknowledgement arrived. done is called
+// from PushBatch's goroutine. A message without one (a broken connection) is sent again or
+// fails retryably, so a receiver may see it twice (at-least-once, as with
+// Push). Delivery passes messages of distinct keys only, so their relative
+// order does not matter. Same concurrency, ctx and Body rules as Push.
+type Batcher interface {
+	Endpoint
+	PushBatch(ctx context.Context, msgs []Message, done func(i int, err error))
+}
+
 // Sentinel errors shared by endpoints.
 var (
 	// ErrClosed: Push on a closed endpoint (permanent for this endpoint
@@ -95,6 +109,11 @@ var (
 	ErrUnroutable = errors.New("push: broker could not route the message")
 	// ErrNacked: the broker refused the message. Retryable.
 	ErrNacked = errors.New("push: broker nacked the message")
+	// ErrQueuedBehind: a batched message got no answer because an earlier
+	// message of its exchange timed out (HTTP pipelining answers in order).
+	// Retryable, and not the message's own failure: delivery sends it again
+	// without charging it a retry.
+	ErrQueuedBehind = errors.New("push: not answered: queued behind a message that timed out")
 )
 
 // Error carries the retry classification of a delivery failure.

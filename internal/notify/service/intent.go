@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/driver"
@@ -104,8 +105,65 @@ func (r *reservation) Intent(ctx context.Context, obj driver.ObjectInfo) []byte 
 		}
 		in.Targets = append(in.Targets, it)
 	}
-	b, _ := json.Marshal(in)
-	return b
+	return in.append(make([]byte, 0, 512))
+}
+
+// append encodes in as json.Marshal does (TestIntentEncodingMatchesJSON),
+// by hand: json.Marshal's reflection was 70% of Intent's CPU, on every
+// notified write.
+func (in *intent) append(b []byte) []byte {
+	str := func(b []byte, key, v string, omitEmpty bool) []byte {
+		if omitEmpty && v == "" {
+			return b
+		}
+		b = append(b, key...)
+		return event.AppendJSONString(b, v)
+	}
+	b = append(b, `{"v":`...)
+	b = strconv.AppendInt(b, int64(in.V), 10)
+	b = str(b, `,"gw":`, in.Owner, false)
+	b = str(b, `,"ev":`, in.EventName, false)
+	b = str(b, `,"b":`, in.Bucket, false)
+	b = str(b, `,"bo":`, in.BOwner, false)
+	b = str(b, `,"bi":`, in.BucketID, false)
+	b = str(b, `,"u":`, in.Principal, true)
+	b = str(b, `,"ip":`, in.SourceIP, true)
+	b = str(b, `,"rq":`, in.RequestID, true)
+	b = str(b, `,"h":`, in.HostID, true)
+	b = append(b, `,"t":`...)
+	if in.Targets == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range in.Targets {
+			t := &in.Targets[i]
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = str(b, `{"q":`, t.Queue, false)
+			b = str(b, `,"c":`, t.Config, false)
+			b = str(b, `,"o":`, t.OID, false)
+			b = append(b, `,"r":`...)
+			b = strconv.AppendUint(b, t.Res, 10)
+			b = append(b, `,"rb":`...)
+			b = strconv.AppendUint(b, t.Bytes, 10)
+			b = append(b, `,"rc":`...)
+			b = strconv.AppendInt(b, t.Created, 10)
+			b = str(b, `,"e":`, t.EventID, false)
+			b = str(b, `,"ev":`, t.EventName, true)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if in.Obj != nil {
+		b = append(b, `,"o":{"s":`...)
+		b = strconv.AppendInt(b, in.Obj.Size, 10)
+		b = str(b, `,"et":`, in.Obj.ETag, false)
+		b = append(b, `,"t":`...)
+		b = strconv.AppendInt(b, in.Obj.MTime, 10)
+		b = append(b, '}')
+	}
+	return append(b, '}')
 }
 
 // RecoverIntent implements driver.IntentRecoverer. Only this gateway's

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"testing"
 	"time"
 
@@ -243,4 +244,52 @@ func TestRecoverIntentOfReplacedVersion(t *testing.T) {
 	if recs[0].ObjectKey() != "k" || o.Size != 7 || o.ETag != "e7" || o.Sequencer != event.FormatSequencer(uint64(mtime.UnixNano())) {
 		t.Fatalf("record of the replaced version: %+v", o)
 	}
+}
+
+// The hand-written intent encoder writes exactly json.Marshal's bytes.
+func TestIntentEncodingMatchesJSON(t *testing.T) {
+	odd := "a\"b\\c<d>&e\u2028f\x00g\xffh\tü"
+	cases := []intent{
+		{V: 1, Owner: "gw", EventName: "ObjectCreated:Put", Bucket: "bk", BOwner: "u", BucketID: "id",
+			Targets: []intentTarget{{Queue: ":t", Config: "c", OID: ":t.3", Res: 7, Bytes: 4096, Created: 1700000000123456789, EventID: "e1"}},
+			Obj:     &intentObject{Size: 4096, ETag: "abc", MTime: 1700000000000000001}},
+		{V: 1, Owner: odd, EventName: odd, Bucket: odd, BOwner: odd, BucketID: odd, Principal: odd, SourceIP: odd,
+			RequestID: odd, HostID: odd, Targets: []intentTarget{
+				{Queue: odd, Config: odd, OID: odd, Res: math.MaxUint64, Bytes: 0, Created: -1, EventID: odd, EventName: odd},
+				{Queue: "q2", EventID: "e2"}},
+			Obj: &intentObject{Size: -1, ETag: odd, MTime: math.MinInt64}},
+		{V: 1},
+		{V: 2, Targets: []intentTarget{}},
+	}
+	for i, in := range cases {
+		want, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := in.append(nil); string(got) != string(want) {
+			t.Errorf("case %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+}
+
+// BenchmarkIntentEncode: the hand encoder (/append) against json.Marshal
+// (/json) for a one-target intent (-cpu 1).
+func BenchmarkIntentEncode(b *testing.B) {
+	in := intent{V: 1, Owner: "gw1-5f3a", EventName: "ObjectCreated:Put", Bucket: "nb-r1-put-4kib-shards11", BOwner: "admin",
+		BucketID: "8c5f0a4e-2b1d.1", Principal: "admin", SourceIP: "127.0.0.1", RequestID: "tx000000000000000000123-0065a1b2c3",
+		HostID: "cairn", Targets: []intentTarget{{Queue: ":bench11", Config: "n1", OID: ":bench11.7", Res: 123456,
+			Bytes: 4096, Created: 1700000000123456789, EventID: "0123456789abcdef0123456789abcdef"}},
+		Obj: &intentObject{Size: 4096, ETag: "d41d8cd98f00b204e9800998ecf8427e", MTime: 1700000000000000001}}
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			in.append(make([]byte, 0, 512))
+		}
+	})
+	b.Run("json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = json.Marshal(in)
+		}
+	})
 }

@@ -1,12 +1,14 @@
 // Package http pushes notifications to HTTP(S) endpoints: one POST per
 // message with the JSON body; a 2xx answer acknowledges it.
 //
-// Delivery calls Push from one goroutine per in-flight event, so the client
-// here is synchronous: a Push takes an idle persistent connection from the
-// endpoint's pool (or dials one), writes the whole request in one Write,
-// reads the answer with net/http's response parser and puts the connection
-// back. There are no per-connection goroutines, channels or header maps, as
-// there are in net/http's Transport.
+// The client is synchronous: a Push takes an idle persistent connection
+// from the endpoint's pool (or dials one), writes the whole request in one
+// Write, reads the answer with net/http's response parser and puts the
+// connection back. PushBatch does the same for many messages at once
+// (HTTP/1.1 pipelining): all requests in one Write, then the answers in
+// order, so a shard's batch costs one write and few reads instead of a
+// round trip each. There are no per-connection goroutines, channels or
+// header maps, as there are in net/http's Transport.
 package http
 
 import (
@@ -83,7 +85,7 @@ type conn struct {
 	idleAt time.Time
 }
 
-var _ push.Endpoint = (*Endpoint)(nil)
+var _ push.Batcher = (*Endpoint)(nil)
 
 // New builds an endpoint; nothing is dialled until the first Push.
 func New(o Options) (*Endpoint, error) {
@@ -160,23 +162,96 @@ func (e *Endpoint) Push(ctx context.Context, msg push.Message) error {
 	if err := ctx.Err(); err != nil {
 		return push.Retryable(fmt.Errorf("http endpoint: %w", err))
 	}
-	deadline, ctxDeadline := time.Now().Add(e.opts.Timeout), false
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline, ctxDeadline = d, true
-	}
+	deadline, ctxDeadline := e.deadline(ctx)
 	code, err := e.do(ctx, deadline, &msg)
 	if err != nil {
-		cerr := ctx.Err()
-		if cerr == nil && ctxDeadline && isTimeout(err) {
-			// The connection's deadline was ctx's, and fired before ctx's
-			// own timer.
-			cerr = context.DeadlineExceeded
-		}
-		if cerr != nil && !errors.Is(err, cerr) {
-			err = fmt.Errorf("%w (%w)", cerr, err)
-		}
-		return push.Retryable(fmt.Errorf("http endpoint: %w", err))
+		return transportError(ctx, ctxDeadline, err)
 	}
+	return statusError(code)
+}
+
+// PushBatch POSTs every message on one connection, pipelined (HTTP/1.1,
+// RFC 9112 section 9.3): all requests in one write, then the answers in
+// order. A message is acknowledged only by its own 2xx answer, classified
+// as by Push. When the connection ends early (a receiver closing it after
+// some answers, or a broken one) the unanswered requests go again on a
+// new connection, as Push resends a request a pooled connection lost, so
+// a receiver may see a POST twice; pipelining a non-idempotent method
+// is safe here only because delivery is at-least-once anyway.
+func (e *Endpoint) PushBatch(ctx context.Context, msgs []push.Message, done func(i int, err error)) {
+	if len(msgs) == 1 {
+		done(0, e.Push(ctx, msgs[0]))
+		return
+	}
+	fail := func(err error) {
+		for i := range msgs {
+			done(i, err)
+		}
+	}
+	if e.closed.Load() {
+		fail(push.ErrClosed)
+		return
+	}
+	if err := ctx.Err(); err != nil {
+		fail(push.Retryable(fmt.Errorf("http endpoint: %w", err)))
+		return
+	}
+	// A message whose headers cannot be sent fails alone, as in Push.
+	send := make([]*push.Message, 0, len(msgs))
+	idx := make([]int, 0, len(msgs))
+	for i := range msgs {
+		if err := e.checkHeaders(&msgs[i]); err != nil {
+			done(i, push.Retryable(fmt.Errorf("http endpoint: %w", err)))
+			continue
+		}
+		send = append(send, &msgs[i])
+		idx = append(idx, i)
+	}
+	deadline, ctxDeadline := e.deadline(ctx)
+	n, err := e.doBatch(ctx, deadline, send, func(j, code int) { done(idx[j], statusError(code)) })
+	if n == len(send) {
+		return
+	}
+	terr := transportError(ctx, ctxDeadline, err)
+	done(idx[n], terr)
+	// After a timeout the receiver was busy with idx[n]: the requests
+	// behind it were waiting, not failing. Other errors (refused, reset)
+	// are every unanswered message's.
+	behind := terr
+	if isTimeout(err) || errors.Is(terr, context.DeadlineExceeded) {
+		behind = push.Retryable(fmt.Errorf("http endpoint: %w (%w)", push.ErrQueuedBehind, err))
+	}
+	for _, i := range idx[n+1:] {
+		done(i, behind)
+	}
+}
+
+// deadline is the earlier of the endpoint's timeout and ctx's deadline;
+// ctxDeadline tells which.
+func (e *Endpoint) deadline(ctx context.Context) (deadline time.Time, ctxDeadline bool) {
+	deadline = time.Now().Add(e.opts.Timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		return d, true
+	}
+	return deadline, false
+}
+
+// transportError classifies a failed exchange: always retryable.
+func transportError(ctx context.Context, ctxDeadline bool, err error) error {
+	cerr := ctx.Err()
+	if cerr == nil && ctxDeadline && isTimeout(err) {
+		// The connection's deadline was ctx's, and fired before ctx's
+		// own timer.
+		cerr = context.DeadlineExceeded
+	}
+	if cerr != nil && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w (%w)", cerr, err)
+	}
+	return push.Retryable(fmt.Errorf("http endpoint: %w", err))
+}
+
+// statusError classifies an answer's status.
+func statusError(code int) error {
 	switch {
 	case code >= 200 && code < 300:
 		return nil
@@ -271,6 +346,118 @@ func (e *Endpoint) roundTrip(ctx context.Context, c *conn, deadline time.Time, m
 		keep = c.nc.SetDeadline(time.Time{}) == nil
 	}
 	return resp.StatusCode, true, nil
+}
+
+// errEarlyClose: the receiver ended the connection (Connection: close,
+// or a body too long to drain) before answering every pipelined request.
+var errEarlyClose = errors.New("connection closed before every pipelined request was answered")
+
+// doBatch sends msgs pipelined and reports each answer's status to
+// answer(i, status) as it is read. It returns how many of msgs (a prefix)
+// were answered, and why the rest were not. The unanswered rest goes again on a new connection after an
+// exchange that got at least one answer (the receiver may close a
+// connection after any answer), or once after a pooled connection failed
+// before any (closed while idle, as in do).
+func (e *Endpoint) doBatch(ctx context.Context, deadline time.Time, msgs []*push.Message, answer func(i, status int)) (int, error) {
+	c := e.get()
+	reused := c != nil
+	done := 0
+	for done < len(msgs) {
+		if c == nil {
+			var err error
+			if c, err = e.dial(ctx, deadline); err != nil {
+				return done, err
+			}
+		}
+		off := done
+		n, err := e.pipeline(ctx, c, deadline, msgs[done:], func(i, status int) { answer(off+i, status) })
+		done += n
+		if err == nil || done == len(msgs) {
+			break
+		}
+		if (n == 0 && !reused) || ctx.Err() != nil || isTimeout(err) || !time.Now().Before(deadline) {
+			return done, err
+		}
+		reused, c = false, nil
+	}
+	return done, nil
+}
+
+// pipeline writes every request of msgs on c in one write, then reads the
+// answers in order, each to answer(i, status). It returns how many were answered; fewer
+// than len(msgs) only with an error. c is back in the pool after a full
+// exchange on a connection that stays open, else closed.
+func (e *Endpoint) pipeline(ctx context.Context, c *conn, deadline time.Time, msgs []*push.Message, answer func(i, status int)) (answered int, err error) {
+	keep := false
+	if err := c.nc.SetDeadline(deadline); err != nil {
+		c.nc.Close()
+		return 0, err
+	}
+	var stop func() bool
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(aLongTimeAgo) })
+	}
+	defer func() {
+		if stop != nil && !stop() {
+			keep = false
+		}
+		if keep {
+			e.put(c)
+		} else {
+			c.nc.Close()
+		}
+	}()
+
+	w := c.wbuf[:0]
+	for _, msg := range msgs {
+		if w, err = e.appendRequest(w, msg); err != nil {
+			return 0, err // checked by the caller: not reached
+		}
+	}
+	if cap(w) <= maxKeptWriteBuf {
+		c.wbuf = w
+	} else {
+		c.wbuf = nil
+	}
+	if _, err := c.nc.Write(w); err != nil {
+		return 0, err
+	}
+	for i := range msgs {
+		resp, err := nethttp.ReadResponse(c.br, postRequest)
+		for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != 101 {
+			resp, err = nethttp.ReadResponse(c.br, postRequest)
+		}
+		if err != nil {
+			return i, err
+		}
+		n, err := io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain+1))
+		answer(i, resp.StatusCode)
+		if err != nil || n > maxDrain || resp.Close || resp.StatusCode == 101 {
+			if i+1 < len(msgs) {
+				return i + 1, errEarlyClose
+			}
+			return i + 1, nil
+		}
+	}
+	keep = c.nc.SetDeadline(time.Time{}) == nil
+	return len(msgs), nil
+}
+
+// checkHeaders reports whether msg's CloudEvents header values can be
+// sent (appendRequest refuses the same ones).
+func (e *Endpoint) checkHeaders(msg *push.Message) error {
+	if !e.opts.CloudEvents {
+		return nil
+	}
+	ce := &msg.CloudEvent
+	for _, h := range [...]struct{ name, value string }{
+		{"ce-type", ce.Type}, {"ce-source", ce.Source}, {"ce-id", ce.ID}, {"ce-subject", ce.Subject},
+	} {
+		if !validHeaderValue(h.value) {
+			return fmt.Errorf("invalid header field value for %q", h.name)
+		}
+	}
+	return nil
 }
 
 // appendRequest appends the request for msg to b.
