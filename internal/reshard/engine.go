@@ -745,12 +745,42 @@ func (e *engine) copyShard(ctx context.Context, i int, tb *targetBuffers, afterP
 // srcs are the source shards to replay; paced rounds (not the tail, which
 // writers wait for) charge the pacer for every batch they apply.
 func (e *engine) replayRound(ctx context.Context, replayed []uint64, srcs []int, fanout int, paced bool) (uint64, error) {
-	const maxRoundPages = 16
+	n, _, err := e.replayPart(ctx, replayed, srcs, fanout, paced)
+	return n, err
+}
+
+// replayDrain replays rounds until every source's log is read to its end:
+// after the sources close, nothing may be left behind, however long the
+// tail (a single round stopped at maxRoundPages per source, and the
+// switch lost the rest).
+func (e *engine) replayDrain(ctx context.Context, replayed []uint64, srcs []int, fanout int) (uint64, error) {
+	var total uint64
+	for {
+		n, drained, err := e.replayPart(ctx, replayed, srcs, fanout, false)
+		total += n
+		if err != nil || drained {
+			return total, err
+		}
+	}
+}
+
+// Replay round bounds: pages per source, and records a round holds in
+// memory across all sources (a round at 97 shards held 1.5M records).
+const (
+	maxRoundPages   = 16
+	maxRoundRecords = 256 << 10
+)
+
+// replayPart is one replay round; drained reports that it read every
+// source's log to its end.
+func (e *engine) replayPart(ctx context.Context, replayed []uint64, srcs []int, fanout int, paced bool) (uint64, bool, error) {
 	ns, nt := e.src.Layout.NumShards, e.dst.Layout.NumShards
+	pages := min(maxRoundPages, max(1, maxRoundRecords/(max(1, len(srcs))*e.m.cfg.CopyBatch)))
 	logs := make([][]bucketindex.RawLogRecord, ns)
+	left := make([]bool, ns)
 	err := parallel(ctx, fanout, srcs, func(ctx context.Context, i int) error {
 		after := replayed[i]
-		for p := 0; p < maxRoundPages; p++ {
+		for p := 0; p < pages; p++ {
 			recs, more, err := e.src.ReadLogRaw(ctx, i, after, e.m.cfg.CopyBatch)
 			if err != nil {
 				return fmt.Errorf("read log of shard %d: %w", i, err)
@@ -763,10 +793,15 @@ func (e *engine) replayRound(ctx context.Context, replayed []uint64, srcs []int,
 				return nil
 			}
 		}
+		left[i] = true
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, false, err
+	}
+	drained := true
+	for _, l := range left {
+		drained = drained && !l
 	}
 	groups := make([][]bucketindex.RawLogRecord, nt)
 	var n uint64
@@ -799,14 +834,14 @@ func (e *engine) replayRound(ctx context.Context, replayed []uint64, srcs []int,
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	for i, recs := range logs {
 		if len(recs) > 0 {
 			replayed[i] = recs[len(recs)-1].Seq
 		}
 	}
-	return n, nil
+	return n, drained, nil
 }
 
 // replayStep replays the logs until what is left is small enough to
@@ -882,7 +917,7 @@ func (e *engine) switchStep(ctx context.Context) error {
 	if err := e.failpoint("after-close"); err != nil {
 		return err
 	}
-	n, err := e.replayRound(ctx, replayed, e.sources(), e.m.cfg.SwitchFanout, false)
+	n, err := e.replayDrain(ctx, replayed, e.sources(), e.m.cfg.SwitchFanout)
 	if err != nil {
 		return err
 	}

@@ -483,3 +483,41 @@ func TestReshardMovesLinkIntents(t *testing.T) {
 		}
 	}
 }
+
+// The replay after the sources close takes the whole tail, however long:
+// a round reads at most 16 pages per source, and a switch that replayed
+// one round dropped the rest of a long tail (here 3 keys a page, 200 keys
+// written just before the close, ~67 per source shard).
+func TestSwitchReplaysWholeTail(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.bucket("bkt", 3)
+	md := model{}
+	for i := 0; i < 30; i++ {
+		k := fmt.Sprintf("a%03d", i)
+		e.mustPut("bkt", k, 1)
+		md[k] = 1
+	}
+	late := 0
+	m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 3, Workers: 1,
+		Failpoints: &reshard.Failpoints{Hit: func(_, p string) bool {
+			if p == "before-closing" && late == 0 {
+				for ; late < 200; late++ {
+					k := fmt.Sprintf("z%03d", late)
+					e.mustPut("bkt", k, 2)
+					md[k] = 2
+				}
+			}
+			return false
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Reshard(ctx, "bkt", 5); err != nil {
+		t.Fatal(err)
+	}
+	if late != 200 {
+		t.Fatalf("wrote %d keys before the close, want 200", late)
+	}
+	e.verify("bkt", md)
+}
