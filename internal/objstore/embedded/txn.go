@@ -74,6 +74,7 @@ func (t *txn) chunkKey(idx int64) []byte { return t.part(partData, chunkSuffix(i
 
 // get returns a copy of key's value.
 func (t *txn) get(key []byte) ([]byte, bool, error) {
+	t.s.pointGets.Add(1)
 	v, c, err := t.r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
