@@ -390,7 +390,7 @@ func (t *shardTx) nullSeq(key string) (uint64, []byte, error) {
 	return p.Q, raw, nil
 }
 
-func (t *shardTx) commit() error { return t.ctx.SetOmapHeader(t.h.encode()) }
+func (t *shardTx) commit() error { return writeHeader(t.ctx, t.h) }
 
 func beginTx(ctx objstore.MethodContext) (*shardTx, error) {
 	state, err := writable(ctx)
