@@ -5,6 +5,7 @@ import (
 	"context"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/cairn-s3/cairn/internal/bucketindex"
 	"github.com/cairn-s3/cairn/internal/cls"
@@ -27,7 +28,9 @@ func TestPutPointReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := driver.New(ctx, driver.Options{Store: st, DefaultShards: 1, GCMinWait: -1})
+	// A stopped clock: the bucket's cached instance never expires mid-test.
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	d, err := driver.New(ctx, driver.Options{Store: st, DefaultShards: 1, GCMinWait: -1, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
