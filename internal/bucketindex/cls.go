@@ -127,12 +127,35 @@ func writable(ctx objstore.MethodContext) (string, error) {
 	return st, nil
 }
 
+// hdrSlot caches the shard header's encoding (MethodContext.Cached), so a
+// link reads only its key's entry: the header is a point read per call
+// otherwise. Every method that writes the header does it through
+// writeHeader, which stages the new encoding with it.
+const hdrSlot = "hdr"
+
 func readHeader(ctx objstore.MethodContext) (shardHeader, error) {
+	if v, ok := ctx.Cached(hdrSlot); ok {
+		return decodeHeader(v.([]byte))
+	}
 	b, err := ctx.GetOmapHeader()
 	if err != nil {
 		return shardHeader{}, err
 	}
-	return decodeHeader(b)
+	h, err := decodeHeader(b)
+	if err == nil {
+		ctx.SetCached(hdrSlot, b)
+	}
+	return h, err
+}
+
+// writeHeader stores h as the shard's header and caches it.
+func writeHeader(ctx objstore.MethodContext, h shardHeader) error {
+	b := h.encode()
+	if err := ctx.SetOmapHeader(b); err != nil {
+		return err
+	}
+	ctx.SetCached(hdrSlot, b)
+	return nil
 }
 
 func clsInit(ctx objstore.MethodContext, in []byte) ([]byte, error) {
@@ -150,7 +173,7 @@ func clsInit(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return nil, ctx.SetOmapHeader(shardHeader{}.encode())
+	return nil, writeHeader(ctx, shardHeader{})
 }
 
 // fence fails with ErrCanceled when the shard has seen a newer reshard
@@ -314,7 +337,7 @@ func mutate(ctx objstore.MethodContext, rec LogRecord) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return out, ctx.SetOmapHeader(h.encode())
+	return out, writeHeader(ctx, h)
 }
 
 func clsGCDone(ctx objstore.MethodContext, in []byte) ([]byte, error) {
@@ -396,7 +419,7 @@ func clsApply(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return nil, ctx.SetOmapHeader(h.encode())
+	return nil, writeHeader(ctx, h)
 }
 
 // copyIn (binary, for speed: a reshard copies every entry once) is
@@ -485,7 +508,7 @@ func clsCopy(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if err := ctx.SetOmap(pairs...); err != nil {
 		return nil, err
 	}
-	return nil, ctx.SetOmapHeader(h.encode())
+	return nil, writeHeader(ctx, h)
 }
 
 // replayIn (binary) is uvarint epoch, uvarint count, then count × (op byte
@@ -617,5 +640,5 @@ func clsReplay(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 		}
 		cur[r.Key] = r.Entry
 	}
-	return nil, ctx.SetOmapHeader(h.encode())
+	return nil, writeHeader(ctx, h)
 }

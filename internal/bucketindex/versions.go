@@ -390,7 +390,7 @@ func (t *shardTx) nullSeq(key string) (uint64, []byte, error) {
 	return p.Q, raw, nil
 }
 
-func (t *shardTx) commit() error { return t.ctx.SetOmapHeader(t.h.encode()) }
+func (t *shardTx) commit() error { return writeHeader(t.ctx, t.h) }
 
 func beginTx(ctx objstore.MethodContext) (*shardTx, error) {
 	state, err := writable(ctx)
@@ -437,6 +437,10 @@ type VersionResult struct {
 	Current *Entry `json:"c,omitempty"`
 	// MarkerCurrent is set when the key's newest version is a delete marker.
 	MarkerCurrent bool `json:"mc,omitempty"`
+	// CurrentIsEntry stands for Current = Entry on the wire (a PUT's
+	// usual result: the entry once, not twice); the caller's decode sets
+	// Current from it.
+	CurrentIsEntry bool `json:"ce,omitempty"`
 }
 
 // clsLinkVersion links a new version (or delete marker) of a key: version
@@ -514,7 +518,7 @@ func clsLinkVersion(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 				return nil, err
 			}
 		}
-		res.Entry, res.Freed, res.Current = e, t.gc, &e
+		res.Entry, res.Freed, res.CurrentIsEntry = e, t.gc, true
 		return finish(t, res)
 	}
 	if newest == nil && bare != nil && bare.Seq == 0 {
@@ -589,7 +593,7 @@ func clsLinkVersion(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 		if err := t.setBare(e.Key, bareRaw, e); err != nil {
 			return nil, err
 		}
-		res.Current = &e
+		res.CurrentIsEntry = true
 	}
 	res.Entry, res.Freed = e, t.gc
 	return finish(t, res)

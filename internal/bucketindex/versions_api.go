@@ -71,6 +71,10 @@ func (x Index) versionOp(ctx context.Context, key, method string, in []byte, def
 	if err := json.Unmarshal(ex.Out, &res); err != nil {
 		return res, objstore.Errorf(objstore.ErrInvalid, "%s output: %v", method, err)
 	}
+	if res.CurrentIsEntry {
+		c := res.Entry
+		res.Current, res.CurrentIsEntry = &c, false
+	}
 	return res, nil
 }
 

@@ -87,6 +87,8 @@ func (d *Driver) writeRun(ctx context.Context, pl placement, prefix, owner strin
 		// Every caller commits the run with a synced op (index link, part
 		// record) before acknowledging: that sync makes the stripes durable.
 		op.DeferSync = true
+		// Stripe names carry the write's unique tag: nothing to read first.
+		op.Fresh = true
 		if i == 0 {
 			op.SetXattr(ownerXattr, []byte(owner))
 		}

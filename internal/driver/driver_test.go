@@ -28,7 +28,8 @@ func newMemStore(t testing.TB) objstore.Store {
 	reg := objstore.NewRegistry()
 	cls.RegisterAll(reg)
 	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: "/d", FS: vfs.NewMem(), Classes: reg})
+	// CheckFresh: every stripe the driver calls fresh must be new.
+	st, err := embedded.Open(embedded.Options{Dir: "/d", FS: vfs.NewMem(), Classes: reg, CheckFresh: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -226,6 +226,19 @@ type WriteOp struct {
 	// A context from WithDeferredSync sets it for every op on that
 	// store run with it.
 	DeferSync bool
+	// Fresh says the object does not exist: its name is new (it carries
+	// an id unique to this write, as an S3 PUT's stripes do). Like
+	// rados_write_op_set_alloc_hint2 it is a hint about the object, not a
+	// step: a backend may skip reading the object's prior state (the
+	// embedded store does not read its meta, a point lookup that misses
+	// in every LSM level). Only blind writes may be fresh (WriteFull,
+	// Create without Exclusive, SetXattr, SetOmap, SetOmapHeader,
+	// SetMtime); any other step fails validation with ErrInvalid. The
+	// caller must be right: on an existing object the result is
+	// unspecified (RADOS ignores the hint and applies the steps over the
+	// object; the embedded store may leave parts of the old state behind,
+	// or with Options.CheckFresh fails the op with ErrExists).
+	Fresh bool
 	// Version is set by Operate on success: the object's new version.
 	Version uint64
 }

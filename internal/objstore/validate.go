@@ -39,8 +39,23 @@ func ValidateWriteOp(op *WriteOp) error {
 		if err := validateStep(s, true); err != nil {
 			return err
 		}
+		if op.Fresh && !blindWrite(s) {
+			return Errorf(ErrInvalid, "step %T not allowed in a fresh write op", s)
+		}
 	}
 	return nil
+}
+
+// blindWrite reports whether s's effect does not depend on the object's
+// prior state, so it may run in a Fresh op.
+func blindWrite(s Step) bool {
+	switch s := s.(type) {
+	case *WriteFull, *SetXattr, *SetOmap, *SetOmapHeader, *SetMtime:
+		return true
+	case *Create:
+		return !s.Exclusive
+	}
+	return false
 }
 
 // ValidateReadOp is ValidateWriteOp for reads.

@@ -103,7 +103,14 @@ func (c *ioctx) Operate(ctx context.Context, oid string, op *objstore.WriteOp) e
 	t.prefix = objPrefix(c.pool.id, c.ns, oid)
 	t.mkey = metaKey(c.pool.id, c.ns, oid)
 
-	err := t.load()
+	var err error
+	if !op.Fresh || s.opts.CheckFresh {
+		err = t.load()
+	}
+	if err == nil && op.Fresh && t.exists {
+		err = objstore.Errorf(objstore.ErrExists, "fresh write of existing object %q", oid)
+	}
+	// A fresh op (validated as blind writes) starts from an absent object.
 	if err == nil {
 		err = interp.RunWrite(t, op.Steps)
 	}

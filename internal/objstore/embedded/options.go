@@ -43,6 +43,10 @@ type Options struct {
 	// MaxCachedObjects bounds how many idle objects keep class cache
 	// entries (MethodContext.SetCached). Default 65536.
 	MaxCachedObjects int
+	// CheckFresh makes a WriteOp with Fresh read the object's meta anyway
+	// and fail with ErrExists when the object exists (tests: it proves a
+	// caller's names are new). Off, a fresh op skips that read.
+	CheckFresh bool
 }
 
 // Defaults.

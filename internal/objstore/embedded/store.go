@@ -50,6 +50,9 @@ type Store struct {
 	// Write stalls (pebble stopped writes: memtables or L0 full).
 	stalls, stallNanos atomic.Int64
 	stallSince         atomic.Int64
+
+	// pointGets counts the ops' pebble point reads (txn.get).
+	pointGets atomic.Uint64
 }
 
 // WriteStalls reports how often and for how long pebble stopped writes

@@ -81,6 +81,7 @@ func (t *txn) chunkKey(idx int64) []byte { return t.part(partData, chunkSuffix(i
 
 // get returns a copy of key's value.
 func (t *txn) get(key []byte) ([]byte, bool, error) {
+	t.s.pointGets.Add(1)
 	if it := t.shared; it != nil {
 		it.SetBounds(nil, nil)
 		// A point lookup: the whole key is the prefix (default comparer),

@@ -75,3 +75,8 @@ func (s *Store) LSMStats() LSMStats {
 	out.CompactionsRunning = m.Compact.NumInProgress
 	return out
 }
+
+// PointGets reports how many pebble point reads operations made since
+// Open (meta, omap values, xattrs, chunks): benchmarks divide it by their
+// op count; most on the write path look for keys that do not exist.
+func (s *Store) PointGets() uint64 { return s.pointGets.Load() }

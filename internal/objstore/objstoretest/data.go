@@ -242,3 +242,57 @@ func testCreateSemantics(t *testing.T, st objstore.Store) {
 	// On an existing object, removing a missing xattr or key is fine.
 	operate(t, io, "setxattr", objstore.NewWriteOp().RmXattr("nope").RmOmapKeys("nope").OmapRmRange("a", "z").OmapClear())
 }
+
+// testFreshWrite: a Fresh op of blind writes creates the object exactly as
+// without the hint; a Fresh op with any step that needs the object's state
+// is rejected whole (ErrInvalid) and creates nothing. What happens to an
+// existing object is unspecified, so it is not tested here.
+func testFreshWrite(t *testing.T, st objstore.Store) {
+	io := newPool(t, st)
+	data := pattern(100_000, 7) // more than one embedded chunk
+	op := objstore.NewWriteOp().Create(false).WriteFull(data).SetXattr("a", []byte("1")).
+		SetOmap(kv("k", "v")).SetOmapHeader([]byte("h"))
+	op.Fresh = true
+	v := operate(t, io, "fresh", op)
+	if v == 0 {
+		t.Fatal("fresh write: version 0")
+	}
+	plain := objstore.NewWriteOp().Create(false).WriteFull(data).SetXattr("a", []byte("1")).
+		SetOmap(kv("k", "v")).SetOmapHeader([]byte("h"))
+	operate(t, io, "plain", plain)
+	a, b := snap(t, io, "fresh"), snap(t, io, "plain")
+	if a.Version != v {
+		t.Fatalf("fresh write: stat version %d, Operate said %d", a.Version, v)
+	}
+	if a.Version, b.Version = 0, 0; !a.equal(b) {
+		t.Fatalf("fresh write left %v, the same op without the hint %v", a, b)
+	}
+	// A later plain op on the object sees it whole.
+	operate(t, io, "fresh", objstore.NewWriteOp().AssertVersion(v).Truncate(10))
+	wantData(t, "truncated fresh object", readAll(t, io, "fresh"), data[:10])
+
+	rejected := map[string]*objstore.WriteOp{
+		"assert_exists":  objstore.NewWriteOp().AssertExists().WriteFull(nil),
+		"assert_version": objstore.NewWriteOp().AssertVersion(0).WriteFull(nil),
+		"cmpxattr":       objstore.NewWriteOp().CmpXattr("a", objstore.CmpEQ, nil).WriteFull(nil),
+		"omap_cmp":       objstore.NewWriteOp().OmapCmp("k", objstore.CmpEQ, nil).WriteFull(nil),
+		"create_excl":    objstore.NewWriteOp().Create(true),
+		"write":          objstore.NewWriteOp().Write([]byte("x"), 3),
+		"append":         objstore.NewWriteOp().Append([]byte("x")),
+		"truncate":       objstore.NewWriteOp().Truncate(4),
+		"remove":         objstore.NewWriteOp().Remove(),
+		"rmxattr":        objstore.NewWriteOp().RmXattr("a"),
+		"omap_rm_keys":   objstore.NewWriteOp().RmOmapKeys("k"),
+		"omap_clear":     objstore.NewWriteOp().OmapClear(),
+	}
+	ex := objstore.NewWriteOp().WriteFull(nil)
+	ex.Exec(TestClass, "echo", nil)
+	rejected["exec"] = ex
+	for name, op := range rejected {
+		op.Fresh = true
+		wantErr(t, io.Operate(bg, "fresh-"+name, op), objstore.ErrInvalid, "fresh "+name)
+		if _, ok := stat(t, io, "fresh-"+name); ok {
+			t.Fatalf("rejected fresh %s created the object", name)
+		}
+	}
+}

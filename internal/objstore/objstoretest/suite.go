@@ -31,6 +31,7 @@ func RunCore(t *testing.T, f Factory) {
 		{"DataModel", testDataModel},
 		{"RemoveRecreate", testRemoveRecreate},
 		{"CreateSemantics", testCreateSemantics},
+		{"FreshWrite", testFreshWrite},
 		{"Xattrs", testXattrs},
 		{"Omap", testOmap},
 		{"OmapOddKeysPaging", testOmapOddKeys},
