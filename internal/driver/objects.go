@@ -779,7 +779,7 @@ func (d *Driver) ListObjects(ctx context.Context, in ListObjectsInput) (ListObje
 					continue
 				}
 			}
-			res.Objects = append(res.Objects, entryInfo(in.Bucket, e))
+			res.Objects = append(res.Objects, listedInfo(in.Bucket, e))
 			res.NextMarker = e.Key
 			after = e.Key
 			count++
