@@ -48,8 +48,25 @@ func TestListXMLGolden(t *testing.T) {
 		check("v1 "+k, marshalListV1(v1), v1)
 		check("v2 "+k, marshalListV2(v2), v2)
 	}
+	for _, k := range hostileKeys {
+		v := goldenVersions(k)
+		check("versions "+k, marshalListVersions(v), v)
+	}
+	check("empty versions", marshalListVersions(&listVersionsResult{}), &listVersionsResult{})
 	check("empty v1", marshalListV1(&listBucketResultV1{}), &listBucketResultV1{})
 	check("empty v2", marshalListV2(&listBucketResultV2{}), &listBucketResultV2{})
+}
+
+func goldenVersions(key string) *listVersionsResult {
+	sz, zero := int64(77), int64(0)
+	return &listVersionsResult{Xmlns: s3Namespace, Name: key, Prefix: key, KeyMarker: key, VersionIDMarker: key,
+		NextKeyMarker: key, NextVersionIDMarker: key, MaxKeys: 7, Delimiter: key, EncodingType: key, IsTruncated: true,
+		Entries: []versionEntry{
+			{XMLName: xml.Name{Local: "Version"}, Key: key, VersionID: "null", IsLatest: true, LastModified: key, ETag: `"` + key + `"`, Size: &sz, StorageClass: key, Owner: ownerView{ID: key, DisplayName: key}},
+			{XMLName: xml.Name{Local: "DeleteMarker"}, Key: key, VersionID: key, LastModified: "t"},
+			{XMLName: xml.Name{Local: "Version"}, Key: "k", Size: &zero},
+		},
+		CommonPrefixes: []commonPrefixV{{Prefix: key}}}
 }
 
 func FuzzListXML(f *testing.F) {
@@ -61,7 +78,7 @@ func FuzzListXML(f *testing.F) {
 		for _, c := range []struct {
 			got []byte
 			v   any
-		}{{marshalListV1(v1), v1}, {marshalListV2(v2), v2}} {
+		}{{marshalListV1(v1), v1}, {marshalListV2(v2), v2}, {marshalListVersions(goldenVersions(key)), goldenVersions(key)}} {
 			want, err := xml.Marshal(c.v)
 			if err != nil {
 				t.Fatal(err)
