@@ -140,9 +140,20 @@ func (b *xmlBuf) contents(objs []objectXML, cps []commonPrefix) {
 	}
 }
 
-// listBufSize guesses a page's size: ~250 bytes per entry.
+// listBufSize is a page's size unless escaping expands it.
 func listBufSize(objs []objectXML, cps []commonPrefix) int {
-	return 512 + 250*len(objs) + 64*len(cps)
+	n := 512
+	for i := range objs {
+		o := &objs[i]
+		n += 180 + len(o.Key) + len(o.ETag) + len(o.LastModified) + len(o.StorageClass)
+		if o.Owner != nil {
+			n += 64 + len(o.Owner.ID) + len(o.Owner.DisplayName)
+		}
+	}
+	for _, p := range cps {
+		n += 48 + len(p.Prefix)
+	}
+	return n
 }
 
 // marshalListV1 is xml.Marshal(v).
