@@ -213,6 +213,17 @@ func decodeEntry(b []byte) (Entry, error) {
 	return e, nil
 }
 
+// decodeListing decodes an entry for a listing (fastDecodeListing: no Tag
+// or Manifest; Meta may alias b).
+func decodeListing(b []byte) (Entry, error) {
+	if e, ok := fastDecodeListing(b); ok {
+		return e, nil
+	}
+	e, err := decodeEntry(b)
+	e.Tag, e.Manifest = "", Manifest{}
+	return e, err
+}
+
 func getOld(ctx objstore.MethodContext, key string) (*Entry, []byte, error) {
 	b, err := ctx.GetOmapVal(key)
 	if errors.Is(err, objstore.ErrNotFound) {

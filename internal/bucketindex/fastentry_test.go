@@ -92,3 +92,72 @@ func BenchmarkDecodeEntry(b *testing.B) {
 		}
 	})
 }
+
+// listingView is what a listing decode keeps of an entry.
+func listingView(e Entry) Entry {
+	e.Tag, e.Manifest = "", Manifest{}
+	if len(e.Meta) == 0 {
+		e.Meta = nil
+	}
+	return e
+}
+
+// A listing decode keeps every field but Tag and Manifest, as encoding/json
+// reads them, through the fast path or the fallback.
+func TestDecodeListing(t *testing.T) {
+	es := append(sampleEntries(), Entry{Key: "c", ETag: "e", Class: "COLD", Owner: "o", VersionID: "v1", Seq: 2, Parts: 2,
+		Manifest: Manifest{Runs: []Run{{Prefix: "a"}, {Prefix: "b"}}}, Meta: json.RawMessage(`{"acl":{"owner":{"id":"x"}}}`)})
+	fast := 0
+	for _, e := range es {
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want Entry
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeListing(b)
+		if err != nil || !reflect.DeepEqual(listingView(got), listingView(want)) {
+			t.Fatalf("decodeListing(%s) = %+v, %v; want %+v", b, got, err, listingView(want))
+		}
+		if _, ok := fastDecodeListing(b); ok {
+			fast++
+		}
+	}
+	if fast != 4 {
+		t.Fatalf("fast path took %d of the entries, want the 4 plain ones", fast)
+	}
+}
+
+// Whatever both fast paths accept, they agree on a listing's fields.
+func FuzzFastDecodeListing(f *testing.F) {
+	for _, e := range sampleEntries() {
+		b, _ := json.Marshal(e)
+		f.Add(b)
+	}
+	f.Add([]byte(`{"k":"a","sc":"C","o":"","i":"v","m":{"r":[{"p":"}"}]},"x":{}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, ok := fastDecodeListing(b)
+		if !ok {
+			return
+		}
+		want, ok := fastDecodeEntry(b)
+		if !ok {
+			return // e.g. a meta that is not JSON: the listing does not check it
+		}
+		if !reflect.DeepEqual(listingView(got), listingView(want)) {
+			t.Fatalf("%q: listing %+v, full %+v", b, got, want)
+		}
+	})
+}
+
+func BenchmarkDecodeListing(b *testing.B) {
+	raw, _ := json.Marshal(sampleEntries()[0])
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeListing(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -10,7 +10,9 @@ import (
 // each shard's cursor between calls, so a caller that skips ahead (past a
 // common prefix, SkipPast) pays a read only on the shards whose buffered
 // page ends before the skip target, instead of a new merge over all of
-// them. Not safe for concurrent use.
+// them. Its entries carry what a listing needs: Tag and Manifest are left
+// empty and Meta is not checked (it is JSON as the writer stored it). Not
+// safe for concurrent use.
 type Iter struct {
 	h     cursorHeap
 	floor string // entries <= floor are skipped
@@ -61,7 +63,7 @@ func (it *Iter) Next(ctx context.Context) (Entry, bool, error) {
 			}
 			continue
 		}
-		e, err := decodeEntry(c.buf[0].Value)
+		e, err := decodeListing(c.buf[0].Value)
 		if err != nil {
 			return Entry{}, false, err
 		}

@@ -779,7 +779,10 @@ func (d *Driver) ListObjects(ctx context.Context, in ListObjectsInput) (ListObje
 					continue
 				}
 			}
-			res.Objects = append(res.Objects, entryInfo(in.Bucket, e))
+			if res.Objects == nil { // ObjectInfo is large: grow it once
+				res.Objects = make([]ObjectInfo, 0, in.MaxKeys-count)
+			}
+			res.Objects = append(res.Objects, listedInfo(in.Bucket, e))
 			res.NextMarker = e.Key
 			after = e.Key
 			count++

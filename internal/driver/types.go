@@ -376,6 +376,7 @@ type ListObjectsInput struct {
 // union is at most MaxKeys entries. NextMarker is the last key or prefix
 // returned when IsTruncated.
 type ListObjectsResult struct {
+	// Objects carry what a listing shows: no Meta, no PartSizes.
 	Objects        []ObjectInfo
 	CommonPrefixes []string
 	IsTruncated    bool

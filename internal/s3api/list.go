@@ -173,7 +173,7 @@ func (s *Server) listObjectsV1(w http.ResponseWriter, r *http.Request, rc *reqCt
 	if res.IsTruncated && p.delimiter != "" {
 		out.NextMarker = p.enc.enc(nextMarker(res))
 	}
-	return writeXML(w, http.StatusOK, out)
+	return writeXMLBytes(w, http.StatusOK, marshalListV1(&out))
 }
 
 // Continuation tokens are opaque to clients: base64url of the key to
@@ -221,7 +221,7 @@ func (s *Server) listObjectsV2(w http.ResponseWriter, r *http.Request, rc *reqCt
 	if res.IsTruncated {
 		out.NextContinuationToken = encodeToken(nextMarker(res))
 	}
-	return writeXML(w, http.StatusOK, out)
+	return writeXMLBytes(w, http.StatusOK, marshalListV2(&out))
 }
 
 // nextMarker is where the next page starts: the backend's NextMarker, or

@@ -271,7 +271,7 @@ func (s *Server) listObjectVersions(w http.ResponseWriter, r *http.Request, rc *
 	for _, p := range res.CommonPrefixes {
 		out.CommonPrefixes = append(out.CommonPrefixes, commonPrefixV{Prefix: encode(p)})
 	}
-	return writeXML(w, http.StatusOK, out)
+	return writeXMLBytes(w, http.StatusOK, marshalListVersions(&out))
 }
 
 // completeUpload completes through the versioning backend when there is one,

@@ -1,0 +1,32 @@
+package driver
+
+import (
+	"bytes"
+
+	"github.com/cairn-s3/cairn/internal/authz"
+	"github.com/cairn-s3/cairn/internal/bucketindex"
+	json "github.com/goccy/go-json"
+)
+
+// aclField is ObjectMeta.ACL's JSON name as json.Marshal writes it.
+var aclField = []byte(`"acl"`)
+
+// listedInfo is entryInfo for a listing, which shows key, size, ETag,
+// mtime, class and owner only: Meta is not decoded (ListObjectsResult's
+// objects carry none) except for an ACL's owner, and PartSizes stay nil.
+// Decoding every entry's metadata was ~7 % of a gateway's CPU under the
+// RWLD mix (issue 24).
+func listedInfo(bucket string, e bucketindex.Entry) ObjectInfo {
+	oi := ObjectInfo{Bucket: bucket, Key: e.Key, Size: e.Size, ETag: e.ETag, ModTime: e.ModTime, Parts: e.Parts, Owner: e.Owner, StorageClass: e.Class}
+	// Most objects carry no ACL; a meta that mentions the name anywhere
+	// (even in a value) is decoded, so none is missed.
+	if bytes.Contains(e.Meta, aclField) {
+		var m struct {
+			ACL *authz.ACL `json:"acl"`
+		}
+		if json.Unmarshal(e.Meta, &m) == nil && m.ACL != nil {
+			oi.Owner = m.ACL.Owner.ID
+		}
+	}
+	return oi
+}
