@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/bucketindex"
-	"github.com/cairn-s3/cairn/internal/cls"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cairn-s3/cairn/internal/objstore/embedded"
@@ -42,13 +41,7 @@ func BenchmarkPutObjectDeep(b *testing.B) {
 		}
 	}
 	ctx := context.Background()
-	reg := objstore.NewRegistry()
-	cls.RegisterAll(reg)
-	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: dir, Classes: reg})
-	if err != nil {
-		b.Fatal(err)
-	}
+	st := openStore(b, embedded.Options{Dir: dir})
 	defer st.Close()
 	d, err := driver.New(ctx, driver.Options{Store: st, DefaultShards: 11, GCMinWait: -1})
 	if err != nil {

@@ -25,11 +25,18 @@ import (
 // uses; the caller closes it.
 func newMemStore(t testing.TB) objstore.Store {
 	t.Helper()
+	// CheckFresh: every stripe the driver calls fresh must be new.
+	return openStore(t, embedded.Options{Dir: "/d", FS: vfs.NewMem(), CheckFresh: true})
+}
+
+// openStore opens an embedded store with o and the driver's classes.
+func openStore(t testing.TB, o embedded.Options) *embedded.Store {
+	t.Helper()
 	reg := objstore.NewRegistry()
 	cls.RegisterAll(reg)
 	bucketindex.Register(reg)
-	// CheckFresh: every stripe the driver calls fresh must be new.
-	st, err := embedded.Open(embedded.Options{Dir: "/d", FS: vfs.NewMem(), Classes: reg, CheckFresh: true})
+	o.Classes = reg
+	st, err := embedded.Open(o)
 	if err != nil {
 		t.Fatal(err)
 	}

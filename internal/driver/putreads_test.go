@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-s3/cairn/internal/bucketindex"
-	"github.com/cairn-s3/cairn/internal/cls"
 	"github.com/cairn-s3/cairn/internal/driver"
-	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cairn-s3/cairn/internal/objstore/embedded"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -21,13 +18,7 @@ import (
 // (docs/bench/putcpu.md, "Store reads per PUT").
 func TestPutPointReads(t *testing.T) {
 	ctx := context.Background()
-	reg := objstore.NewRegistry()
-	cls.RegisterAll(reg)
-	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: "/d", FS: vfs.NewMem(), Classes: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, embedded.Options{Dir: "/d", FS: vfs.NewMem()})
 	// A stopped clock: the bucket's cached instance never expires mid-test.
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	d, err := driver.New(ctx, driver.Options{Store: st, DefaultShards: 1, GCMinWait: -1, Now: func() time.Time { return now }})

@@ -286,22 +286,20 @@ func (e *Endpoint) do(ctx context.Context, deadline time.Time, msg *push.Message
 	}
 }
 
-// roundTrip writes the request on c and reads the answer. On success c
-// is back in the pool or closed; on error it is closed. responded tells
-// whether any byte of the response arrived.
-func (e *Endpoint) roundTrip(ctx context.Context, c *conn, deadline time.Time, msg *push.Message) (code int, responded bool, err error) {
-	keep := false
+// arm sets c's deadline and ends c's I/O when ctx ends; release(keep)
+// puts c back in the pool (keep) or closes it. A cancellation that fired
+// may set its past deadline at any time after, so such a connection is
+// never reused. On error c is closed.
+func (e *Endpoint) arm(ctx context.Context, c *conn, deadline time.Time) (release func(keep bool), err error) {
 	if err := c.nc.SetDeadline(deadline); err != nil {
 		c.nc.Close()
-		return 0, false, err
+		return nil, err
 	}
 	var stop func() bool
 	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(aLongTimeAgo) })
 	}
-	defer func() {
-		// A cancellation that fired may set its past deadline at any
-		// time from now on: such a connection is not reused.
+	return func(keep bool) {
 		if stop != nil && !stop() {
 			keep = false
 		}
@@ -310,7 +308,19 @@ func (e *Endpoint) roundTrip(ctx context.Context, c *conn, deadline time.Time, m
 		} else {
 			c.nc.Close()
 		}
-	}()
+	}, nil
+}
+
+// roundTrip writes the request on c and reads the answer. On success c
+// is back in the pool or closed; on error it is closed. responded tells
+// whether any byte of the response arrived.
+func (e *Endpoint) roundTrip(ctx context.Context, c *conn, deadline time.Time, msg *push.Message) (code int, responded bool, err error) {
+	keep := false
+	release, err := e.arm(ctx, c, deadline)
+	if err != nil {
+		return 0, false, err
+	}
+	defer func() { release(keep) }()
 
 	w, err := e.appendRequest(c.wbuf[:0], msg)
 	if err != nil {
@@ -389,24 +399,11 @@ func (e *Endpoint) doBatch(ctx context.Context, deadline time.Time, msgs []*push
 // exchange on a connection that stays open, else closed.
 func (e *Endpoint) pipeline(ctx context.Context, c *conn, deadline time.Time, msgs []*push.Message, answer func(i, status int)) (answered int, err error) {
 	keep := false
-	if err := c.nc.SetDeadline(deadline); err != nil {
-		c.nc.Close()
+	release, err := e.arm(ctx, c, deadline)
+	if err != nil {
 		return 0, err
 	}
-	var stop func() bool
-	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(aLongTimeAgo) })
-	}
-	defer func() {
-		if stop != nil && !stop() {
-			keep = false
-		}
-		if keep {
-			e.put(c)
-		} else {
-			c.nc.Close()
-		}
-	}()
+	defer func() { release(keep) }()
 
 	w := c.wbuf[:0]
 	for _, msg := range msgs {
