@@ -291,3 +291,20 @@ func TestScaleFillNoise(t *testing.T) {
 		t.Fatalf("WAL sync mean %v µs, %v per PUT", n.WALSyncMeanUs, n.WALSyncsPerPut)
 	}
 }
+
+// The driver-mode steps are refused in HTTP mode rather than skipped.
+func TestScaleValidateDriverOnly(t *testing.T) {
+	for _, c := range []ScaleConfig{
+		{Endpoint: "http://127.0.0.1:1", AccessKey: "a", SecretKey: "s", VersionsWalk: true},
+		{Endpoint: "http://127.0.0.1:1", AccessKey: "a", SecretKey: "s", FinalReshard: 7},
+		{FinalReshard: -1},
+	} {
+		if err := c.EnsureDefaults().Validate(); err == nil {
+			t.Errorf("%+v: accepted", c)
+		}
+	}
+	c := ScaleConfig{VersionsWalk: true, FinalReshard: 7}
+	if err := c.EnsureDefaults().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
