@@ -92,7 +92,8 @@ if f:
 n = r.get("fill_noise")
 if n and n.get("seconds"):
     print(f'\nFill noise over {n["seconds"]} fill seconds outside reshards: mean {n["mean_puts_per_sec"]:.0f} PUT/s, '
-          f'p10 {n["p10_puts_per_sec"]:.0f}; WAL sync {n["wal_sync_mean_us"]:.0f} µs mean, {n["wal_syncs_per_put"]:.3f} syncs per PUT.')
+          f'p10 {n["p10_puts_per_sec"]:.0f}; WAL fsync {n["wal_sync_mean_us"]:.0f} µs mean, {n["wal_syncs_per_put"]:.3f} fsyncs per PUT; '
+          f'a synced commit {n.get("commit_mean_us", 0):.0f} µs in pebble, {n.get("sync_wait_mean_us", 0):.0f} µs of it in SyncWait.')
     print("\n| activity | seconds with | PUT/s with | seconds without | PUT/s without |\n|---|---|---|---|---|")
     for k in ("flush", "compaction", "gc"):
         s = n[k]

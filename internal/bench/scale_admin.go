@@ -77,6 +77,15 @@ type ScaleLSMSeries struct {
 	WALSyncs      []int32   `json:"wal_syncs"`
 	WALSyncMeanUs []float32 `json:"wal_sync_mean_us"`
 	WALMiB        []float32 `json:"wal_mib"`
+	// Synced commits and their mean time in pebble's commit pipeline: in
+	// all, in SyncWait (the WAL fsync, shared by a group of commits), in
+	// the WAL queue, for the commit semaphore, in write stalls.
+	Commits         []int32   `json:"commits"`
+	CommitMeanUs    []float32 `json:"commit_mean_us"`
+	SyncWaitMeanUs  []float32 `json:"sync_wait_mean_us"`
+	WALQueueMeanUs  []float32 `json:"wal_queue_wait_mean_us"`
+	SemWaitMeanUs   []float32 `json:"semaphore_wait_mean_us"`
+	StallWaitMeanUs []float32 `json:"stall_wait_mean_us"`
 	// Flushes and compactions begun in the second; *Busy: 1 when one ran
 	// at some point in the second (begun, finished or running at its end).
 	Flushes        []int32   `json:"flushes_begun"`
@@ -107,7 +116,11 @@ type ScaleNoise struct {
 	WithCompaction ScaleNoiseSplit    `json:"compaction"`
 	WithGC         ScaleNoiseSplit    `json:"gc"`
 	WALSyncMeanUs  float64            `json:"wal_sync_mean_us"`
-	WALSyncsPerPut float64            `json:"wal_syncs_per_put"`
+	// Commit-weighted means over the same seconds: a commit's time in
+	// pebble and in SyncWait, beside the fsync's own latency above.
+	CommitMeanUs   float64 `json:"commit_mean_us"`
+	SyncWaitMeanUs float64 `json:"sync_wait_mean_us"`
+	WALSyncsPerPut float64 `json:"wal_syncs_per_put"`
 }
 
 // ScaleNoiseSplit: fill seconds with the activity and without it.
@@ -194,6 +207,19 @@ func (l *lsmSampler) sample(s *ScaleLSMSeries) {
 	s.WALSyncs = append(s.WALSyncs, int32(syncs))
 	s.WALSyncMeanUs = append(s.WALSyncMeanUs, mean)
 	s.WALMiB = append(s.WALMiB, float32(float64(c.WALBytes-p.WALBytes)/mib))
+	commits := c.Commits - p.Commits
+	perCommit := func(cur, prev int64) float32 {
+		if commits == 0 {
+			return 0
+		}
+		return float32(float64(cur-prev) / float64(commits) / 1000)
+	}
+	s.Commits = append(s.Commits, int32(commits))
+	s.CommitMeanUs = append(s.CommitMeanUs, perCommit(c.CommitNanos, p.CommitNanos))
+	s.SyncWaitMeanUs = append(s.SyncWaitMeanUs, perCommit(c.SyncWaitNanos, p.SyncWaitNanos))
+	s.WALQueueMeanUs = append(s.WALQueueMeanUs, perCommit(c.WALQueueNanos, p.WALQueueNanos))
+	s.SemWaitMeanUs = append(s.SemWaitMeanUs, perCommit(c.SemWaitNanos, p.SemWaitNanos))
+	s.StallWaitMeanUs = append(s.StallWaitMeanUs, perCommit(c.StallWaitNanos, p.StallWaitNanos))
 	s.Flushes = append(s.Flushes, int32(c.FlushesBegun-p.FlushesBegun))
 	s.FlushBusy = append(s.FlushBusy, busy(c.FlushesBegun, c.FlushesDone, p.FlushesBegun, p.FlushesDone))
 	s.Compactions = append(s.Compactions, int32(c.CompactionsBegun-p.CompactionsBegun))
@@ -239,8 +265,13 @@ func fillNoise(res *ScaleResult) *ScaleNoise {
 		return n
 	}
 	fill := make([]float64, len(idx))
-	var puts, syncs, syncNs float64
+	var puts, syncs, syncNs, commits, commitUs, waitUs float64
 	for k, i := range idx {
+		if i < len(s.Commits) {
+			commits += float64(s.Commits[i])
+			commitUs += float64(s.Commits[i]) * float64(s.CommitMeanUs[i])
+			waitUs += float64(s.Commits[i]) * float64(s.SyncWaitMeanUs[i])
+		}
 		fill[k] = float64(res.FillPerSec[i])
 		puts += fill[k]
 		syncs += float64(s.WALSyncs[i])
@@ -253,22 +284,30 @@ func fillNoise(res *ScaleResult) *ScaleNoise {
 	if syncs > 0 {
 		n.WALSyncMeanUs = syncNs / syncs / 1000
 	}
+	if commits > 0 {
+		n.CommitMeanUs, n.SyncWaitMeanUs = commitUs/commits, waitUs/commits
+	}
 	if puts > 0 {
 		n.WALSyncsPerPut = syncs / puts
 	}
 	series := map[string]func(i int) float64{
-		"wal_syncs":        func(i int) float64 { return float64(s.WALSyncs[i]) },
-		"wal_sync_mean_us": func(i int) float64 { return float64(s.WALSyncMeanUs[i]) },
-		"wal_mib":          func(i int) float64 { return float64(s.WALMiB[i]) },
-		"flush_busy":       func(i int) float64 { return float64(s.FlushBusy[i]) },
-		"compaction_busy":  func(i int) float64 { return float64(s.CompactionBusy[i]) },
-		"flushed_mib":      func(i int) float64 { return float64(s.FlushedMiB[i]) },
-		"compacted_mib":    func(i int) float64 { return float64(s.CompactedMiB[i]) },
-		"write_stall_ms":   func(i int) float64 { return float64(s.StallMs[i]) },
-		"l0_sublevels":     func(i int) float64 { return float64(s.L0Sublevels[i]) },
-		"gc_cycles":        func(i int) float64 { return float64(s.GCCycles[i]) },
-		"gc_pause_ms":      func(i int) float64 { return float64(s.GCPauseMs[i]) },
-		"gc_cpu_ms":        func(i int) float64 { return float64(s.GCCPUMs[i]) },
+		"wal_syncs":              func(i int) float64 { return float64(s.WALSyncs[i]) },
+		"wal_sync_mean_us":       func(i int) float64 { return float64(s.WALSyncMeanUs[i]) },
+		"wal_mib":                func(i int) float64 { return float64(s.WALMiB[i]) },
+		"commit_mean_us":         func(i int) float64 { return float64(s.CommitMeanUs[i]) },
+		"sync_wait_mean_us":      func(i int) float64 { return float64(s.SyncWaitMeanUs[i]) },
+		"wal_queue_wait_mean_us": func(i int) float64 { return float64(s.WALQueueMeanUs[i]) },
+		"semaphore_wait_mean_us": func(i int) float64 { return float64(s.SemWaitMeanUs[i]) },
+		"stall_wait_mean_us":     func(i int) float64 { return float64(s.StallWaitMeanUs[i]) },
+		"flush_busy":             func(i int) float64 { return float64(s.FlushBusy[i]) },
+		"compaction_busy":        func(i int) float64 { return float64(s.CompactionBusy[i]) },
+		"flushed_mib":            func(i int) float64 { return float64(s.FlushedMiB[i]) },
+		"compacted_mib":          func(i int) float64 { return float64(s.CompactedMiB[i]) },
+		"write_stall_ms":         func(i int) float64 { return float64(s.StallMs[i]) },
+		"l0_sublevels":           func(i int) float64 { return float64(s.L0Sublevels[i]) },
+		"gc_cycles":              func(i int) float64 { return float64(s.GCCycles[i]) },
+		"gc_pause_ms":            func(i int) float64 { return float64(s.GCPauseMs[i]) },
+		"gc_cpu_ms":              func(i int) float64 { return float64(s.GCCPUMs[i]) },
 	}
 	for name, f := range series {
 		x := make([]float64, len(idx))

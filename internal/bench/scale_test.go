@@ -78,7 +78,8 @@ func TestScaleSmoke(t *testing.T) {
 	if s == nil || n == 0 {
 		t.Fatalf("no per-second LSM series (%d seconds)", n)
 	}
-	lens := []int{len(s.WALSyncs), len(s.WALSyncMeanUs), len(s.WALMiB), len(s.Flushes), len(s.FlushBusy), len(s.Compactions), len(s.CompactionBusy),
+	lens := []int{len(s.WALSyncs), len(s.WALSyncMeanUs), len(s.WALMiB), len(s.Commits), len(s.CommitMeanUs), len(s.SyncWaitMeanUs),
+		len(s.WALQueueMeanUs), len(s.SemWaitMeanUs), len(s.StallWaitMeanUs), len(s.Flushes), len(s.FlushBusy), len(s.Compactions), len(s.CompactionBusy),
 		len(s.FlushedMiB), len(s.CompactedMiB), len(s.StallMs), len(s.L0Sublevels), len(s.MemtableMiB), len(s.GCCycles), len(s.GCPauseMs), len(s.GCCPUMs)}
 	var syncs int64
 	for _, v := range s.WALSyncs {
@@ -89,8 +90,12 @@ func TestScaleSmoke(t *testing.T) {
 			t.Fatalf("series lengths %v, want %d", lens, n)
 		}
 	}
-	if syncs == 0 {
-		t.Fatalf("no WAL sync in %d seconds", n)
+	var commits int64
+	for _, v := range s.Commits {
+		commits += int64(v)
+	}
+	if syncs == 0 || commits == 0 {
+		t.Fatalf("%d WAL syncs, %d commits in %d seconds", syncs, commits, n)
 	}
 	if res.FillNoise == nil {
 		t.Fatal("no fill noise analysis")
@@ -257,6 +262,12 @@ func TestScaleFillNoise(t *testing.T) {
 		s.WALSyncs = append(s.WALSyncs, fill/10)
 		s.WALSyncMeanUs = append(s.WALSyncMeanUs, 500)
 		s.WALMiB = append(s.WALMiB, 1)
+		s.Commits = append(s.Commits, fill)
+		s.CommitMeanUs = append(s.CommitMeanUs, 800)
+		s.SyncWaitMeanUs = append(s.SyncWaitMeanUs, 600)
+		s.WALQueueMeanUs = append(s.WALQueueMeanUs, 0)
+		s.SemWaitMeanUs = append(s.SemWaitMeanUs, 0)
+		s.StallWaitMeanUs = append(s.StallWaitMeanUs, 0)
 		s.FlushBusy = append(s.FlushBusy, flush)
 		s.Flushes = append(s.Flushes, int32(flush))
 		s.CompactionBusy = append(s.CompactionBusy, 0)
@@ -286,6 +297,9 @@ func TestScaleFillNoise(t *testing.T) {
 	}
 	if _, ok := n.Correlation["compaction_busy"]; ok {
 		t.Fatal("a constant series has no correlation")
+	}
+	if n.CommitMeanUs != 800 || n.SyncWaitMeanUs != 600 {
+		t.Fatalf("commit %v µs, sync wait %v µs", n.CommitMeanUs, n.SyncWaitMeanUs)
 	}
 	if n.WALSyncMeanUs != 500 || math.Abs(n.WALSyncsPerPut-0.1) > 1e-9 {
 		t.Fatalf("WAL sync mean %v µs, %v per PUT", n.WALSyncMeanUs, n.WALSyncsPerPut)

@@ -53,6 +53,11 @@ type Store struct {
 	// Flushes and compactions begun and finished (the EventListener's
 	// counts, read by LSMCounters).
 	flushBegun, flushDone, compBegun, compDone atomic.Int64
+	// Synced commits and where they waited (pebble's BatchCommitStats,
+	// summed in nanoseconds; read by LSMCounters).
+	commits                                              atomic.Int64
+	commitNanos, semNanos, walQueueNanos, stallWaitNanos atomic.Int64
+	syncWaitNanos                                        atomic.Int64
 
 	// pointGets counts the ops' pebble point reads (txn.get).
 	pointGets atomic.Uint64

@@ -3,6 +3,7 @@ package embedded
 import (
 	"fmt"
 
+	"github.com/cockroachdb/pebble/v2"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -93,6 +94,11 @@ type LSMCounters struct {
 	WALSyncs, WALSyncNanos uint64
 	// WALBytes written to the WAL.
 	WALBytes uint64
+	// Commits: synced writes of ops; the other fields sum where they
+	// spent their time in pebble's commit pipeline (BatchCommitStats):
+	// in all, waiting for the commit semaphore, for the WAL queue, in
+	// memtable or L0 write stalls, and in SyncWait for the WAL fsync.
+	Commits, CommitNanos, SemWaitNanos, WALQueueNanos, StallWaitNanos, SyncWaitNanos int64
 	// Flushes and compactions begun and finished (pebble's EventListener;
 	// begun minus finished is what runs now).
 	FlushesBegun, FlushesDone           int64
@@ -124,5 +130,18 @@ func (s *Store) LSMCounters() LSMCounters {
 		out.CompactedBytes += m.Levels[l].TableBytesCompacted
 	}
 	out.WALBytes = m.WAL.BytesWritten
+	out.Commits, out.CommitNanos, out.SemWaitNanos = s.commits.Load(), s.commitNanos.Load(), s.semNanos.Load()
+	out.WALQueueNanos, out.StallWaitNanos, out.SyncWaitNanos = s.walQueueNanos.Load(), s.stallWaitNanos.Load(), s.syncWaitNanos.Load()
 	return out
+}
+
+// countCommit adds one synced commit's stats (a few atomic adds: cheap
+// beside the fsync it waited for).
+func (s *Store) countCommit(c pebble.BatchCommitStats) {
+	s.commits.Add(1)
+	s.commitNanos.Add(int64(c.TotalDuration))
+	s.semNanos.Add(int64(c.SemaphoreWaitDuration))
+	s.walQueueNanos.Add(int64(c.WALQueueWaitDuration))
+	s.stallWaitNanos.Add(int64(c.MemTableWriteStallDuration + c.L0ReadAmpWriteStallDuration + c.WALRotationDuration))
+	s.syncWaitNanos.Add(int64(c.CommitWaitDuration))
 }

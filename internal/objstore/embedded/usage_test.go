@@ -27,6 +27,9 @@ func TestLSMCounters(t *testing.T) {
 	if c.FlushesBegun != before.FlushesBegun+1 || c.FlushesDone != before.FlushesDone+1 || c.FlushedBytes <= before.FlushedBytes {
 		t.Fatalf("flush: before %+v, after %+v", before, c)
 	}
+	if c.Commits <= before.Commits || c.CommitNanos <= before.CommitNanos || c.SyncWaitNanos > c.CommitNanos {
+		t.Fatalf("commits: before %+v, after %+v", before, c)
+	}
 	if c.L0Files == 0 {
 		t.Fatalf("no L0 table after a flush: %+v", c)
 	}
