@@ -101,6 +101,9 @@ type ScaleLSMSeries struct {
 	GCCycles  []int32   `json:"gc_cycles"`
 	GCPauseMs []float32 `json:"gc_pause_ms"`
 	GCCPUMs   []float32 `json:"gc_cpu_ms"`
+	// SchedLatencyUs: the mean time a goroutine waited to run (a CPU-
+	// starved process shows here, e.g. pebble's WAL flusher).
+	SchedLatencyUs []float32 `json:"sched_latency_mean_us"`
 }
 
 // ScaleNoise attributes the fill's per-second swings (fill seconds that
@@ -131,11 +134,14 @@ type ScaleNoiseSplit struct {
 	MeanWithout    float64 `json:"mean_puts_per_sec_without"`
 }
 
-// gcSampler differences the runtime's GC metrics.
+// gcSampler differences the runtime's GC and scheduler metrics.
 type gcSampler struct {
 	s                []metrics.Sample
 	cycles           uint64
 	pauseSec, cpuSec float64
+	// Goroutine scheduling latency: runnable to running, summed.
+	schedN   uint64
+	schedSec float64
 }
 
 func newGCSampler() *gcSampler {
@@ -143,38 +149,56 @@ func newGCSampler() *gcSampler {
 		{Name: "/gc/cycles/total:gc-cycles"},
 		{Name: "/sched/pauses/total/gc:seconds"},
 		{Name: "/cpu/classes/gc/total:cpu-seconds"},
+		{Name: "/sched/latencies:seconds"},
 	}}
 	g.next()
 	return g
 }
 
-// next returns the cycles, pause and GC CPU seconds since the last call.
-func (g *gcSampler) next() (int32, float64, float64) {
+// histSum is a runtime histogram's count and sum (bucket midpoints, the
+// finite bound at an open end).
+func histSum(v metrics.Value) (uint64, float64) {
+	if v.Kind() != metrics.KindFloat64Histogram {
+		return 0, 0
+	}
+	h := v.Float64Histogram()
+	var n uint64
+	var sum float64
+	for i, c := range h.Counts {
+		lo, hi := h.Buckets[i], h.Buckets[i+1]
+		x := (lo + hi) / 2
+		if math.IsInf(lo, -1) {
+			x = hi
+		} else if math.IsInf(hi, 1) {
+			x = lo
+		}
+		n += c
+		sum += float64(c) * x
+	}
+	return n, sum
+}
+
+// next returns the GC cycles, pause and GC CPU seconds, and the mean
+// scheduling latency (seconds), since the last call.
+func (g *gcSampler) next() (int32, float64, float64, float64) {
 	metrics.Read(g.s)
 	var cycles uint64
-	var pause, cpu float64
+	var cpu float64
 	if g.s[0].Value.Kind() == metrics.KindUint64 {
 		cycles = g.s[0].Value.Uint64()
 	}
-	if g.s[1].Value.Kind() == metrics.KindFloat64Histogram {
-		h := g.s[1].Value.Float64Histogram()
-		for i, n := range h.Counts { // bucket midpoints (the finite bound at an open end)
-			lo, hi := h.Buckets[i], h.Buckets[i+1]
-			v := (lo + hi) / 2
-			if math.IsInf(lo, -1) {
-				v = hi
-			} else if math.IsInf(hi, 1) {
-				v = lo
-			}
-			pause += float64(n) * v
-		}
-	}
+	_, pause := histSum(g.s[1].Value)
 	if g.s[2].Value.Kind() == metrics.KindFloat64 {
 		cpu = g.s[2].Value.Float64()
 	}
+	sn, ss := histSum(g.s[3].Value)
+	var sched float64
+	if sn > g.schedN {
+		sched = (ss - g.schedSec) / float64(sn-g.schedN)
+	}
 	dc, dp, du := int32(cycles-g.cycles), pause-g.pauseSec, cpu-g.cpuSec
-	g.cycles, g.pauseSec, g.cpuSec = cycles, pause, cpu
-	return dc, dp, du
+	g.cycles, g.pauseSec, g.cpuSec, g.schedN, g.schedSec = cycles, pause, cpu, sn, ss
+	return dc, dp, du, sched
 }
 
 // lsmSampler appends one second to the series.
@@ -229,7 +253,8 @@ func (l *lsmSampler) sample(s *ScaleLSMSeries) {
 	s.StallMs = append(s.StallMs, float32(float64(c.WriteStallNanos-p.WriteStallNanos)/1e6))
 	s.L0Sublevels = append(s.L0Sublevels, int32(c.L0Sublevels))
 	s.MemtableMiB = append(s.MemtableMiB, float32(float64(c.MemtableBytes)/mib))
-	cy, pause, cpu := l.gc.next()
+	cy, pause, cpu, sched := l.gc.next()
+	s.SchedLatencyUs = append(s.SchedLatencyUs, float32(sched*1e6))
 	s.GCCycles = append(s.GCCycles, cy)
 	s.GCPauseMs = append(s.GCPauseMs, float32(pause*1000))
 	s.GCCPUMs = append(s.GCCPUMs, float32(cpu*1000))
@@ -308,6 +333,7 @@ func fillNoise(res *ScaleResult) *ScaleNoise {
 		"gc_cycles":              func(i int) float64 { return float64(s.GCCycles[i]) },
 		"gc_pause_ms":            func(i int) float64 { return float64(s.GCPauseMs[i]) },
 		"gc_cpu_ms":              func(i int) float64 { return float64(s.GCCPUMs[i]) },
+		"sched_latency_mean_us":  func(i int) float64 { return float64(s.SchedLatencyUs[i]) },
 	}
 	for name, f := range series {
 		x := make([]float64, len(idx))

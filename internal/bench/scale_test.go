@@ -80,7 +80,7 @@ func TestScaleSmoke(t *testing.T) {
 	}
 	lens := []int{len(s.WALSyncs), len(s.WALSyncMeanUs), len(s.WALMiB), len(s.Commits), len(s.CommitMeanUs), len(s.SyncWaitMeanUs),
 		len(s.WALQueueMeanUs), len(s.SemWaitMeanUs), len(s.StallWaitMeanUs), len(s.Flushes), len(s.FlushBusy), len(s.Compactions), len(s.CompactionBusy),
-		len(s.FlushedMiB), len(s.CompactedMiB), len(s.StallMs), len(s.L0Sublevels), len(s.MemtableMiB), len(s.GCCycles), len(s.GCPauseMs), len(s.GCCPUMs)}
+		len(s.FlushedMiB), len(s.CompactedMiB), len(s.StallMs), len(s.L0Sublevels), len(s.MemtableMiB), len(s.GCCycles), len(s.GCPauseMs), len(s.GCCPUMs), len(s.SchedLatencyUs)}
 	var syncs int64
 	for _, v := range s.WALSyncs {
 		syncs += int64(v)
@@ -280,6 +280,7 @@ func TestScaleFillNoise(t *testing.T) {
 		s.GCCycles = append(s.GCCycles, int32(i%2))
 		s.GCPauseMs = append(s.GCPauseMs, 0)
 		s.GCCPUMs = append(s.GCCPUMs, 0)
+		s.SchedLatencyUs = append(s.SchedLatencyUs, 0)
 	}
 	res.PhasePerSec = string(ph)
 	res.ReshardList = []ScaleReshard{{StartSec: 100, EndSec: 120}}
