@@ -71,3 +71,33 @@ if last:
     print(f'\nLSM at {last["objects"]:,} objects: write amplification {l["write_amp"]:.2f}, space amplification {l["space_amp"]:.2f}, '
           f'L0 sublevels {l["l0_sublevels"]}, compaction debt {l["compaction_debt_bytes"] / 2**20:.0f} MiB, '
           f'GC backlog {last["disk"].get("gc_backlog")}.')
+# Item 6: the walks and the final manual reshard (driver mode).
+w, v, f = r.get("walk"), r.get("walk_versions"), r.get("final_reshard")
+if w or v or f:
+    print("\n| listing / admin call | keys (expected) | pages | seconds | keys/s |\n|---|---|---|---|---|")
+    if w:
+        print(f'| ListObjectsV2 walk (bucket stats {w["bucket_stats_ms"]:.1f} ms) | {w["keys"]:,} ({w["expected_keys"]:,}) | {w["pages"]:,} | {w["seconds"]:.1f} | {w["keys_per_sec"]:.0f} |')
+    if v:
+        print(f'| ListObjectVersions walk | {v["live_keys"]:,} live of {v["versions"]:,} versions ({v["expected_keys"]:,}) | {v["pages"]:,} | {v["seconds"]:.1f} | {v["keys_per_sec"]:.0f} |')
+    if f and f.get("walk"):
+        fw = f["walk"]
+        print(f'| ListObjectsV2 walk at {f["shards_after"]} shards | {fw["keys"]:,} ({fw["expected_keys"]:,}) | {fw["pages"]:,} | {fw["seconds"]:.1f} | {fw["keys_per_sec"]:.0f} |')
+if f:
+    print(f'\nFinal manual reshard {f["from_shards"]} → {f["shards_after"]} at {f["objects_before"]:,} objects: {f["seconds"]:.1f} s end to end; '
+          f'copied {f["copied"]:,} entries in {f["copy_sec"]:.1f} s ({f["copy_entries_per_sec"]:.0f}/s); replayed {f["replayed"]:,} in '
+          f'{f["replay_rounds"]} rounds + tail {f["tail_replayed"]:,}; writers blocked {f["block_ms"]:.1f} ms. '
+          f'bucket stats {f["bucket_stats_before_ms"]:.1f} / {f["bucket_stats_after_ms"]:.1f} ms, reshard status '
+          f'{f["reshard_status_before_ms"]:.1f} / {f["reshard_status_after_ms"]:.1f} ms (before / after).')
+# Where the fill's per-second dips come from (fill seconds outside reshards).
+n = r.get("fill_noise")
+if n and n.get("seconds"):
+    print(f'\nFill noise over {n["seconds"]} fill seconds outside reshards: mean {n["mean_puts_per_sec"]:.0f} PUT/s, '
+          f'p10 {n["p10_puts_per_sec"]:.0f}; WAL fsync {n["wal_sync_mean_us"]:.0f} µs mean, {n["wal_syncs_per_put"]:.3f} fsyncs per PUT; '
+          f'a synced commit {n.get("commit_mean_us", 0):.0f} µs in pebble, {n.get("sync_wait_mean_us", 0):.0f} µs of it in SyncWait.')
+    print("\n| activity | seconds with | PUT/s with | seconds without | PUT/s without |\n|---|---|---|---|---|")
+    for k in ("flush", "compaction", "gc"):
+        s = n[k]
+        print(f'| {k} | {s["seconds_with"]} | {s["mean_puts_per_sec_with"]:.0f} | {s["seconds_without"]} | {s["mean_puts_per_sec_without"]:.0f} |')
+    print("\n| series | correlation with PUT/s |\n|---|---|")
+    for k, c in sorted(n["correlation"].items(), key=lambda kv: kv[1]):
+        print(f"| `{k}` | {c:+.2f} |")

@@ -89,6 +89,14 @@ type ScaleConfig struct {
 	// Walk, after the rounds: a full ListObjectsV2 walk of the bucket
 	// (pages of 1000 by continuation token) and a bucket stats call, timed.
 	Walk bool
+	// VersionsWalk (driver mode), after the walk: a full ListObjectVersions
+	// walk, 1000 per page, that must see every live key.
+	VersionsWalk bool
+	// FinalReshard > 0 (driver mode), after the walks: a manual reshard to
+	// that many shards (`bucket reshard --num-shards N`), timed, with
+	// bucket stats and reshard status before and after, then a
+	// ListObjectsV2 walk that must see every key.
+	FinalReshard int
 	// FillFor ends the rounds after this long (the current one is cut
 	// short and reported as incomplete) and goes on to aging, so a run
 	// that cannot reach the last target in the time it has still ages
@@ -158,6 +166,12 @@ func (c *ScaleConfig) Validate() error {
 			errs = append(errs, fmt.Errorf("bench scale: targets must be positive and increasing: %v", c.Targets))
 			break
 		}
+	}
+	if c.FinalReshard < 0 {
+		errs = append(errs, fmt.Errorf("bench scale: final reshard %d: want a shard count, or 0 for none", c.FinalReshard))
+	}
+	if c.Endpoint != "" && (c.VersionsWalk || c.FinalReshard > 0) {
+		errs = append(errs, errors.New("bench scale: the versions walk and the final reshard run in driver mode only"))
 	}
 	if c.Endpoint != "" && (c.AccessKey == "" || c.SecretKey == "") {
 		errs = append(errs, errors.New("bench scale: HTTP mode needs an admin's access and secret key"))
@@ -297,14 +311,20 @@ type ScaleResult struct {
 	ReshardWorstWindowRatio1s float64 `json:"reshard_worst_window_ratio_vs_median_second"`
 	OutsideWorstWindowRatio1s float64 `json:"outside_worst_window_ratio_vs_median_second"`
 
-	Rounds       []ScaleRound   `json:"rounds"`
-	ReshardList  []ScaleReshard `json:"reshard_events"`
-	Aging        *ScaleAging    `json:"aging,omitempty"`
-	Walk         *ScaleWalk     `json:"walk,omitempty"`
-	FillPerSec   []int32        `json:"fill_puts_per_sec"`  // each second of the run: fill PUTs completed
-	PhasePerSec  string         `json:"phase_per_sec"`      // each second's phase: f fill, r rwld, l list, a aging, - other
-	ShardsPerSec []int          `json:"shards_per_sec_rle"` // run-length pairs (seconds, shards)
-	Note         string         `json:"note,omitempty"`
+	Rounds      []ScaleRound   `json:"rounds"`
+	ReshardList []ScaleReshard `json:"reshard_events"`
+	Aging       *ScaleAging    `json:"aging,omitempty"`
+	Walk        *ScaleWalk     `json:"walk,omitempty"`
+	// Driver mode: the ListObjectVersions walk, the final manual reshard,
+	// the per-second LSM and GC series and the fill's noise attribution.
+	WalkVersions *ScaleVersionsWalk `json:"walk_versions,omitempty"`
+	FinalReshard *ScaleFinalReshard `json:"final_reshard,omitempty"`
+	LSMPerSec    *ScaleLSMSeries    `json:"lsm_per_sec,omitempty"`
+	FillNoise    *ScaleNoise        `json:"fill_noise,omitempty"`
+	FillPerSec   []int32            `json:"fill_puts_per_sec"`  // each second of the run: fill PUTs completed
+	PhasePerSec  string             `json:"phase_per_sec"`      // each second's phase: f fill, r rwld, l list, a aging, - other
+	ShardsPerSec []int              `json:"shards_per_sec_rle"` // run-length pairs (seconds, shards)
+	Note         string             `json:"note,omitempty"`
 }
 
 // scaleTarget is what the workload drives: the driver or a gateway.
@@ -365,6 +385,11 @@ type scaleRun struct {
 	maxRSS     uint64
 
 	doneResults chan reshard.Result
+	lsm         *lsmSampler // driver mode
+	// The manual final reshard: while manual is set, watch opens no event
+	// for it; results starting at or after finalStart are not dynamic ones.
+	manual     atomic.Bool
+	finalStart time.Time
 }
 
 // RunScale runs the workload. The report is returned (and written to
@@ -391,6 +416,10 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		return nil, err
 	}
 	defer r.t.close()
+	if a, ok := r.t.(scaleAdmin); ok {
+		r.lsm = newLSMSampler(a)
+		res.LSMPerSec = &ScaleLSMSeries{}
+	}
 	if cfg.MaxDuration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.MaxDuration)
@@ -416,6 +445,12 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	rcancel()
 	if runErr == nil && cfg.Walk && ctx.Err() == nil {
 		runErr = r.walk(ctx)
+	}
+	if a, ok := r.t.(scaleAdmin); ok && runErr == nil && cfg.VersionsWalk && ctx.Err() == nil {
+		runErr = r.walkVersions(ctx, a)
+	}
+	if a, ok := r.t.(scaleAdmin); ok && runErr == nil && cfg.FinalReshard > 0 && ctx.Err() == nil {
+		runErr = r.finalReshard(ctx, a, cfg.FinalReshard)
 	}
 	if runErr == nil && cfg.Aging > 0 && ctx.Err() == nil {
 		runErr = r.age(ctx)
@@ -458,6 +493,9 @@ func (r *scaleRun) tick(ctx context.Context) {
 		}
 		rss := r.t.rss()
 		r.mu.Lock()
+		if r.lsm != nil { // beside the fill count, under the same lock
+			r.lsm.sample(r.res.LSMPerSec)
+		}
 		r.res.FillPerSec = append(r.res.FillPerSec, int32(n))
 		r.res.PhasePerSec += string(ph)
 		s := r.res.ShardsPerSec
@@ -492,10 +530,12 @@ func (r *scaleRun) watch(ctx context.Context) {
 			continue
 		case <-t.C:
 		}
+		manual := r.manual.Load() // read before the poll: see scaleRun.manual
 		shards, objs, busy, err := r.t.stats(ctx)
 		if err != nil {
 			continue
 		}
+		busy = busy && !manual
 		now := r.sec()
 		r.mu.Lock()
 		evs := r.res.ReshardList
@@ -531,6 +571,9 @@ func (r *scaleRun) watch(ctx context.Context) {
 func (r *scaleRun) reshardDone(res reshard.Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !r.finalStart.IsZero() && !res.Start.Before(r.finalStart) {
+		return // the final manual reshard reports itself
+	}
 	start := res.Start.Sub(r.start).Seconds()
 	ev := ScaleReshard{FromShards: res.From.NumShards, ToShards: res.To.NumShards, StartSec: start, EndSec: start + res.Total.Seconds(),
 		Copied: res.Copied, BlockMs: float64(res.Block.Microseconds()) / 1000}
@@ -860,12 +903,26 @@ func (r *scaleRun) addRound(rd ScaleRound) {
 
 // walk lists the whole bucket, page by page, and times a stats call.
 func (r *scaleRun) walk(ctx context.Context) error {
+	w, err := r.walkKeys(ctx, "walk")
+	if w != nil {
+		r.mu.Lock()
+		r.res.Walk = w
+		r.mu.Unlock()
+		if err := r.publish(); err != nil {
+			r.logf("write report: %v", err)
+		}
+	}
+	return err
+}
+
+// walkKeys is one ListObjectsV2 walk of the bucket and a timed stats call.
+func (r *scaleRun) walkKeys(ctx context.Context, label string) (*ScaleWalk, error) {
 	r.phase.Store(phList)
 	defer r.phase.Store(phOther)
 	w := &ScaleWalk{Expected: int64(r.putNext.Load() - r.delNext.Load())}
 	t0 := time.Now()
 	if _, _, _, err := r.t.stats(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	w.StatsMs = float64(time.Since(t0).Microseconds()) / 1000
 	t0 = time.Now()
@@ -876,7 +933,7 @@ func (r *scaleRun) walk(ctx context.Context) error {
 			if ctx.Err() != nil {
 				break
 			}
-			return err
+			return w, err
 		}
 		w.Keys += int64(n)
 		w.Pages++
@@ -886,19 +943,13 @@ func (r *scaleRun) walk(ctx context.Context) error {
 		}
 		token = next
 		if w.Pages%1000 == 0 {
-			r.logf("walk: %d keys in %.0f s", w.Keys, time.Since(t0).Seconds())
+			r.logf("%s: %d keys in %.0f s", label, w.Keys, time.Since(t0).Seconds())
 		}
 	}
 	w.Seconds = time.Since(t0).Seconds()
 	w.KeysPerSec = float64(w.Keys) / w.Seconds
-	r.logf("walk: %d keys (%d expected) in %d pages, %.1f s (%.0f keys/s); bucket stats %.1f ms", w.Keys, w.Expected, w.Pages, w.Seconds, w.KeysPerSec, w.StatsMs)
-	r.mu.Lock()
-	r.res.Walk = w
-	r.mu.Unlock()
-	if err := r.publish(); err != nil {
-		r.logf("write report: %v", err)
-	}
-	return ctx.Err()
+	r.logf("%s: %d keys (%d expected) in %d pages, %.1f s (%.0f keys/s); bucket stats %.1f ms", label, w.Keys, w.Expected, w.Pages, w.Seconds, w.KeysPerSec, w.StatsMs)
+	return w, ctx.Err()
 }
 
 // age runs the aging mix for cfg.Aging, minute by minute.
@@ -1118,6 +1169,7 @@ func reshardWindows(res *ScaleResult) {
 // runs can be read with the current analysis.
 func Reanalyze(res *ScaleResult) {
 	reshardWindows(res)
+	res.FillNoise = fillNoise(res)
 	res.RWLDRatioFinalVs1M, res.ListPageRatioFinalVs1M = roundRatios(res.Rounds)
 }
 

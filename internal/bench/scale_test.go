@@ -22,7 +22,7 @@ func TestScaleSmoke(t *testing.T) {
 	res, err := RunScale(context.Background(), ScaleConfig{
 		Dir: t.TempDir(), Targets: []int64{3000, 6000, 12000}, Clients: 8, InitialShards: 2, MaxObjsPerShard: 1000,
 		CheckInterval: 50 * time.Millisecond, RWLD: time.Second, ListRepeats: 2, Aging: 2 * time.Second, Out: out,
-		CopyRateAdaptive: true, Walk: true,
+		CopyRateAdaptive: true, Walk: true, VersionsWalk: true, FinalReshard: 40,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +55,51 @@ func TestScaleSmoke(t *testing.T) {
 	if w := res.Walk; w == nil || !w.Complete || w.Keys != w.Expected || w.Expected < 12000 || w.Pages < 2 {
 		t.Fatalf("walk %+v", res.Walk)
 	}
+	// The versions listing sees every live key; the manual reshard changes
+	// the shard count, keeps every key and is not counted as a dynamic one.
+	if v := res.WalkVersions; v == nil || !v.Complete || v.LiveKeys != v.Expected || v.Versions != v.Expected || v.Pages < 2 || v.KeysPerSec <= 0 {
+		t.Fatalf("versions walk %+v", res.WalkVersions)
+	}
+	f := res.FinalReshard
+	if f == nil || f.FromShards == 40 || f.ShardsAfter != 40 || f.Copied < uint64(res.Walk.Expected) || f.CopyPerSec <= 0 || f.Seconds <= 0 ||
+		f.StatsBeforeMs <= 0 || f.StatsAfterMs <= 0 || f.StatusBefore == "" || f.StatusAfter == "" || f.ObjectsAfter == 0 {
+		t.Fatalf("final reshard %+v", f)
+	}
+	if w := f.Walk; w == nil || !w.Complete || w.Keys != w.Expected || w.Expected != res.Walk.Expected {
+		t.Fatalf("walk after the final reshard %+v (before: %+v)", f.Walk, res.Walk)
+	}
+	for _, e := range res.ReshardList {
+		if e.StartSec >= f.StartSec {
+			t.Fatalf("the manual reshard was recorded as a dynamic one: %+v", e)
+		}
+	}
+	// One LSM sample per second of the timeline, and WAL syncs seen.
+	s, n := res.LSMPerSec, len(res.FillPerSec)
+	if s == nil || n == 0 {
+		t.Fatalf("no per-second LSM series (%d seconds)", n)
+	}
+	lens := []int{len(s.WALSyncs), len(s.WALSyncMeanUs), len(s.WALMiB), len(s.Commits), len(s.CommitMeanUs), len(s.SyncWaitMeanUs),
+		len(s.WALQueueMeanUs), len(s.SemWaitMeanUs), len(s.StallWaitMeanUs), len(s.Flushes), len(s.FlushBusy), len(s.Compactions), len(s.CompactionBusy),
+		len(s.FlushedMiB), len(s.CompactedMiB), len(s.StallMs), len(s.L0Sublevels), len(s.MemtableMiB), len(s.GCCycles), len(s.GCPauseMs), len(s.GCCPUMs), len(s.SchedLatencyUs)}
+	var syncs int64
+	for _, v := range s.WALSyncs {
+		syncs += int64(v)
+	}
+	for _, l := range lens {
+		if l != n {
+			t.Fatalf("series lengths %v, want %d", lens, n)
+		}
+	}
+	var commits int64
+	for _, v := range s.Commits {
+		commits += int64(v)
+	}
+	if syncs == 0 || commits == 0 {
+		t.Fatalf("%d WAL syncs, %d commits in %d seconds", syncs, commits, n)
+	}
+	if res.FillNoise == nil {
+		t.Fatal("no fill noise analysis")
+	}
 	var top map[string]any
 	b, err := os.ReadFile(out)
 	if err != nil {
@@ -63,7 +108,7 @@ func TestScaleSmoke(t *testing.T) {
 	if err := json.Unmarshal(b, &top); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"objects", "reshards", "reshard_worst_window_ratio", "rwld_ratio_final_vs_1m", "list_page_ratio_final_vs_1m", "aged_ratio", "max_rss_bytes"} {
+	for _, k := range []string{"walk_versions", "final_reshard", "lsm_per_sec", "fill_noise", "objects", "reshards", "reshard_worst_window_ratio", "rwld_ratio_final_vs_1m", "list_page_ratio_final_vs_1m", "aged_ratio", "max_rss_bytes"} {
 		if _, ok := top[k]; !ok {
 			t.Errorf("report lacks %q", k)
 		}
@@ -192,5 +237,89 @@ func TestScaleFillFor(t *testing.T) {
 	}
 	if !res.Done || len(res.Rounds) != 2 || res.Rounds[1].Complete || res.Aging == nil || len(res.Aging.PerMinute) == 0 || !strings.Contains(res.Note, "fill-for") {
 		t.Fatalf("done %v, rounds %d, aging %+v, note %q", res.Done, len(res.Rounds), res.Aging, res.Note)
+	}
+}
+
+// fillNoise: fill seconds with a flush running are told apart from the
+// rest, and the rate's correlation with the flush series is negative;
+// seconds outside the fill phase and inside a reshard do not count.
+func TestScaleFillNoise(t *testing.T) {
+	res := &ScaleResult{LSMPerSec: &ScaleLSMSeries{}}
+	s := res.LSMPerSec
+	var ph []byte
+	for i := 0; i < 200; i++ {
+		p, fill, flush := byte(phFill), int32(10000), int8(0)
+		switch {
+		case i >= 150: // RWLD: not fill
+			p, fill = phRWLD, 1
+		case i%10 == 3:
+			fill, flush = 4000, 1
+		case i >= 100 && i < 120: // inside the reshard: left out
+			fill = 1
+		}
+		ph = append(ph, p)
+		res.FillPerSec = append(res.FillPerSec, fill)
+		s.WALSyncs = append(s.WALSyncs, fill/10)
+		s.WALSyncMeanUs = append(s.WALSyncMeanUs, 500)
+		s.WALMiB = append(s.WALMiB, 1)
+		s.Commits = append(s.Commits, fill)
+		s.CommitMeanUs = append(s.CommitMeanUs, 800)
+		s.SyncWaitMeanUs = append(s.SyncWaitMeanUs, 600)
+		s.WALQueueMeanUs = append(s.WALQueueMeanUs, 0)
+		s.SemWaitMeanUs = append(s.SemWaitMeanUs, 0)
+		s.StallWaitMeanUs = append(s.StallWaitMeanUs, 0)
+		s.FlushBusy = append(s.FlushBusy, flush)
+		s.Flushes = append(s.Flushes, int32(flush))
+		s.CompactionBusy = append(s.CompactionBusy, 0)
+		s.Compactions = append(s.Compactions, 0)
+		s.FlushedMiB = append(s.FlushedMiB, float32(flush)*64)
+		s.CompactedMiB = append(s.CompactedMiB, 0)
+		s.StallMs = append(s.StallMs, 0)
+		s.L0Sublevels = append(s.L0Sublevels, 1)
+		s.MemtableMiB = append(s.MemtableMiB, 1)
+		s.GCCycles = append(s.GCCycles, int32(i%2))
+		s.GCPauseMs = append(s.GCPauseMs, 0)
+		s.GCCPUMs = append(s.GCCPUMs, 0)
+		s.SchedLatencyUs = append(s.SchedLatencyUs, 0)
+	}
+	res.PhasePerSec = string(ph)
+	res.ReshardList = []ScaleReshard{{StartSec: 100, EndSec: 120}}
+	n := fillNoise(res)
+	// Fill seconds 1..148 (the first and last of the phase are partial),
+	// less the 20 the reshard touches (100..119 overlap [100, 120)).
+	if n.Seconds != 148-20 {
+		t.Fatalf("seconds %d", n.Seconds)
+	}
+	if n.WithFlush.MeanWith != 4000 || n.WithFlush.MeanWithout != 10000 || n.WithFlush.SecondsWith == 0 {
+		t.Fatalf("flush split %+v", n.WithFlush)
+	}
+	if c := n.Correlation["flush_busy"]; c > -0.99 {
+		t.Fatalf("flush correlation %v, want -1", c)
+	}
+	if _, ok := n.Correlation["compaction_busy"]; ok {
+		t.Fatal("a constant series has no correlation")
+	}
+	if n.CommitMeanUs != 800 || n.SyncWaitMeanUs != 600 {
+		t.Fatalf("commit %v µs, sync wait %v µs", n.CommitMeanUs, n.SyncWaitMeanUs)
+	}
+	if n.WALSyncMeanUs != 500 || math.Abs(n.WALSyncsPerPut-0.1) > 1e-9 {
+		t.Fatalf("WAL sync mean %v µs, %v per PUT", n.WALSyncMeanUs, n.WALSyncsPerPut)
+	}
+}
+
+// The driver-mode steps are refused in HTTP mode rather than skipped.
+func TestScaleValidateDriverOnly(t *testing.T) {
+	for _, c := range []ScaleConfig{
+		{Endpoint: "http://127.0.0.1:1", AccessKey: "a", SecretKey: "s", VersionsWalk: true},
+		{Endpoint: "http://127.0.0.1:1", AccessKey: "a", SecretKey: "s", FinalReshard: 7},
+		{FinalReshard: -1},
+	} {
+		if err := c.EnsureDefaults().Validate(); err == nil {
+			t.Errorf("%+v: accepted", c)
+		}
+	}
+	c := ScaleConfig{VersionsWalk: true, FinalReshard: 7}
+	if err := c.EnsureDefaults().Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

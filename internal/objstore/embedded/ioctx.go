@@ -174,6 +174,7 @@ func (c *ioctx) Operate(ctx context.Context, oid string, op *objstore.WriteOp) e
 	c.pool.mu.RUnlock()
 
 	serr := b.SyncWait()
+	s.countCommit(b.CommitStats())
 	s.finishInflight(tk, serr)
 	e.pending.CompareAndSwap(tk, nil)
 	b.Close()

@@ -50,6 +50,14 @@ type Store struct {
 	// Write stalls (pebble stopped writes: memtables or L0 full).
 	stalls, stallNanos atomic.Int64
 	stallSince         atomic.Int64
+	// Flushes and compactions begun and finished (the EventListener's
+	// counts, read by LSMCounters).
+	flushBegun, flushDone, compBegun, compDone atomic.Int64
+	// Synced commits and where they waited (pebble's BatchCommitStats,
+	// summed in nanoseconds; read by LSMCounters).
+	commits                                              atomic.Int64
+	commitNanos, semNanos, walQueueNanos, stallWaitNanos atomic.Int64
+	syncWaitNanos                                        atomic.Int64
 
 	// pointGets counts the ops' pebble point reads (txn.get).
 	pointGets atomic.Uint64
@@ -136,6 +144,10 @@ func (s *Store) open() error {
 					s.stallNanos.Add(time.Now().UnixNano() - t)
 				}
 			},
+			FlushBegin:      func(pebble.FlushInfo) { s.flushBegun.Add(1) },
+			FlushEnd:        func(pebble.FlushInfo) { s.flushDone.Add(1) },
+			CompactionBegin: func(pebble.CompactionInfo) { s.compBegun.Add(1) },
+			CompactionEnd:   func(pebble.CompactionInfo) { s.compDone.Add(1) },
 		},
 	}
 	tuneReads(po)

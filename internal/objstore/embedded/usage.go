@@ -1,6 +1,11 @@
 package embedded
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	dto "github.com/prometheus/client_model/go"
+)
 
 // PoolDiskUsage estimates the bytes pool name occupies in the LSM: pebble's
 // estimate over the pool's meta (M) and part (O) key ranges, so it counts
@@ -80,3 +85,63 @@ func (s *Store) LSMStats() LSMStats {
 // Open (meta, omap values, xattrs, chunks): benchmarks divide it by their
 // op count; most on the write path look for keys that do not exist.
 func (s *Store) PointGets() uint64 { return s.pointGets.Load() }
+
+// LSMCounters are pebble's activity since Open as cumulative counters, cheap
+// enough to read once a second (benchmarks difference them to attribute a
+// workload's per-second rate to WAL syncs, flushes and compactions).
+type LSMCounters struct {
+	// WALSyncs and WALSyncNanos: WAL fsyncs and their total latency.
+	WALSyncs, WALSyncNanos uint64
+	// WALBytes written to the WAL.
+	WALBytes uint64
+	// Commits: synced writes of ops; the other fields sum where they
+	// spent their time in pebble's commit pipeline (BatchCommitStats):
+	// in all, waiting for the commit semaphore, for the WAL queue, in
+	// memtable or L0 write stalls, and in SyncWait for the WAL fsync.
+	Commits, CommitNanos, SemWaitNanos, WALQueueNanos, StallWaitNanos, SyncWaitNanos int64
+	// Flushes and compactions begun and finished (pebble's EventListener;
+	// begun minus finished is what runs now).
+	FlushesBegun, FlushesDone           int64
+	CompactionsBegun, CompactionsDone   int64
+	FlushedBytes, CompactedBytes        uint64
+	WriteStalls, WriteStallNanos        int64
+	MemtableBytes, L0Files, L0Sublevels int64
+}
+
+// LSMCounters reads the counters (one pebble Metrics call).
+func (s *Store) LSMCounters() LSMCounters {
+	m := s.db.Metrics()
+	out := LSMCounters{
+		FlushesBegun: s.flushBegun.Load(), FlushesDone: s.flushDone.Load(),
+		CompactionsBegun: s.compBegun.Load(), CompactionsDone: s.compDone.Load(),
+		WriteStalls: s.stalls.Load(), WriteStallNanos: s.stallNanos.Load(),
+		MemtableBytes: int64(m.MemTable.Size), L0Files: m.Levels[0].TablesCount, L0Sublevels: int64(m.Levels[0].Sublevels),
+	}
+	if h := m.LogWriter.FsyncLatency; h != nil {
+		var d dto.Metric
+		if h.Write(&d) == nil && d.Histogram != nil {
+			// pebble observes time.Duration values: nanoseconds.
+			out.WALSyncs, out.WALSyncNanos = d.Histogram.GetSampleCount(), uint64(d.Histogram.GetSampleSum())
+		}
+	}
+	// Per level, not Total(): that adds the WAL's bytes to the flushed ones.
+	for l := range m.Levels {
+		out.FlushedBytes += m.Levels[l].TableBytesFlushed
+		out.CompactedBytes += m.Levels[l].TableBytesCompacted
+	}
+	out.WALBytes = m.WAL.BytesWritten
+	out.Commits, out.CommitNanos, out.SemWaitNanos = s.commits.Load(), s.commitNanos.Load(), s.semNanos.Load()
+	out.WALQueueNanos, out.StallWaitNanos, out.SyncWaitNanos = s.walQueueNanos.Load(), s.stallWaitNanos.Load(), s.syncWaitNanos.Load()
+	return out
+}
+
+// countCommit adds one synced commit's stats (a few atomic adds: cheap
+// beside the fsync it waited for).
+func (s *Store) countCommit(c pebble.BatchCommitStats) {
+	s.commits.Add(1)
+	s.commitNanos.Add(int64(c.TotalDuration))
+	s.semNanos.Add(int64(c.SemaphoreWaitDuration))
+	s.walQueueNanos.Add(int64(c.WALQueueWaitDuration))
+	s.stallWaitNanos.Add(int64(c.MemTableWriteStallDuration + c.L0ReadAmpWriteStallDuration + c.WALRotationDuration))
+	s.syncWaitNanos.Add(int64(c.CommitWaitDuration))
+}
