@@ -23,7 +23,7 @@ for f in notify/delivery.'(*worker)'.push notify/delivery.'(*worker)'.pushBatch 
 	notify/delivery.'(*worker)'.handle notify/delivery.'(*worker)'.add notify/queue.'(*Queues)'.runDeferred \
 	notify/queue.'(*Queues)'.runGroup notify/service.'(*reservation)'.CommitDeferred notify/service.'(*reservation)'.Intent \
 	notify/service.'(*reservation)'.record notify/service.'(*Service)'.Reserve notify/event.Unmarshal notify/event.AppendJSON \
-	bench.'(*receiver)'.serve; do
+	bench.'(*receiver)'.serve cls/lock.assertMethod cls/queue.commitBatchMethod; do
 	v=$(awk -v f="$P/$f" '$6==f {sub(/s$/,"",$4); print $4; exit}' "$tmp/top")
 	printf "%-50s %6s us/event\n" "$f" "$(us "${v:-0}")"
 done

@@ -371,3 +371,80 @@ func testQueueReservationCache(t *testing.T, e *env) {
 		t.Fatalf("left %+v", left.Entries)
 	}
 }
+
+// testQueueCommitBatch: commit_batch does what its commits and reserves
+// would as separate steps, and fails whole as the first failing one would.
+func testQueueCommitBatch(t *testing.T, e *env) {
+	is(t, queue.Init(e.ctx, e.io, "q", 1000), nil)
+	a := ok[uint64](t)(queue.Reserve(e.ctx, e.io, "q", 100, 2))
+	b := ok[uint64](t)(queue.Reserve(e.ctx, e.io, "q", 100, 1))
+	e.reopen()                                                  // b only on disk: a cache miss
+	c := ok[uint64](t)(queue.Reserve(e.ctx, e.io, "q", 100, 1)) // cached
+	run := func(commits []queue.BatchCommit, refills int, bytes uint64) (queue.BatchStep, error) {
+		op := objstore.NewWriteOp()
+		s := queue.AddCommitBatch(op, commits, refills, bytes, 1)
+		return s, e.io.Operate(e.ctx, "q", op)
+	}
+	before := ok[queue.Stats](t)(queue.GetStats(e.ctx, e.io, "q"))
+	// Failures apply nothing: an unknown id, one id twice, too many
+	// bytes, refills past the capacity (700 left), an empty call.
+	for _, tc := range []struct {
+		commits []queue.BatchCommit
+		refills int
+		want    error
+	}{
+		{[]queue.BatchCommit{{ID: a, Entries: [][]byte{[]byte("x")}}, {ID: 99, Entries: [][]byte{[]byte("y")}}}, 0, objstore.ErrNotFound},
+		{[]queue.BatchCommit{{ID: c, Entries: [][]byte{[]byte("x")}}, {ID: c, Entries: [][]byte{[]byte("y")}}}, 0, objstore.ErrNotFound},
+		{[]queue.BatchCommit{{ID: b, Entries: [][]byte{make([]byte, 101)}}}, 0, objstore.ErrInvalid},
+		{[]queue.BatchCommit{{ID: b, Entries: [][]byte{[]byte("x")}}}, 8, objstore.ErrNoSpace},
+		{nil, 0, objstore.ErrInvalid},
+	} {
+		_, err := run(tc.commits, tc.refills, 100)
+		is(t, err, tc.want)
+	}
+	if st := ok[queue.Stats](t)(queue.GetStats(e.ctx, e.io, "q")); st != before {
+		t.Fatalf("a failed batch changed the queue: %+v, was %+v", st, before)
+	}
+	s, err := run([]queue.BatchCommit{
+		{ID: b, Entries: [][]byte{[]byte("b0")}},
+		{ID: a, Entries: [][]byte{[]byte("a0"), []byte("a1")}},
+		{ID: c, Entries: [][]byte{[]byte("c0")}},
+	}, 3, 50)
+	is(t, err, nil)
+	ms := ok[[][]string](t)(s.Markers())
+	ids := ok[[]uint64](t)(s.ReserveIDs())
+	if len(ms) != 3 || len(ms[0]) != 1 || len(ms[1]) != 2 || len(ms[2]) != 1 || len(ids) != 3 || ids[0] != c+1 || ids[2] != c+3 {
+		t.Fatalf("markers %v ids %v (c=%d)", ms, ids, c)
+	}
+	st := ok[queue.Stats](t)(queue.GetStats(e.ctx, e.io, "q"))
+	if st.Entries != 4 || st.Bytes != 8 || st.Reservations != 3 || st.ReservedBytes != 150 {
+		t.Fatalf("after batch: %+v", st)
+	}
+	l := ok[queue.ListResult](t)(queue.List(e.ctx, e.io, "q", "", 10))
+	var got []string
+	for i, en := range l.Entries {
+		got = append(got, string(en.Data))
+		if want := [][]string{ms[0], ms[1], ms[2]}; en.Marker != append(append(append([]string{}, want[0]...), want[1]...), want[2]...)[i] {
+			t.Fatalf("entry %d marker %s, markers %v", i, en.Marker, ms)
+		}
+	}
+	if fmt.Sprint(got) != "[b0 a0 a1 c0]" {
+		t.Fatalf("entries %v", got)
+	}
+	// The consumed ids are gone, the new ones work, before and after a
+	// reopen (cache and disk agree).
+	for _, id := range []uint64{a, b, c} {
+		_, err := queue.Commit(e.ctx, e.io, "q", id, []byte("z"))
+		is(t, err, objstore.ErrNotFound)
+	}
+	ok[[]string](t)(queue.Commit(e.ctx, e.io, "q", ids[0], make([]byte, 50)))
+	_, err = queue.Commit(e.ctx, e.io, "q", ids[1], make([]byte, 51))
+	is(t, err, objstore.ErrInvalid)
+	e.reopen()
+	ok[[]string](t)(queue.Commit(e.ctx, e.io, "q", ids[1], []byte("r1")))
+	is(t, queue.Abort(e.ctx, e.io, "q", ids[2]), nil)
+	st = ok[queue.Stats](t)(queue.GetStats(e.ctx, e.io, "q"))
+	if st.Entries != 6 || st.Reservations != 0 || st.ReservedBytes != 0 {
+		t.Fatalf("at the end: %+v", st)
+	}
+}

@@ -58,6 +58,69 @@ func AddCommit(op *objstore.WriteOp, id uint64, entries ...[]byte) CommitStep {
 	return CommitStep{op.Exec(ClassName, MethodCommit, encodeCommit(id, entries))}
 }
 
+// BatchCommit is one reservation's commit in a commit_batch.
+type BatchCommit struct {
+	ID      uint64
+	Entries [][]byte
+}
+
+// BatchStep is a commit_batch call in an op.
+type BatchStep struct {
+	s      *objstore.ExecStep
+	counts []int
+}
+
+// AddCommitBatch commits each of commits in order, then makes refills
+// reservations of refillBytes and refillEntries each, in one class call
+// (see commitBatchMethod); the op fails if any of them would.
+func AddCommitBatch(op *objstore.WriteOp, commits []BatchCommit, refills int, refillBytes uint64, refillEntries uint32) BatchStep {
+	counts := make([]int, len(commits))
+	for i, c := range commits {
+		counts[i] = len(c.Entries)
+	}
+	return BatchStep{op.Exec(ClassName, MethodCommitBatch, encodeCommitBatch(commits, refills, refillBytes, refillEntries)), counts}
+}
+
+// Markers are the committed entries' markers, per commit, in order.
+func (b BatchStep) Markers() ([][]Marker, error) {
+	var first, n, firstRes, m uint64
+	if err := decodeU64s(b.s.Out, "queue commit_batch output", &first, &n, &firstRes, &m); err != nil {
+		return nil, err
+	}
+	total := 0
+	for _, c := range b.counts {
+		total += c
+	}
+	if uint64(total) != n {
+		return nil, objstore.Errorf(objstore.ErrInvalid, "queue commit_batch output: %d entries, want %d", n, total)
+	}
+	all := make([]Marker, total)
+	for i := range all {
+		all[i] = seqMarker(first + uint64(i))
+	}
+	out := make([][]Marker, len(b.counts))
+	for i, c := range b.counts {
+		out[i], all = all[:c:c], all[c:]
+	}
+	return out, nil
+}
+
+// ReserveIDs are the refill reservations' ids, in order.
+func (b BatchStep) ReserveIDs() ([]uint64, error) {
+	var first, n, firstRes, m uint64
+	if err := decodeU64s(b.s.Out, "queue commit_batch output", &first, &n, &firstRes, &m); err != nil {
+		return nil, err
+	}
+	if m > MaxBatchRefills {
+		return nil, objstore.Errorf(objstore.ErrInvalid, "queue commit_batch output: %d refills", m)
+	}
+	ids := make([]uint64, m)
+	for i := range ids {
+		ids[i] = firstRes + uint64(i)
+	}
+	return ids, nil
+}
+
 // AddAbort releases reservation id (cls_2pc_queue_abort).
 func AddAbort(op *objstore.WriteOp, id uint64) {
 	op.Exec(ClassName, MethodAbort, encodeU64s(id))

@@ -16,6 +16,8 @@
 //	reserve  ErrNoSpace   used + reserved + bytes > capacity (RGW: 503 SlowDown)
 //	commit   ErrNotFound  unknown or expired reservation
 //	         ErrInvalid   more entries or bytes than reserved (reservation kept)
+//	commit_batch          commit's and reserve's, of the first that fails;
+//	                      ErrInvalid for an empty call or > MaxBatchRefills
 //	abort    -            unknown id is success
 //	update   ErrNotFound  entry gone
 //	list, remove          ErrInvalid for a malformed marker

@@ -15,6 +15,7 @@ func Register(reg *objstore.Registry) {
 	reg.Register(ClassName, MethodInit, rw, initMethod)
 	reg.Register(ClassName, MethodReserve, rw, reserveMethod)
 	reg.Register(ClassName, MethodCommit, rw, commitMethod)
+	reg.Register(ClassName, MethodCommitBatch, rw, commitBatchMethod)
 	reg.Register(ClassName, MethodAbort, rw, abortMethod)
 	reg.Register(ClassName, MethodList, objstore.MethodRead, listMethod)
 	reg.Register(ClassName, MethodRemove, rw, removeMethod)
@@ -179,6 +180,41 @@ func (c *resCache) with(ch resChange, dn int) *resCache {
 	return nc
 }
 
+// withAll returns a new value with chs applied (deletes of cached ids,
+// adds up to resCacheMax) at the cost of one overlay copy or one fold.
+func (c *resCache) withAll(chs []resChange) *resCache {
+	if c == nil {
+		c = &resCache{}
+	}
+	nc := &resCache{base: c.base, n: c.n}
+	keep := chs[:0:0]
+	for _, ch := range chs {
+		switch {
+		case ch.del:
+			nc.n--
+		case nc.n >= resCacheMax:
+			continue
+		default:
+			nc.n++
+		}
+		keep = append(keep, ch)
+	}
+	if len(c.ovl)+len(keep) <= resOverlayMax {
+		nc.ovl = append(append(make([]resChange, 0, len(c.ovl)+len(keep)), c.ovl...), keep...)
+		return nc
+	}
+	nc.base = make(map[uint64]reservation, nc.n)
+	maps.Copy(nc.base, c.base)
+	for _, o := range append(append([]resChange(nil), c.ovl...), keep...) {
+		if o.del {
+			delete(nc.base, o.id)
+		} else {
+			nc.base[o.id] = o.r
+		}
+	}
+	return nc
+}
+
 func cachedReservations(ctx objstore.MethodContext) *resCache {
 	if v, ok := ctx.Cached(resCacheSlot); ok {
 		c, _ := v.(*resCache)
@@ -269,6 +305,110 @@ func commitMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 		return nil, err
 	}
 	return encodeU64s(first, uint64(len(entries))), nil
+}
+
+// commitBatchMethod is commit for each of k reservations in order, then
+// reserve m times, in one call: the gateway's deferred and group commit ops
+// (docs/bench/notify-issue25.md, round 4). As separate steps each commit
+// and refill wrote the header again and copied the reservation cache; here
+// both happen once. Any failure fails the call (and so the op) as the
+// first failing step would; the errors are commit's and reserve's.
+func commitBatchMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
+	b, err := decodeCommitBatch(in)
+	if err != nil {
+		return nil, err
+	}
+	if len(b.ids) == 0 && b.refills == 0 {
+		return nil, objstore.Errorf(objstore.ErrInvalid, "2pc_queue commit_batch: nothing to do")
+	}
+	if b.refills > 0 && b.refillEntries == 0 {
+		return nil, objstore.Errorf(objstore.ErrInvalid, "2pc_queue commit_batch: zero entries")
+	}
+	h, err := loadHead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cache := cachedReservations(ctx)
+	var chs []resChange
+	var consumed map[uint64]bool
+	if len(b.ids) > 1 {
+		consumed = make(map[uint64]bool, len(b.ids))
+	}
+	now := ctx.Now()
+	first := h.nextSeq
+	kvs := make([]objstore.KV, 0, len(b.entries))
+	rmKeys := make([]string, 0, len(b.ids))
+	e := 0
+	for i, id := range b.ids {
+		ents := b.entries[e : e+b.counts[i]]
+		e += b.counts[i]
+		r, ok, err := loadReservation(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || consumed[id] {
+			return nil, objstore.Errorf(objstore.ErrNotFound, "2pc_queue: no reservation %d", id)
+		}
+		var size uint64
+		for _, d := range ents {
+			size += uint64(len(d))
+		}
+		if size > r.bytes || uint64(len(ents)) > r.entries {
+			return nil, objstore.Errorf(objstore.ErrInvalid, "2pc_queue: commit of %d entries/%d bytes exceeds reservation %d of %d/%d",
+				len(ents), size, id, r.entries, r.bytes)
+		}
+		if consumed != nil {
+			consumed[id] = true
+		}
+		for _, d := range ents {
+			kvs = append(kvs, objstore.KV{Key: entryKey(h.nextSeq), Value: encodeEntryValue(now, 0, time.Time{}, d)})
+			h.nextSeq++
+		}
+		rmKeys = append(rmKeys, resKey(id))
+		if _, ok := cache.get(id); ok {
+			chs = append(chs, resChange{id: id, del: true})
+		}
+		h.entries += uint64(len(ents))
+		h.bytes += size
+		h.reservations--
+		h.reservedBytes -= r.bytes
+	}
+	firstRes := h.nextRes
+	if b.refills > MaxBatchRefills {
+		return nil, objstore.Errorf(objstore.ErrInvalid, "2pc_queue commit_batch: %d refills, at most %d", b.refills, MaxBatchRefills)
+	}
+	rv := reservation{bytes: b.refillBytes, entries: b.refillEntries, created: now}
+	var rvb []byte
+	for range b.refills {
+		if h.bytes+h.reservedBytes+rv.bytes > h.capacity || rv.bytes > h.capacity {
+			return nil, objstore.Errorf(objstore.ErrNoSpace, "2pc_queue: %d bytes requested, %d used, %d reserved, capacity %d",
+				rv.bytes, h.bytes, h.reservedBytes, h.capacity)
+		}
+		if rvb == nil {
+			rvb = rv.encode()
+		}
+		id := h.nextRes
+		h.nextRes++
+		h.reservations++
+		h.reservedBytes += rv.bytes
+		kvs = append(kvs, objstore.KV{Key: resKey(id), Value: rvb})
+		chs = append(chs, resChange{id: id, r: rv})
+	}
+	if err := ctx.SetOmap(kvs...); err != nil {
+		return nil, err
+	}
+	if len(rmKeys) > 0 {
+		if err := ctx.RmOmapKeys(rmKeys...); err != nil {
+			return nil, err
+		}
+	}
+	if err := storeHead(ctx, h); err != nil {
+		return nil, err
+	}
+	if len(chs) > 0 {
+		ctx.SetCached(resCacheSlot, cache.withAll(chs))
+	}
+	return encodeU64s(first, h.nextSeq-first, firstRes, b.refills), nil
 }
 
 // abortMethod releases a reservation; an unknown id is success, so a retried

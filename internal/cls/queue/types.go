@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 
@@ -17,6 +16,7 @@ const (
 	MethodInit          = "init"
 	MethodReserve       = "reserve"
 	MethodCommit        = "commit"
+	MethodCommitBatch   = "commit_batch"
 	MethodAbort         = "abort"
 	MethodList          = "list"
 	MethodRemove        = "remove"
@@ -33,6 +33,9 @@ const (
 	resPrefix   = "r"
 )
 
+// MaxBatchRefills bounds the reservations one commit_batch makes.
+const MaxBatchRefills = 1024
+
 // DefaultListMax and MaxListMax bound a list page.
 const (
 	DefaultListMax = 1000
@@ -43,7 +46,17 @@ const (
 // markers sort like the entries they name. "" is before the first entry.
 type Marker = string
 
-func seqMarker(seq uint64) Marker { return fmt.Sprintf("%016x", seq) }
+func seqMarker(seq uint64) Marker { return string(appendHex16(make([]byte, 0, 16), seq)) }
+
+// appendHex16 appends v as 16 lowercase hex digits (fmt's %016x without
+// fmt: markers and omap keys are built for every event).
+func appendHex16(b []byte, v uint64) []byte {
+	const digits = "0123456789abcdef"
+	for sh := 60; sh >= 0; sh -= 4 {
+		b = append(b, digits[v>>uint(sh)&0xf])
+	}
+	return b
+}
 
 // ParseMarker returns the sequence a marker names; ErrInvalid if malformed.
 func ParseMarker(m Marker) (uint64, error) {
@@ -57,8 +70,12 @@ func ParseMarker(m Marker) (uint64, error) {
 	return v, nil
 }
 
-func entryKey(seq uint64) string { return entryPrefix + seqMarker(seq) }
-func resKey(id uint64) string    { return resPrefix + seqMarker(id) }
+func entryKey(seq uint64) string { return prefixed(entryPrefix[0], seq) }
+func resKey(id uint64) string    { return prefixed(resPrefix[0], id) }
+
+func prefixed(p byte, v uint64) string {
+	return string(appendHex16(append(make([]byte, 0, 17), p), v))
+}
 
 // Entry is one committed queue entry.
 type Entry struct {
@@ -158,6 +175,52 @@ func encodeCommit(id uint64, entries [][]byte) []byte {
 		e.Bytes(d)
 	}
 	return e.B
+}
+
+// commit_batch input: k commits, each id, count, then count length-prefixed
+// entries; then m refills of refill_bytes and refill_entries each.
+// Output: the first entry's sequence and the entry count, the first
+// refill's id and m (all uvarints; both runs are consecutive).
+func encodeCommitBatch(commits []BatchCommit, m int, refillBytes uint64, refillEntries uint32) []byte {
+	n := 24
+	for _, c := range commits {
+		n += 12
+		for _, d := range c.Entries {
+			n += 4 + len(d)
+		}
+	}
+	e := wire.NewEnc(1, n).Uvarint(uint64(len(commits)))
+	for _, c := range commits {
+		e.Uvarint(c.ID).Uvarint(uint64(len(c.Entries)))
+		for _, d := range c.Entries {
+			e.Bytes(d)
+		}
+	}
+	return e.Uvarint(uint64(m)).Uvarint(refillBytes).Uvarint(uint64(refillEntries)).B
+}
+
+type batchIn struct {
+	ids                        []uint64
+	counts                     []int
+	entries                    [][]byte // all commits' entries, in order
+	refills                    uint64
+	refillBytes, refillEntries uint64
+}
+
+func decodeCommitBatch(b []byte) (batchIn, error) {
+	d, _ := wire.NewDec(b, 1, "queue commit_batch")
+	k := d.Count(2)
+	in := batchIn{ids: make([]uint64, 0, k), counts: make([]int, 0, k), entries: make([][]byte, 0, k)}
+	for i := 0; i < k; i++ {
+		in.ids = append(in.ids, d.Uvarint())
+		n := d.Count(1)
+		in.counts = append(in.counts, n)
+		for j := 0; j < n; j++ {
+			in.entries = append(in.entries, d.Bytes())
+		}
+	}
+	in.refills, in.refillBytes, in.refillEntries = d.Uvarint(), d.Uvarint(), d.Uvarint()
+	return in, d.Err()
 }
 
 func decodeCommit(b []byte) (uint64, [][]byte, error) {

@@ -61,7 +61,8 @@ type deferReq struct {
 // the commit runs later, batched with other deferred commits of the shard
 // (see above), and done is called with Commit's outcome from another
 // goroutine. Use it only when the event is durable without the queue (a
-// link intent). data is kept: the caller must not reuse it.
+// link intent). data is kept until done is called; the caller may reuse
+// it from then on.
 func (r *Reservation) CommitDeferred(data []byte, done func(marker string, err error)) {
 	if !r.state.CompareAndSwap(stOpen, stBusy) {
 		done("", errors.New("queue: reservation already committed or aborted"))

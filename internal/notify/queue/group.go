@@ -119,17 +119,18 @@ func (q *Queues) runGroup(ctx context.Context, oid string, p *shardPool, batch [
 	for {
 		now := q.opts.Now()
 		op := objstore.NewWriteOp()
-		steps := make([]clsq.CommitStep, len(batch))
+		// One class call for the commits and refills: one header write and
+		// one reservation-cache copy per op, not two per event.
+		commits := make([]clsq.BatchCommit, len(batch))
 		for i, req := range batch {
-			steps[i] = clsq.AddCommit(op, req.r.id, req.data)
+			commits[i] = clsq.BatchCommit{ID: req.r.id, Entries: [][]byte{req.data}}
 		}
 		// One replacement per consumed pooled reservation, up to the room.
-		var refills []clsq.ReserveStep
+		var refills int
 		if refill {
-			for range min(len(batch), p.deficit(now, q.opts.PoolMax)) {
-				refills = append(refills, clsq.AddReserve(op, q.opts.SlotSize, 1))
-			}
+			refills = min(len(batch), p.deficit(now, q.opts.PoolMax))
 		}
+		step := clsq.AddCommitBatch(op, commits, refills, q.opts.SlotSize, 1)
 		stale := p.takeStale(32)
 		for _, id := range stale {
 			clsq.AddAbort(op, id)
@@ -139,23 +140,26 @@ func (q *Queues) runGroup(ctx context.Context, oid string, p *shardPool, batch [
 			q.groupOps.Add(1)
 			q.groupEvents.Add(uint64(len(batch)))
 			var extra []uint64
-			for _, s := range refills {
-				if id, err := s.ID(); err == nil && !p.put(pooled{id, now}, q.opts.PoolMax) {
+			ids, _ := step.ReserveIDs()
+			for _, id := range ids {
+				if !p.put(pooled{id, now}, q.opts.PoolMax) {
 					extra = append(extra, id)
 				}
 			}
 			if len(extra) > 0 {
 				go q.abortIDs(oid, extra)
 			}
-			for i, req := range batch {
-				if ms, err := steps[i].Markers(); err == nil && len(ms) == 1 {
-					req.marker = ms[0]
+			if ms, err := step.Markers(); err == nil {
+				for i, req := range batch {
+					if len(ms[i]) == 1 {
+						req.marker = ms[i][0]
+					}
 				}
 			}
 			return true
 		}
 		p.addStale(stale...)
-		if errors.Is(err, objstore.ErrNoSpace) && len(refills) > 0 {
+		if errors.Is(err, objstore.ErrNoSpace) && refills > 0 {
 			p.full(now.Add(noRefillPause))
 			refill = false
 			continue

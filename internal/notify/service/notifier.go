@@ -257,7 +257,12 @@ func (r *reservation) CommitDeferred(ctx context.Context, obj driver.ObjectInfo,
 	for i, tg := range r.persist {
 		rec := forConfiguration(base, tg)
 		rec.EventID = r.eventIDs[i] // the id the intent holds
-		tg.res.CommitDeferred(event.AppendJSON(nil, rec), func(_ string, err error) {
+		// A pooled buffer, not AppendJSON(nil, …) (7 allocations as it
+		// grows): the queue holds it until done, then it is free again.
+		buf := event.GetBuffer()
+		*buf = event.AppendJSON(*buf, rec)
+		tg.res.CommitDeferred(*buf, func(_ string, err error) {
+			event.PutBuffer(buf)
 			errs[i] = r.committed(tg, err)
 			if left.Add(-1) == 0 {
 				done(errors.Join(errs...))

@@ -157,8 +157,35 @@ func TestXattrCacheFollowsWrites(t *testing.T) {
 		{exec("append", "e"), "-"},
 		{exec("set_xattr", "s=new"), "new"},
 	}
+	// guarded checks a write op's guard on s (read from the cache when
+	// warm, through the op's batch once a step of it touched xattrs).
+	guarded := func(i int, want string) {
+		t.Helper()
+		if want == "-" || want == "no object" {
+			return
+		}
+		ok := objstore.NewWriteOp().CmpXattr("s", objstore.CmpEQ, []byte(want))
+		ok.Exec(objstoretest.TestClass, "echo", nil)
+		stale := objstore.NewWriteOp().CmpXattr("s", objstore.CmpEQ, []byte(want+"-stale"))
+		stale.Exec(objstoretest.TestClass, "echo", nil)
+		inOp := exec("set_xattr", "s="+want+"-in-op")
+		inOp.CmpXattr("s", objstore.CmpEQ, []byte(want+"-in-op"))
+		inOp.Exec(objstoretest.TestClass, "set_xattr", []byte("s="+want))
+		inOp.CmpXattr("s", objstore.CmpEQ, []byte(want))
+		if err := io.Operate(ctx, "o", ok); err != nil {
+			t.Fatalf("step %d: guard on %q: %v", i, want, err)
+		}
+		// Right after ok warmed the cache (a failed op drops it).
+		if err := io.Operate(ctx, "o", inOp); err != nil {
+			t.Fatalf("step %d: guards after the op's own xattr writes: %v", i, err)
+		}
+		if err := io.Operate(ctx, "o", stale); !errors.Is(err, objstore.ErrCanceled) {
+			t.Fatalf("step %d: stale guard: %v", i, err)
+		}
+	}
 	for i, st := range steps {
 		write(st.op)
+		guarded(i, st.want)
 		if got := get(); got != st.want {
 			t.Fatalf("step %d: xattr s = %q, want %q", i, got, st.want)
 		}

@@ -376,9 +376,12 @@ func (t *txn) getXattr(name string) ([]byte, bool, error) {
 	if !t.exists {
 		return nil, false, nil
 	}
-	if t.b == nil && t.cm != nil {
-		// A read of an object whose meta is cached: its xattrs as of that
-		// meta, loaded once (this read's view agrees with the meta).
+	if t.cm != nil && (t.b == nil || !t.xattrsTouched) {
+		// An object whose meta is cached: its xattrs as of that meta,
+		// loaded once. A read's view agrees with the meta; so does a
+		// write's (under the write lock t.cm is current) until one of its
+		// steps touches xattrs, and then it reads through its batch. (The
+		// lease guard on every delivery remove op reads here.)
 		xs := t.cm.xattrs.Load()
 		if xs == nil {
 			all, err := t.getXattrs()
