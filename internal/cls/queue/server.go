@@ -239,6 +239,27 @@ func uncacheReservation(ctx objstore.MethodContext, id uint64) {
 	ctx.SetCached(resCacheSlot, old.with(resChange{id: id, del: true}, -1))
 }
 
+// commitFits loads reservation id and checks that entries fit in it;
+// consumed: an earlier commit of the same op took it already.
+func commitFits(ctx objstore.MethodContext, id uint64, entries [][]byte, consumed bool) (reservation, uint64, error) {
+	r, ok, err := loadReservation(ctx, id)
+	if err != nil {
+		return reservation{}, 0, err
+	}
+	if !ok || consumed {
+		return reservation{}, 0, objstore.Errorf(objstore.ErrNotFound, "2pc_queue: no reservation %d", id)
+	}
+	var size uint64
+	for _, e := range entries {
+		size += uint64(len(e))
+	}
+	if size > r.bytes || uint64(len(entries)) > r.entries {
+		return reservation{}, 0, objstore.Errorf(objstore.ErrInvalid, "2pc_queue: commit of %d entries/%d bytes exceeds reservation %d of %d/%d",
+			len(entries), size, id, r.entries, r.bytes)
+	}
+	return r, size, nil
+}
+
 func loadReservation(ctx objstore.MethodContext, id uint64) (reservation, bool, error) {
 	if r, ok := cachedReservations(ctx).get(id); ok {
 		return r, true, nil
@@ -268,20 +289,9 @@ func commitMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, ok, err := loadReservation(ctx, id)
+	r, size, err := commitFits(ctx, id, entries, false)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, objstore.Errorf(objstore.ErrNotFound, "2pc_queue: no reservation %d", id)
-	}
-	var size uint64
-	for _, e := range entries {
-		size += uint64(len(e))
-	}
-	if size > r.bytes || uint64(len(entries)) > r.entries {
-		return nil, objstore.Errorf(objstore.ErrInvalid, "2pc_queue: commit of %d entries/%d bytes exceeds reservation %d of %d/%d",
-			len(entries), size, id, r.entries, r.bytes)
 	}
 	now := ctx.Now()
 	first := h.nextSeq
@@ -342,20 +352,9 @@ func commitBatchMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	for i, id := range b.ids {
 		ents := b.entries[e : e+b.counts[i]]
 		e += b.counts[i]
-		r, ok, err := loadReservation(ctx, id)
+		r, size, err := commitFits(ctx, id, ents, consumed[id])
 		if err != nil {
 			return nil, err
-		}
-		if !ok || consumed[id] {
-			return nil, objstore.Errorf(objstore.ErrNotFound, "2pc_queue: no reservation %d", id)
-		}
-		var size uint64
-		for _, d := range ents {
-			size += uint64(len(d))
-		}
-		if size > r.bytes || uint64(len(ents)) > r.entries {
-			return nil, objstore.Errorf(objstore.ErrInvalid, "2pc_queue: commit of %d entries/%d bytes exceeds reservation %d of %d/%d",
-				len(ents), size, id, r.entries, r.bytes)
 		}
 		if consumed != nil {
 			consumed[id] = true
