@@ -17,6 +17,10 @@ import (
 type Result struct {
 	Bucket   string
 	From, To bucketindex.Layout
+	// Entries in the source when the copy started; Sizing is why a
+	// dynamic reshard chose To (nil for admin reshards).
+	Entries uint64
+	Sizing  *Sizing
 	// Copied entries in CopyTime (the bulk copy only).
 	Copied   uint64
 	CopyTime time.Duration
@@ -93,14 +97,10 @@ func (m *Manager) newEngine(inst driver.Instance, rec Record) *engine {
 		dst: bucketindex.Index{IO: m.d.IndexIO(), BucketID: inst.ID, Layout: rec.Target},
 	}
 	e.renewed.Store(m.now().UnixNano())
-	e.res = Result{Bucket: inst.Name, From: rec.Source, To: rec.Target}
+	e.res = Result{Bucket: inst.Name, From: rec.Source, To: rec.Target, Sizing: rec.Sizing, Entries: rec.Total}
 	e.pace = newPacer(float64(m.cfg.CopyRateLimit))
 	if m.cfg.CopyRateAdaptive {
-		hi := float64(m.cfg.CopyRateLimit)
-		if hi <= 0 {
-			hi = 1e6
-		}
-		lo := min(hi, float64(m.cfg.CopyRateMin))
+		lo, hi := m.cfg.adaptiveBounds()
 		var base time.Duration
 		if m.fg != nil && m.cfg.Foreground == nil {
 			base = m.fg.baseline()
@@ -412,6 +412,7 @@ func (e *engine) copyBody(ctx context.Context) error {
 		return err
 	}
 	e.copied.Store(0)
+	e.res.Entries = total.Load()
 	e.replayed = make([]uint64, e.src.Layout.NumShards)
 	if err := e.update(ctx, func(_ *driver.Instance, rec *Record) (*Record, error) {
 		rec.Total, rec.Copied = total.Load(), 0

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,6 +172,76 @@ func TestDynamicTrigger(t *testing.T) {
 		t.Fatal("no dynamic reshard")
 	}
 	e.verify("bkt", md)
+}
+
+// A bucket growing between checks is sized for the objects expected when
+// its reshard ends, and the queue entry, `reshard status` and the record
+// say why; with TriggerSizing it is RGW's rule.
+func TestDynamicSizingForArrivals(t *testing.T) {
+	for _, trigger := range []bool{false, true} {
+		t.Run(fmt.Sprintf("trigger-sizing=%v", trigger), func(t *testing.T) {
+			e := newEnv(t)
+			e.bucket("bkt", 1)
+			md := fill(e, "bkt", 80)
+			ctx := context.Background()
+			var now atomic.Int64
+			now.Store(time.Now().UnixNano())
+			m, err := reshard.New(ctx, reshard.Config{
+				Driver: e.d, Store: e.st, MaxObjsPerShard: 100, TriggerSizing: trigger,
+				CopyRateAdaptive: true, CopyRateMin: 50, CopyRateLimit: 1000,
+				Now: func() time.Time { return time.Unix(0, now.Load()) },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := m.Check(ctx, "bkt"); n != 0 || err != nil {
+				t.Fatalf("check at 80 objects: %d %v", n, err)
+			}
+			for i := 80; i < 450; i++ {
+				k := fmt.Sprintf("obj/%05d", i)
+				e.mustPut("bkt", k, 1)
+				md[k] = 1
+			}
+			now.Add(int64(10 * time.Second)) // 370 objects in 10 s
+			n, err := m.Check(ctx, "bkt")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// 37/s against the governor's floor 74/s: 450/(74-37) s, so
+			// 900 objects expected; 2×900/100 = 18 → 19 (RGW: 9 → 11).
+			want, wantPred := 19, uint64(900)
+			if trigger {
+				want, wantPred = 11, 450
+			}
+			st, err := m.Status(ctx, "bkt")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != want || st.TargetShards != want || st.Sizing == nil || st.Sizing.Objects != 450 || st.Sizing.Predicted != wantPred {
+				t.Fatalf("queued %d shards, status %+v sizing %+v; want %d shards for %d objects", n, st, st.Sizing, want, wantPred)
+			}
+			if !trigger && (st.Sizing.ArrivalsPerSec != 37 || st.Sizing.Basis != "pace") {
+				t.Fatalf("sizing %+v", st.Sizing)
+			}
+			// The record carries it while the reshard runs.
+			m2 := e.manager("mid-replay")
+			if err := m2.Process(ctx); err == nil || !strings.Contains(err.Error(), "mid-replay") {
+				t.Fatalf("process: %v", err)
+			}
+			st, err = m.Status(ctx, "bkt")
+			if err != nil || st.State != "replay" || st.Sizing == nil || st.Sizing.Predicted != wantPred {
+				t.Fatalf("status of the running reshard %+v (%v)", st, err)
+			}
+			e.expireLeases()
+			if err := e.manager().Process(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if bs, _ := e.d.BucketStats(ctx, "bkt"); bs.NumShards != want {
+				t.Fatalf("%d shards after the reshard, want %d", bs.NumShards, want)
+			}
+			e.verify("bkt", md)
+		})
+	}
 }
 
 func TestCancel(t *testing.T) {
