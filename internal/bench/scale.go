@@ -238,8 +238,12 @@ type ScaleReshard struct {
 	Copied     uint64  `json:"copied,omitempty"`
 	CopyPerSec float64 `json:"copy_entries_per_sec,omitempty"`
 	BlockMs    float64 `json:"block_ms,omitempty"`
-	// Tail: log records replayed while writers were blocked.
-	Tail uint64 `json:"tail_records,omitempty"`
+	// Tail: log records replayed while writers were blocked; the block's
+	// parts: closing the sources, replaying the tail, the instance write.
+	Tail          uint64  `json:"tail_records,omitempty"`
+	BlockCloseMs  float64 `json:"block_close_ms,omitempty"`
+	BlockTailMs   float64 `json:"block_tail_ms,omitempty"`
+	BlockSwitchMs float64 `json:"block_switch_ms,omitempty"`
 	// PredictedObjects: the objects the target was sized for (the engine's
 	// Sizing; the objects at the trigger under RGW's rule).
 	PredictedObjects uint64 `json:"predicted_objects,omitempty"`
@@ -586,7 +590,9 @@ func (r *scaleRun) reshardDone(res reshard.Result) {
 	}
 	start := res.Start.Sub(r.start).Seconds()
 	ev := ScaleReshard{FromShards: res.From.NumShards, ToShards: res.To.NumShards, StartSec: start, EndSec: start + res.Total.Seconds(),
-		Copied: res.Copied, BlockMs: float64(res.Block.Microseconds()) / 1000, Tail: res.Tail}
+		Copied: res.Copied, BlockMs: float64(res.Block.Microseconds()) / 1000, Tail: res.Tail,
+		BlockCloseMs: float64(res.BlockClose.Microseconds()) / 1000, BlockTailMs: float64(res.BlockTail.Microseconds()) / 1000,
+		BlockSwitchMs: float64(res.BlockSwitch.Microseconds()) / 1000}
 	if res.Sizing != nil {
 		ev.PredictedObjects = res.Sizing.Predicted
 	}
@@ -600,7 +606,8 @@ func (r *scaleRun) reshardDone(res reshard.Result) {
 	} else {
 		r.res.ReshardList = append(evs, ev)
 	}
-	r.logf("reshard %d → %d: %.1f s, copied %d (%.0f/s), block %.1f ms (tail %d records), sized for %d objects", ev.FromShards, ev.ToShards, ev.EndSec-ev.StartSec, ev.Copied, ev.CopyPerSec, ev.BlockMs, ev.Tail, ev.PredictedObjects)
+	r.logf("reshard %d → %d: %.1f s, copied %d (%.0f/s), block %.1f ms (close %.1f, tail of %d records %.1f, switch %.1f), sized for %d objects",
+		ev.FromShards, ev.ToShards, ev.EndSec-ev.StartSec, ev.Copied, ev.CopyPerSec, ev.BlockMs, ev.BlockCloseMs, ev.Tail, ev.BlockTailMs, ev.BlockSwitchMs, ev.PredictedObjects)
 }
 
 // latRec collects one phase's latencies per op type.

@@ -86,7 +86,10 @@ type Config struct {
 	// Default 256.
 	SwitchFanout int
 	// TailRecords: replay rounds continue until one replays at most this
-	// many records; then sources close. Default 2000.
+	// many records (or an unpaced round stops shrinking); then the closing
+	// state is recorded, rounds catch up again with what arrived meanwhile,
+	// and the sources close. Writers wait for what arrives during the last
+	// round and the close: a small bound keeps that short. Default 256.
 	TailRecords int
 	// MaxReplayRounds bounds the catch-up rounds before closing (a write
 	// rate faster than replay would otherwise never converge). Default 20.
@@ -107,7 +110,7 @@ const (
 	DefaultInterval         = time.Minute
 	DefaultLeaseDuration    = 30 * time.Second
 	DefaultCopyBatch        = 1000
-	DefaultTailRecords      = 2000
+	DefaultTailRecords      = 256
 	DefaultMaxReplayRounds  = 20
 )
 
@@ -216,9 +219,10 @@ func (c *Config) Validate() error {
 // Failpoints stop a reshard at a named step, as if the process died there.
 // Hit is called with the bucket and point name; returning true fires it.
 // Points, in order: after-init-target, after-logging, mid-copy,
-// mid-copy-replay, after-copy,
-// mid-replay, before-closing, after-close, before-switch, after-switch,
-// mid-cleanup, after-cleanup, mid-rollback.
+// mid-copy-replay, after-copy, mid-replay (after each replay round),
+// before-closing, mid-catch-up (after each round after the closing record),
+// before-close, after-close, before-switch, after-switch, mid-cleanup,
+// after-cleanup, mid-rollback.
 type Failpoints struct {
 	Hit func(bucket, point string) bool
 }
@@ -226,8 +230,8 @@ type Failpoints struct {
 // Points lists every failpoint name in step order.
 var Points = []string{
 	"after-init-target", "after-logging", "mid-copy", "mid-copy-replay", "after-copy", "mid-replay",
-	"before-closing", "after-close", "before-switch", "after-switch", "mid-cleanup",
-	"after-cleanup", "mid-rollback",
+	"before-closing", "mid-catch-up", "before-close", "after-close", "before-switch", "after-switch",
+	"mid-cleanup", "after-cleanup", "mid-rollback",
 }
 
 // ExitFailpoints kills the process (exit status 137, like kill -9) at the
@@ -434,7 +438,8 @@ func (m *Manager) drive(ctx context.Context, inst driver.Instance, rec Record, r
 	if err == nil && !res.RolledBack {
 		m.log.Info("reshard: done", "bucket", inst.Name, "from", res.From.NumShards, "to", res.To.NumShards,
 			"entries", res.Entries, "copied", res.Copied, "replayed", res.Replayed, "rounds", res.ReplayRounds,
-			"tail", res.Tail, "block", res.Block, "total", res.Total)
+			"tail", res.Tail, "block", res.Block, "block_close", res.BlockClose, "block_tail", res.BlockTail,
+			"block_switch", res.BlockSwitch, "total", res.Total)
 		if !resumed && rec.Reason == "dynamic" {
 			// The next dynamic reshard of this bucket expects as long per entry.
 			m.growth.finished(inst.Name, res.Entries, res.Total)

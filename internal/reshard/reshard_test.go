@@ -558,7 +558,8 @@ func TestReshardMovesLinkIntents(t *testing.T) {
 // The replay after the sources close takes the whole tail, however long:
 // a round reads at most 16 pages per source, and a switch that replayed
 // one round dropped the rest of a long tail (here 3 keys a page, 200 keys
-// written just before the close, ~67 per source shard).
+// written after the last catch-up round, just before the close, ~67 per
+// source shard).
 func TestSwitchReplaysWholeTail(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
@@ -572,7 +573,7 @@ func TestSwitchReplaysWholeTail(t *testing.T) {
 	late := 0
 	m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 3, Workers: 1,
 		Failpoints: &reshard.Failpoints{Hit: func(_, p string) bool {
-			if p == "before-closing" && late == 0 {
+			if p == "before-close" && late == 0 {
 				for ; late < 200; late++ {
 					k := fmt.Sprintf("z%03d", late)
 					e.mustPut("bkt", k, 2)
@@ -584,11 +585,101 @@ func TestSwitchReplaysWholeTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Reshard(ctx, "bkt", 5); err != nil {
+	res, err := m.Reshard(ctx, "bkt", 5)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if late != 200 {
-		t.Fatalf("wrote %d keys before the close, want 200", late)
+	if late != 200 || res.Tail != 200 {
+		t.Fatalf("wrote %d keys before the close, replayed %d after it; want 200 and 200", late, res.Tail)
+	}
+	e.verify("bkt", md)
+}
+
+// TestSwitchTailBounded: what writers wait for at the switch is bounded by
+// what arrives during the last catch-up round, not by what arrived while
+// the closing record was written or by a long last round. Writers run
+// concurrently with the replay, each round letting through R more writes
+// (arrivals in step with the engine, so the bound is exact whatever the
+// scheduling: at most the R let through after the last round plus the R
+// of the round before, which may land after its read); a burst of B writes
+// lands while the closing record is written. Before the catch-up rounds
+// after that record, the burst was all replayed with writers blocked.
+func TestSwitchTailBounded(t *testing.T) {
+	const R, B = 8, 300
+	ctx := context.Background()
+	e := newEnv(t)
+	e.bucket("bkt", 3)
+	md := fill(e, "bkt", 300)
+	var mu sync.Mutex // md
+	tokens := make(chan struct{}, 1<<12)
+	var inflight sync.WaitGroup
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var written atomic.Int64
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-tokens:
+				}
+				k := fmt.Sprintf("w%d/%05d", w, i)
+				if err := e.put("bkt", k, 3); err != nil {
+					t.Errorf("put %s: %v", k, err)
+				}
+				mu.Lock()
+				md[k] = 3
+				mu.Unlock()
+				written.Add(1)
+				inflight.Done()
+			}
+		}(w)
+	}
+	// release lets R writes through once the previous R are written.
+	release := func() {
+		inflight.Wait()
+		inflight.Add(R)
+		for i := 0; i < R; i++ {
+			tokens <- struct{}{}
+		}
+	}
+	burst := 0
+	m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 16, TailRecords: 2 * R,
+		Failpoints: &reshard.Failpoints{Hit: func(_, p string) bool {
+			switch p {
+			case "mid-copy-replay", "mid-replay", "mid-catch-up":
+				release()
+			case "before-closing":
+				for ; burst < B; burst++ {
+					k := fmt.Sprintf("burst/%05d", burst)
+					e.mustPut("bkt", k, 4)
+					mu.Lock()
+					md[k] = 4
+					mu.Unlock()
+				}
+			}
+			return false
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Reshard(ctx, "bkt", 7)
+	inflight.Wait()
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d concurrent writes, burst %d; %d rounds replayed %d; tail %d records, writers blocked %v",
+		written.Load(), burst, res.ReplayRounds, res.Replayed, res.Tail, res.Block)
+	if burst != B || written.Load() < 2*R {
+		t.Fatalf("burst %d, %d concurrent writes: the test did not run as designed", burst, written.Load())
+	}
+	if res.Tail > 2*R {
+		t.Fatalf("replayed %d records with writers blocked, want at most %d", res.Tail, 2*R)
 	}
 	e.verify("bkt", md)
 }
