@@ -239,6 +239,16 @@ func TestDynamicSizingForArrivals(t *testing.T) {
 			if bs, _ := e.d.BucketStats(ctx, "bkt"); bs.NumShards != want {
 				t.Fatalf("%d shards after the reshard, want %d", bs.NumShards, want)
 			}
+			// The entry with its sizing was dequeued (compared byte for byte).
+			io, err := e.st.IOContext(ctx, driver.PoolLog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			op := objstore.NewReadOp()
+			vs := op.GetOmapValues("", "", 0)
+			if err := io.WithNamespace("reshard").OperateRead(ctx, "reshard_queue", op); err != nil || len(vs.Pairs) != 0 {
+				t.Fatalf("queue after the reshard: %v %v", vs.Pairs, err)
+			}
 			e.verify("bkt", md)
 		})
 	}
