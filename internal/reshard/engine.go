@@ -865,7 +865,7 @@ func (e *engine) replayBody(ctx context.Context) error {
 		e.replayed = make([]uint64, e.src.Layout.NumShards)
 	}
 	replayed := e.replayed
-	if err := e.catchUp(ctx, replayed, true, "mid-replay"); err != nil {
+	if err := e.catchUp(ctx, replayed, e.m.cfg.Workers, true, "mid-replay"); err != nil {
 		return err
 	}
 	if err := e.failpoint("before-closing"); err != nil {
@@ -880,11 +880,11 @@ func (e *engine) replayBody(ctx context.Context) error {
 // are paced (if paced) while they shrink; a round that did not shrink (the
 // write rate outruns the pace) makes the rest unpaced, so the tail that
 // writers wait for stays short. point is a failpoint hit after each round.
-func (e *engine) catchUp(ctx context.Context, replayed []uint64, paced bool, point string) error {
+func (e *engine) catchUp(ctx context.Context, replayed []uint64, fanout int, paced bool, point string) error {
 	small := uint64(e.m.cfg.TailRecords)
 	last := ^uint64(0)
 	for round := 1; ; round++ {
-		n, err := e.replayRound(ctx, replayed, e.sources(), e.m.cfg.Workers, paced)
+		n, err := e.replayRound(ctx, replayed, e.sources(), fanout, paced)
 		if err != nil {
 			return err
 		}
@@ -916,8 +916,9 @@ func (e *engine) switchStep(ctx context.Context) error {
 	// (unpaced) before the close, so writers wait only for what arrives
 	// during the last short round and the close itself. Progress stays in
 	// memory: a resume starts from the recorded seqs (replay is idempotent).
+	// As wide as the switch itself: the last round's length is the tail.
 	kctx, stop := e.keepalive(ctx, false)
-	err := stepErr(kctx, e.catchUp(kctx, replayed, false, "mid-catch-up"))
+	err := stepErr(kctx, e.catchUp(kctx, replayed, e.m.cfg.SwitchFanout, false, "mid-catch-up"))
 	stop()
 	if err != nil {
 		return err

@@ -81,7 +81,8 @@ type Config struct {
 	// CopyWriters is how many copy ops may be in flight. Default 32.
 	CopyWriters int
 	// SwitchFanout bounds concurrent shard operations while writers wait
-	// (closing sources, replaying the tail): high, so that the backend
+	// (closing sources, replaying the tail) and in the catch-up rounds just
+	// before (their length is the tail): high, so that the backend
 	// batches their syncs and the block stays short with many shards.
 	// Default 256.
 	SwitchFanout int
