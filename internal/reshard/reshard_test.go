@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/bucketindex"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cairn-s3/cairn/internal/objstore/embedded"
 	"github.com/cairn-s3/cairn/internal/reshard"
 )
 
@@ -690,6 +691,50 @@ func TestSwitchTailBounded(t *testing.T) {
 	}
 	if res.Tail > 2*R {
 		t.Fatalf("replayed %d records with writers blocked, want at most %d", res.Tail, 2*R)
+	}
+	e.verify("bkt", md)
+}
+
+// The block waits for one synced commit, the instance write: the close
+// and the tail replay ride on its sync (a crash before it resumes in
+// closing). Counted on the embedded store, with a tail to replay.
+func TestSwitchSyncsOnce(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.bucket("bkt", 3)
+	md := fill(e, "bkt", 100)
+	st := e.st.(*embedded.Store)
+	commits := map[string]int64{}
+	m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st,
+		Failpoints: &reshard.Failpoints{Hit: func(_, p string) bool {
+			switch p {
+			case "before-close":
+				for i := 0; i < 20; i++ {
+					k := fmt.Sprintf("tail/%02d", i)
+					e.mustPut("bkt", k, 5)
+					md[k] = 5
+				}
+				fallthrough
+			case "before-switch", "after-switch":
+				commits[p] = st.LSMCounters().Commits
+			}
+			return false
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Reshard(ctx, "bkt", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Tail != 20 {
+		t.Fatalf("tail %d, want the 20 writes made just before the close", res.Tail)
+	}
+	if n := commits["before-switch"] - commits["before-close"]; n != 0 {
+		t.Errorf("%d synced commits while closing and replaying the tail, want 0", n)
+	}
+	if n := commits["after-switch"] - commits["before-switch"]; n != 1 {
+		t.Errorf("%d synced commits for the switch, want 1 (the instance write)", n)
 	}
 	e.verify("bkt", md)
 }
