@@ -875,8 +875,9 @@ func (e *engine) replayBody(ctx context.Context) error {
 }
 
 // catchUp replays rounds until one replays at most TailRecords records, or
-// an unpaced round did not shrink (writers add as much as a round takes:
-// more rounds would not shorten the tail), at most MaxReplayRounds. Rounds
+// an unpaced round was not a tenth shorter than the one before (writers add
+// about as much as a round takes: more rounds would not shorten the tail),
+// at most MaxReplayRounds. Rounds
 // are paced (if paced) while they shrink; a round that did not shrink (the
 // write rate outruns the pace) makes the rest unpaced, so the tail that
 // writers wait for stays short. point is a failpoint hit after each round.
@@ -893,7 +894,8 @@ func (e *engine) catchUp(ctx context.Context, replayed []uint64, fanout int, pac
 		if err := e.failpoint(point); err != nil {
 			return err
 		}
-		stalled := n >= last && !paced
+		// Unpaced and not a tenth shorter than the last: the fixed point.
+		stalled := !paced && last != ^uint64(0) && n*10 >= last*9
 		if n >= last {
 			paced = false
 		}
