@@ -302,11 +302,13 @@ func (m *Manager) now() time.Time { return m.cfg.Now() }
 // enabled) and one pass over the queue, which also resumes reshards whose
 // owner died. Close stops it.
 func (m *Manager) Start() {
-	m.stop, m.done = make(chan struct{}), make(chan struct{})
+	// The goroutines use their own copies: Close clears the fields.
+	stop, done := make(chan struct{}), make(chan struct{})
+	m.stop, m.done = stop, done
 	go func() {
-		defer close(m.done)
+		defer close(done)
 		ctx, cancel := context.WithCancel(context.Background())
-		go func() { <-m.stop; cancel() }()
+		go func() { <-stop; cancel() }()
 		if m.fg != nil {
 			go m.fg.run(ctx)
 		}
@@ -322,7 +324,7 @@ func (m *Manager) Start() {
 				m.log.Warn("reshard: process queue", "err", err)
 			}
 			select {
-			case <-m.stop:
+			case <-stop:
 				return
 			case <-t.C:
 			}
