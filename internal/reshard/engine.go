@@ -877,10 +877,10 @@ func (e *engine) replayBody(ctx context.Context) error {
 // catchUp replays rounds until one replays at most TailRecords records, or
 // an unpaced round was not a tenth shorter than the one before (writers add
 // about as much as a round takes: more rounds would not shorten the tail),
-// at most MaxReplayRounds. Rounds
-// are paced (if paced) while they shrink; a round that did not shrink (the
-// write rate outruns the pace) makes the rest unpaced, so the tail that
-// writers wait for stays short. point is a failpoint hit after each round.
+// at most MaxReplayRounds. If paced, rounds are paced while they shrink; a
+// round that did not shrink (the write rate outruns the pace) makes the
+// rest unpaced, so the tail that writers wait for stays short. point is a
+// failpoint hit after each round.
 func (e *engine) catchUp(ctx context.Context, replayed []uint64, fanout int, paced bool, point string) error {
 	small := uint64(e.m.cfg.TailRecords)
 	last := ^uint64(0)
