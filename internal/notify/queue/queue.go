@@ -106,6 +106,7 @@ type Queues struct {
 	groupOps, groupEvents atomic.Uint64 // successful group commits
 	reserveOps            atomic.Uint64 // reservations that took an op
 	unfinished            counter       // deferred commits not done yet
+	later                 committer     // deferred commits of every shard
 
 	hooks atomic.Pointer[[]func(oid string)] // OnCommit subscribers
 }
