@@ -50,8 +50,10 @@ type deferred struct {
 type committer struct {
 	mu      sync.Mutex
 	waiting []*shardPool // shards with pending commits, oldest first
+	since   time.Time    // when the oldest pending commit came
 	armed   bool         // a round is scheduled or running
 	running bool
+	now     bool // the running committer goes on at once (a batch is full, a flush waits)
 	timer   *time.Timer
 }
 
@@ -70,6 +72,9 @@ func (c *committer) claim() bool {
 
 // add queues dr on p's shard; c.mu is held.
 func (c *committer) add(p *shardPool, dr *deferReq) {
+	if len(c.waiting) == 0 {
+		c.since = time.Now()
+	}
 	if len(p.later.pending) == 0 {
 		c.waiting = append(c.waiting, p)
 	}
@@ -100,25 +105,31 @@ func (r *Reservation) CommitDeferred(data []byte, done func(marker string, err e
 	c := &q.later
 	c.mu.Lock()
 	c.add(p, &deferReq{r: r, data: data, done: done})
+	full := len(p.later.pending) >= q.opts.DeferBatch
 	switch {
 	case c.running:
-	case len(p.later.pending) >= q.opts.DeferBatch:
+		c.now = c.now || full
+	case full:
 		c.claim()
 		go q.runDeferred()
 	case !c.armed:
 		c.armed = true
-		c.timer = time.AfterFunc(q.opts.DeferLinger, func() {
-			c.mu.Lock()
-			if c.running {
-				c.mu.Unlock()
-				return
-			}
-			c.running = true
-			c.mu.Unlock()
-			q.runDeferred()
-		})
+		c.timer = time.AfterFunc(q.opts.DeferLinger, q.fireDeferred)
 	}
 	c.mu.Unlock()
+}
+
+// fireDeferred starts the committer when the linger ends.
+func (q *Queues) fireDeferred() {
+	c := &q.later
+	c.mu.Lock()
+	if c.running {
+		c.mu.Unlock()
+		return
+	}
+	c.running = true
+	c.mu.Unlock()
+	q.runDeferred()
 }
 
 // commitBehindDeferred commits data through the shard's deferred queue,
@@ -144,6 +155,7 @@ func (r *Reservation) commitBehindDeferred(p *shardPool, data []byte) (marker st
 		q.unfinished.done()
 	}})
 	start := c.claim()
+	c.now = c.now || !start
 	c.mu.Unlock()
 	if start {
 		go q.runDeferred()
@@ -163,20 +175,32 @@ type shardBatch struct {
 }
 
 // runDeferred commits the pending deferred commits of every shard, a
-// round at a time, until none is left.
+// round at a time, until none is left. Commits that came during a round
+// wait for their own linger (counted from the oldest of them), unless a
+// shard's batch is full or a flush waits: going on at once made rounds of
+// the one or two events that came meanwhile, one op per shard each.
 func (q *Queues) runDeferred() {
 	c := &q.later
 	var prev []*shardBatch
-	for {
+	for first := true; ; first = false {
 		c.mu.Lock()
 		for _, sb := range prev {
 			sb.p.later.inRound = false
 		}
 		if len(c.waiting) == 0 {
-			c.running, c.armed, c.timer = false, false, nil
+			c.running, c.armed, c.timer, c.now = false, false, nil, false
 			c.mu.Unlock()
 			return
 		}
+		if !first && !c.now {
+			if d := time.Until(c.since.Add(q.opts.DeferLinger)); d > 0 {
+				c.running = false
+				c.timer = time.AfterFunc(d, q.fireDeferred)
+				c.mu.Unlock()
+				return
+			}
+		}
+		c.now = false
 		round := make([]*shardBatch, 0, len(c.waiting))
 		keep := c.waiting[:0]
 		for _, p := range c.waiting {
@@ -191,6 +215,8 @@ func (q *Queues) runDeferred() {
 		}
 		clear(c.waiting[len(keep):])
 		c.waiting = keep
+		// Shards with more than one op's worth left go on at once.
+		c.now = len(keep) > 0
 		c.mu.Unlock()
 		q.commitRound(round)
 		prev = round
@@ -278,6 +304,7 @@ func (q *Queues) FlushDeferred(ctx context.Context) error {
 	c := &q.later
 	c.mu.Lock()
 	start := len(c.waiting) > 0 && c.claim()
+	c.now = c.now || (len(c.waiting) > 0 && !start)
 	c.mu.Unlock()
 	if start {
 		go q.runDeferred()

@@ -305,3 +305,60 @@ func TestDeferredCrossShardFailureStaysOnItsShard(t *testing.T) {
 		})
 	}
 }
+
+// A commit handed over while a round runs waits for its own linger
+// instead of starting a round of its own at once (a round per event or
+// two, one op per shard each, is what the linger is there to avoid);
+// FlushDeferred still takes it at once.
+func TestDeferredCommitDuringRoundWaitsForLinger(t *testing.T) {
+	e := newEnv(t, Options{DeferLinger: time.Hour, DeferBatch: 2})
+	ctx := context.Background()
+	if err := e.q.Create(ctx, ":l", 2); err != nil {
+		t.Fatal(err)
+	}
+	oids := ShardOIDs(":l", 2)
+	r0, r1, r2 := reserveOn(t, e, ":l", 0), reserveOn(t, e, ":l", 0), reserveOn(t, e, ":l", 1)
+	gate, inOp := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.io.mu.Lock()
+	e.io.fail = func(string, *objstore.WriteOp) (error, bool) {
+		once.Do(func() { close(inOp); <-gate })
+		return nil, false
+	}
+	e.io.mu.Unlock()
+	done := make(chan error, 3)
+	cb := func(_ string, err error) { done <- err }
+	r0.CommitDeferred([]byte("event-000"), cb)
+	r1.CommitDeferred([]byte("event-001"), cb) // a full batch: a round starts
+	<-inOp
+	r2.CommitDeferred([]byte("event-000"), cb) // shard 1, during the round
+	close(gate)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &e.q.later
+	waitFor(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return !c.running })
+	if got := entriesInOrder(t, e, oids[1]); len(got) != 0 {
+		t.Fatalf("a commit handed over during a round ran before its linger: %v", got)
+	}
+	if err := e.q.FlushDeferred(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := entriesInOrder(t, e, oids[1]); !sameStrings(got, wantEvents(1)) {
+		t.Fatalf("shard 1 entries %v", got)
+	}
+}
+
+func reserveOn(t *testing.T, e *env, name string, shard int) *Reservation {
+	t.Helper()
+	r, err := e.q.Reserve(context.Background(), name, shard, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
