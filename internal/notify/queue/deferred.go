@@ -17,9 +17,9 @@ import (
 // and each op costs about the same whatever it carries. A write whose
 // event is already durable elsewhere (its link intent, stored with the
 // object version by a synced index op) need not wait for the queue: it
-// hands the record to CommitDeferred and answers. The shard's committer
-// waits up to Options.DeferLinger for more (or DeferBatch of them) and
-// commits them in one op: the event is durable in the intent until then,
+// hands the record to CommitDeferred and answers. The committer waits up
+// to Options.DeferLinger for more (or until DeferBatch wait on one shard)
+// and commits a shard's records in one op: the event is durable in the intent until then,
 // the intent is removed only after the commit, and a crash in between is
 // resolved by the start-up intent recovery, which finds the reservation
 // consumed or commits it. The op stays synced: a read waits for the sync

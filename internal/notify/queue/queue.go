@@ -51,8 +51,9 @@ type Options struct {
 	// disables pooling (every PUT then does reserve and commit as two ops).
 	PoolMax int
 	// DeferLinger is how long a deferred commit (Reservation.CommitDeferred)
-	// waits for others on its shard before their op runs; DeferBatch
-	// pending commits start it at once. Defaults 50 ms and 64.
+	// waits for others before the committer's next round (one op per
+	// waiting shard, all in one store call); DeferBatch pending commits on
+	// one shard start it at once. Defaults 50 ms and 64.
 	DeferLinger time.Duration
 	DeferBatch  int
 	Logger      *slog.Logger
