@@ -225,9 +225,18 @@ func TestLinkedButUncommittedVersionGetsItsEvent(t *testing.T) {
 // within a small multiple of the client requests in flight (removals
 // batched for a whole wake gap let it reach 470-850 per ten kills; acks
 // removed at once give 10-20).
+//
+// Both commit paths: deferred commits (the embedded default, the event
+// durable in the link's intent) and commit before the reply (linger 0).
 func TestEventsAcrossKills(t *testing.T) {
+	for _, linger := range []string{"auto", "0"} {
+		t.Run("linger="+linger, func(t *testing.T) { eventsAcrossKills(t, linger) })
+	}
+}
+
+func eventsAcrossKills(t *testing.T, linger string) {
 	rv := newReceiver(t)
-	g := StartGateway(t, "--notif-shards", "3")
+	g := StartGateway(t, "--notif-shards", "3", "--notif-commit-linger", linger)
 	c := sdkClient(g, g.AccessKey, g.SecretKey)
 	ctx := context.Background()
 	const bucket = "kills"
@@ -317,12 +326,19 @@ func TestEventsAcrossKills(t *testing.T) {
 		perKill = append(perKill, dups)
 		totalDups += dups
 	}
-	// Over the run: a few in-flight requests' worth per kill on average
-	// (12-20 per 10 kills on a quiet machine, ~100 at load 19; removing
-	// acked entries only once per wake gap gave 849).
-	if totalDups > 3*kills*workers {
-		t.Errorf("%d events delivered again over %d kills with %d requests in flight at each (at most %d expected)",
-			totalDups, kills, workers, 3*kills*workers)
+	// Over the run: most kills find little in flight. A kill may catch a
+	// full pipeline of answered pushes per shard not yet removed (83 of
+	// 3 shards once with deferred commits, whose rounds hand delivery
+	// bursts), but removals that lag a whole wake gap re-deliver that much
+	// at nearly every kill (470-850 per ten kills when it happened).
+	big := 0
+	for _, d := range perKill {
+		if d > delivery.DefaultWakeBatch {
+			big++
+		}
+	}
+	if big > kills/2 {
+		t.Errorf("%d of %d kills delivered more than %d events again (%v): removals lag", big, kills, delivery.DefaultWakeBatch, perKill)
 	}
 	t.Logf("%d kills: %d events delivered again (per kill %v), %d visible versions checked, %d without event, %d events in all",
 		kills, totalDups, perKill, totalChecked, totalMissing, len(rv.snapshot()))

@@ -51,6 +51,8 @@ type Config struct {
 	// NotifCommitLinger > 0 answers a notified write once its link (with
 	// the event's intent) is durable and commits the event after, batched
 	// per queue shard for up to this long; 0 commits before the reply.
+	// "auto" (the default) is DefaultCommitLinger on the embedded backend
+	// and 0 on rados, where only the writing gateway resolves its intents.
 	NotifCommitLinger time.Duration
 	// NotifPushPipeline bounds the HTTP POSTs a queue shard's delivery
 	// writes on one connection before reading their answers.
@@ -219,6 +221,27 @@ func durOpt(p func(*Config) *time.Duration) setter {
 	}}
 }
 
+// lingerAuto marks notif-commit-linger "auto" until the backend is known.
+const lingerAuto = -1
+
+// DefaultCommitLinger is notif-commit-linger's "auto" on the embedded
+// backend: long enough to batch an 11-shard topic's commits at a few
+// hundred PUT/s, short against delivery's own lag.
+const DefaultCommitLinger = 50 * time.Millisecond
+
+var lingerOpt = setter{"duration", func(c *Config, v string) error {
+	if v == "auto" {
+		c.NotifCommitLinger = lingerAuto
+		return nil
+	}
+	d, err := ParseDuration(v)
+	if err != nil {
+		return err
+	}
+	c.NotifCommitLinger = d
+	return nil
+}}
+
 func strOpt(p func(*Config) *string) setter {
 	return setter{"string", func(c *Config, v string) error { *p(c) = v; return nil }}
 }
@@ -258,7 +281,7 @@ var options = []option{
 	{"topic-persistency-sleep-duration", "minimum wait between delivery attempts of one event, 0 = none", "0", durOpt(func(c *Config) *time.Duration { return &c.PersistSleep })},
 	{"notif-lease", "how long a gateway owns a queue shard without renewing (a dead gateway's shards move after this)", "90s", durOpt(func(c *Config) *time.Duration { return &c.NotifLease })},
 	{"notif-scan-interval", "how often delivery reads the queue registry, heartbeats and rebalances shards", "30s", durOpt(func(c *Config) *time.Duration { return &c.NotifScan })},
-	{"notif-commit-linger", "a persistent event is durable in its write's index op (link intent); its queue commit follows the reply, batched per queue shard for up to this long (0 = commit before the reply, one op per write or group; embedded backend only)", "0", durOpt(func(c *Config) *time.Duration { return &c.NotifCommitLinger })},
+	{"notif-commit-linger", "a persistent event is durable in its write's index op (link intent); its queue commit follows the reply, batched per queue shard for up to this long (0 = commit before the reply, one op per write or group; embedded backend only; auto = 50ms on embedded, 0 on rados)", "auto", lingerOpt},
 	{"notif-push-pipeline", "HTTP notification POSTs of one queue shard pipelined on one connection (written together, answers read in order; 1 = one request per round trip)", "32", intOpt(func(c *Config) *int { return &c.NotifPushPipeline })},
 	{"topic-require-publish-policy", "attaching another user's topic to a bucket notification needs sns:Publish in the topic's Policy (rgw_topic_require_publish_policy)", "true", boolOpt(func(c *Config) *bool { return &c.TopicRequirePublishPolicy })},
 	{"notif-event-source", "eventSource of event records (RGW's ceph:s3; AWS sends aws:s3)", "ceph:s3", strOpt(func(c *Config) *string { return &c.NotifEventSource })},
@@ -412,6 +435,12 @@ func Load(args []string, getenv func(string) string) (*Config, error) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
+	}
+	if c.NotifCommitLinger == lingerAuto {
+		c.NotifCommitLinger = DefaultCommitLinger
+		if c.Backend == "rados" {
+			c.NotifCommitLinger = 0
+		}
 	}
 	return c, c.Validate()
 }

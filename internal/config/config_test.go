@@ -151,4 +151,22 @@ func TestCommitLingerNeedsEmbedded(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "notif-commit-linger") {
 		t.Fatalf("rados: %v", err)
 	}
+	// The default ("auto") defers on embedded and commits before the reply on rados.
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, DefaultCommitLinger},
+		{[]string{"--backend", "rados", "--ceph-conf", "/etc/ceph/ceph.conf"}, 0},
+		{[]string{"--notif-commit-linger", "0"}, 0},
+		{[]string{"--notif-commit-linger", "auto", "--backend", "rados", "--ceph-conf", "/etc/ceph/ceph.conf"}, 0},
+	} {
+		c, err := Load(tc.args, env(nil))
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if c.NotifCommitLinger != tc.want {
+			t.Errorf("%v: linger %v, want %v", tc.args, c.NotifCommitLinger, tc.want)
+		}
+	}
 }
