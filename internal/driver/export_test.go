@@ -25,3 +25,7 @@ func GCRecords(d *Driver) (int, error) {
 	err := d.eachGCRecord(context.Background(), func(Instance, bucketindex.GCRecord) bool { n++; return true })
 	return n, err
 }
+
+// GCWalkStats is how many GC records d's walks read and how many records
+// its collector removed.
+func GCWalkStats(d *Driver) (read, collected int64) { return d.gc.read.Load(), d.gc.collected.Load() }

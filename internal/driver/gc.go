@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/bucketindex"
@@ -60,9 +61,12 @@ type collector struct {
 	// gateways'), when a walk first saw them: they are due GCMinWait after.
 	// Bounded by max; entries not seen by a cycle are dropped at its end.
 	firstSeen map[string]gcSeen
-	wake      chan struct{}
-	stopCh    chan struct{}
-	done      chan struct{}
+	// read counts the records walks read, collected those removed: their
+	// ratio is the walks' overhead.
+	read, collected atomic.Int64
+	wake            chan struct{}
+	stopCh          chan struct{}
+	done            chan struct{}
 }
 
 type gcItem struct {
@@ -210,6 +214,7 @@ func (c *collector) walk(ctx context.Context, cur *gcCursor, force bool) (n int,
 						break
 					}
 					n++
+					c.read.Add(1)
 					cur.after = r.Tag
 				}
 				c.mu.Unlock()
@@ -375,6 +380,7 @@ func (c *collector) collectDue(ctx context.Context, force bool) int {
 		due = due[len(round):]
 		c.collectRound(ctx, round)
 		n += len(round)
+		c.collected.Add(int64(len(round)))
 	}
 	return n
 }

@@ -91,6 +91,9 @@ func TestGCKeepsUpWithOverwrites(t *testing.T) {
 		driver.GCPass(d)
 		n := records()
 		peak = max(peak, n)
+		if b := d.GCBacklog(); b < n {
+			t.Fatalf("after %d s: GCBacklog %d, but %d records wait", s+1, b, n)
+		}
 		if n > bound {
 			t.Fatalf("after %d s at %d replacements/s: %d GC records wait, bound %d", s+1, rate, n, bound)
 		}
@@ -98,7 +101,8 @@ func TestGCKeepsUpWithOverwrites(t *testing.T) {
 			t.Fatalf("collector holds %d manifests, bound %d", q, queueMax)
 		}
 	}
-	t.Logf("peak %d GC records (bound %d)", peak, bound)
+	read, collected := driver.GCWalkStats(d)
+	t.Logf("peak %d GC records (bound %d); walks read %d records for %d collected", peak, bound, read, collected)
 	// Writes stop: all is collected within a few passes.
 	for p := 0; p < 3 && records() > 0; p++ {
 		clock.Advance(wait)
