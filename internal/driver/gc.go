@@ -348,7 +348,15 @@ const (
 func (c *collector) collectDue(ctx context.Context, force bool) int {
 	now := c.d.opts.Now()
 	c.mu.Lock()
-	var due, keep []gcItem
+	// Partitioned in place: the queue is scanned every second, and a
+	// fresh slice each time was most of the collector's garbage.
+	nDue := 0
+	for _, it := range c.queue {
+		if force || !it.due.After(now) {
+			nDue++
+		}
+	}
+	due, keep := make([]gcItem, 0, nDue), c.queue[:0]
 	for _, it := range c.queue {
 		if force || !it.due.After(now) {
 			due = append(due, it)
@@ -356,6 +364,7 @@ func (c *collector) collectDue(ctx context.Context, force bool) int {
 			keep = append(keep, it)
 		}
 	}
+	clear(c.queue[len(keep):]) // drop the manifests' references
 	c.queue = keep
 	for _, it := range due {
 		delete(c.queued, gcKey(it.shard, it.tag))
