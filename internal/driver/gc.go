@@ -34,9 +34,12 @@ type collector struct {
 	d      *Driver
 	mu     sync.Mutex
 	queue  []gcItem
-	queued map[string]time.Time // shard + "\x00" + tag → due, of every queued item
+	queued map[string]time.Time // shard + "\x00" + tag → due, of every queued or in-flight item
 	max    int
 	fresh  int // queued items that were not due when queued
+	// inflight counts items taken from the queue for collection whose
+	// records are not cleared yet (they stay in queued meanwhile).
+	inflight int
 	// spilled estimates the records left in their shards: counted up as
 	// they spill, down as walks queue them, and reset to what a walk that
 	// ends a cycle left behind.
@@ -366,18 +369,21 @@ func (c *collector) collectDue(ctx context.Context, force bool) int {
 	}
 	clear(c.queue[len(keep):]) // drop the manifests' references
 	c.queue = keep
+	// In flight, the items stay in c.queued (a walk meanwhile must not
+	// queue them again) and count in the backlog until their records go.
 	for _, it := range due {
-		delete(c.queued, gcKey(it.shard, it.tag))
 		if it.fresh {
 			c.fresh--
 		}
 	}
+	c.inflight += len(due)
 	c.mu.Unlock()
 	n := 0
 	for len(due) > 0 {
 		select {
 		case <-c.stopCh:
 			// Left for the next start's sweep (the records are kept).
+			c.release(due, true)
 			return n
 		default:
 		}
@@ -388,25 +394,39 @@ func (c *collector) collectDue(ctx context.Context, force bool) int {
 		round := due[:min(gcChunk, len(due))]
 		due = due[len(round):]
 		c.collectRound(ctx, round)
+		c.release(round, false)
 		n += len(round)
 		c.collected.Add(int64(len(round)))
 	}
 	return n
 }
 
-// requeue puts items taken from the queue back (a canceled collection).
+// release ends items in flight: collected, or (left) back to their
+// shards only.
+func (c *collector) release(items []gcItem, left bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, it := range items {
+		delete(c.queued, gcKey(it.shard, it.tag))
+	}
+	c.inflight -= len(items)
+	if left {
+		c.spilled += len(items)
+		c.pending = true
+	}
+}
+
+// requeue puts items in flight back in the queue (a canceled collection).
 func (c *collector) requeue(items []gcItem) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, it := range items {
-		if k := gcKey(it.shard, it.tag); c.queued[k].IsZero() {
-			c.queued[k] = it.due
-			c.queue = append(c.queue, it)
-			if it.fresh {
-				c.fresh++
-			}
+		if it.fresh {
+			c.fresh++
 		}
+		c.queue = append(c.queue, it)
 	}
+	c.inflight -= len(items)
 }
 
 // collectRound removes the data of items and then clears their records.
@@ -631,5 +651,5 @@ func (c *collector) due(r bucketindex.GCRecord, now time.Time) time.Time {
 func (d *Driver) GCBacklog() int {
 	d.gc.mu.Lock()
 	defer d.gc.mu.Unlock()
-	return len(d.gc.queue) + d.gc.spilled
+	return len(d.gc.queue) + d.gc.inflight + d.gc.spilled
 }
