@@ -57,6 +57,7 @@ type collector struct {
 	cycleLeft  int       // records seen but left in their shards
 	cycleSpill int       // records spilled since the cycle began
 	cycleStart time.Time // when the cycle began
+	lastCycle  time.Time // when the last cycle ended (or the collector began)
 	cycleDue   time.Time // the earliest due time of a record left
 	// the earliest due time of a record spilled since the cycle began
 	cycleSpillDue time.Time
@@ -95,7 +96,7 @@ type gcCursor struct {
 
 func newCollector(d *Driver) *collector {
 	c := &collector{d: d, queued: map[string]time.Time{}, firstSeen: map[string]gcSeen{}, max: d.opts.GCQueueMax,
-		wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
+		lastCycle: d.opts.Now(), wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
 	go c.run()
 	return c
 }
@@ -148,11 +149,19 @@ func (c *collector) add(it gcItem, now time.Time, force bool) (bool, bool) {
 	return true, true
 }
 
+// gcSweepEvery is how often the collector walks every shard even when it
+// spilled nothing: records another gateway left (it stopped for good) or a
+// reshard moved behind a walk's cursor are found within it.
+const gcSweepEvery = 5 * time.Minute
+
 // needWalk reports whether records may wait in the shards only, there is
 // room to queue them, and it is time to look.
 func (c *collector) needWalk(now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.pending && now.Sub(c.lastCycle) >= gcSweepEvery {
+		c.pending, c.nextWalk = true, time.Time{}
+	}
 	return c.pending && len(c.queue) < c.max && !now.Before(c.nextWalk)
 }
 
@@ -299,6 +308,7 @@ func (c *collector) endCycle() {
 		}
 	}
 	c.spilled = c.cycleLeft + c.cycleSpill
+	c.lastCycle = c.d.opts.Now()
 	if c.spilled == 0 {
 		c.pending, c.nextWalk = false, time.Time{}
 		return

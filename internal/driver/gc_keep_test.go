@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-s3/cairn/internal/bucketindex"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/objstore"
 )
@@ -203,5 +204,55 @@ func TestGCDueFromWritten(t *testing.T) {
 	ss := stat.Stat()
 	if err := dataIO.OperateRead(ctx, "old_1", stat); err != nil || ss.Exists {
 		t.Fatalf("old record's data: exists %v (%v), want removed", ss.Exists, err)
+	}
+}
+
+// Records this gateway never handed over or spilled (another gateway's,
+// which stopped for good) are found by the periodic walk over every shard.
+func TestGCFindsOthersRecords(t *testing.T) {
+	ctx := context.Background()
+	const wait = 30 * time.Second
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	st := newMemStore(t)
+	defer st.Close()
+	d, err := driver.New(ctx, driver.Options{Store: st, DefaultShards: 1, GCMinWait: wait, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.CreateBucket(ctx, "u", "others", "", 0); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := d.Instance(ctx, "others")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The other gateway's overwrite: straight to the index, not through d.
+	ix := driver.IndexFor(d, inst)
+	dataIO, _ := st.IOContext(ctx, driver.PoolData)
+	for _, tag := range []string{"other_1", "other_2"} {
+		if err := dataIO.Operate(ctx, tag, objstore.NewWriteOp().WriteFull([]byte("data"))); err != nil {
+			t.Fatal(err)
+		}
+		e := bucketindex.Entry{Key: "k", Size: 4, ETag: "e", Tag: tag, ModTime: clock.Now(),
+			Manifest: bucketindex.Manifest{Runs: []bucketindex.Run{{Prefix: tag, Size: 4, StripeSize: driver.StripeSize}}}}
+		if _, err := ix.LinkVersion(ctx, bucketindex.ModeUnversioned, e, bucketindex.VersionCond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Advance(wait)
+	driver.GCPass(d)
+	if n, _ := driver.GCRecords(d); n != 1 {
+		t.Fatalf("%d records; want the other gateway's 1 (nothing told this one about it yet)", n)
+	}
+	clock.Advance(5 * time.Minute)
+	driver.GCPass(d)
+	if n, _ := driver.GCRecords(d); n != 0 {
+		t.Fatalf("%d records left: the periodic walk did not find another gateway's record", n)
+	}
+	stat := objstore.NewReadOp()
+	ss := stat.Stat()
+	if err := dataIO.OperateRead(ctx, "other_1", stat); err != nil || ss.Exists {
+		t.Fatalf("replaced data: exists %v (%v), want removed", ss.Exists, err)
 	}
 }
