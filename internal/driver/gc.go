@@ -392,7 +392,7 @@ func (c *collector) collectDue(ctx context.Context, force bool) int {
 	for len(due) > 0 {
 		select {
 		case <-c.stopCh:
-			// Left for the next start's sweep (the records are kept).
+			// Left in their shards, for a later walk (the next start's).
 			c.release(due, true)
 			return n
 		default:
@@ -403,8 +403,7 @@ func (c *collector) collectDue(ctx context.Context, force bool) int {
 		}
 		round := due[:min(gcChunk, len(due))]
 		due = due[len(round):]
-		c.collectRound(ctx, round)
-		c.release(round, false)
+		c.release(round, !c.collectRound(ctx, round))
 		n += len(round)
 		c.collected.Add(int64(len(round)))
 	}
@@ -439,8 +438,9 @@ func (c *collector) requeue(items []gcItem) {
 	c.inflight -= len(items)
 }
 
-// collectRound removes the data of items and then clears their records.
-func (c *collector) collectRound(ctx context.Context, items []gcItem) {
+// collectRound removes the data of items and then clears their records;
+// false when some records stay (a failed sync or clear).
+func (c *collector) collectRound(ctx context.Context, items []gcItem) bool {
 	var (
 		mu      sync.Mutex
 		touched = map[string]objstore.IOContext{}
@@ -480,21 +480,24 @@ func (c *collector) collectRound(ctx context.Context, items []gcItem) {
 	c.d.failpoint("gc-after-remove")
 	for pool, io := range touched {
 		if err := objstore.Sync(ctx, io); err != nil {
-			// Keep the records: the next sweep removes the data again.
+			// Keep the records: a later walk removes the data again.
 			c.d.log.Warn("gc: sync removals", "pool", pool, "err", err)
-			return
+			return false
 		}
 	}
 	byShard := map[string][]string{}
 	for _, it := range items {
 		byShard[it.shard] = append(byShard[it.shard], it.tag)
 	}
+	cleared := true
 	for shard, tags := range byShard {
 		err := bucketindex.GCDone(ctx, c.d.index, shard, tags...)
 		if err != nil && !errors.Is(err, objstore.ErrNotFound) {
 			c.d.log.Warn("gc: clear records", "shard", shard, "err", err)
+			cleared = false
 		}
 	}
+	return cleared
 }
 
 // drainIndex collects every GC record of ix now (bucket deletion).
