@@ -81,6 +81,9 @@ type ScaleConfig struct {
 	CheckInterval    time.Duration
 	CopyRateLimit    int
 	CopyRateAdaptive bool
+	// TriggerSizing sizes dynamic reshards by RGW's rule (objects at the
+	// trigger) instead of the objects expected when they end (A/B runs).
+	TriggerSizing bool
 	// CacheSize of the embedded store (0: its automatic size).
 	CacheSize int64
 	// MaxDuration stops the run (after the current phase is cut short);
@@ -235,6 +238,15 @@ type ScaleReshard struct {
 	Copied     uint64  `json:"copied,omitempty"`
 	CopyPerSec float64 `json:"copy_entries_per_sec,omitempty"`
 	BlockMs    float64 `json:"block_ms,omitempty"`
+	// Tail: log records replayed while writers were blocked; the block's
+	// parts: closing the sources, replaying the tail, the instance write.
+	Tail          uint64  `json:"tail_records,omitempty"`
+	BlockCloseMs  float64 `json:"block_close_ms,omitempty"`
+	BlockTailMs   float64 `json:"block_tail_ms,omitempty"`
+	BlockSwitchMs float64 `json:"block_switch_ms,omitempty"`
+	// PredictedObjects: the objects the target was sized for (the engine's
+	// Sizing; the objects at the trigger under RGW's rule).
+	PredictedObjects uint64 `json:"predicted_objects,omitempty"`
 	// WorstWindowRatio: the lowest fill rate of a 10 s window overlapping
 	// the reshard over the median rate of the 10 s windows within the 60
 	// fill seconds before it (0: no full window in a fill phase).
@@ -292,6 +304,7 @@ type ScaleResult struct {
 		MaxObjsPerShard int     `json:"max_objs_per_shard,omitempty"`
 		CopyRateLimit   int     `json:"copy_rate_limit,omitempty"`
 		Adaptive        bool    `json:"copy_rate_adaptive,omitempty"`
+		TriggerSizing   bool    `json:"reshard_trigger_sizing,omitempty"`
 		Targets         []int64 `json:"targets"`
 	} `json:"config"`
 
@@ -410,6 +423,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		r.t, err = newScaleHTTP(ctx, cfg)
 	} else {
 		res.Config.MaxObjsPerShard, res.Config.CopyRateLimit, res.Config.Adaptive = cfg.MaxObjsPerShard, cfg.CopyRateLimit, cfg.CopyRateAdaptive
+		res.Config.TriggerSizing = cfg.TriggerSizing
 		r.t, err = newScaleDriver(ctx, cfg, r.doneResults)
 	}
 	if err != nil {
@@ -576,7 +590,12 @@ func (r *scaleRun) reshardDone(res reshard.Result) {
 	}
 	start := res.Start.Sub(r.start).Seconds()
 	ev := ScaleReshard{FromShards: res.From.NumShards, ToShards: res.To.NumShards, StartSec: start, EndSec: start + res.Total.Seconds(),
-		Copied: res.Copied, BlockMs: float64(res.Block.Microseconds()) / 1000}
+		Copied: res.Copied, BlockMs: float64(res.Block.Microseconds()) / 1000, Tail: res.Tail,
+		BlockCloseMs: float64(res.BlockClose.Microseconds()) / 1000, BlockTailMs: float64(res.BlockTail.Microseconds()) / 1000,
+		BlockSwitchMs: float64(res.BlockSwitch.Microseconds()) / 1000}
+	if res.Sizing != nil {
+		ev.PredictedObjects = res.Sizing.Predicted
+	}
 	if res.CopyTime > 0 {
 		ev.CopyPerSec = float64(res.Copied) / res.CopyTime.Seconds()
 	}
@@ -587,7 +606,8 @@ func (r *scaleRun) reshardDone(res reshard.Result) {
 	} else {
 		r.res.ReshardList = append(evs, ev)
 	}
-	r.logf("reshard %d → %d: %.1f s, copied %d (%.0f/s), block %.1f ms", ev.FromShards, ev.ToShards, ev.EndSec-ev.StartSec, ev.Copied, ev.CopyPerSec, ev.BlockMs)
+	r.logf("reshard %d → %d: %.1f s, copied %d (%.0f/s), block %.1f ms (close %.1f, tail of %d records %.1f, switch %.1f), sized for %d objects",
+		ev.FromShards, ev.ToShards, ev.EndSec-ev.StartSec, ev.Copied, ev.CopyPerSec, ev.BlockMs, ev.BlockCloseMs, ev.Tail, ev.BlockTailMs, ev.BlockSwitchMs, ev.PredictedObjects)
 }
 
 // latRec collects one phase's latencies per op type.
@@ -1256,7 +1276,7 @@ func newScaleDriver(ctx context.Context, cfg ScaleConfig, done chan<- reshard.Re
 	}
 	s.m, err = reshard.New(ctx, reshard.Config{
 		Driver: s.d, Store: st, Enabled: true, MaxObjsPerShard: cfg.MaxObjsPerShard, Interval: cfg.CheckInterval,
-		CopyRateLimit: limit, CopyRateAdaptive: cfg.CopyRateAdaptive,
+		CopyRateLimit: limit, CopyRateAdaptive: cfg.CopyRateAdaptive, TriggerSizing: cfg.TriggerSizing,
 		OnDone: func(r reshard.Result) {
 			select {
 			case done <- r:

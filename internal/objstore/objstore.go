@@ -167,3 +167,72 @@ func OperateReadMany(ctx context.Context, io IOContext, reqs []ReadReq) {
 	}
 	wg.Wait()
 }
+
+// WriteReq is one object's write in a batch (OperateMany).
+type WriteReq struct {
+	OID string
+	Op  *WriteOp
+	// Err is set by OperateMany to what Operate(OID, Op) would have
+	// returned; on success Op.Version is set as by Operate.
+	Err error
+}
+
+// WriteBatcher is implemented by backends that apply many objects' write
+// ops in one call for less than one Operate each (the embedded store
+// commits them as one storage batch with one WAL sync).
+type WriteBatcher interface {
+	// OperateMany: see the function OperateMany.
+	OperateMany(ctx context.Context, reqs []WriteReq)
+}
+
+// writeManyFanout bounds the concurrent Operates of OperateMany's
+// fallback.
+const writeManyFanout = 32
+
+// OperateMany runs reqs[i].Op on object reqs[i].OID for every i, with
+// Operate's semantics for each one: each op is atomic on its object and
+// guarded on its own, and reqs[i].Err is what Operate would have
+// returned. One op's failure (a guard, a class error, ErrNotFound) does
+// not fail or change the others; an error that leaves the outcome
+// unknown (I/O, a failed sync) may be reported for every op of the call.
+// There is no atomicity across objects: after a crash any subset of the
+// ops may have applied unless the call returned, and when it returns every
+// op reported nil is durable. Ops on one OID apply in the order given.
+//
+// RADOS has no multi-object write: backends without WriteBatcher (the
+// RADOS backend) run one Operate (rados_write_op_operate) per request, up
+// to 32 at a time, as a librados client issues concurrent aio write ops
+// and waits for all; ops on an OID that appears again run one after the
+// other.
+func OperateMany(ctx context.Context, io IOContext, reqs []WriteReq) {
+	if b, ok := io.(WriteBatcher); ok {
+		b.OperateMany(ctx, reqs)
+		return
+	}
+	if len(reqs) == 1 {
+		reqs[0].Err = io.Operate(ctx, reqs[0].OID, reqs[0].Op)
+		return
+	}
+	// One goroutine per distinct OID runs that OID's ops in order.
+	byOID := make(map[string][]int, len(reqs))
+	var order []string
+	for i := range reqs {
+		if _, ok := byOID[reqs[i].OID]; !ok {
+			order = append(order, reqs[i].OID)
+		}
+		byOID[reqs[i].OID] = append(byOID[reqs[i].OID], i)
+	}
+	sem := make(chan struct{}, writeManyFanout)
+	var wg sync.WaitGroup
+	for _, oid := range order {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(idx []int) {
+			defer func() { <-sem; wg.Done() }()
+			for _, i := range idx {
+				reqs[i].Err = io.Operate(ctx, reqs[i].OID, reqs[i].Op)
+			}
+		}(byOID[oid])
+	}
+	wg.Wait()
+}

@@ -17,17 +17,25 @@ import (
 type Result struct {
 	Bucket   string
 	From, To bucketindex.Layout
+	// Entries in the source when the copy started; Sizing is why a
+	// dynamic reshard chose To (nil for admin reshards).
+	Entries uint64
+	Sizing  *Sizing
 	// Copied entries in CopyTime (the bulk copy only).
 	Copied   uint64
 	CopyTime time.Duration
-	// Replayed log records, in ReplayRounds rounds before the close, and
-	// Tail records replayed while writers waited.
+	// Replayed log records, in ReplayRounds rounds before the close (the
+	// replay step's and the catch-up after the closing record), and Tail
+	// records replayed while writers waited.
 	Replayed     uint64
 	ReplayRounds int
 	Tail         uint64
 	// Block is how long index writes were refused: from closing the
-	// source shards to the instance write that switched the layout.
-	Block time.Duration
+	// source shards to the instance write that switched the layout;
+	// BlockClose, BlockTail and BlockSwitch are its parts (closing the
+	// sources, replaying the Tail, writing the instance).
+	Block                              time.Duration
+	BlockClose, BlockTail, BlockSwitch time.Duration
 	// Start is when this run of the engine began; Total its duration.
 	Start time.Time
 	Total time.Duration
@@ -93,14 +101,10 @@ func (m *Manager) newEngine(inst driver.Instance, rec Record) *engine {
 		dst: bucketindex.Index{IO: m.d.IndexIO(), BucketID: inst.ID, Layout: rec.Target},
 	}
 	e.renewed.Store(m.now().UnixNano())
-	e.res = Result{Bucket: inst.Name, From: rec.Source, To: rec.Target}
+	e.res = Result{Bucket: inst.Name, From: rec.Source, To: rec.Target, Sizing: rec.Sizing, Entries: rec.Total}
 	e.pace = newPacer(float64(m.cfg.CopyRateLimit))
 	if m.cfg.CopyRateAdaptive {
-		hi := float64(m.cfg.CopyRateLimit)
-		if hi <= 0 {
-			hi = 1e6
-		}
-		lo := min(hi, float64(m.cfg.CopyRateMin))
+		lo, hi := m.cfg.adaptiveBounds()
 		var base time.Duration
 		if m.fg != nil && m.cfg.Foreground == nil {
 			base = m.fg.baseline()
@@ -412,6 +416,7 @@ func (e *engine) copyBody(ctx context.Context) error {
 		return err
 	}
 	e.copied.Store(0)
+	e.res.Entries = total.Load()
 	e.replayed = make([]uint64, e.src.Layout.NumShards)
 	if err := e.update(ctx, func(_ *driver.Instance, rec *Record) (*Record, error) {
 		rec.Total, rec.Copied = total.Load(), 0
@@ -860,35 +865,45 @@ func (e *engine) replayBody(ctx context.Context) error {
 		e.replayed = make([]uint64, e.src.Layout.NumShards)
 	}
 	replayed := e.replayed
-	small := uint64(e.m.cfg.TailRecords)
-	// Rounds are paced while they shrink; a round that did not shrink (the
-	// write rate outruns the pace) makes the rest unpaced, so the tail
-	// that writers wait for stays short.
-	paced, last := true, ^uint64(0)
-	for round := 0; ; round++ {
-		n, err := e.replayRound(ctx, replayed, e.sources(), e.m.cfg.Workers, paced)
-		if err != nil {
-			return err
-		}
-		if n >= last {
-			paced = false
-		}
-		last = n
-		e.res.Replayed += n
-		e.res.ReplayRounds++
-		if round == 0 {
-			if err := e.failpoint("mid-replay"); err != nil {
-				return err
-			}
-		}
-		if n <= small || round >= e.m.cfg.MaxReplayRounds {
-			break
-		}
+	if err := e.catchUp(ctx, replayed, e.m.cfg.Workers, true, "mid-replay"); err != nil {
+		return err
 	}
 	if err := e.failpoint("before-closing"); err != nil {
 		return err
 	}
 	return e.setState(ctx, StateClosing, func(r *Record) { r.Replayed, r.Closing = replayed, true })
+}
+
+// catchUp replays rounds until one replays at most TailRecords records, or
+// an unpaced round was not a tenth shorter than the one before (writers add
+// about as much as a round takes: more rounds would not shorten the tail),
+// at most MaxReplayRounds. If paced, rounds are paced while they shrink; a
+// round that did not shrink (the write rate outruns the pace) makes the
+// rest unpaced, so the tail that writers wait for stays short. point is a
+// failpoint hit after each round.
+func (e *engine) catchUp(ctx context.Context, replayed []uint64, fanout int, paced bool, point string) error {
+	small := uint64(e.m.cfg.TailRecords)
+	last := ^uint64(0)
+	for round := 1; ; round++ {
+		n, err := e.replayRound(ctx, replayed, e.sources(), fanout, paced)
+		if err != nil {
+			return err
+		}
+		e.res.Replayed += n
+		e.res.ReplayRounds++
+		if err := e.failpoint(point); err != nil {
+			return err
+		}
+		// Unpaced and not a tenth shorter than the last: the fixed point.
+		stalled := !paced && last != ^uint64(0) && n*10 >= last*9
+		if n >= last {
+			paced = false
+		}
+		last = n
+		if n <= small || stalled || round >= e.m.cfg.MaxReplayRounds {
+			return nil
+		}
+	}
 }
 
 // switchStep closes the sources, replays the last records and switches
@@ -899,8 +914,26 @@ func (e *engine) switchStep(ctx context.Context) error {
 	if len(replayed) != e.src.Layout.NumShards {
 		replayed = make([]uint64, e.src.Layout.NumShards)
 	}
+	// Writes went on while the closing record was written: catch up
+	// (unpaced) before the close, so writers wait only for what arrives
+	// during the last short round and the close itself. Progress stays in
+	// memory: a resume starts from the recorded seqs (replay is idempotent).
+	// As wide as the switch itself: the last round's length is the tail.
+	kctx, stop := e.keepalive(ctx, false)
+	err := stepErr(kctx, e.catchUp(kctx, replayed, e.m.cfg.SwitchFanout, false, "mid-catch-up"))
+	stop()
+	if err != nil {
+		return err
+	}
+	if err := e.failpoint("before-close"); err != nil {
+		return err
+	}
 	t0 := time.Now()
-	err := parallel(ctx, e.m.cfg.SwitchFanout, e.sources(), func(ctx context.Context, i int) error {
+	// The close needs no sync of its own: the switch's instance write
+	// below is synced on the same store and makes it durable; a crash
+	// before that resumes in closing and closes again.
+	cctx := objstore.WithDeferredSync(ctx, e.d.IndexIO())
+	err = parallel(cctx, e.m.cfg.SwitchFanout, e.sources(), func(ctx context.Context, i int) error {
 		err := e.src.SetShardState(ctx, i, bucketindex.StateChange{
 			To: bucketindex.StateClosed, From: []string{bucketindex.StateLogging, bucketindex.StateClosed},
 			Epoch: e.epoch,
@@ -917,11 +950,13 @@ func (e *engine) switchStep(ctx context.Context) error {
 	if err := e.failpoint("after-close"); err != nil {
 		return err
 	}
+	t1 := time.Now()
 	n, err := e.replayDrain(ctx, replayed, e.sources(), e.m.cfg.SwitchFanout)
 	if err != nil {
 		return err
 	}
 	e.res.Tail = n
+	t2 := time.Now()
 	if err := e.failpoint("before-switch"); err != nil {
 		return err
 	}
@@ -938,6 +973,7 @@ func (e *engine) switchStep(ctx context.Context) error {
 		return err
 	}
 	e.res.Block = time.Since(t0)
+	e.res.BlockClose, e.res.BlockTail, e.res.BlockSwitch = t1.Sub(t0), t2.Sub(t1), time.Since(t2)
 	return e.failpoint("after-switch")
 }
 

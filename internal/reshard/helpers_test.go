@@ -31,6 +31,11 @@ type env struct {
 	// advancing it makes earlier managers' leases look expired.
 	mu   sync.Mutex
 	skew time.Duration
+	// dyn is the transcripts' dynamic-check gateway (command "dynamic"),
+	// on a clock that only "grow" and "reshard-dynamic" move.
+	dyn     *reshard.Manager
+	dynNow  time.Time
+	dynHold time.Duration // added to the clock when a reshard copies
 }
 
 func newEnv(t testing.TB) *env {

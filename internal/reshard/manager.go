@@ -33,6 +33,10 @@ type Config struct {
 	// MaxDynamicShards caps dynamic shard counts (max-dynamic-shards).
 	// Default 1999.
 	MaxDynamicShards int
+	// TriggerSizing sizes a dynamic reshard for the objects at the trigger
+	// (RGW's rule), not for those expected when it ends (Sizing); for
+	// comparison runs.
+	TriggerSizing bool
 	// Interval between background passes (dynamic check and queue
 	// processing). Default 1 minute.
 	Interval time.Duration
@@ -77,12 +81,16 @@ type Config struct {
 	// CopyWriters is how many copy ops may be in flight. Default 32.
 	CopyWriters int
 	// SwitchFanout bounds concurrent shard operations while writers wait
-	// (closing sources, replaying the tail): high, so that the backend
+	// (closing sources, replaying the tail) and in the catch-up rounds just
+	// before (their length is the tail): high, so that the backend
 	// batches their syncs and the block stays short with many shards.
 	// Default 256.
 	SwitchFanout int
 	// TailRecords: replay rounds continue until one replays at most this
-	// many records; then sources close. Default 2000.
+	// many records (or an unpaced round stops shrinking); then the closing
+	// state is recorded, rounds catch up again with what arrived meanwhile,
+	// and the sources close. Writers wait for what arrives during the last
+	// round and the close: a small bound keeps that short. Default 256.
 	TailRecords int
 	// MaxReplayRounds bounds the catch-up rounds before closing (a write
 	// rate faster than replay would otherwise never converge). Default 20.
@@ -103,7 +111,7 @@ const (
 	DefaultInterval         = time.Minute
 	DefaultLeaseDuration    = 30 * time.Second
 	DefaultCopyBatch        = 1000
-	DefaultTailRecords      = 2000
+	DefaultTailRecords      = 256
 	DefaultMaxReplayRounds  = 20
 )
 
@@ -157,6 +165,28 @@ func (c *Config) EnsureDefaults() *Config {
 	return c
 }
 
+// adaptiveBounds are the adaptive copy rate's floor and cap (entries/s).
+func (c *Config) adaptiveBounds() (lo, hi float64) {
+	hi = float64(c.CopyRateLimit)
+	if hi <= 0 {
+		hi = 1e6
+	}
+	return min(hi, float64(c.CopyRateMin)), hi
+}
+
+// expectedPace is the copy pace (entries/s, 0: unlimited) a reshard is
+// expected to hold with writers adding arrivals entries/s: the fixed cap,
+// or the adaptive governor's floor (it never paces below convergeFactor ×
+// the arrivals, and under a fast fill the foreground is congested, so it
+// sits there; a faster copy only leaves more room).
+func (c *Config) expectedPace(arrivals float64) float64 {
+	if !c.CopyRateAdaptive {
+		return float64(c.CopyRateLimit)
+	}
+	lo, hi := c.adaptiveBounds()
+	return min(hi, max(lo, convergeFactor*arrivals))
+}
+
 // Validate reports every problem with c at once.
 func (c *Config) Validate() error {
 	var errs []error
@@ -190,9 +220,10 @@ func (c *Config) Validate() error {
 // Failpoints stop a reshard at a named step, as if the process died there.
 // Hit is called with the bucket and point name; returning true fires it.
 // Points, in order: after-init-target, after-logging, mid-copy,
-// mid-copy-replay, after-copy,
-// mid-replay, before-closing, after-close, before-switch, after-switch,
-// mid-cleanup, after-cleanup, mid-rollback.
+// mid-copy-replay, after-copy, mid-replay (after each replay round),
+// before-closing, mid-catch-up (after each round after the closing record),
+// before-close, after-close, before-switch, after-switch, mid-cleanup,
+// after-cleanup, mid-rollback.
 type Failpoints struct {
 	Hit func(bucket, point string) bool
 }
@@ -200,8 +231,8 @@ type Failpoints struct {
 // Points lists every failpoint name in step order.
 var Points = []string{
 	"after-init-target", "after-logging", "mid-copy", "mid-copy-replay", "after-copy", "mid-replay",
-	"before-closing", "after-close", "before-switch", "after-switch", "mid-cleanup",
-	"after-cleanup", "mid-rollback",
+	"before-closing", "mid-catch-up", "before-close", "after-close", "before-switch", "after-switch",
+	"mid-cleanup", "after-cleanup", "mid-rollback",
 }
 
 // ExitFailpoints kills the process (exit status 137, like kill -9) at the
@@ -232,6 +263,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	running map[string]bool // buckets this Manager is driving
+	growth  *growth         // per bucket: arrival rate, last reshard's duration
 	fg      *fgTracker      // foreground latency before reshards (nil: no stats)
 
 	stop chan struct{}
@@ -256,7 +288,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	host, _ := os.Hostname()
 	m := &Manager{
 		cfg: cfg, d: cfg.Driver, queue: io.WithNamespace(queueNamespace), log: cfg.Logger,
-		cookie: host + "/" + hex.EncodeToString(b[:]), running: map[string]bool{},
+		cookie: host + "/" + hex.EncodeToString(b[:]), running: map[string]bool{}, growth: newGrowth(),
 	}
 	if cfg.ForegroundStats != nil {
 		m.fg = newFGTracker(cfg.ForegroundStats)
@@ -270,11 +302,13 @@ func (m *Manager) now() time.Time { return m.cfg.Now() }
 // enabled) and one pass over the queue, which also resumes reshards whose
 // owner died. Close stops it.
 func (m *Manager) Start() {
-	m.stop, m.done = make(chan struct{}), make(chan struct{})
+	// The goroutines use their own copies: Close clears the fields.
+	stop, done := make(chan struct{}), make(chan struct{})
+	m.stop, m.done = stop, done
 	go func() {
-		defer close(m.done)
+		defer close(done)
 		ctx, cancel := context.WithCancel(context.Background())
-		go func() { <-m.stop; cancel() }()
+		go func() { <-stop; cancel() }()
 		if m.fg != nil {
 			go m.fg.run(ctx)
 		}
@@ -290,7 +324,7 @@ func (m *Manager) Start() {
 				m.log.Warn("reshard: process queue", "err", err)
 			}
 			select {
-			case <-m.stop:
+			case <-stop:
 				return
 			case <-t.C:
 			}
@@ -361,11 +395,11 @@ func (m *Manager) Reshard(ctx context.Context, bucket string, n int) (Result, er
 	if err := m.enqueue(ctx, queueEntry{Bucket: bucket, BucketID: inst.ID, FromGen: inst.Layout.Gen, NumShards: n, Reason: "admin", Queued: m.now()}); err != nil {
 		return Result{}, err
 	}
-	return m.begin(ctx, inst, ver, n, "admin")
+	return m.begin(ctx, inst, ver, n, "admin", nil)
 }
 
 // begin records a new reshard (version-guarded: one gateway wins) and runs it.
-func (m *Manager) begin(ctx context.Context, inst driver.Instance, ver uint64, n int, reason string) (Result, error) {
+func (m *Manager) begin(ctx context.Context, inst driver.Instance, ver uint64, n int, reason string, sz *Sizing) (Result, error) {
 	if !m.claim(inst.Name) {
 		return Result{}, fmt.Errorf("%w: bucket %s", driver.ErrReshardInProgress, inst.Name)
 	}
@@ -383,6 +417,7 @@ func (m *Manager) begin(ctx context.Context, inst driver.Instance, ver uint64, n
 	rec := &Record{
 		State: StateCopy, Source: inst.Layout, Target: bucketindex.Layout{Gen: inst.Layout.Gen + 1, NumShards: n},
 		Reason: reason, Owner: m.cookie, Lease: m.now().Add(m.cfg.LeaseDuration), Epoch: epoch + 1, Started: m.now().UTC(),
+		Sizing: sz,
 	}
 	inst.Reshard = rec.encode()
 	if err := m.d.WriteInstance(ctx, inst, ver); err != nil {
@@ -403,6 +438,16 @@ func (m *Manager) drive(ctx context.Context, inst driver.Instance, rec Record, r
 	e.res.Resumed = resumed
 	m.log.Info("reshard: running", "bucket", inst.Name, "from", rec.Source.NumShards, "to", rec.Target.NumShards, "state", rec.State, "resumed", resumed)
 	res, err := e.run(ctx)
+	if err == nil && !res.RolledBack {
+		m.log.Info("reshard: done", "bucket", inst.Name, "from", res.From.NumShards, "to", res.To.NumShards,
+			"entries", res.Entries, "copied", res.Copied, "replayed", res.Replayed, "rounds", res.ReplayRounds,
+			"tail", res.Tail, "block", res.Block, "block_close", res.BlockClose, "block_tail", res.BlockTail,
+			"block_switch", res.BlockSwitch, "total", res.Total)
+		if !resumed && rec.Reason == "dynamic" {
+			// The next dynamic reshard of this bucket expects as long per entry.
+			m.growth.finished(inst.Name, res.Entries, res.Total)
+		}
+	}
 	if (err == nil || res.RolledBack) && m.cfg.OnDone != nil {
 		m.cfg.OnDone(res)
 	}
@@ -495,7 +540,7 @@ func (m *Manager) processEntry(ctx context.Context, qe queueEntry) (Result, erro
 		if inst.Layout.Gen != qe.FromGen || inst.Layout.NumShards == qe.NumShards {
 			return Result{}, m.dequeue(ctx, qe.Bucket, qe.FromGen) // done already
 		}
-		return m.begin(ctx, inst, ver, qe.NumShards, qe.Reason)
+		return m.begin(ctx, inst, ver, qe.NumShards, qe.Reason, qe.Sizing)
 	}
 	if !m.claim(inst.Name) {
 		return Result{}, fmt.Errorf("%w: running here", driver.ErrReshardInProgress)
@@ -523,29 +568,41 @@ func (m *Manager) Scan(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	m.growth.sweep()
 	return errors.Join(errs...)
 }
 
 // Check queues bucket for a dynamic reshard when its objects per shard
 // exceed MaxObjsPerShard, and returns the queued shard count (0: none).
+// The target is sized for the objects expected when the reshard ends
+// (Sizing): each call also samples the bucket's entry count, and the
+// growth between calls is the arrival rate.
 func (m *Manager) Check(ctx context.Context, bucket string) (int, error) {
 	st, err := m.d.BucketStats(ctx, bucket)
 	if err != nil {
 		return 0, err
 	}
+	// Every version is an index entry: count them all (RGW does too).
+	objs := max(st.NumObjects, st.NumVersions)
+	arrivals, secsPerEntry := m.growth.observe(bucket, m.now(), objs)
 	if st.ReshardState != "none" {
 		return 0, nil
 	}
-	// Every version is an index entry: count them all (RGW does too).
-	n := DynamicShards(max(st.NumObjects, st.NumVersions), st.NumShards, m.cfg.MaxObjsPerShard, m.cfg.MaxDynamicShards)
-	if n == 0 {
+	if TargetShards(objs, objs, st.NumShards, m.cfg.MaxObjsPerShard, m.cfg.MaxDynamicShards) == 0 {
 		return 0, nil
 	}
+	sz := Predict(objs, 0, 0, 0)
+	if !m.cfg.TriggerSizing {
+		sz = Predict(objs, arrivals, m.cfg.expectedPace(arrivals), secsPerEntry)
+	}
+	n := TargetShards(objs, sz.Predicted, st.NumShards, m.cfg.MaxObjsPerShard, m.cfg.MaxDynamicShards)
 	if qe, ok, err := m.entry(ctx, bucket); err != nil || ok && qe.FromGen == st.Generation {
 		return 0, err // already queued
 	}
-	m.log.Info("reshard: queued", "bucket", bucket, "objects", st.NumObjects, "shards", st.NumShards, "to", n)
-	return n, m.enqueue(ctx, queueEntry{Bucket: bucket, BucketID: st.ID, FromGen: st.Generation, NumShards: n, Reason: "dynamic", Queued: m.now()})
+	m.log.Info("reshard: queued", "bucket", bucket, "objects", objs, "shards", st.NumShards, "to", n,
+		"arrivals_per_sec", sz.ArrivalsPerSec, "expected_sec", int64(sz.ExpectedSec), "basis", sz.Basis,
+		"predicted_objects", sz.Predicted)
+	return n, m.enqueue(ctx, queueEntry{Bucket: bucket, BucketID: st.ID, FromGen: st.Generation, NumShards: n, Reason: "dynamic", Queued: m.now(), Sizing: &sz})
 }
 
 // Status is one bucket's reshard as `reshard status` shows it.
@@ -565,6 +622,9 @@ type Status struct {
 	Queued       time.Time `json:"queued,omitzero"`
 	Cancel       bool      `json:"cancel_requested,omitempty"`
 	Error        string    `json:"error,omitempty"`
+	// Sizing: why a dynamic reshard chose TargetShards (absent for admin
+	// reshards).
+	Sizing *Sizing `json:"sizing,omitempty"`
 }
 
 // Status returns bucket's queued or running reshard. Errors:
@@ -588,8 +648,9 @@ func (m *Manager) status(inst driver.Instance, rec *Record, qe queueEntry, queue
 		st.State, st.Reason = string(rec.State), rec.Reason
 		st.SourceShards, st.TargetShards, st.SourceGen = rec.Source.NumShards, rec.Target.NumShards, rec.Source.Gen
 		st.Copied, st.Total, st.Owner, st.Started, st.Cancel, st.Error = rec.Copied, rec.Total, rec.Owner, rec.Started, rec.Cancel, rec.Error
+		st.Sizing = rec.Sizing
 	case queued && qe.FromGen == inst.Layout.Gen:
-		st.State, st.Reason, st.TargetShards = "queued", qe.Reason, qe.NumShards
+		st.State, st.Reason, st.TargetShards, st.Sizing = "queued", qe.Reason, qe.NumShards, qe.Sizing
 	default:
 		return Status{}, fmt.Errorf("%w: %s", driver.ErrNoSuchReshard, inst.Name)
 	}

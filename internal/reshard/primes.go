@@ -38,20 +38,11 @@ func isPrime(n int) bool {
 }
 
 // DynamicShards is the shard count a dynamic reshard picks for objs
-// objects: a prime near 2 × objs / maxPerShard (RGW's rule: room to double),
-// at most maxShards. It returns 0 when no growth is due (objects per shard
-// within maxPerShard, or already at the cap).
+// objects by RGW's rule: a prime near 2 × objs / maxPerShard (room to
+// double), at most maxShards. It returns 0 when no growth is due (objects
+// per shard within maxPerShard, or already at the cap). Manager.Check
+// applies the same rule to the objects expected when the reshard ends
+// (TargetShards, Sizing).
 func DynamicShards(objs uint64, cur, maxPerShard, maxShards int) int {
-	if maxPerShard <= 0 || cur <= 0 || objs <= uint64(cur)*uint64(maxPerShard) {
-		return 0
-	}
-	want := int(min(2*objs/uint64(maxPerShard)+1, uint64(maxShards)))
-	n := nextPrime(want)
-	if n > maxShards {
-		n = prevPrime(maxShards)
-	}
-	if n <= cur {
-		return 0
-	}
-	return n
+	return TargetShards(objs, objs, cur, maxPerShard, maxShards)
 }

@@ -28,6 +28,7 @@ type queueEntry struct {
 	NumShards int       `json:"num_shards"`
 	Reason    string    `json:"reason"`
 	Queued    time.Time `json:"queued"`
+	Sizing    *Sizing   `json:"sizing,omitempty"` // dynamic: why NumShards
 }
 
 func (m *Manager) enqueue(ctx context.Context, qe queueEntry) error {

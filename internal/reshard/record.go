@@ -55,6 +55,8 @@ type Record struct {
 	Closing bool `json:"closing,omitempty"`
 	// Error is the last failure, shown by Status.
 	Error string `json:"error,omitempty"`
+	// Sizing: why a dynamic reshard chose Target.NumShards.
+	Sizing *Sizing `json:"sizing,omitempty"`
 }
 
 func decodeRecord(raw json.RawMessage) (*Record, error) {

@@ -7,12 +7,14 @@ import (
 	"math/rand"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/bucketindex"
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cairn-s3/cairn/internal/objstore/embedded"
 	"github.com/cairn-s3/cairn/internal/reshard"
 )
 
@@ -171,6 +173,86 @@ func TestDynamicTrigger(t *testing.T) {
 		t.Fatal("no dynamic reshard")
 	}
 	e.verify("bkt", md)
+}
+
+// A bucket growing between checks is sized for the objects expected when
+// its reshard ends, and the queue entry, `reshard status` and the record
+// say why; with TriggerSizing it is RGW's rule.
+func TestDynamicSizingForArrivals(t *testing.T) {
+	for _, trigger := range []bool{false, true} {
+		t.Run(fmt.Sprintf("trigger-sizing=%v", trigger), func(t *testing.T) {
+			e := newEnv(t)
+			e.bucket("bkt", 1)
+			md := fill(e, "bkt", 80)
+			ctx := context.Background()
+			var now atomic.Int64
+			now.Store(time.Now().UnixNano())
+			m, err := reshard.New(ctx, reshard.Config{
+				Driver: e.d, Store: e.st, MaxObjsPerShard: 100, TriggerSizing: trigger,
+				CopyRateAdaptive: true, CopyRateMin: 50, CopyRateLimit: 1000,
+				Now: func() time.Time { return time.Unix(0, now.Load()) },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := m.Check(ctx, "bkt"); n != 0 || err != nil {
+				t.Fatalf("check at 80 objects: %d %v", n, err)
+			}
+			for i := 80; i < 450; i++ {
+				k := fmt.Sprintf("obj/%05d", i)
+				e.mustPut("bkt", k, 1)
+				md[k] = 1
+			}
+			now.Add(int64(10 * time.Second)) // 370 objects in 10 s
+			n, err := m.Check(ctx, "bkt")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// 37/s against the governor's floor 74/s: 450/(74-37) s, so
+			// 900 objects expected; 2×900/100 = 18 → 19 (RGW: 9 → 11).
+			want, wantPred := 19, uint64(900)
+			if trigger {
+				want, wantPred = 11, 450
+			}
+			st, err := m.Status(ctx, "bkt")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != want || st.TargetShards != want || st.Sizing == nil || st.Sizing.Objects != 450 || st.Sizing.Predicted != wantPred {
+				t.Fatalf("queued %d shards, status %+v sizing %+v; want %d shards for %d objects", n, st, st.Sizing, want, wantPred)
+			}
+			if !trigger && (st.Sizing.ArrivalsPerSec != 37 || st.Sizing.Basis != "pace") {
+				t.Fatalf("sizing %+v", st.Sizing)
+			}
+			// The record carries it while the reshard runs.
+			m2 := e.manager("mid-replay")
+			if err := m2.Process(ctx); err == nil || !strings.Contains(err.Error(), "mid-replay") {
+				t.Fatalf("process: %v", err)
+			}
+			st, err = m.Status(ctx, "bkt")
+			if err != nil || st.State != "replay" || st.Sizing == nil || st.Sizing.Predicted != wantPred {
+				t.Fatalf("status of the running reshard %+v (%v)", st, err)
+			}
+			e.expireLeases()
+			if err := e.manager().Process(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if bs, _ := e.d.BucketStats(ctx, "bkt"); bs.NumShards != want {
+				t.Fatalf("%d shards after the reshard, want %d", bs.NumShards, want)
+			}
+			// The entry with its sizing was dequeued (compared byte for byte).
+			io, err := e.st.IOContext(ctx, driver.PoolLog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			op := objstore.NewReadOp()
+			vs := op.GetOmapValues("", "", 0)
+			if err := io.WithNamespace("reshard").OperateRead(ctx, "reshard_queue", op); err != nil || len(vs.Pairs) != 0 {
+				t.Fatalf("queue after the reshard: %v %v", vs.Pairs, err)
+			}
+			e.verify("bkt", md)
+		})
+	}
 }
 
 func TestCancel(t *testing.T) {
@@ -487,7 +569,8 @@ func TestReshardMovesLinkIntents(t *testing.T) {
 // The replay after the sources close takes the whole tail, however long:
 // a round reads at most 16 pages per source, and a switch that replayed
 // one round dropped the rest of a long tail (here 3 keys a page, 200 keys
-// written just before the close, ~67 per source shard).
+// written after the last catch-up round, just before the close, ~67 per
+// source shard).
 func TestSwitchReplaysWholeTail(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
@@ -501,7 +584,7 @@ func TestSwitchReplaysWholeTail(t *testing.T) {
 	late := 0
 	m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 3, Workers: 1,
 		Failpoints: &reshard.Failpoints{Hit: func(_, p string) bool {
-			if p == "before-closing" && late == 0 {
+			if p == "before-close" && late == 0 {
 				for ; late < 200; late++ {
 					k := fmt.Sprintf("z%03d", late)
 					e.mustPut("bkt", k, 2)
@@ -513,11 +596,145 @@ func TestSwitchReplaysWholeTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Reshard(ctx, "bkt", 5); err != nil {
+	res, err := m.Reshard(ctx, "bkt", 5)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if late != 200 {
-		t.Fatalf("wrote %d keys before the close, want 200", late)
+	if late != 200 || res.Tail != 200 {
+		t.Fatalf("wrote %d keys before the close, replayed %d after it; want 200 and 200", late, res.Tail)
+	}
+	e.verify("bkt", md)
+}
+
+// TestSwitchTailBounded: what writers wait for at the switch is bounded by
+// what arrives during the last catch-up round, not by what arrived while
+// the closing record was written or by a long last round. Writers run
+// concurrently with the replay, each round letting through R more writes
+// (arrivals in step with the engine, so the bound is exact whatever the
+// scheduling: at most the R let through after the last round plus the R
+// of the round before, which may land after its read); a burst of B writes
+// lands while the closing record is written. Before the catch-up rounds
+// after that record, the burst was all replayed with writers blocked.
+func TestSwitchTailBounded(t *testing.T) {
+	const R, B = 8, 300
+	ctx := context.Background()
+	e := newEnv(t)
+	e.bucket("bkt", 3)
+	md := fill(e, "bkt", 300)
+	var mu sync.Mutex // md
+	tokens := make(chan struct{}, 1<<12)
+	var inflight sync.WaitGroup
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var written atomic.Int64
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-tokens:
+				}
+				k := fmt.Sprintf("w%d/%05d", w, i)
+				if err := e.put("bkt", k, 3); err != nil {
+					t.Errorf("put %s: %v", k, err)
+				}
+				mu.Lock()
+				md[k] = 3
+				mu.Unlock()
+				written.Add(1)
+				inflight.Done()
+			}
+		}(w)
+	}
+	// release lets R writes through once the previous R are written.
+	release := func() {
+		inflight.Wait()
+		inflight.Add(R)
+		for i := 0; i < R; i++ {
+			tokens <- struct{}{}
+		}
+	}
+	burst := 0
+	m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 16, TailRecords: 2 * R,
+		Failpoints: &reshard.Failpoints{Hit: func(_, p string) bool {
+			switch p {
+			case "mid-copy-replay", "mid-replay", "mid-catch-up":
+				release()
+			case "before-closing":
+				for ; burst < B; burst++ {
+					k := fmt.Sprintf("burst/%05d", burst)
+					e.mustPut("bkt", k, 4)
+					mu.Lock()
+					md[k] = 4
+					mu.Unlock()
+				}
+			}
+			return false
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Reshard(ctx, "bkt", 7)
+	inflight.Wait()
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d concurrent writes, burst %d; %d rounds replayed %d; tail %d records, writers blocked %v",
+		written.Load(), burst, res.ReplayRounds, res.Replayed, res.Tail, res.Block)
+	if burst != B || written.Load() < 2*R {
+		t.Fatalf("burst %d, %d concurrent writes: the test did not run as designed", burst, written.Load())
+	}
+	if res.Tail > 2*R {
+		t.Fatalf("replayed %d records with writers blocked, want at most %d", res.Tail, 2*R)
+	}
+	e.verify("bkt", md)
+}
+
+// The block waits for one synced commit, the instance write: the close
+// and the tail replay ride on its sync (a crash before it resumes in
+// closing). Counted on the embedded store, with a tail to replay.
+func TestSwitchSyncsOnce(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.bucket("bkt", 3)
+	md := fill(e, "bkt", 100)
+	st := e.st.(*embedded.Store)
+	commits := map[string]int64{}
+	m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st,
+		Failpoints: &reshard.Failpoints{Hit: func(_, p string) bool {
+			switch p {
+			case "before-close":
+				for i := 0; i < 20; i++ {
+					k := fmt.Sprintf("tail/%02d", i)
+					e.mustPut("bkt", k, 5)
+					md[k] = 5
+				}
+				fallthrough
+			case "before-switch", "after-switch":
+				commits[p] = st.LSMCounters().Commits
+			}
+			return false
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Reshard(ctx, "bkt", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Tail != 20 {
+		t.Fatalf("tail %d, want the 20 writes made just before the close", res.Tail)
+	}
+	if n := commits["before-switch"] - commits["before-close"]; n != 0 {
+		t.Errorf("%d synced commits while closing and replaying the tail, want 0", n)
+	}
+	if n := commits["after-switch"] - commits["before-switch"]; n != 1 {
+		t.Errorf("%d synced commits for the switch, want 1 (the instance write)", n)
 	}
 	e.verify("bkt", md)
 }

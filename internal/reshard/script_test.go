@@ -11,9 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairn-s3/cairn/internal/bucketindex"
 	"github.com/cairn-s3/cairn/internal/driver"
+	"github.com/cairn-s3/cairn/internal/reshard"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite testdata transcripts with actual output")
@@ -31,6 +33,12 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata transcripts with act
 //	shards                     index objects per generation: states, entries, log, epoch
 //	record                     the instance's reshard record
 //	check                      listing and stats against the model so far
+//	dynamic max-objs=N copy-min=R copy-max=R
+//	                           a gateway checking for dynamic reshards (adaptive
+//	                           pace R..R entries/s) on a clock of its own
+//	grow to=N secs=S           PUT obj/NNNNN up to N objects over S seconds
+//	trigger                    that gateway's dynamic check: what it queued, why
+//	reshard-dynamic secs=S     it runs the queue; its copy takes S seconds
 func TestScripts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
 	if len(files) == 0 {
@@ -159,6 +167,59 @@ func runCmd(t *testing.T, ep **env, md *model, line string) []string {
 	case "check":
 		e.verify("bkt", *md)
 		return []string{fmt.Sprintf("ok: %d objects", len(*md))}
+	case "dynamic":
+		maxObjs, _ := strconv.Atoi(a["max-objs"])
+		lo, _ := strconv.Atoi(a["copy-min"])
+		hi, _ := strconv.Atoi(a["copy-max"])
+		e.dynNow = time.Unix(1_000_000, 0)
+		m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, MaxObjsPerShard: maxObjs,
+			CopyRateAdaptive: true, CopyRateMin: lo, CopyRateLimit: hi, LeaseDuration: time.Hour,
+			Now: func() time.Time { return e.dynNow },
+			Failpoints: &reshard.Failpoints{Hit: func(_, p string) bool {
+				if p == "after-copy" {
+					e.dynNow = e.dynNow.Add(e.dynHold)
+				}
+				return false
+			}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.dyn = m
+		return nil
+	case "grow":
+		to, _ := strconv.Atoi(a["to"])
+		secs, _ := strconv.Atoi(a["secs"])
+		for i := len(*md); i < to; i++ {
+			k := fmt.Sprintf("obj/%05d", i)
+			e.mustPut("bkt", k, i%7)
+			(*md)[k] = i % 7
+		}
+		e.dynNow = e.dynNow.Add(time.Duration(secs) * time.Second)
+		return nil
+	case "trigger":
+		n, err := e.dyn.Check(ctx, "bkt")
+		if err != nil {
+			return []string{"error: " + err.Error()}
+		}
+		if n == 0 {
+			st, _ := e.d.BucketStats(ctx, "bkt")
+			return []string{fmt.Sprintf("no reshard due: %d objects in %d shards", st.NumObjects, st.NumShards)}
+		}
+		st, err := e.dyn.Status(ctx, "bkt")
+		if err != nil || st.Sizing == nil {
+			return []string{fmt.Sprintf("error: status %+v %v", st, err)}
+		}
+		z := st.Sizing
+		return []string{fmt.Sprintf("queued %d → %d shards: %d objects, %d/s arriving, expected %.0f s (%s), sized for %d objects",
+			st.SourceShards, st.TargetShards, z.Objects, z.ArrivalsPerSec, z.ExpectedSec, z.Basis, z.Predicted)}
+	case "reshard-dynamic":
+		secs, _ := strconv.Atoi(a["secs"])
+		e.dynHold = time.Duration(secs) * time.Second
+		if err := e.dyn.Process(ctx); err != nil {
+			return []string{"error: " + err.Error()}
+		}
+		st, _ := e.d.BucketStats(ctx, "bkt")
+		return []string{fmt.Sprintf("ok: %d shards", st.NumShards)}
 	}
 	t.Fatalf("unknown command %q", line)
 	return nil

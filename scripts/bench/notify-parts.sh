@@ -3,7 +3,7 @@
 #   cairn bench notify --in-process --cpuprofile PROF --json JSON --modes shards=N ... (one cell)
 # usage: scripts/bench/notify-parts.sh BIN PROF JSON   (BIN: the cairn binary that ran it)
 # Parts are pprof cumulative times (they overlap: run contains flush and fill;
-# runDeferred contains runGroup); roles come from the bench's pprof labels.
+# runDeferred contains commitRound, which contains OperateMany); roles come from the bench's pprof labels.
 set -euo pipefail
 bin=$1 prof=$2 json=$3
 tmp=$(mktemp -d)
@@ -21,7 +21,7 @@ P=github.com/cairn-s3/cairn/internal
 for f in notify/delivery.'(*worker)'.push notify/delivery.'(*worker)'.pushBatch notify/delivery.'(*worker)'.run \
 	notify/delivery.'(*worker)'.flush notify/delivery.'(*worker)'.fill notify/delivery.'(*worker)'.dispatch \
 	notify/delivery.'(*worker)'.handle notify/delivery.'(*worker)'.add notify/queue.'(*Queues)'.runDeferred \
-	notify/queue.'(*Queues)'.runGroup notify/service.'(*reservation)'.CommitDeferred notify/service.'(*reservation)'.Intent \
+	notify/queue.'(*Queues)'.runGroup notify/queue.'(*Queues)'.commitRound objstore/embedded.'(*ioctx)'.OperateMany notify/service.'(*reservation)'.CommitDeferred notify/service.'(*reservation)'.Intent \
 	notify/service.'(*reservation)'.record notify/service.'(*Service)'.Reserve notify/event.Unmarshal notify/event.AppendJSON \
 	bench.'(*receiver)'.serve cls/lock.assertMethod cls/queue.commitBatchMethod; do
 	v=$(awk -v f="$P/$f" '$6==f {sub(/s$/,"",$4); print $4; exit}' "$tmp/top")

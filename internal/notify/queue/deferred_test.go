@@ -8,6 +8,7 @@ import (
 	"time"
 
 	clsq "github.com/cairn-s3/cairn/internal/cls/queue"
+	"github.com/cairn-s3/cairn/internal/objstore"
 )
 
 // deferredRun reserves n events on oid, lets prepare tamper with them,
@@ -165,4 +166,199 @@ func TestCommitWaitsBehindDeferred(t *testing.T) {
 	if got := entriesInOrder(t, e, ":w"); !sameStrings(got, wantEvents(4)) {
 		t.Fatalf("entries %v", got)
 	}
+}
+
+// crossShardRun hands perShard deferred commits to each of n shards of
+// queue name, shard by shard (DeferBatch is perShard+1 and the linger an
+// hour, so none starts a round), then one more to the last shard, which
+// starts one round for all. prepare may tamper with each shard's
+// reservations; arm runs just before the commits are handed over. It
+// returns the outcomes by shard; e.commitOps and e.commitCalls count the
+// commits' ops and store calls.
+func crossShardRun(t *testing.T, e *env, name string, n, perShard int, prepare func(shard int, rs []*Reservation), arm func()) [][]error {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.q.Create(ctx, name, n); err != nil {
+		t.Fatal(err)
+	}
+	oids := ShardOIDs(name, n)
+	rs := make([][]*Reservation, n)
+	for i := range oids {
+		k := perShard
+		if i == n-1 {
+			k++
+		}
+		for range k {
+			r, err := e.q.Reserve(ctx, name, i, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs[i] = append(rs[i], r)
+		}
+		if prepare != nil {
+			prepare(i, rs[i])
+		}
+	}
+	if arm != nil {
+		arm()
+	}
+	ops, calls := e.io.ops.Load(), e.io.many.Load()
+	defer func() { e.commitOps, e.commitCalls = e.io.ops.Load()-ops, e.io.many.Load()-calls }()
+	errs := make([][]error, n)
+	var wg sync.WaitGroup
+	for i := range oids {
+		errs[i] = make([]error, len(rs[i]))
+		for j, r := range rs[i] {
+			wg.Add(1)
+			r.CommitDeferred(fmt.Appendf(nil, "event-%03d", j), func(_ string, err error) {
+				errs[i][j] = err
+				wg.Done()
+			})
+		}
+	}
+	wg.Wait()
+	return errs
+}
+
+// The deferred commits of many shards go to the store in one call, one
+// op per shard, each shard's events in order.
+func TestDeferredCommitsShareOneCallAcrossShards(t *testing.T) {
+	const shards, per = 11, 3
+	e := newEnv(t, Options{DeferLinger: time.Hour, DeferBatch: per + 1})
+	errs := crossShardRun(t, e, ":x", shards, per, nil, nil)
+	if got := e.commitCalls; got != 1 {
+		t.Fatalf("%d store calls for the deferred commits of %d shards, want 1", got, shards)
+	}
+	if got := e.commitOps; got != shards {
+		t.Fatalf("%d ops, want one per shard (%d)", got, shards)
+	}
+	for i, oid := range ShardOIDs(":x", shards) {
+		want := per
+		if i == shards-1 {
+			want++
+		}
+		for j, err := range errs[i] {
+			if err != nil {
+				t.Fatalf("shard %d commit %d: %v", i, j, err)
+			}
+		}
+		if got := entriesInOrder(t, e, oid); !sameStrings(got, wantEvents(want)) {
+			t.Fatalf("shard %d entries %v", i, got)
+		}
+	}
+}
+
+// One shard's op failing in the shared call (an expired reservation
+// there, or an op whose outcome is unknown) neither fails nor delays the
+// others' ops; that shard commits one by one, in order: nothing lost,
+// doubled or reordered anywhere.
+func TestDeferredCrossShardFailureStaysOnItsShard(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		t.Run(fmt.Sprintf("applied=%v", after), func(t *testing.T) {
+			const shards, per = 5, 4
+			e := newEnv(t, Options{DeferLinger: time.Hour, DeferBatch: per + 1})
+			ctx := context.Background()
+			oids := ShardOIDs(":y", shards)
+			var once sync.Once
+			errs := crossShardRun(t, e, ":y", shards, per, func(shard int, rs []*Reservation) {
+				if shard == 1 {
+					if err := clsq.Abort(ctx, e.q.IO(), oids[1], rs[2].id); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}, func() {
+				e.io.mu.Lock()
+				e.io.fail = func(oid string, op *objstore.WriteOp) (error, bool) {
+					var hit bool
+					if oid == oids[3] {
+						once.Do(func() { hit = true })
+					}
+					if hit {
+						return objstore.Errorf(objstore.ErrTimedOut, "injected"), after
+					}
+					return nil, false
+				}
+				e.io.mu.Unlock()
+			})
+			if got := e.commitCalls; got != 1 {
+				t.Fatalf("%d shared store calls, want 1", got)
+			}
+			for i, oid := range oids {
+				want := per
+				if i == shards-1 {
+					want++
+				}
+				for j, err := range errs[i] {
+					if err != nil {
+						t.Fatalf("shard %d commit %d: %v", i, j, err)
+					}
+				}
+				if got := entriesInOrder(t, e, oid); !sameStrings(got, wantEvents(want)) {
+					t.Fatalf("shard %d entries %v", i, got)
+				}
+			}
+			// Shards 0, 2 and 4 committed in the shared call, the other
+			// two one by one after it.
+			if ops, events := e.q.GroupStats(); ops != 3 || events != 3*per+1 {
+				t.Fatalf("%d group ops with %d events, want 3 with %d", ops, events, 3*per+1)
+			}
+		})
+	}
+}
+
+// A commit handed over while a round runs waits for its own linger
+// instead of starting a round of its own at once (a round per event or
+// two, one op per shard each, is what the linger is there to avoid);
+// FlushDeferred still takes it at once.
+func TestDeferredCommitDuringRoundWaitsForLinger(t *testing.T) {
+	e := newEnv(t, Options{DeferLinger: time.Hour, DeferBatch: 2})
+	ctx := context.Background()
+	if err := e.q.Create(ctx, ":l", 2); err != nil {
+		t.Fatal(err)
+	}
+	oids := ShardOIDs(":l", 2)
+	r0, r1, r2 := reserveOn(t, e, ":l", 0), reserveOn(t, e, ":l", 0), reserveOn(t, e, ":l", 1)
+	gate, inOp := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.io.mu.Lock()
+	e.io.fail = func(string, *objstore.WriteOp) (error, bool) {
+		once.Do(func() { close(inOp); <-gate })
+		return nil, false
+	}
+	e.io.mu.Unlock()
+	done := make(chan error, 3)
+	cb := func(_ string, err error) { done <- err }
+	r0.CommitDeferred([]byte("event-000"), cb)
+	r1.CommitDeferred([]byte("event-001"), cb) // a full batch: a round starts
+	<-inOp
+	r2.CommitDeferred([]byte("event-000"), cb) // shard 1, during the round
+	close(gate)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &e.q.later
+	waitFor(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return !c.running })
+	if got := entriesInOrder(t, e, oids[1]); len(got) != 0 {
+		t.Fatalf("a commit handed over during a round ran before its linger: %v", got)
+	}
+	if err := e.q.FlushDeferred(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := entriesInOrder(t, e, oids[1]); !sameStrings(got, wantEvents(1)) {
+		t.Fatalf("shard 1 entries %v", got)
+	}
+}
+
+func reserveOn(t *testing.T, e *env, name string, shard int) *Reservation {
+	t.Helper()
+	r, err := e.q.Reserve(context.Background(), name, shard, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

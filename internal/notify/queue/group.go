@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	clsq "github.com/cairn-s3/cairn/internal/cls/queue"
 	"github.com/cairn-s3/cairn/internal/objstore"
@@ -117,65 +118,88 @@ func (q *Queues) lead(ctx context.Context, oid string, p *shardPool, first *grou
 func (q *Queues) runGroup(ctx context.Context, oid string, p *shardPool, batch []*groupReq) bool {
 	refill := true
 	for {
-		now := q.opts.Now()
-		op := objstore.NewWriteOp()
-		// One class call for the commits and refills: one header write and
-		// one reservation-cache copy per op, not two per event.
-		commits := make([]clsq.BatchCommit, len(batch))
-		for i, req := range batch {
-			commits[i] = clsq.BatchCommit{ID: req.r.id, Entries: [][]byte{req.data}}
+		g := q.groupOp(p, batch, refill)
+		ok, retry := q.groupDone(oid, p, batch, g, q.io.Operate(ctx, oid, g.op))
+		if !retry {
+			return ok
 		}
-		// One replacement per consumed pooled reservation, up to the room.
-		var refills int
-		if refill {
-			refills = min(len(batch), p.deficit(now, q.opts.PoolMax))
-		}
-		step := clsq.AddCommitBatch(op, commits, refills, q.opts.SlotSize, 1)
-		stale := p.takeStale(32)
-		for _, id := range stale {
-			clsq.AddAbort(op, id)
-		}
-		err := q.io.Operate(ctx, oid, op)
-		if err == nil {
-			q.groupOps.Add(1)
-			q.groupEvents.Add(uint64(len(batch)))
-			var extra []uint64
-			ids, _ := step.ReserveIDs()
-			for _, id := range ids {
-				if !p.put(pooled{id, now}, q.opts.PoolMax) {
-					extra = append(extra, id)
-				}
-			}
-			if len(extra) > 0 {
-				go q.abortIDs(oid, extra)
-			}
-			if ms, err := step.Markers(); err == nil {
-				for i, req := range batch {
-					if len(ms[i]) == 1 {
-						req.marker = ms[i][0]
-					}
-				}
-			}
-			return true
-		}
-		p.addStale(stale...)
-		if errors.Is(err, objstore.ErrNoSpace) && refills > 0 {
-			p.full(now.Add(noRefillPause))
-			refill = false
-			continue
-		}
-		// The op is atomic: a definite refusal applied nothing; anything
-		// else (timeout, I/O) may have applied.
-		definite := errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrInvalid) ||
-			errors.Is(err, objstore.ErrNoSpace)
-		for _, req := range batch {
-			req.fallback, req.uncertain = true, !definite
-		}
-		if len(batch) > 1 || !definite {
-			q.log.Debug("queue: group commit failed; committing one by one", "oid", oid, "events", len(batch), "err", err)
-		}
-		return false
+		refill = false
 	}
+}
+
+// groupOpState is one group op and what its outcome needs.
+type groupOpState struct {
+	op      *objstore.WriteOp
+	step    clsq.BatchStep
+	stale   []uint64
+	refills int
+	now     time.Time
+}
+
+// groupOp builds the op that commits batch on p's shard (with pool refills
+// when refill is set, and stale aborts).
+func (q *Queues) groupOp(p *shardPool, batch []*groupReq, refill bool) *groupOpState {
+	g := &groupOpState{op: objstore.NewWriteOp(), now: q.opts.Now()}
+	// One class call for the commits and refills: one header write and
+	// one reservation-cache copy per op, not two per event.
+	commits := make([]clsq.BatchCommit, len(batch))
+	for i, req := range batch {
+		commits[i] = clsq.BatchCommit{ID: req.r.id, Entries: [][]byte{req.data}}
+	}
+	// One replacement per consumed pooled reservation, up to the room.
+	if refill {
+		g.refills = min(len(batch), p.deficit(g.now, q.opts.PoolMax))
+	}
+	g.step = clsq.AddCommitBatch(g.op, commits, g.refills, q.opts.SlotSize, 1)
+	g.stale = p.takeStale(32)
+	for _, id := range g.stale {
+		clsq.AddAbort(g.op, id)
+	}
+	return g
+}
+
+// groupDone records the outcome err of g (built by groupOp for batch on
+// oid): ok when it committed; retry when it should be built again
+// without refills (the shard had no room for them).
+func (q *Queues) groupDone(oid string, p *shardPool, batch []*groupReq, g *groupOpState, err error) (ok, retry bool) {
+	if err == nil {
+		q.groupOps.Add(1)
+		q.groupEvents.Add(uint64(len(batch)))
+		var extra []uint64
+		ids, _ := g.step.ReserveIDs()
+		for _, id := range ids {
+			if !p.put(pooled{id, g.now}, q.opts.PoolMax) {
+				extra = append(extra, id)
+			}
+		}
+		if len(extra) > 0 {
+			go q.abortIDs(oid, extra)
+		}
+		if ms, err := g.step.Markers(); err == nil {
+			for i, req := range batch {
+				if len(ms[i]) == 1 {
+					req.marker = ms[i][0]
+				}
+			}
+		}
+		return true, false
+	}
+	p.addStale(g.stale...)
+	if errors.Is(err, objstore.ErrNoSpace) && g.refills > 0 {
+		p.full(g.now.Add(noRefillPause))
+		return false, true
+	}
+	// The op is atomic: a definite refusal applied nothing; anything
+	// else (timeout, I/O) may have applied.
+	definite := errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrInvalid) ||
+		errors.Is(err, objstore.ErrNoSpace)
+	for _, req := range batch {
+		req.fallback, req.uncertain = true, !definite
+	}
+	if len(batch) > 1 || !definite {
+		q.log.Debug("queue: group commit failed; committing one by one", "oid", oid, "events", len(batch), "err", err)
+	}
+	return false, false
 }
 
 // GroupStats reports how many group ops committed how many events since

@@ -98,13 +98,14 @@ type pooled struct {
 }
 
 type shardPool struct {
+	oid           string
 	mu            sync.Mutex
 	free          []pooled // oldest first
 	stale         []uint64 // too old to hand out; abort when convenient
 	noRefillUntil time.Time
 
 	group group    // commits waiting to share an op (group.go)
-	later deferred // deferred commits (deferred.go)
+	later deferred // deferred commits, under Queues.later.mu (deferred.go)
 }
 
 // noRefillPause is how long a shard that refused a pool refill gets no
@@ -116,7 +117,7 @@ func (q *Queues) pool(oid string) *shardPool {
 	defer q.pmu.Unlock()
 	p := q.pools[oid]
 	if p == nil {
-		p = &shardPool{}
+		p = &shardPool{oid: oid}
 		q.pools[oid] = p
 	}
 	return p

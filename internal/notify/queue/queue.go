@@ -51,8 +51,9 @@ type Options struct {
 	// disables pooling (every PUT then does reserve and commit as two ops).
 	PoolMax int
 	// DeferLinger is how long a deferred commit (Reservation.CommitDeferred)
-	// waits for others on its shard before their op runs; DeferBatch
-	// pending commits start it at once. Defaults 50 ms and 64.
+	// waits for others before the committer's next round (one op per
+	// waiting shard, all in one store call); DeferBatch pending commits on
+	// one shard start it at once. Defaults 50 ms and 64.
 	DeferLinger time.Duration
 	DeferBatch  int
 	Logger      *slog.Logger
@@ -106,6 +107,7 @@ type Queues struct {
 	groupOps, groupEvents atomic.Uint64 // successful group commits
 	reserveOps            atomic.Uint64 // reservations that took an op
 	unfinished            counter       // deferred commits not done yet
+	later                 committer     // deferred commits of every shard
 
 	hooks atomic.Pointer[[]func(oid string)] // OnCommit subscribers
 }

@@ -30,6 +30,7 @@ func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.U
 type countingIO struct {
 	objstore.IOContext
 	ops  atomic.Int64
+	many atomic.Int64 // OperateMany calls (their ops count in ops)
 	mu   sync.Mutex
 	fail func(oid string, op *objstore.WriteOp) (err error, after bool)
 }
@@ -63,13 +64,47 @@ func (n *nsIO) Operate(ctx context.Context, oid string, op *objstore.WriteOp) er
 	return n.IOContext.Operate(ctx, oid, op)
 }
 
+// OperateMany applies the fail hook to each request and passes the rest
+// to the store's OperateMany (the embedded store's shared batch).
+func (n *nsIO) OperateMany(ctx context.Context, reqs []objstore.WriteReq) {
+	n.c.many.Add(1)
+	n.c.ops.Add(int64(len(reqs)))
+	n.c.mu.Lock()
+	f := n.c.fail
+	n.c.mu.Unlock()
+	var pass []objstore.WriteReq
+	var idx []int
+	late := map[int]error{}
+	for i := range reqs {
+		if f != nil {
+			if err, after := f(reqs[i].OID, reqs[i].Op); err != nil {
+				if !after {
+					reqs[i].Err = err
+					continue
+				}
+				late[i] = err
+			}
+		}
+		pass = append(pass, objstore.WriteReq{OID: reqs[i].OID, Op: reqs[i].Op})
+		idx = append(idx, i)
+	}
+	objstore.OperateMany(ctx, n.IOContext, pass)
+	for k, i := range idx {
+		reqs[i].Err = pass[k].Err
+		if err, ok := late[i]; ok && reqs[i].Err == nil {
+			reqs[i].Err = err
+		}
+	}
+}
+
 type env struct {
 	store *embedded.Store
 	clk   *clock
 	io    *countingIO
 	q     *Queues
-	// commitOps: ops of the last deferredRun's commits.
-	commitOps int64
+	// commitOps: ops of the last deferredRun's commits (and
+	// crossShardRun's, with its OperateMany calls in commitCalls).
+	commitOps, commitCalls int64
 }
 
 func newEnv(t testing.TB, opts Options) *env {

@@ -355,11 +355,35 @@ func TestCrashClone(t *testing.T) {
 				}
 			}()
 		}
+		// One more writer commits several objects per call
+		// (OperateMany): each acknowledged call is durable whole.
+		const manyObjs = 4
+		var ackedMany atomic.Int64
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewSource(int64(round + 1000)))
+			for seq := int64(1); !stop.Load(); seq++ {
+				reqs := make([]objstore.WriteReq, manyObjs)
+				for i := range reqs {
+					reqs[i] = objstore.WriteReq{OID: fmt.Sprint("m", i), Op: crashOp(seq, r)}
+				}
+				objstore.OperateMany(bg, io, reqs)
+				for _, rq := range reqs {
+					if rq.Err != nil {
+						t.Error(rq.Err)
+						return
+					}
+				}
+				ackedMany.Store(seq)
+			}
+		}()
 		time.Sleep(time.Duration(50+round*40) * time.Millisecond)
 		var floor [objects]int64
 		for w := range floor {
 			floor[w] = max(acked[w].Load(), seen[w].Load())
 		}
+		floorMany := ackedMany.Load()
 		clone := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 30 * round, RNG: randv2.New(randv2.NewPCG(uint64(round), 1))})
 		stop.Store(true)
 		wg.Wait()
@@ -376,6 +400,12 @@ func TestCrashClone(t *testing.T) {
 			seq, ok := readConsistent(t, io, fmt.Sprint("o", w))
 			if floor[w] > 0 && (!ok || seq < floor[w]) {
 				t.Fatalf("round %d object %d: recovered seq %d, but %d was acknowledged or read", round, w, seq, floor[w])
+			}
+		}
+		for i := 0; i < manyObjs; i++ {
+			seq, ok := readConsistent(t, io, fmt.Sprint("m", i))
+			if floorMany > 0 && (!ok || seq < floorMany) {
+				t.Fatalf("round %d object m%d: recovered seq %d, but OperateMany acknowledged %d", round, i, seq, floorMany)
 			}
 		}
 		s.Close()

@@ -40,6 +40,7 @@ func RunCore(t *testing.T, f Factory) {
 		{"CmpXattrMatrix", testCmpXattrMatrix},
 		{"ReadOpGuards", testReadOpGuards},
 		{"ReadMany", testReadMany},
+		{"WriteMany", testWriteMany},
 		{"Atomicity", testAtomicity},
 		{"NoLostUpdates", testNoLostUpdates},
 		{"Exec", testExec},
