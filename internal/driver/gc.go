@@ -346,10 +346,11 @@ func (c *collector) run() {
 
 // gcChunk is how many due items one round removes before their GC
 // records are cleared; a stop is honoured between rounds, so shutdown never
-// waits for a whole backlog. gcWorkers remove a round's data in parallel.
+// waits for a whole backlog. gcBatch bounds the removals of one
+// OperateMany call.
 const (
-	gcChunk   = 512
-	gcWorkers = 8
+	gcChunk = 512
+	gcBatch = 1024
 )
 
 // collectDue removes the data of due items (all items when force) and then
@@ -439,57 +440,61 @@ func (c *collector) requeue(items []gcItem) {
 }
 
 // collectRound removes the data of items and then clears their records;
-// false when some records stay (a failed sync or clear).
+// false when some records stay (a failed removal or clear).
+//
+// The removals of a round go to the store in one OperateMany call per
+// data pool (gcBatch objects at most): the embedded store applies them as
+// one batch with one WAL sync, instead of an Operate and a commit each
+// (most of a collected record's CPU); RADOS runs them as concurrent ops.
+// Every removal reported done is durable, so the records can go.
 func (c *collector) collectRound(ctx context.Context, items []gcItem) bool {
-	var (
-		mu      sync.Mutex
-		touched = map[string]objstore.IOContext{}
-		next    = make(chan gcItem)
-		wg      sync.WaitGroup
-	)
-	for w := 0; w < min(gcWorkers, len(items)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for it := range next {
-				for _, r := range it.manifest.Runs {
-					io, err := c.d.dataIO(ctx, r.Pool)
-					if err != nil {
-						c.d.log.Warn("gc: remove data objects", "pool", r.Pool, "err", err)
-						continue
-					}
-					mu.Lock()
-					touched[r.Pool] = io
-					mu.Unlock()
-					for _, oid := range (bucketindex.Manifest{Runs: []bucketindex.Run{r}}).Objects() {
-						op := objstore.NewWriteOp().Remove()
-						op.DeferSync = true
-						if err := io.Operate(ctx, oid, op); err != nil && !errors.Is(err, objstore.ErrNotFound) {
-							c.d.log.Warn("gc: remove data object", "oid", oid, "err", err)
-						}
-					}
-				}
+	byPool := map[string][]objstore.WriteReq{}
+	owners := map[string][]int{}
+	for i, it := range items {
+		for _, r := range it.manifest.Runs {
+			for s := int64(0); s < r.NumStripes(); s++ {
+				byPool[r.Pool] = append(byPool[r.Pool], objstore.WriteReq{OID: r.StripeOID(s), Op: objstore.NewWriteOp().Remove()})
+				owners[r.Pool] = append(owners[r.Pool], i)
 			}
-		}()
-	}
-	for _, it := range items {
-		next <- it
-	}
-	close(next)
-	wg.Wait()
-	c.d.failpoint("gc-after-remove")
-	for pool, io := range touched {
-		if err := objstore.Sync(ctx, io); err != nil {
-			// Keep the records: a later walk removes the data again.
-			c.d.log.Warn("gc: sync removals", "pool", pool, "err", err)
-			return false
 		}
 	}
+	failed := make([]bool, len(items))
+	for pool, reqs := range byPool {
+		io, err := c.d.dataIO(ctx, pool)
+		if err != nil {
+			c.d.log.Warn("gc: remove data objects", "pool", pool, "err", err)
+			for _, i := range owners[pool] {
+				failed[i] = true
+			}
+			continue
+		}
+		for from := 0; from < len(reqs); from += gcBatch {
+			batch := reqs[from:min(from+gcBatch, len(reqs))]
+			objstore.OperateMany(ctx, io, batch)
+			logged := false
+			for j, r := range batch {
+				if r.Err == nil || errors.Is(r.Err, objstore.ErrNotFound) {
+					continue
+				}
+				failed[owners[pool][from+j]] = true
+				if !logged { // one line per batch: a failing store fails them all
+					c.d.log.Warn("gc: remove data object", "pool", pool, "oid", r.OID, "err", r.Err)
+					logged = true
+				}
+			}
+		}
+	}
+	c.d.failpoint("gc-after-remove")
+	// Keep the records of failed removals: a later walk tries again.
+	cleared := true
 	byShard := map[string][]string{}
-	for _, it := range items {
+	for i, it := range items {
+		if failed[i] {
+			cleared = false
+			continue
+		}
 		byShard[it.shard] = append(byShard[it.shard], it.tag)
 	}
-	cleared := true
 	for shard, tags := range byShard {
 		err := bucketindex.GCDone(ctx, c.d.index, shard, tags...)
 		if err != nil && !errors.Is(err, objstore.ErrNotFound) {
