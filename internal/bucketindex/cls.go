@@ -55,12 +55,16 @@ type linkIn struct {
 	// IfTag fails with ErrCanceled unless the current entry has that tag
 	// (a metadata-only rewrite of the same data, e.g. PutObjectAcl).
 	IfTag string `json:"tg,omitempty"`
+	// GCTime is the caller's clock (unix ns), written into the GC record
+	// of the replaced data (0: none, an older caller).
+	GCTime int64 `json:"gt,omitempty"`
 }
 
 type unlinkIn struct {
 	Key    string `json:"k"`
-	Tag    string `json:"g,omitempty"` // only if the entry still has this tag
-	IfETag string `json:"m,omitempty"` // only if the entry has this ETag
+	Tag    string `json:"g,omitempty"`  // only if the entry still has this tag
+	IfETag string `json:"m,omitempty"`  // only if the entry has this ETag
+	GCTime int64  `json:"gt,omitempty"` // see linkIn
 }
 
 type gcDoneIn struct {
@@ -237,7 +241,9 @@ func getOld(ctx objstore.MethodContext, key string) (*Entry, []byte, error) {
 }
 
 // change applies one link or unlink to the shard, with stats, GC and log.
-func change(ctx objstore.MethodContext, h *shardHeader, rec LogRecord, state string, gc bool) ([]byte, error) {
+// With gc, replaced data is recorded for collection, stamped with gcTime
+// (the caller's clock, unix ns; 0: unknown).
+func change(ctx objstore.MethodContext, h *shardHeader, rec LogRecord, state string, gc bool, gcTime int64) ([]byte, error) {
 	old, oldRaw, err := getOld(ctx, rec.Entry.Key)
 	if err != nil {
 		return nil, err
@@ -280,7 +286,10 @@ func change(ctx objstore.MethodContext, h *shardHeader, rec LogRecord, state str
 		return nil, objstore.Errorf(objstore.ErrInvalid, "index op %q", rec.Op)
 	}
 	if gc && old != nil && old.Tag != rec.Entry.Tag && len(old.Manifest.Runs) > 0 {
-		mb, _ := json.Marshal(old.Manifest)
+		mb, err := encodeGCValue(old.Manifest, gcTime)
+		if err != nil {
+			return nil, err
+		}
 		if err := ctx.SetOmap(objstore.KV{Key: gcPrefix + old.Tag, Value: mb}); err != nil {
 			return nil, err
 		}
@@ -324,7 +333,7 @@ func clsLink(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 			return nil, objstore.Errorf(objstore.ErrCanceled, "key %q: tag does not match", li.Entry.Key)
 		}
 	}
-	return mutate(ctx, LogRecord{Op: "link", Entry: li.Entry})
+	return mutate(ctx, LogRecord{Op: "link", Entry: li.Entry}, li.GCTime)
 }
 
 func clsUnlink(ctx objstore.MethodContext, in []byte) ([]byte, error) {
@@ -332,10 +341,10 @@ func clsUnlink(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if err := json.Unmarshal(in, &ui); err != nil {
 		return nil, objstore.Errorf(objstore.ErrInvalid, "unlink input: %v", err)
 	}
-	return mutate(ctx, LogRecord{Op: "unlink", Entry: Entry{Key: ui.Key, Tag: ui.Tag, ETag: ui.IfETag}})
+	return mutate(ctx, LogRecord{Op: "unlink", Entry: Entry{Key: ui.Key, Tag: ui.Tag, ETag: ui.IfETag}}, ui.GCTime)
 }
 
-func mutate(ctx objstore.MethodContext, rec LogRecord) ([]byte, error) {
+func mutate(ctx objstore.MethodContext, rec LogRecord, gcTime int64) ([]byte, error) {
 	state, err := writable(ctx)
 	if err != nil {
 		return nil, err
@@ -344,7 +353,7 @@ func mutate(ctx objstore.MethodContext, rec LogRecord) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := change(ctx, &h, rec, state, true)
+	out, err := change(ctx, &h, rec, state, true, gcTime)
 	if err != nil {
 		return nil, err
 	}
@@ -422,7 +431,7 @@ func clsApply(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 		return nil, err
 	}
 	for _, r := range a.Records {
-		_, err := change(ctx, &h, r, StateOpen, false)
+		_, err := change(ctx, &h, r, StateOpen, false, 0)
 		if r.Op == "unlink" && errors.Is(err, objstore.ErrNotFound) {
 			continue // replay is idempotent
 		}

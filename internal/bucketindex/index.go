@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
 	json "github.com/goccy/go-json"
@@ -16,6 +17,17 @@ type Index struct {
 	IO       objstore.IOContext // default.rgw.buckets.index
 	BucketID string
 	Layout   Layout
+	// Now is the caller's clock, stamped on the GC records a write
+	// leaves (nil: time.Now).
+	Now func() time.Time
+}
+
+// gcTime is the time written into the GC records of a call now.
+func (x Index) gcTime() int64 {
+	if x.Now != nil {
+		return x.Now().UnixNano()
+	}
+	return time.Now().UnixNano()
 }
 
 func (x Index) shardOID(shard int) string { return ShardOID(x.BucketID, x.Layout.Gen, shard) }
@@ -79,7 +91,7 @@ func (x Index) eachShard(ctx context.Context, fn func(ctx context.Context, oid s
 // the entry it replaced (nil if none). The replaced entry's data is recorded
 // for collection in the same operation. ErrStale means the layout changed.
 func (x Index) Link(ctx context.Context, e Entry, c LinkCond) (*Entry, error) {
-	in, err := json.Marshal(linkIn{Entry: e, IfAbsent: c.IfAbsent, IfETag: c.IfETag, IfTag: c.IfTag})
+	in, err := json.Marshal(linkIn{Entry: e, IfAbsent: c.IfAbsent, IfETag: c.IfETag, IfTag: c.IfTag, GCTime: x.gcTime()})
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +112,7 @@ type LinkCond struct {
 // Unlink removes key (only if its tag is still tag, when tag != "") and
 // returns the removed entry. ErrNotFound if absent.
 func (x Index) Unlink(ctx context.Context, key, tag string) (*Entry, error) {
-	in, _ := json.Marshal(unlinkIn{Key: key, Tag: tag})
+	in, _ := json.Marshal(unlinkIn{Key: key, Tag: tag, GCTime: x.gcTime()})
 	return x.mutate(ctx, key, "unlink", in, false)
 }
 
@@ -199,6 +211,36 @@ type GCRecord struct {
 	Shard    string
 	Tag      string
 	Manifest Manifest
+	// Written is when the record was written, by the writer's clock; zero
+	// for a record written before records carried it.
+	Written time.Time
+}
+
+// gcValue is a GC record's value: the manifest's fields and the time
+// written ("w", unix ns), which readers of a plain manifest ignore.
+type gcValue struct {
+	Manifest
+	Written int64 `json:"w,omitempty"`
+}
+
+// encodeGCValue encodes a GC record's value; written <= 0 (unknown) is
+// left out.
+func encodeGCValue(m Manifest, written int64) ([]byte, error) {
+	return json.Marshal(gcValue{Manifest: m, Written: max(written, 0)})
+}
+
+// DecodeGCRecord decodes the omap pair of a GC record of shard object
+// oid (key with its prefix, as GCRecords returns it).
+func DecodeGCRecord(oid string, kv objstore.KV) (GCRecord, error) {
+	var v gcValue
+	if err := json.Unmarshal(kv.Value, &v); err != nil {
+		return GCRecord{}, objstore.Errorf(objstore.ErrInvalid, "gc record %q: %v", kv.Key, err)
+	}
+	r := GCRecord{Shard: oid, Tag: strings.TrimPrefix(kv.Key, gcPrefix), Manifest: v.Manifest}
+	if v.Written != 0 {
+		r.Written = time.Unix(0, v.Written)
+	}
+	return r, nil
 }
 
 // PendingGC lists up to max GC records of one shard (0: all).
@@ -221,11 +263,11 @@ func (x Index) PendingGCAfter(ctx context.Context, shard int, afterTag string, m
 	}
 	out := make([]GCRecord, 0, len(vs.Pairs))
 	for _, kv := range vs.Pairs {
-		var m Manifest
-		if err := json.Unmarshal(kv.Value, &m); err != nil {
-			return nil, objstore.Errorf(objstore.ErrInvalid, "gc record %q: %v", kv.Key, err)
+		r, err := DecodeGCRecord(oid, kv)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, GCRecord{Shard: oid, Tag: strings.TrimPrefix(kv.Key, gcPrefix), Manifest: m})
+		out = append(out, r)
 	}
 	return out, nil
 }

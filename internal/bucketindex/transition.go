@@ -21,6 +21,8 @@ type setVersionDataIn struct {
 	// (the write tag already names the version's own record when the
 	// version is later replaced).
 	GCTag string `json:"t"`
+	// GCTime stamps the GC record (the caller's clock, unix ns; 0: none).
+	GCTime int64 `json:"gt,omitempty"`
 }
 
 // SetVersionData replaces the manifest and storage class of version id of
@@ -31,7 +33,7 @@ type setVersionDataIn struct {
 // was replaced (another tag), ErrCanceled when its data changed since (a
 // concurrent transition). The caller then removes its copy.
 func (x Index) SetVersionData(ctx context.Context, key, id, tag string, old, m Manifest, class, gcTag string) error {
-	in, err := json.Marshal(setVersionDataIn{Key: key, VersionID: id, Tag: tag, IfRuns: old, Manifest: m, Class: class, GCTag: gcTag})
+	in, err := json.Marshal(setVersionDataIn{Key: key, VersionID: id, Tag: tag, IfRuns: old, Manifest: m, Class: class, GCTag: gcTag, GCTime: x.gcTime()})
 	if err != nil {
 		return err
 	}
@@ -67,6 +69,7 @@ func clsSetVersionData(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.gcTime = si.GCTime
 	notFound := objstore.Errorf(objstore.ErrNotFound, "version %q of %q", si.VersionID, si.Key)
 	changed := objstore.Errorf(objstore.ErrCanceled, "data of %q changed", si.Key)
 	bareRaw, err := t.get(si.Key)

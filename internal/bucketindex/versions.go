@@ -253,6 +253,9 @@ type shardTx struct {
 	h     shardHeader
 	state string
 	gc    []Entry // removed data, recorded for collection
+	// gcTime stamps the GC records (the caller's clock, unix ns; 0:
+	// unknown, from a caller that sends none).
+	gcTime int64
 }
 
 func (t *shardTx) log(op string, body []byte) error {
@@ -298,7 +301,10 @@ func (t *shardTx) collect(e Entry) error {
 	if len(e.Manifest.Runs) == 0 {
 		return nil
 	}
-	mb, _ := json.Marshal(e.Manifest)
+	mb, err := encodeGCValue(e.Manifest, t.gcTime)
+	if err != nil {
+		return err
+	}
 	if err := t.ctx.SetOmap(objstore.KV{Key: gcPrefix + e.Tag, Value: mb}); err != nil {
 		return err
 	}
@@ -421,6 +427,9 @@ type linkVersionIn struct {
 	// tag (conditions the caller checked on it), ErrNotFound when none is.
 	IfNoneETag string `json:"nm,omitempty"`
 	IfTag      string `json:"t,omitempty"`
+	// GCTime is the caller's clock (unix ns), written into the GC
+	// records of data the call frees (0: none, an older caller).
+	GCTime int64 `json:"gt,omitempty"`
 }
 
 // VersionResult is what link_version and unlink_version report.
@@ -467,6 +476,7 @@ func clsLinkVersion(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.gcTime = li.GCTime
 	bareRaw, err := t.get(e.Key)
 	if err != nil {
 		return nil, err
@@ -616,6 +626,7 @@ type unlinkVersionIn struct {
 	// lock: the state the caller checked), else ErrCanceled.
 	CheckMeta bool            `json:"cm,omitempty"`
 	IfMeta    json.RawMessage `json:"o,omitempty"`
+	GCTime    int64           `json:"gt,omitempty"` // see linkVersionIn
 }
 
 // clsUnlinkVersion removes one version (or delete marker) of a key; when it
@@ -634,6 +645,7 @@ func clsUnlinkVersion(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.gcTime = ui.GCTime
 	key := ui.Key
 	bareRaw, err := t.get(key)
 	if err != nil {

@@ -36,7 +36,7 @@ type VersionCond struct {
 // ErrCanceled (a condition failed), ErrNotFound (IfExists/IfETag/IfTag and
 // no current object), ErrStale (the layout changed).
 func (x Index) LinkVersion(ctx context.Context, mode string, e Entry, c VersionCond) (VersionResult, error) {
-	in, err := json.Marshal(linkVersionIn{Entry: e, Mode: mode, IfAbsent: c.IfAbsent, IfExists: c.IfExists, IfETag: c.IfETag, IfNoneETag: c.IfNoneETag, IfTag: c.IfTag})
+	in, err := json.Marshal(linkVersionIn{Entry: e, Mode: mode, IfAbsent: c.IfAbsent, IfExists: c.IfExists, IfETag: c.IfETag, IfNoneETag: c.IfNoneETag, IfTag: c.IfTag, GCTime: x.gcTime()})
 	if err != nil {
 		return VersionResult{}, err
 	}
@@ -51,7 +51,7 @@ func (x Index) LinkVersion(ctx context.Context, mode string, e Entry, c VersionC
 // and promotes the next newest when it was current. ErrNotFound when the
 // version does not exist; ErrCanceled when ifETag is set and differs.
 func (x Index) UnlinkVersion(ctx context.Context, key, id, ifETag string) (VersionResult, error) {
-	in, _ := json.Marshal(unlinkVersionIn{Key: key, VersionID: id, IfETag: ifETag})
+	in, _ := json.Marshal(unlinkVersionIn{Key: key, VersionID: id, IfETag: ifETag, GCTime: x.gcTime()})
 	return x.versionOp(ctx, key, "unlink_version", in, false)
 }
 

@@ -146,7 +146,7 @@ type UnlinkCond struct {
 // UnlinkVersionIf is UnlinkVersion with conditions; a failed one is
 // ErrCanceled.
 func (x Index) UnlinkVersionIf(ctx context.Context, key, id string, c UnlinkCond) (VersionResult, error) {
-	ui := unlinkVersionIn{Key: key, VersionID: id, IfETag: c.IfETag, IfTag: c.IfTag, CheckMeta: c.CheckMeta}
+	ui := unlinkVersionIn{Key: key, VersionID: id, IfETag: c.IfETag, IfTag: c.IfTag, CheckMeta: c.CheckMeta, GCTime: x.gcTime()}
 	if c.CheckMeta {
 		ui.IfMeta = rawOrNull(c.IfMeta)
 	}

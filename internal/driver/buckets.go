@@ -291,7 +291,7 @@ func (d *Driver) Invalidate(name string) {
 }
 
 func (d *Driver) indexFor(inst Instance) bucketindex.Index {
-	return bucketindex.Index{IO: d.index, BucketID: inst.ID, Layout: inst.Layout}
+	return bucketindex.Index{IO: d.index, BucketID: inst.ID, Layout: inst.Layout, Now: d.opts.Now}
 }
 
 // withIndex runs fn on the bucket's current index, refreshing the layout and

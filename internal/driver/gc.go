@@ -3,7 +3,9 @@ package driver
 import (
 	"context"
 	"errors"
+	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/bucketindex"
@@ -11,103 +13,315 @@ import (
 )
 
 // collector removes data replaced by overwrites and deletes. The index
-// recorded each such manifest in a GC record atomically with the change, so
-// nothing is lost if the process dies: Sweep re-queues every record found in
-// the shards. Collection waits GCMinWait so in-flight GETs of the old version
-// finish first.
+// recorded each such manifest in a GC record atomically with the change,
+// stamped with the writer's clock, so nothing is lost if the process dies:
+// the shards hold the truth and the queue in memory is a cache of it.
+// A record is due GCMinWait after it was written (so in-flight GETs of the
+// old version finish first), whether it is queued here or found in its
+// shard by a walk.
 //
-// The queue in memory is bounded (Options.GCQueueMax): past it, a record
-// stays only in its shard (spilled) and the collector walks the shards for
-// records again once the queue has drained to half. A backlog of millions
-// of replaced objects (the scale run's aging queued 2.5M) would otherwise
-// hold every manifest in memory.
+// The queue in memory is bounded (Options.GCQueueMax) and split: at most
+// half of it holds records not due yet (fresh: queued by the write path as
+// it replaces data, or by a walk with room for them); the rest is kept for
+// due records that walks find. A record that finds no room stays only in
+// its shard (spilled), and the collector walks the shards for due records,
+// resuming where its last walk stopped, as often as there is room. So
+// collection keeps pace with the work it can do, not with GCMinWait: the
+// scale run's aging replaced 2,000 objects/s while a queue of 65,536 items,
+// each due 30 s after it was queued and spilled ones re-queued only at
+// half-empty, let at most ~1,000-2,000/s through.
 type collector struct {
 	d      *Driver
 	mu     sync.Mutex
 	queue  []gcItem
-	queued map[string]time.Time // shard + "\x00" + tag → due, of every queued item
+	queued map[string]time.Time // shard + "\x00" + tag → due, of every queued or in-flight item
 	max    int
-	// spilled counts records left in their shards because the queue was
-	// full, since the last walk that found them all.
+	fresh  int // queued items that were not due when queued
+	// inflight counts items taken from the queue for collection whose
+	// records are not cleared yet (they stay in queued meanwhile).
+	inflight int
+	// spilled estimates the records left in their shards: counted up as
+	// they spill, down as walks queue them, and reset to what a walk that
+	// ends a cycle left behind.
 	spilled int
-	wake    chan struct{}
-	stopCh  chan struct{}
-	done    chan struct{}
+	// pending: some record may wait in a shard only; walks run while it
+	// is set, not before nextWalk (zero: now).
+	pending  bool
+	nextWalk time.Time
+	// The background walk's position and what its current cycle (a pass
+	// over every shard) left behind.
+	walkMu     sync.Mutex // one walk at a time
+	passMu     sync.Mutex // one pass at a time (the loop's, a test's)
+	cur        gcCursor
+	cycle      uint64
+	cycleLeft  int       // records seen but left in their shards
+	cycleSpill int       // records spilled since the cycle began
+	cycleStart time.Time // when the cycle began
+	lastCycle  time.Time // when the last cycle ended (or the collector began)
+	cycleDue   time.Time // the earliest due time of a record left
+	// the earliest due time of a record spilled since the cycle began
+	cycleSpillDue time.Time
+	// firstSeen holds, for records without a written time (older
+	// gateways'), when a walk first saw them: they are due GCMinWait after.
+	// Bounded by max; entries not seen by a cycle are dropped at its end.
+	firstSeen map[string]gcSeen
+	// read counts the records walks read, collected those removed: their
+	// ratio is the walks' overhead.
+	read, collected atomic.Int64
+	wake            chan struct{}
+	stopCh          chan struct{}
+	done            chan struct{}
 }
 
 type gcItem struct {
 	due      time.Time
+	fresh    bool
 	shard    string
 	tag      string
 	manifest bucketindex.Manifest
 }
 
+type gcSeen struct {
+	at    time.Time
+	cycle uint64
+}
+
+// gcCursor is where a walk resumes: the bucket instance, its shard, and
+// the last GC record tag read there ("" with inst "": the start).
+type gcCursor struct {
+	inst  string
+	shard int
+	after string
+}
+
 func newCollector(d *Driver) *collector {
-	c := &collector{d: d, queued: map[string]time.Time{}, max: d.opts.GCQueueMax, wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
+	c := &collector{d: d, queued: map[string]time.Time{}, firstSeen: map[string]gcSeen{}, max: d.opts.GCQueueMax,
+		lastCycle: d.opts.Now(), wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
 	go c.run()
 	return c
 }
 
-// enqueue queues a replaced manifest whose GC record is in shard; false
-// when the queue is full and the record was left in its shard.
-func (c *collector) enqueue(shard, tag string, m bucketindex.Manifest) bool {
+func gcKey(shard, tag string) string { return shard + "\x00" + tag }
+
+// enqueue queues a manifest the write path just handed to the collector
+// (its GC record in shard, written at written); false when there was no
+// room and the record was left in its shard.
+func (c *collector) enqueue(shard, tag string, m bucketindex.Manifest, written time.Time) bool {
 	if len(m.Runs) == 0 {
 		return true
 	}
+	now := c.d.opts.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := shard + "\x00" + tag
+	ok, _ := c.add(gcItem{due: written.Add(c.d.opts.GCMinWait), shard: shard, tag: tag, manifest: m}, now, false)
+	if !ok {
+		due := written.Add(c.d.opts.GCMinWait)
+		c.spilled++
+		c.cycleSpill++
+		if c.cycleSpillDue.IsZero() || due.Before(c.cycleSpillDue) {
+			c.cycleSpillDue = due
+		}
+		if !c.pending {
+			c.pending, c.nextWalk = true, due
+		}
+	}
+	return ok
+}
+
+// add queues it unless it is queued already (true, false) or there is no
+// room: a due item (or any, with force) may take the whole queue, one not
+// due only the fresh half. It reports whether the item is queued and
+// whether this call queued it. c.mu is held.
+func (c *collector) add(it gcItem, now time.Time, force bool) (bool, bool) {
+	k := gcKey(it.shard, it.tag)
 	if !c.queued[k].IsZero() {
+		return true, false
+	}
+	it.fresh = !force && it.due.After(now)
+	if len(c.queue) >= c.max || it.fresh && c.fresh >= c.max/2 {
+		return false, false
+	}
+	if it.fresh {
+		c.fresh++
+	}
+	c.queued[k] = it.due
+	c.queue = append(c.queue, it)
+	return true, true
+}
+
+// gcSweepEvery is how often the collector walks every shard even when it
+// spilled nothing: records another gateway left (it stopped for good) or a
+// reshard moved behind a walk's cursor are found within it.
+const gcSweepEvery = 5 * time.Minute
+
+// needWalk reports whether records may wait in the shards only, there is
+// room to queue them, and it is time to look.
+func (c *collector) needWalk(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.pending && now.Sub(c.lastCycle) >= gcSweepEvery {
+		c.pending, c.nextWalk = true, time.Time{}
+	}
+	return c.pending && len(c.queue) < c.max && !now.Before(c.nextWalk)
+}
+
+// pass is one round of the background loop: collect what is due, then walk
+// the shards for spilled records and collect those that are due, as long
+// as walks fill the queue (at most two cycles over the shards).
+func (c *collector) pass(ctx context.Context) {
+	c.passMu.Lock()
+	defer c.passMu.Unlock()
+	c.collectDue(ctx, false)
+	for cycles := 0; cycles < 2 && !c.stopping() && c.needWalk(c.d.opts.Now()); {
+		_, end, err := c.walk(ctx, &c.cur, false)
+		if err != nil {
+			c.d.log.Warn("gc: walk for spilled records", "err", err)
+			return
+		}
+		c.collectDue(ctx, false)
+		if end {
+			cycles++
+		}
+	}
+}
+
+// walk reads GC records from cur on, queueing the due ones (all with
+// force) and, while the fresh half has room, those not due yet, until the
+// queue is full or the last shard of the last bucket is read (end: cur
+// is back at the start). It returns how many records it read. With the
+// background cursor (c.cur) it also keeps the cycle's account.
+func (c *collector) walk(ctx context.Context, cur *gcCursor, force bool) (n int, end bool, err error) {
+	c.walkMu.Lock()
+	defer c.walkMu.Unlock()
+	bg := cur == &c.cur
+	if bg && *cur == (gcCursor{}) {
+		c.beginCycle()
+	}
+	ids, err := listAll(ctx, c.d.meta.WithNamespace(nsInstances))
+	if err != nil {
+		return 0, false, err
+	}
+	sort.Strings(ids)
+	for _, id := range ids[sort.SearchStrings(ids, cur.inst):] {
+		if id != cur.inst {
+			*cur = gcCursor{inst: id}
+		}
+		inst, _, err := c.d.ReadInstance(ctx, id)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		ix := c.d.indexFor(inst)
+		for ; cur.shard < inst.Layout.NumShards; cur.shard, cur.after = cur.shard+1, "" {
+			for {
+				recs, err := ix.PendingGCAfter(ctx, cur.shard, cur.after, gcWalkPage)
+				if err != nil {
+					break // a retired shard: its records moved on
+				}
+				now := c.d.opts.Now()
+				c.mu.Lock()
+				full := false
+				for _, r := range recs {
+					if !c.offer(r, now, force, bg) {
+						full = true
+						break
+					}
+					n++
+					c.read.Add(1)
+					cur.after = r.Tag
+				}
+				c.mu.Unlock()
+				if full {
+					return n, false, nil
+				}
+				if len(recs) < gcWalkPage {
+					break
+				}
+			}
+		}
+	}
+	*cur = gcCursor{}
+	if bg {
+		c.endCycle()
+	}
+	return n, true, nil
+}
+
+// offer queues record r found by a walk if it is due (or force) or the
+// fresh half has room; false when the queue is full and the walk must
+// stop before r. c.mu is held.
+func (c *collector) offer(r bucketindex.GCRecord, now time.Time, force, bg bool) bool {
+	if len(r.Manifest.Runs) == 0 {
 		return true
 	}
-	if len(c.queue) >= c.max {
-		c.spilled++
-		return false
+	k := gcKey(r.Shard, r.Tag)
+	written := r.Written
+	if written.IsZero() {
+		// An older writer's record: written when first seen.
+		s, ok := c.firstSeen[k]
+		if !ok {
+			s.at = now
+		}
+		written = s.at
+		if ok || len(c.firstSeen) < c.max {
+			s.cycle = c.cycle
+			c.firstSeen[k] = s
+		}
 	}
-	due := c.d.opts.Now().Add(c.d.opts.GCMinWait)
-	c.queued[k] = due
-	c.queue = append(c.queue, gcItem{due: due, shard: shard, tag: tag, manifest: m})
+	it := gcItem{due: written.Add(c.d.opts.GCMinWait), shard: r.Shard, tag: r.Tag, manifest: r.Manifest}
+	ok, added := c.add(it, now, force)
+	switch {
+	case added:
+		c.spilled = max(0, c.spilled-1)
+		delete(c.firstSeen, k)
+	case !ok && (force || !it.due.After(now)):
+		return false // due, and no room at all
+	case !ok:
+		if bg {
+			c.cycleLeft++
+			if c.cycleDue.IsZero() || it.due.Before(c.cycleDue) {
+				c.cycleDue = it.due
+			}
+		}
+	}
 	return true
 }
 
-// refill walks the shards for spilled records once the queue has drained
-// to half its bound.
-func (c *collector) refill(ctx context.Context) {
+func (c *collector) beginCycle() {
 	c.mu.Lock()
-	need := c.spilled > 0 && len(c.queue) <= c.max/2
-	c.mu.Unlock()
-	if !need {
-		return
-	}
-	if _, err := c.walk(ctx); err != nil {
-		c.d.log.Warn("gc: walk for spilled records", "err", err)
-	}
+	defer c.mu.Unlock()
+	c.cycle++
+	c.cycleLeft, c.cycleSpill, c.cycleDue, c.cycleSpillDue = 0, 0, time.Time{}, time.Time{}
+	c.cycleStart = c.d.opts.Now()
 }
 
-// walk queues the GC records of every bucket until the queue is full and
-// returns how many it read.
-func (c *collector) walk(ctx context.Context) (int, error) {
-	n, full := 0, false
-	err := c.d.eachGCRecord(ctx, func(_ Instance, r bucketindex.GCRecord) bool {
-		n++
-		if !c.enqueue(r.Shard, r.Tag, r.Manifest) {
-			full = true
-			return false
-		}
-		return true
-	})
-	if err != nil {
-		return n, err
-	}
+// endCycle takes stock after a walk over every shard: what it left behind
+// and what spilled meanwhile wait in the shards. The next walk starts
+// once some of it is due, and at least GCMinWait/2 after this cycle
+// began, so each walk over records not due yet finds about half of them
+// due: reading one more time is cheap beside a removal.
+func (c *collector) endCycle() {
 	c.mu.Lock()
-	if !full {
-		c.spilled = 0 // every record is queued
-	} else {
-		// Unknown how many wait; at least one.
-		c.spilled = max(1, c.spilled-c.max/2)
+	defer c.mu.Unlock()
+	for k, s := range c.firstSeen {
+		if s.cycle < c.cycle {
+			delete(c.firstSeen, k) // collected, or moved by a reshard
+		}
 	}
-	c.mu.Unlock()
-	return n, nil
+	c.spilled = c.cycleLeft + c.cycleSpill
+	c.lastCycle = c.d.opts.Now()
+	if c.spilled == 0 {
+		c.pending, c.nextWalk = false, time.Time{}
+		return
+	}
+	c.pending = true
+	next := c.cycleDue
+	if c.cycleSpill > 0 && (next.IsZero() || c.cycleSpillDue.Before(next)) {
+		next = c.cycleSpillDue
+	}
+	if w := c.cycleStart.Add(c.d.opts.GCMinWait / 2); c.cycleLeft > 0 && next.Before(w) {
+		next = w
+	}
+	c.nextWalk = next
 }
 
 func (c *collector) stop() {
@@ -126,17 +340,17 @@ func (c *collector) run() {
 		case <-t.C:
 		case <-c.wake:
 		}
-		c.collectDue(context.Background(), false)
-		c.refill(context.Background())
+		c.pass(context.Background())
 	}
 }
 
 // gcChunk is how many due items one round removes before their GC
 // records are cleared; a stop is honoured between rounds, so shutdown never
-// waits for a whole backlog. gcWorkers remove a round's data in parallel.
+// waits for a whole backlog. gcBatch bounds the removals of one
+// OperateMany call.
 const (
-	gcChunk   = 512
-	gcWorkers = 8
+	gcChunk = 512
+	gcBatch = 1024
 )
 
 // collectDue removes the data of due items (all items when force) and then
@@ -148,7 +362,15 @@ const (
 func (c *collector) collectDue(ctx context.Context, force bool) int {
 	now := c.d.opts.Now()
 	c.mu.Lock()
-	var due, keep []gcItem
+	// Partitioned in place: the queue is scanned every second, and a
+	// fresh slice each time was most of the collector's garbage.
+	nDue := 0
+	for _, it := range c.queue {
+		if force || !it.due.After(now) {
+			nDue++
+		}
+	}
+	due, keep := make([]gcItem, 0, nDue), c.queue[:0]
 	for _, it := range c.queue {
 		if force || !it.due.After(now) {
 			due = append(due, it)
@@ -156,16 +378,23 @@ func (c *collector) collectDue(ctx context.Context, force bool) int {
 			keep = append(keep, it)
 		}
 	}
+	clear(c.queue[len(keep):]) // drop the manifests' references
 	c.queue = keep
+	// In flight, the items stay in c.queued (a walk meanwhile must not
+	// queue them again) and count in the backlog until their records go.
 	for _, it := range due {
-		delete(c.queued, it.shard+"\x00"+it.tag)
+		if it.fresh {
+			c.fresh--
+		}
 	}
+	c.inflight += len(due)
 	c.mu.Unlock()
 	n := 0
 	for len(due) > 0 {
 		select {
 		case <-c.stopCh:
-			// Left for the next start's sweep (the records are kept).
+			// Left in their shards, for a later walk (the next start's).
+			c.release(due, true)
 			return n
 		default:
 		}
@@ -175,80 +404,105 @@ func (c *collector) collectDue(ctx context.Context, force bool) int {
 		}
 		round := due[:min(gcChunk, len(due))]
 		due = due[len(round):]
-		c.collectRound(ctx, round)
+		c.release(round, !c.collectRound(ctx, round))
 		n += len(round)
+		c.collected.Add(int64(len(round)))
 	}
 	return n
 }
 
-// requeue puts items taken from the queue back (a canceled collection).
+// release ends items in flight: collected, or (left) back to their
+// shards only.
+func (c *collector) release(items []gcItem, left bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, it := range items {
+		delete(c.queued, gcKey(it.shard, it.tag))
+	}
+	c.inflight -= len(items)
+	if left {
+		c.spilled += len(items)
+		c.pending = true
+	}
+}
+
+// requeue puts items in flight back in the queue (a canceled collection).
 func (c *collector) requeue(items []gcItem) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, it := range items {
-		if k := it.shard + "\x00" + it.tag; c.queued[k].IsZero() {
-			c.queued[k] = it.due
-			c.queue = append(c.queue, it)
+		if it.fresh {
+			c.fresh++
 		}
+		c.queue = append(c.queue, it)
 	}
+	c.inflight -= len(items)
 }
 
-// collectRound removes the data of items and then clears their records.
-func (c *collector) collectRound(ctx context.Context, items []gcItem) {
-	var (
-		mu      sync.Mutex
-		touched = map[string]objstore.IOContext{}
-		next    = make(chan gcItem)
-		wg      sync.WaitGroup
-	)
-	for w := 0; w < min(gcWorkers, len(items)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for it := range next {
-				for _, r := range it.manifest.Runs {
-					io, err := c.d.dataIO(ctx, r.Pool)
-					if err != nil {
-						c.d.log.Warn("gc: remove data objects", "pool", r.Pool, "err", err)
-						continue
-					}
-					mu.Lock()
-					touched[r.Pool] = io
-					mu.Unlock()
-					for _, oid := range (bucketindex.Manifest{Runs: []bucketindex.Run{r}}).Objects() {
-						op := objstore.NewWriteOp().Remove()
-						op.DeferSync = true
-						if err := io.Operate(ctx, oid, op); err != nil && !errors.Is(err, objstore.ErrNotFound) {
-							c.d.log.Warn("gc: remove data object", "oid", oid, "err", err)
-						}
-					}
-				}
+// collectRound removes the data of items and then clears their records;
+// false when some records stay (a failed removal or clear).
+//
+// The removals of a round go to the store in one OperateMany call per
+// data pool (gcBatch objects at most): the embedded store applies them as
+// one batch with one WAL sync, instead of an Operate and a commit each
+// (most of a collected record's CPU); RADOS runs them as concurrent ops.
+// Every removal reported done is durable, so the records can go.
+func (c *collector) collectRound(ctx context.Context, items []gcItem) bool {
+	byPool := map[string][]objstore.WriteReq{}
+	owners := map[string][]int{}
+	for i, it := range items {
+		for _, r := range it.manifest.Runs {
+			for s := int64(0); s < r.NumStripes(); s++ {
+				byPool[r.Pool] = append(byPool[r.Pool], objstore.WriteReq{OID: r.StripeOID(s), Op: objstore.NewWriteOp().Remove()})
+				owners[r.Pool] = append(owners[r.Pool], i)
 			}
-		}()
-	}
-	for _, it := range items {
-		next <- it
-	}
-	close(next)
-	wg.Wait()
-	c.d.failpoint("gc-after-remove")
-	for pool, io := range touched {
-		if err := objstore.Sync(ctx, io); err != nil {
-			// Keep the records: the next sweep removes the data again.
-			c.d.log.Warn("gc: sync removals", "pool", pool, "err", err)
-			return
 		}
 	}
+	failed := make([]bool, len(items))
+	for pool, reqs := range byPool {
+		io, err := c.d.dataIO(ctx, pool)
+		if err != nil {
+			c.d.log.Warn("gc: remove data objects", "pool", pool, "err", err)
+			for _, i := range owners[pool] {
+				failed[i] = true
+			}
+			continue
+		}
+		for from := 0; from < len(reqs); from += gcBatch {
+			batch := reqs[from:min(from+gcBatch, len(reqs))]
+			objstore.OperateMany(ctx, io, batch)
+			logged := false
+			for j, r := range batch {
+				if r.Err == nil || errors.Is(r.Err, objstore.ErrNotFound) {
+					continue
+				}
+				failed[owners[pool][from+j]] = true
+				if !logged { // one line per batch: a failing store fails them all
+					c.d.log.Warn("gc: remove data object", "pool", pool, "oid", r.OID, "err", r.Err)
+					logged = true
+				}
+			}
+		}
+	}
+	c.d.failpoint("gc-after-remove")
+	// Keep the records of failed removals: a later walk tries again.
+	cleared := true
 	byShard := map[string][]string{}
-	for _, it := range items {
+	for i, it := range items {
+		if failed[i] {
+			cleared = false
+			continue
+		}
 		byShard[it.shard] = append(byShard[it.shard], it.tag)
 	}
 	for shard, tags := range byShard {
 		err := bucketindex.GCDone(ctx, c.d.index, shard, tags...)
 		if err != nil && !errors.Is(err, objstore.ErrNotFound) {
 			c.d.log.Warn("gc: clear records", "shard", shard, "err", err)
+			cleared = false
 		}
 	}
+	return cleared
 }
 
 // drainIndex collects every GC record of ix now (bucket deletion).
@@ -269,11 +523,21 @@ func (c *collector) drainIndex(ctx context.Context, ix bucketindex.Index) {
 	}
 }
 
-// SweepGC queues every GC record of every bucket: run at start-up, so data
-// replaced just before a crash is still collected. A record already
-// queued keeps its due time; one found here (another gateway's, or left
-// by a crash) is due GCMinWait from now.
-func (d *Driver) SweepGC(ctx context.Context) (int, error) { return d.gc.walk(ctx) }
+// SweepGC walks the GC records of every bucket from the start, queueing
+// those due and, while there is room, those not due yet: run at start-up,
+// so data replaced just before a crash is still collected. The background
+// loop walks on from where it stopped. It returns how many records it read.
+func (d *Driver) SweepGC(ctx context.Context) (int, error) {
+	c := d.gc
+	c.walkMu.Lock()
+	c.cur = gcCursor{}
+	c.walkMu.Unlock()
+	c.mu.Lock()
+	c.pending, c.nextWalk = true, time.Time{}
+	c.mu.Unlock()
+	n, _, err := c.walk(ctx, &c.cur, false)
+	return n, err
+}
 
 // gcWalkPage is how many GC records a walk reads from a shard at a time.
 const gcWalkPage = 1000
@@ -329,15 +593,13 @@ type GCEntry struct {
 
 // GCList returns the GC records of every bucket whose collection is due
 // (all of them with includeAll), as radosgw-admin gc list [--include-all].
-// Records not yet queued here are queued (due GCMinWait from now).
+// A record is due GCMinWait after it was written; one without a written
+// time (an older gateway's) GCMinWait after the collector first saw it.
 func (d *Driver) GCList(ctx context.Context, includeAll bool) ([]GCEntry, error) {
 	out := []GCEntry{}
 	now := d.opts.Now()
 	err := d.eachGCRecord(ctx, func(inst Instance, r bucketindex.GCRecord) bool {
-		due := now.Add(d.opts.GCMinWait) // when the queue is full: due once queued
-		if d.gc.enqueue(r.Shard, r.Tag, r.Manifest) {
-			due = d.gc.due(r.Shard, r.Tag)
-		}
+		due := d.gc.due(r, now)
 		if !includeAll && due.After(now) {
 			return true
 		}
@@ -356,15 +618,18 @@ func (d *Driver) GCList(ctx context.Context, includeAll bool) ([]GCEntry, error)
 // [--include-all]. It returns how many records were collected.
 func (d *Driver) GCProcess(ctx context.Context, includeAll bool) (int, error) {
 	total := 0
+	var cur gcCursor
 	for {
-		if _, err := d.SweepGC(ctx); err != nil {
+		read, end, err := d.gc.walk(ctx, &cur, includeAll)
+		if err != nil {
 			return total, err
 		}
 		n := d.gc.collectDue(ctx, includeAll)
 		total += n
-		// A bounded queue takes a backlog in several passes; a stop or an
-		// empty pass ends it.
-		if n == 0 || d.gc.stopping() || !d.gc.hasSpilled() {
+		// A bounded queue takes a backlog in several passes, each walk
+		// resuming where the last stopped; the end of the walk or a stop
+		// ends it.
+		if end || d.gc.stopping() || n == 0 && read == 0 {
 			return total, nil
 		}
 	}
@@ -379,25 +644,30 @@ func (c *collector) stopping() bool {
 	}
 }
 
-func (c *collector) hasSpilled() bool {
+// due is when record r is collected: when queued, as queued.
+func (c *collector) due(r bucketindex.GCRecord, now time.Time) time.Time {
+	k := gcKey(r.Shard, r.Tag)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.spilled > 0
-}
-
-// due is when the queued item (shard, tag) is collected (zero: not queued).
-func (c *collector) due(shard, tag string) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.queued[shard+"\x00"+tag]
+	if due := c.queued[k]; !due.IsZero() {
+		return due
+	}
+	w := r.Written
+	if w.IsZero() {
+		w = now
+		if s, ok := c.firstSeen[k]; ok {
+			w = s.at
+		}
+	}
+	return w.Add(c.d.opts.GCMinWait)
 }
 
 // GCBacklog is how many replaced manifests wait for collection (due or
 // not yet due): benchmarks report it to show collection keeps up. Records
-// spilled past the queue's bound count as they were dropped (an estimate
-// until the next walk finds them).
+// spilled past the queue's bound are an estimate (see collector.spilled),
+// exact after a walk over every shard.
 func (d *Driver) GCBacklog() int {
 	d.gc.mu.Lock()
 	defer d.gc.mu.Unlock()
-	return len(d.gc.queue) + d.gc.spilled
+	return len(d.gc.queue) + d.gc.inflight + d.gc.spilled
 }

@@ -253,8 +253,9 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 	}
 	d.failpoint("after-link")
 	qt.done(vr.Freed)
+	now := d.opts.Now() // not before the records' own time: due no earlier
 	for _, f := range vr.Freed {
-		d.gc.enqueue(shard, f.Tag, f.Manifest)
+		d.gc.enqueue(shard, f.Tag, f.Manifest, now)
 	}
 	oi := versionInfo(bucket, state, vr.Entry)
 	if deferred {
@@ -542,8 +543,9 @@ func (d *Driver) deleteVersion(ctx context.Context, inst Instance, in DeleteObje
 	}
 	d.failpoint("after-unlink")
 	d.quotaFreed(inst, vr.Freed)
+	now := d.opts.Now() // not before the records' own time: due no earlier
 	for _, f := range vr.Freed {
-		d.gc.enqueue(shard, f.Tag, f.Manifest)
+		d.gc.enqueue(shard, f.Tag, f.Manifest, now)
 	}
 	oi := versionInfo(in.Bucket, state, vr.Entry)
 	if res != nil {

@@ -128,7 +128,7 @@ func (d *Driver) TransitionObject(ctx context.Context, in TransitionInput) (Tran
 		}
 		return TransitionResult{}, err
 	}
-	d.gc.enqueue(shard, gcTag, e.Manifest)
+	d.gc.enqueue(shard, gcTag, e.Manifest, d.opts.Now())
 	return TransitionResult{Moved: true, Bytes: bytes}, nil
 }
 
