@@ -155,15 +155,22 @@ func OperateReadMany(ctx context.Context, io IOContext, reqs []ReadReq) {
 		reqs[0].Err = io.OperateRead(ctx, reqs[0].OID, reqs[0].Op)
 		return
 	}
-	sem := make(chan struct{}, readManyFanout)
+	fanOut(len(reqs), readManyFanout, func(i int) {
+		reqs[i].Err = io.OperateRead(ctx, reqs[i].OID, reqs[i].Op)
+	})
+}
+
+// fanOut runs fn(0..n-1), at most limit at a time, and waits for all.
+func fanOut(n, limit int, fn func(i int)) {
+	sem := make(chan struct{}, limit)
 	var wg sync.WaitGroup
-	for i := range reqs {
+	for i := 0; i < n; i++ {
 		sem <- struct{}{}
 		wg.Add(1)
-		go func(r *ReadReq) {
+		go func() {
 			defer func() { <-sem; wg.Done() }()
-			r.Err = io.OperateRead(ctx, r.OID, r.Op)
-		}(&reqs[i])
+			fn(i)
+		}()
 	}
 	wg.Wait()
 }
@@ -222,17 +229,9 @@ func OperateMany(ctx context.Context, io IOContext, reqs []WriteReq) {
 		}
 		byOID[reqs[i].OID] = append(byOID[reqs[i].OID], i)
 	}
-	sem := make(chan struct{}, writeManyFanout)
-	var wg sync.WaitGroup
-	for _, oid := range order {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func(idx []int) {
-			defer func() { <-sem; wg.Done() }()
-			for _, i := range idx {
-				reqs[i].Err = io.Operate(ctx, reqs[i].OID, reqs[i].Op)
-			}
-		}(byOID[oid])
-	}
-	wg.Wait()
+	fanOut(len(order), writeManyFanout, func(k int) {
+		for _, i := range byOID[order[k]] {
+			reqs[i].Err = io.Operate(ctx, reqs[i].OID, reqs[i].Op)
+		}
+	})
 }
