@@ -115,11 +115,7 @@ func newGrowth() *growth { return &growth{buckets: map[string]*bucketGrowth{}} }
 func (g *growth) observe(bucket string, now time.Time, objs uint64) (float64, float64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	b := g.buckets[bucket]
-	if b == nil {
-		b = &bucketGrowth{}
-		g.buckets[bucket] = b
-	}
+	b := g.bucket(bucket)
 	b.seen = true
 	var rate float64
 	if len(b.samples) > 0 {
@@ -135,6 +131,16 @@ func (g *growth) observe(bucket string, now time.Time, objs uint64) (float64, fl
 	return rate, b.secsPerEntry
 }
 
+// bucket returns bucket's record, created empty; g.mu is held.
+func (g *growth) bucket(name string) *bucketGrowth {
+	b := g.buckets[name]
+	if b == nil {
+		b = &bucketGrowth{}
+		g.buckets[name] = b
+	}
+	return b
+}
+
 // finished records a reshard's duration per entry at its trigger.
 func (g *growth) finished(bucket string, objs uint64, d time.Duration) {
 	if objs == 0 || d <= 0 {
@@ -142,11 +148,7 @@ func (g *growth) finished(bucket string, objs uint64, d time.Duration) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	b := g.buckets[bucket]
-	if b == nil {
-		b = &bucketGrowth{}
-		g.buckets[bucket] = b
-	}
+	b := g.bucket(bucket)
 	b.secsPerEntry = d.Seconds() / float64(objs)
 }
 
