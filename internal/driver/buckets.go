@@ -295,12 +295,14 @@ func (d *Driver) indexFor(inst Instance) bucketindex.Index {
 }
 
 // withIndex runs fn on the bucket's current index, refreshing the layout and
-// retrying when fn hits a retired generation (ErrStale).
+// retrying when fn hits a retired generation (ErrStale). A reshard's switch
+// refuses writes while it replays the sources' last records: wait it out
+// (up to ReshardWait) rather than fail the request, as RGW's writers wait
+// for a resharding bucket; past that, ErrReshardInProgress (503).
 func (d *Driver) withIndex(ctx context.Context, bucket string, fn func(Instance, bucketindex.Index) error) error {
-	var err error
-	for attempt := 0; attempt < 50; attempt++ {
-		var inst Instance
-		inst, err = d.Instance(ctx, bucket)
+	var deadline time.Time
+	for attempt := 0; ; attempt++ {
+		inst, err := d.Instance(ctx, bucket)
 		if err != nil {
 			return err
 		}
@@ -309,17 +311,26 @@ func (d *Driver) withIndex(ctx context.Context, bucket string, fn func(Instance,
 			return err
 		}
 		d.Invalidate(bucket)
-		if attempt > 0 {
-			// A reshard switch or bucket deletion is in its brief final step.
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Duration(attempt) * 2 * time.Millisecond):
-			}
+		if attempt == 0 {
+			// A reader's layout is merely old: retry at once.
+			deadline = time.Now().Add(d.opts.ReshardWait)
+			continue
+		}
+		d.staleWaits.Add(1)
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: bucket %s: index writes refused for %v: %v", ErrReshardInProgress, bucket, d.opts.ReshardWait, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(time.Duration(attempt)*2*time.Millisecond, 50*time.Millisecond)):
 		}
 	}
-	return err
 }
+
+// StaleWaits counts the retries of index operations that found their
+// bucket's index switching (a reshard's final step) and waited.
+func (d *Driver) StaleWaits() uint64 { return d.staleWaits.Load() }
 
 // GetBucket returns a bucket's info.
 func (d *Driver) GetBucket(ctx context.Context, name string) (BucketInfo, error) {

@@ -51,9 +51,13 @@ type Options struct {
 	// GCQueueMax bounds the replaced manifests the collector holds in
 	// memory; more wait in their shards' GC records. Default 65536.
 	GCQueueMax int
-	Logger     *slog.Logger
-	Notifier   Notifier // nil: no notifications
-	Now        func() time.Time
+	// ReshardWait is how long an index operation retries while its
+	// bucket's reshard switches layouts before it answers
+	// ErrReshardInProgress. Default 60s.
+	ReshardWait time.Duration
+	Logger      *slog.Logger
+	Notifier    Notifier // nil: no notifications
+	Now         func() time.Time
 	// MaxBuckets is how many buckets a user may own when its record sets
 	// no max_buckets (RGW's rgw_user_max_buckets); 0 means unlimited.
 	MaxBuckets int
@@ -129,6 +133,10 @@ func (d *Driver) failpoint(p string) {
 	}
 }
 
+// DefaultReshardWait is Options.ReshardWait's default: a switch blocks
+// writers for milliseconds; this covers a slow one on a loaded store.
+const DefaultReshardWait = 60 * time.Second
+
 func (o *Options) ensureDefaults() {
 	if o.DefaultShards <= 0 {
 		o.DefaultShards = 11
@@ -138,6 +146,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.GCQueueMax <= 0 {
 		o.GCQueueMax = 1 << 16
+	}
+	if o.ReshardWait <= 0 {
+		o.ReshardWait = DefaultReshardWait
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -161,6 +172,8 @@ type Driver struct {
 
 	bootID string
 	seq    atomic.Uint64
+	// staleWaits: index operations retried behind a layout switch.
+	staleWaits atomic.Uint64
 
 	// Foreground index writes (links and unlinks): count and summed
 	// latency, the signal that paces a reshard's copy.
