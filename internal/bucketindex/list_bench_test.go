@@ -183,3 +183,40 @@ func benchEntry(key string, i int) bucketindex.Entry {
 		Meta:     json.RawMessage(`{"ct":"application/octet-stream"}`),
 	}
 }
+
+// BenchmarkListShardCost times the driver's ordered page (Index.NewIter
+// sized by PageSize, then 1,000 Next calls, as driver.ListObjects without
+// a delimiter) after a random start-after, on the same
+// CAIRN_LIST_BENCH_ENTRIES entries (default 1,000,000) over 11 to 401
+// shards: the slope of cpu-ns/op over the shard count is what one more
+// shard costs a page (issue 24 item 3; docs/design/listing.md). Run with
+// -cpu 1.
+func BenchmarkListShardCost(b *testing.B) {
+	n := 1_000_000
+	if v, _ := strconv.Atoi(os.Getenv("CAIRN_LIST_BENCH_ENTRIES")); v > 0 {
+		n = v
+	}
+	ctx := context.Background()
+	for _, shards := range []int{11, 47, 101, 211, 401} {
+		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
+			ix := fillListIndex(b, shards, n)
+			z := uint64(42)
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for b.Loop() {
+				z = splitmix(z)
+				// Below the top of the key space, so a page is full.
+				after := fmt.Sprintf("o/%016x", z>>1)
+				it, err := ix.NewIter(ctx, after, "", bucketindex.PageSize(1000, shards))
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := 0; i < 1000; i++ {
+					if _, ok, err := it.Next(ctx); !ok || err != nil {
+						b.Fatalf("entry %d after %s: %v %v", i, after, ok, err)
+					}
+				}
+			}
+		})
+	}
+}
