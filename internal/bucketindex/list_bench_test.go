@@ -93,7 +93,12 @@ func fillListIndex(b *testing.B, shards, n int) bucketindex.Index {
 	b.Cleanup(func() { os.RemoveAll(dir) })
 	reg := objstore.NewRegistry()
 	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: dir, Classes: reg})
+	// CAIRN_LIST_BENCH_TABLE_KB shrinks pebble's tables, so the small
+	// store has as many tables per shard as a large one (at the scale
+	// run's 5M objects, 47 shards and ~3 GB of LSM, a shard's entries
+	// span tables of their own on the lower levels).
+	kb, _ := strconv.Atoi(os.Getenv("CAIRN_LIST_BENCH_TABLE_KB"))
+	st, err := embedded.Open(embedded.Options{Dir: dir, Classes: reg, TargetFileSize: int64(kb) << 10})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -190,7 +195,8 @@ func benchEntry(key string, i int) bucketindex.Entry {
 // CAIRN_LIST_BENCH_ENTRIES entries (default 1,000,000) over 11 to 401
 // shards: the slope of cpu-ns/op over the shard count is what one more
 // shard costs a page (issue 24 item 3; docs/design/listing.md). Run with
-// -cpu 1.
+// -cpu 1, and with CAIRN_LIST_BENCH_TABLE_KB=256 for a large store's
+// table layout.
 func BenchmarkListShardCost(b *testing.B) {
 	n := 1_000_000
 	if v, _ := strconv.Atoi(os.Getenv("CAIRN_LIST_BENCH_ENTRIES")); v > 0 {
