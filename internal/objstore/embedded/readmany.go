@@ -78,8 +78,7 @@ func (c *ioctx) OperateReadMany(ctx context.Context, reqs []objstore.ReadReq) {
 	// Under every lock no write of these objects is between apply and
 	// publish, so the iterator, the loaded metas and pending agree.
 	lo := objNsPrefix(c.pool.id, c.ns)
-	hi := succ(lo)
-	iter, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	iter, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: succ(lo)})
 	for _, e := range entries {
 		e.rw.RUnlock()
 	}
@@ -89,7 +88,6 @@ func (c *ioctx) OperateReadMany(ctx context.Context, reqs []objstore.ReadReq) {
 				continue
 			}
 			it.t.r, it.t.shared = nil, iter
-			it.t.sharedLo, it.t.sharedHi = lo, hi
 			it.r.Err = interp.RunRead(it.t, it.r.Op.Steps)
 		}
 		err = iter.Close()

@@ -23,13 +23,10 @@ type txn struct {
 	// shared, when set, serves every read instead of r: one iterator for
 	// all the objects of an OperateReadMany.
 	shared *pebble.Iterator
-	// sharedLo and sharedHi are shared's bounds as opened (the pool
-	// namespace's objects), which scan keeps: see scanIter.
-	sharedLo, sharedHi []byte
-	b                  *pebble.Batch // nil for a ReadOp
-	entry              *objEntry
-	prefix             []byte // objPrefix
-	mkey               []byte // metaKey
+	b      *pebble.Batch // nil for a ReadOp
+	entry  *objEntry
+	prefix []byte // objPrefix
+	mkey   []byte // metaKey
 
 	orig, cur          meta
 	origExists, exists bool
@@ -117,21 +114,6 @@ func (t *txn) iter(lo, hi []byte) (*pebble.Iterator, error) {
 		return t.shared, nil
 	}
 	return t.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-}
-
-// scanIter is iter for a forward scan from a SeekGE at or above lo that
-// stops at hi itself. The shared iterator keeps its namespace bounds
-// instead of narrowing them to [lo, hi): a change of bounds invalidates
-// it, and each level closes its open table unless the new bounds overlap
-// it, so a batch of scans over many objects (a listing reading every index
-// shard) would reopen a table per level per object; with fixed bounds,
-// the next object's SeekGE reuses the tables already open.
-func (t *txn) scanIter(lo, hi []byte) (*pebble.Iterator, error) {
-	if t.shared != nil && t.sharedHi != nil {
-		t.shared.SetBounds(t.sharedLo, t.sharedHi) // a no-op unless get moved them
-		return t.shared, nil
-	}
-	return t.iter(lo, hi)
 }
 
 // done closes it unless it is the shared iterator, and returns its error.
@@ -459,7 +441,7 @@ func (t *txn) scan(kind byte, startAfter, prefix string, max int, vals bool) ([]
 			seek = s
 		}
 	}
-	it, err := t.scanIter(lower, upper)
+	it, err := t.iter(lower, upper)
 	if err != nil {
 		return nil, false, err
 	}
@@ -468,7 +450,7 @@ func (t *txn) scan(kind byte, startAfter, prefix string, max int, vals bool) ([]
 		out = make([]objstore.KV, 0, min(max, 128)) // a page's slice grows once, if at all
 	}
 	more := false
-	for it.SeekGE(seek); it.Valid() && bytes.Compare(it.Key(), upper) < 0; it.Next() {
+	for it.SeekGE(seek); it.Valid(); it.Next() {
 		if max > 0 && len(out) == max {
 			more = true
 			break
