@@ -126,14 +126,15 @@ func (c *cursor) fill(ctx context.Context) error {
 
 // take buffers a page read by readOp.
 func (c *cursor) take(vs *objstore.OmapValsStep) {
-	c.buf = c.buf[:0]
-	for _, kv := range vs.Pairs {
+	// Special records sort after every entry: the page ends at the first.
+	n := len(vs.Pairs)
+	for i, kv := range vs.Pairs {
 		if strings.HasPrefix(kv.Key, specialPrefix) {
-			vs.More = false
+			n, vs.More = i, false
 			break
 		}
-		c.buf = append(c.buf, kv)
 	}
+	c.buf = vs.Pairs[:n:n] // the step is this read's alone: no copy
 	c.more = vs.More
 	if len(c.buf) > 0 {
 		c.after = c.buf[len(c.buf)-1].Key

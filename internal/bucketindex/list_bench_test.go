@@ -93,7 +93,12 @@ func fillListIndex(b *testing.B, shards, n int) bucketindex.Index {
 	b.Cleanup(func() { os.RemoveAll(dir) })
 	reg := objstore.NewRegistry()
 	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: dir, Classes: reg})
+	// CAIRN_LIST_BENCH_TABLE_KB shrinks pebble's tables, so the small
+	// store has as many tables per shard as a large one (at the scale
+	// run's 5M objects, 47 shards and ~3 GB of LSM, a shard's entries
+	// span tables of their own on the lower levels).
+	kb, _ := strconv.Atoi(os.Getenv("CAIRN_LIST_BENCH_TABLE_KB"))
+	st, err := embedded.Open(embedded.Options{Dir: dir, Classes: reg, TargetFileSize: int64(kb) << 10})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -137,11 +142,21 @@ func fillListIndex(b *testing.B, shards, n int) bucketindex.Index {
 	if err := objstore.Sync(ctx, io); err != nil {
 		b.Fatal(err)
 	}
-	// Let compactions settle, so they do not bill the pages' CPU time.
-	for end := time.Now().Add(5 * time.Minute); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if l := st.LSMStats(); l.DebtBytes == 0 && l.CompactionsRunning == 0 {
+	// Let compactions settle, so they do not bill the pages' CPU time:
+	// until there is no debt, or (small tables keep some debt that no
+	// compaction pays) none has run for a second.
+	idle, last := 0, -1
+	for end := time.Now().Add(5 * time.Minute); time.Now().Before(end) && idle < 10; time.Sleep(100 * time.Millisecond) {
+		l := st.LSMStats()
+		if l.DebtBytes == 0 && l.CompactionsRunning == 0 {
 			break
 		}
+		if l.CompactionsRunning == 0 && int(l.Compactions) == last {
+			idle++
+		} else {
+			idle = 0
+		}
+		last = int(l.Compactions)
 	}
 	b.Logf("filled %d entries on %d shards in %s; LSM %+v", n, shards, time.Since(t0).Round(time.Millisecond), st.LSMStats())
 	return ix
@@ -181,5 +196,43 @@ func benchEntry(key string, i int) bucketindex.Entry {
 		ModTime: time.Unix(1764150000+int64(i), 0).UTC(), Owner: "testuser",
 		Manifest: bucketindex.Manifest{Runs: []bucketindex.Run{{Prefix: tag, Size: 4096, StripeSize: 4 << 20}}},
 		Meta:     json.RawMessage(`{"ct":"application/octet-stream"}`),
+	}
+}
+
+// BenchmarkListShardCost times the driver's ordered page (Index.NewIter
+// sized by PageSize, then 1,000 Next calls, as driver.ListObjects without
+// a delimiter) after a random start-after, on the same
+// CAIRN_LIST_BENCH_ENTRIES entries (default 1,000,000) over 11 to 401
+// shards: the slope of cpu-ns/op over the shard count is what one more
+// shard costs a page (issue 24 item 3; docs/design/listing.md). Run with
+// -cpu 1, and with CAIRN_LIST_BENCH_TABLE_KB=256 for a large store's
+// table layout.
+func BenchmarkListShardCost(b *testing.B) {
+	n := 1_000_000
+	if v, _ := strconv.Atoi(os.Getenv("CAIRN_LIST_BENCH_ENTRIES")); v > 0 {
+		n = v
+	}
+	ctx := context.Background()
+	for _, shards := range []int{11, 47, 101, 211, 401} {
+		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
+			ix := fillListIndex(b, shards, n)
+			z := uint64(42)
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for b.Loop() {
+				z = splitmix(z)
+				// Below the top of the key space, so a page is full.
+				after := fmt.Sprintf("o/%016x", z>>1)
+				it, err := ix.NewIter(ctx, after, "", bucketindex.PageSize(1000, shards))
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := 0; i < 1000; i++ {
+					if _, ok, err := it.Next(ctx); !ok || err != nil {
+						b.Fatalf("entry %d after %s: %v %v", i, after, ok, err)
+					}
+				}
+			}
+		})
 	}
 }

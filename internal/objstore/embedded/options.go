@@ -40,6 +40,11 @@ type Options struct {
 	CacheSize int64
 	// MemTableSize is pebble's memtable size in bytes. Default 64 MiB.
 	MemTableSize uint64
+	// TargetFileSize, when positive, is the sstable size pebble aims at
+	// on every level. Default (0): pebble's, 2 MiB at L0 doubling per
+	// level. Benchmarks shrink it so a small store has as many tables
+	// per key range as a large one (a seek's cost depends on it).
+	TargetFileSize int64
 	// MaxCachedObjects bounds how many idle objects keep class cache
 	// entries (MethodContext.SetCached). Default 65536.
 	MaxCachedObjects int
@@ -95,6 +100,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MemTableSize != 0 && o.MemTableSize < 1<<20 {
 		errs = append(errs, fmt.Errorf("embedded: MemTableSize %d below 1 MiB", o.MemTableSize))
+	}
+	if o.TargetFileSize < 0 {
+		errs = append(errs, fmt.Errorf("embedded: TargetFileSize %d is negative", o.TargetFileSize))
 	}
 	if o.MaxCachedObjects < 0 {
 		errs = append(errs, fmt.Errorf("embedded: MaxCachedObjects %d is negative", o.MaxCachedObjects))

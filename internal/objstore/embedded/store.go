@@ -150,6 +150,11 @@ func (s *Store) open() error {
 			CompactionEnd:   func(pebble.CompactionInfo) { s.compDone.Add(1) },
 		},
 	}
+	if n := s.opts.TargetFileSize; n > 0 {
+		for i := range po.TargetFileSizes {
+			po.TargetFileSizes[i] = n
+		}
+	}
 	tuneReads(po)
 	db, err := pebble.Open(fs.PathJoin(s.opts.Dir, "db"), po)
 	if err != nil {

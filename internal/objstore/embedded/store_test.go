@@ -71,12 +71,12 @@ func TestClassSuite(t *testing.T) {
 }
 
 func TestOptionsValidate(t *testing.T) {
-	o := Options{CacheSize: -1, MemTableSize: 10, MaxCachedObjects: -1}
+	o := Options{CacheSize: -1, MemTableSize: 10, MaxCachedObjects: -1, TargetFileSize: -1}
 	err := o.Validate()
 	if err == nil {
 		t.Fatal("bad options validated")
 	}
-	for _, want := range []string{"Dir is required", "CacheSize", "MemTableSize", "MaxCachedObjects"} {
+	for _, want := range []string{"Dir is required", "CacheSize", "MemTableSize", "MaxCachedObjects", "TargetFileSize"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate error %q does not mention %s", err, want)
 		}

@@ -446,6 +446,9 @@ func (t *txn) scan(kind byte, startAfter, prefix string, max int, vals bool) ([]
 		return nil, false, err
 	}
 	var out []objstore.KV
+	if max > 0 {
+		out = make([]objstore.KV, 0, min(max, 128)) // a page's slice grows once, if at all
+	}
 	more := false
 	for it.SeekGE(seek); it.Valid(); it.Next() {
 		if max > 0 && len(out) == max {
