@@ -875,17 +875,25 @@ func (e *engine) replayBody(ctx context.Context) error {
 }
 
 // catchUp replays rounds until one replays at most TailRecords records, or
-// an unpaced round was not a tenth shorter than the one before (writers add
-// about as much as a round takes: more rounds would not shorten the tail),
-// at most MaxReplayRounds. If paced, rounds are paced while they shrink; a
-// round that did not shrink (the write rate outruns the pace) makes the
-// rest unpaced, so the tail that writers wait for stays short. point is a
+// an unpaced round that read every log to its end was not a tenth shorter
+// than the drained one before (writers add about as much as a round takes:
+// more rounds would not shorten the tail), at most MaxReplayRounds drained
+// rounds. A round that could not read a log to its end (a backlog longer
+// than a round, e.g. what the writes of a long copy left) says nothing
+// about convergence: its length is the round's cap. Taking it for a fixed
+// point closed the sources with millions of records to replay, and
+// writers waited over a minute (the stop-31 scale runs). If paced, rounds
+// are paced while they shrink; a round that did not shrink (the write rate
+// outruns the pace, or the backlog fills every round) makes the rest
+// unpaced, so the tail that writers wait for stays short. point is a
 // failpoint hit after each round.
 func (e *engine) catchUp(ctx context.Context, replayed []uint64, fanout int, paced bool, point string) error {
 	small := uint64(e.m.cfg.TailRecords)
-	last := ^uint64(0)
-	for round := 1; ; round++ {
-		n, err := e.replayRound(ctx, replayed, e.sources(), fanout, paced)
+	last := ^uint64(0)       // the last round's length
+	lastDrained := uint64(0) // the last drained round's length (0: none yet)
+	drainedRounds := 0
+	for {
+		n, drained, err := e.replayPart(ctx, replayed, e.sources(), fanout, paced)
 		if err != nil {
 			return err
 		}
@@ -894,13 +902,19 @@ func (e *engine) catchUp(ctx context.Context, replayed []uint64, fanout int, pac
 		if err := e.failpoint(point); err != nil {
 			return err
 		}
-		// Unpaced and not a tenth shorter than the last: the fixed point.
-		stalled := !paced && last != ^uint64(0) && n*10 >= last*9
 		if n >= last {
 			paced = false
 		}
 		last = n
-		if n <= small || stalled || round >= e.m.cfg.MaxReplayRounds {
+		if !drained {
+			continue
+		}
+		drainedRounds++
+		// Unpaced and not a tenth shorter than the last drained round:
+		// the fixed point.
+		stalled := !paced && lastDrained > 0 && n*10 >= lastDrained*9
+		lastDrained = max(n, 1)
+		if n <= small || stalled || drainedRounds >= e.m.cfg.MaxReplayRounds {
 			return nil
 		}
 	}

@@ -92,8 +92,10 @@ type Config struct {
 	// and the sources close. Writers wait for what arrives during the last
 	// round and the close: a small bound keeps that short. Default 256.
 	TailRecords int
-	// MaxReplayRounds bounds the catch-up rounds before closing (a write
-	// rate faster than replay would otherwise never converge). Default 20.
+	// MaxReplayRounds bounds the catch-up rounds that read every log to
+	// its end before closing (a write rate faster than replay would
+	// otherwise never converge); rounds cut short by a longer backlog
+	// do not count. Default 20.
 	MaxReplayRounds int
 	// Failpoints (tests, crash drills) stop the engine at named steps.
 	Failpoints *Failpoints
