@@ -232,20 +232,7 @@ func TestDeferredCommitsShareOneCallAcrossShards(t *testing.T) {
 	if got := e.commitOps; got != shards {
 		t.Fatalf("%d ops, want one per shard (%d)", got, shards)
 	}
-	for i, oid := range ShardOIDs(":x", shards) {
-		want := per
-		if i == shards-1 {
-			want++
-		}
-		for j, err := range errs[i] {
-			if err != nil {
-				t.Fatalf("shard %d commit %d: %v", i, j, err)
-			}
-		}
-		if got := entriesInOrder(t, e, oid); !sameStrings(got, wantEvents(want)) {
-			t.Fatalf("shard %d entries %v", i, got)
-		}
-	}
+	checkShardEvents(t, e, ShardOIDs(":x", shards), per, errs)
 }
 
 // One shard's op failing in the shared call (an expired reservation
@@ -283,20 +270,7 @@ func TestDeferredCrossShardFailureStaysOnItsShard(t *testing.T) {
 			if got := e.commitCalls; got != 1 {
 				t.Fatalf("%d shared store calls, want 1", got)
 			}
-			for i, oid := range oids {
-				want := per
-				if i == shards-1 {
-					want++
-				}
-				for j, err := range errs[i] {
-					if err != nil {
-						t.Fatalf("shard %d commit %d: %v", i, j, err)
-					}
-				}
-				if got := entriesInOrder(t, e, oid); !sameStrings(got, wantEvents(want)) {
-					t.Fatalf("shard %d entries %v", i, got)
-				}
-			}
+			checkShardEvents(t, e, oids, per, errs)
 			// Shards 0, 2 and 4 committed in the shared call, the other
 			// two one by one after it.
 			if ops, events := e.q.GroupStats(); ops != 3 || events != 3*per+1 {
@@ -361,4 +335,24 @@ func reserveOn(t *testing.T, e *env, name string, shard int) *Reservation {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// checkShardEvents: every commit succeeded, and each shard holds its per
+// events in order (the last shard one more), as crossShardRun commits them.
+func checkShardEvents(t *testing.T, e *env, oids []string, per int, errs [][]error) {
+	t.Helper()
+	for i, oid := range oids {
+		want := per
+		if i == len(oids)-1 {
+			want++
+		}
+		for j, err := range errs[i] {
+			if err != nil {
+				t.Fatalf("shard %d commit %d: %v", i, j, err)
+			}
+		}
+		if got := entriesInOrder(t, e, oid); !sameStrings(got, wantEvents(want)) {
+			t.Fatalf("shard %d entries %v", i, got)
+		}
+	}
 }
