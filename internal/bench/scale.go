@@ -439,6 +439,15 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		ctx, cancel = context.WithTimeout(ctx, cfg.MaxDuration)
 		defer cancel()
 	}
+	// The shard count before the fill: a sized reshard can finish
+	// between two polls early on, and watch counts it only against a
+	// known starting count.
+	if shards, _, _, err := r.t.stats(ctx); err == nil {
+		r.curShards, r.lastPoll = shards, r.sec()
+		if res.Mode == "http" {
+			res.Config.InitialShards = shards // the gateway's, not ours
+		}
+	}
 	bg, stopBG := context.WithCancel(context.Background())
 	var bgWG sync.WaitGroup
 	bgWG.Add(2)
