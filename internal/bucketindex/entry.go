@@ -111,6 +111,12 @@ func (m Manifest) Objects() []string {
 type Layout struct {
 	Gen       uint64 `json:"gen"`
 	NumShards int    `json:"num_shards"`
+	// View: the shards keep an ordered view of their entries (an
+	// embedded-store objstore.Viewer named by the bucket id), and an
+	// ordered listing reads it instead of merging every shard. Set when
+	// the bucket is created on a backend with views; kept across
+	// reshards (the targets join at the switch).
+	View bool `json:"view,omitempty"`
 }
 
 // ShardOID names a shard object: .dir.<bucket_id>.<gen>.<shard> (RGW's name).

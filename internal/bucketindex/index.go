@@ -37,11 +37,18 @@ func (x Index) ShardFor(key string) string {
 	return x.shardOID(ShardOf(key, x.Layout.NumShards))
 }
 
-// Init creates every shard object of the layout.
+// Init creates every shard object of the layout (members of the view,
+// when the layout has one).
 func (x Index) Init(ctx context.Context) error {
+	if x.Layout.View && x.viewer() == nil {
+		return objstore.Errorf(objstore.ErrNotSupported, "bucket index view: the backend keeps no ordered views")
+	}
 	return x.eachShard(ctx, func(ctx context.Context, oid string) error {
 		op := objstore.NewWriteOp()
 		op.Exec(ClassName, "init", nil)
+		if x.Layout.View {
+			op.SetView(x.BucketID, specialPrefix)
+		}
 		return x.IO.Operate(ctx, oid, op)
 	})
 }

@@ -20,18 +20,28 @@ type Iter struct {
 }
 
 // NewIter opens an iterator over entries with keys > startAfter that begin
-// with prefix. Each shard is read once now, page entries at
-// a time, in one batch (callers size page like List does: PageSize of
-// what they will consume).
-func (x Index) NewIter(ctx context.Context, startAfter, prefix string, page int) (*Iter, error) {
+// with prefix, for a caller that expects to take about want entries: each
+// shard is read once now, PageSize(want, shards) entries at a time, in one
+// batch (or the view once, want+1 entries: the one after the last tells
+// the caller the listing goes on).
+func (x Index) NewIter(ctx context.Context, startAfter, prefix string, want int) (*Iter, error) {
 	n := x.Layout.NumShards
-	page = max(page, 1)
-	curs := make([]*cursor, n)
-	for i := range curs {
-		curs[i] = &cursor{x: x, oid: x.shardOID(i), after: startAfter, prefix: prefix, page: page}
-	}
-	if err := fillAll(ctx, x.IO, curs); err != nil {
-		return nil, err
+	want = max(want, 1)
+	var curs []*cursor
+	if v := x.viewer(); v != nil {
+		c := &cursor{x: x, view: v, after: startAfter, prefix: prefix, page: min(want+1, maxViewPage)}
+		if err := c.fill(ctx); err != nil {
+			return nil, err
+		}
+		curs, n = []*cursor{c}, 1
+	} else {
+		curs = make([]*cursor, n)
+		for i := range curs {
+			curs[i] = &cursor{x: x, oid: x.shardOID(i), after: startAfter, prefix: prefix, page: PageSize(want, n)}
+		}
+		if err := fillAll(ctx, x.IO, curs); err != nil {
+			return nil, err
+		}
 	}
 	it := &Iter{floor: startAfter, reads: n}
 	for _, c := range curs {
@@ -43,7 +53,11 @@ func (x Index) NewIter(ctx context.Context, startAfter, prefix string, page int)
 	return it, nil
 }
 
-// Reads is the number of shard reads so far.
+// maxViewPage bounds one read of the view (a 1,000-key page and the key
+// after it).
+const maxViewPage = 1001
+
+// Reads is the number of shard (or view) reads so far.
 func (it *Iter) Reads() int { return it.reads }
 
 // SkipPast makes Next skip every entry with a key <= key.

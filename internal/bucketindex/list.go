@@ -21,13 +21,8 @@ func (x Index) List(ctx context.Context, startAfter, prefix string, max int) ([]
 	if max <= 0 {
 		return nil, false, nil
 	}
-	n := x.Layout.NumShards
-	per := PageSize(max, n)
-	curs := make([]*cursor, n)
-	for i := range curs {
-		curs[i] = &cursor{x: x, oid: x.shardOID(i), after: startAfter, prefix: prefix, page: per}
-	}
-	if err := fillAll(ctx, x.IO, curs); err != nil {
+	curs, err := x.openCursors(ctx, startAfter, prefix, max)
+	if err != nil {
 		return nil, false, err
 	}
 	h := &cursorHeap{}
@@ -78,8 +73,26 @@ func PageSize(max, n int) int {
 	return min(int(math.Ceil(l+2*math.Sqrt(l)))+2, max)
 }
 
+// openCursors reads the first page of every shard (of the view, when the
+// layout has one: a single ordered cursor, whatever the shard count) for a
+// merge that takes up to max entries.
+func (x Index) openCursors(ctx context.Context, startAfter, prefix string, max int) ([]*cursor, error) {
+	if v := x.viewer(); v != nil {
+		c := &cursor{x: x, view: v, after: startAfter, prefix: prefix, page: max + 1}
+		return []*cursor{c}, c.fill(ctx)
+	}
+	n := x.Layout.NumShards
+	per := PageSize(max, n)
+	curs := make([]*cursor, n)
+	for i := range curs {
+		curs[i] = &cursor{x: x, oid: x.shardOID(i), after: startAfter, prefix: prefix, page: per}
+	}
+	return curs, fillAll(ctx, x.IO, curs)
+}
+
 type cursor struct {
 	x      Index
+	view   objstore.Viewer // reads the view instead of shard oid
 	oid    string
 	after  string
 	prefix string
@@ -104,7 +117,7 @@ func fillAll(ctx context.Context, io objstore.IOContext, curs []*cursor) error {
 			errs = append(errs, readErr(err, c.oid))
 			continue
 		}
-		c.take(steps[i])
+		c.take(steps[i].Pairs, steps[i].More)
 	}
 	return errors.Join(errs...)
 }
@@ -116,26 +129,35 @@ func (c *cursor) readOp() (*objstore.ReadOp, *objstore.OmapValsStep) {
 }
 
 func (c *cursor) fill(ctx context.Context) error {
+	if c.view != nil {
+		kvs, more, err := c.view.ReadView(ctx, c.x.BucketID, c.after, c.prefix, c.page)
+		if err != nil {
+			return err
+		}
+		c.take(kvs, more)
+		return nil
+	}
 	op, vs := c.readOp()
 	if err := c.x.IO.OperateRead(ctx, c.oid, op); err != nil {
 		return readErr(err, c.oid)
 	}
-	c.take(vs)
+	c.take(vs.Pairs, vs.More)
 	return nil
 }
 
-// take buffers a page read by readOp.
-func (c *cursor) take(vs *objstore.OmapValsStep) {
+// take buffers a page read by readOp or from the view (which holds no
+// special records, but a bound of "" would let them in: stop there too).
+func (c *cursor) take(pairs []objstore.KV, more bool) {
 	// Special records sort after every entry: the page ends at the first.
-	n := len(vs.Pairs)
-	for i, kv := range vs.Pairs {
+	n := len(pairs)
+	for i, kv := range pairs {
 		if strings.HasPrefix(kv.Key, specialPrefix) {
-			n, vs.More = i, false
+			n, more = i, false
 			break
 		}
 	}
-	c.buf = vs.Pairs[:n:n] // the step is this read's alone: no copy
-	c.more = vs.More
+	c.buf = pairs[:n:n] // the step is this read's alone: no copy
+	c.more = more
 	if len(c.buf) > 0 {
 		c.after = c.buf[len(c.buf)-1].Key
 	}

@@ -66,7 +66,7 @@ func BenchmarkListPage(b *testing.B) {
 					defer reportCPU(b)()
 					for b.Loop() {
 						// As driver.ListObjects without a delimiter.
-						it, err := ix.NewIter(ctx, c.after, c.prefix, bucketindex.PageSize(1000, shards))
+						it, err := ix.NewIter(ctx, c.after, c.prefix, 1000)
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -223,7 +223,7 @@ func BenchmarkListShardCost(b *testing.B) {
 				z = splitmix(z)
 				// Below the top of the key space, so a page is full.
 				after := fmt.Sprintf("o/%016x", z>>1)
-				it, err := ix.NewIter(ctx, after, "", bucketindex.PageSize(1000, shards))
+				it, err := ix.NewIter(ctx, after, "", 1000)
 				if err != nil {
 					b.Fatal(err)
 				}

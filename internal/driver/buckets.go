@@ -137,6 +137,9 @@ func (d *Driver) CreateBucketWith(ctx context.Context, owner, name, location str
 		Name: name, ID: randomID(12), Owner: owner, Created: d.opts.Now().UTC(), Location: location,
 		Layout: bucketindex.Layout{Gen: 0, NumShards: numShards},
 	}
+	if _, ok := d.index.(objstore.Viewer); ok && !d.opts.NoIndexView {
+		inst.Layout.View = true // docs/design/listing.md
+	}
 	if objectLock {
 		inst.ObjectLock, inst.Versioning = true, VersioningEnabled
 	}
@@ -437,6 +440,7 @@ func (d *Driver) DeleteBucket(ctx context.Context, name string) error {
 	// Collect the GC records the closed shards still hold before they go.
 	d.gc.drainIndex(ctx, ix)
 	_ = ix.Remove(ctx)
+	_ = ix.RemoveView(ctx)
 	_ = d.index.Operate(ctx, uploadsOID(inst.ID), objstore.NewWriteOp().Remove())
 	_ = d.meta.WithNamespace(nsInstances).Operate(ctx, inst.ID, objstore.NewWriteOp().Remove())
 	d.quota.mu.Lock()
@@ -496,4 +500,17 @@ func (d *Driver) BucketStats(ctx context.Context, name string) (BucketStats, err
 		return nil
 	})
 	return out, err
+}
+
+// CheckIndexView compares the bucket's ordered index view with its
+// shards' entries and returns up to max (0 = all) keys where they differ;
+// ErrNotSupported when the bucket has no view (docs/design/listing.md).
+func (d *Driver) CheckIndexView(ctx context.Context, bucket string, max int) ([]string, error) {
+	var diff []string
+	err := d.withIndex(ctx, bucket, func(_ Instance, ix bucketindex.Index) error {
+		var err error
+		diff, err = ix.CheckView(ctx, max)
+		return err
+	})
+	return diff, err
 }

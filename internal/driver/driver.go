@@ -45,6 +45,10 @@ type Options struct {
 	Store objstore.Store
 	// DefaultShards is the index shard count of new buckets (bucket-index-shards).
 	DefaultShards int
+	// NoIndexView creates buckets without an ordered index view even on a
+	// backend that keeps views (objstore.Viewer), so ordered listings
+	// merge every shard as on RADOS (bucket-index-view=false).
+	NoIndexView bool
 	// GCMinWait delays collection of replaced data so that in-flight GETs of
 	// the old version can finish (RGW: rgw_gc_obj_min_wait).
 	GCMinWait time.Duration

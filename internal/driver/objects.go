@@ -739,8 +739,7 @@ func (d *Driver) ListObjects(ctx context.Context, in ListObjectsInput) (ListObje
 		if in.Delimiter != "" {
 			want = max(want, 100) // common prefixes may swallow many keys
 		}
-		// Per-shard pages as in Index.List.
-		it, err := ix.NewIter(ctx, after, in.Prefix, bucketindex.PageSize(want, ix.Layout.NumShards))
+		it, err := ix.NewIter(ctx, after, in.Prefix, want)
 		if err != nil {
 			return err
 		}

@@ -235,3 +235,31 @@ func OperateMany(ctx context.Context, io IOContext, reqs []WriteReq) {
 		}
 	})
 }
+
+// Viewer is implemented by backends that keep ordered views: an extension
+// of the object model for the embedded store, which has no RADOS
+// counterpart (the RADOS backend does not implement it and rejects
+// SetView with ErrNotSupported).
+//
+// A view is one ordered key space per pool and namespace, named by the
+// caller, that its member objects' omap writes keep: while an object is a
+// member (WriteOp.SetView(name, below)), every omap key below Below
+// (every key when Below is "") that an op sets or removes on the object is
+// set or removed in the view too, in the same atomic commit, with the
+// same value. An OmapRmRange or OmapClear on a member removes the
+// member's keys it removes, and only those. Nothing else changes a view:
+// joining does not copy the member's existing keys, and leaving, removing
+// the member object or a failed op leaves the view as it is. So a view
+// holds the union of what its members wrote, and the caller keeps the
+// members' key sets disjoint (a bucket index's shards) and removes the
+// view when it is done with it. A view read sees one consistent moment
+// and, like OperateRead, never a write that could still be lost.
+type Viewer interface {
+	// ReadView returns up to max (0 = all) pairs of view name with keys
+	// after startAfter that begin with prefix, in key order, and whether
+	// more exist. An unknown view is empty.
+	ReadView(ctx context.Context, name, startAfter, prefix string, max int) ([]KV, bool, error)
+	// RemoveView drops every key of view name (not its members'
+	// membership; they should be gone or have left first).
+	RemoveView(ctx context.Context, name string) error
+}

@@ -122,6 +122,9 @@ type (
 	// SetMtime: rados_write_op_operate's mtime argument; overrides the
 	// modification time recorded by this op.
 	SetMtime struct{ Time time.Time }
+	// SetView: no librados counterpart (see Viewer). Name "" leaves the
+	// object's view; Below bounds the keys its omap writes copy there.
+	SetView struct{ Name, Below string }
 )
 
 // Read steps (ReadOp only). Results are filled in by OperateRead.
@@ -202,6 +205,7 @@ func (*OmapRmRange) step()        {}
 func (*OmapClear) step()          {}
 func (*SetOmapHeader) step()      {}
 func (*SetMtime) step()           {}
+func (*SetView) step()            {}
 func (*StatStep) step()           {}
 func (*ReadStep) step()           {}
 func (*GetXattrStep) step()       {}
@@ -279,6 +283,13 @@ func (op *WriteOp) OmapRmRange(start, end string) *WriteOp {
 func (op *WriteOp) OmapClear() *WriteOp             { return op.add(&OmapClear{}) }
 func (op *WriteOp) SetOmapHeader(h []byte) *WriteOp { return op.add(&SetOmapHeader{Header: h}) }
 func (op *WriteOp) SetMtime(t time.Time) *WriteOp   { return op.add(&SetMtime{Time: t}) }
+
+// SetView makes the object a member of ordered view name ("" leaves any
+// view); see Viewer. Embedded store only: other backends answer
+// ErrNotSupported.
+func (op *WriteOp) SetView(name, below string) *WriteOp {
+	return op.add(&SetView{Name: name, Below: below})
+}
 
 // Exec adds a class method call and returns its step, whose Out is filled
 // by Operate.

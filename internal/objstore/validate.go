@@ -135,6 +135,11 @@ func validateStep(s Step, write bool) error {
 		switch s := s.(type) {
 		case *Create, *Remove, *OmapClear, *SetMtime:
 			return nil
+		case *SetView:
+			if err := checkName("view name", s.Name, MaxObjectNameLen, true); err != nil {
+				return err
+			}
+			return checkName("view bound", s.Below, MaxOmapKeyLen, true)
 		case *WriteFull:
 			return checkExtent(0, int64(len(s.Data)))
 		case *Write:

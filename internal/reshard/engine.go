@@ -974,6 +974,19 @@ func (e *engine) switchStep(ctx context.Context) error {
 	if err := e.failpoint("before-switch"); err != nil {
 		return err
 	}
+	if e.dst.Layout.View {
+		// The targets now hold what the view holds (the sources' union)
+		// and nobody writes them until the switch: from here their writes
+		// keep the view. Joining again after a crash is harmless, and a
+		// rollback removes them without touching the view.
+		// Unsynced like the close: the instance write makes it durable.
+		if err := e.dst.JoinView(objstore.WithDeferredSync(ctx, e.d.IndexIO())); err != nil {
+			return err
+		}
+		if err := e.failpoint("after-join"); err != nil {
+			return err
+		}
+	}
 	err = e.update(ctx, func(inst *driver.Instance, rec *Record) (*Record, error) {
 		if inst.Layout != e.rec.Source {
 			return nil, fmt.Errorf("reshard: instance layout %+v is not the source %+v", inst.Layout, e.rec.Source)

@@ -38,7 +38,11 @@ type env struct {
 	dynHold time.Duration // added to the clock when a reshard copies
 }
 
-func newEnv(t testing.TB) *env {
+func newEnv(t testing.TB) *env { return newEnvView(t, true) }
+
+// newEnvView: view false makes new buckets list by merging shards
+// (driver.Options.NoIndexView), as on RADOS.
+func newEnvView(t testing.TB, view bool) *env {
 	t.Helper()
 	reg := objstore.NewRegistry()
 	cls.RegisterAll(reg)
@@ -47,7 +51,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := driver.New(context.Background(), driver.Options{Store: st, DefaultShards: 3, GCMinWait: -1})
+	d, err := driver.New(context.Background(), driver.Options{Store: st, DefaultShards: 3, GCMinWait: -1, NoIndexView: !view})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +177,9 @@ func (e *env) verify(bucket string, md model) {
 	}
 	if st.ReshardState != "none" {
 		e.t.Fatalf("reshard state %q after the reshard", st.ReshardState)
+	}
+	if diff, err := e.d.CheckIndexView(ctx, bucket, 10); err != nil && !errors.Is(err, objstore.ErrNotSupported) || len(diff) > 0 {
+		e.t.Fatalf("index view differs from the shards at %q (%v)", diff, err)
 	}
 	// Only the current generation's shards may exist (plus non-shard
 	// objects such as the uploads index).

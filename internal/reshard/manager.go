@@ -224,7 +224,8 @@ func (c *Config) Validate() error {
 // Points, in order: after-init-target, after-logging, mid-copy,
 // mid-copy-replay, after-copy, mid-replay (after each replay round),
 // before-closing, mid-catch-up (after each round after the closing record),
-// before-close, after-close, before-switch, after-switch, mid-cleanup,
+// before-close, after-close, before-switch, after-join (the targets joined
+// the bucket's view), after-switch, mid-cleanup,
 // after-cleanup, mid-rollback.
 type Failpoints struct {
 	Hit func(bucket, point string) bool
@@ -233,7 +234,7 @@ type Failpoints struct {
 // Points lists every failpoint name in step order.
 var Points = []string{
 	"after-init-target", "after-logging", "mid-copy", "mid-copy-replay", "after-copy", "mid-replay",
-	"before-closing", "mid-catch-up", "before-close", "after-close", "before-switch", "after-switch",
+	"before-closing", "mid-catch-up", "before-close", "after-close", "before-switch", "after-join", "after-switch",
 	"mid-cleanup", "after-cleanup", "mid-rollback",
 }
 
@@ -417,7 +418,7 @@ func (m *Manager) begin(ctx context.Context, inst driver.Instance, ver uint64, n
 		epoch = max(epoch, si.Epoch)
 	}
 	rec := &Record{
-		State: StateCopy, Source: inst.Layout, Target: bucketindex.Layout{Gen: inst.Layout.Gen + 1, NumShards: n},
+		State: StateCopy, Source: inst.Layout, Target: bucketindex.Layout{Gen: inst.Layout.Gen + 1, NumShards: n, View: inst.Layout.View},
 		Reason: reason, Owner: m.cookie, Lease: m.now().Add(m.cfg.LeaseDuration), Epoch: epoch + 1, Started: m.now().UTC(),
 		Sizing: sz,
 	}

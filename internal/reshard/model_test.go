@@ -30,9 +30,17 @@ type listing struct {
 // listing is sorted without duplicates (checked while paging), holds every
 // key whose last PUT completed before the listing started with no DELETE
 // overlapping it, and no key deleted (or never written) before it started
-// unless a PUT overlaps it; final listing and stats are exact.
+// unless a PUT overlaps it; final listing and stats are exact. Listings
+// read the bucket's ordered view, and in "merge" every shard (as on RADOS).
 func TestModelConcurrentReshards(t *testing.T) {
-	e := newEnv(t)
+	for _, view := range []bool{true, false} {
+		name := map[bool]string{true: "view", false: "merge"}[view]
+		t.Run(name, func(t *testing.T) { testModelConcurrentReshards(t, view) })
+	}
+}
+
+func testModelConcurrentReshards(t *testing.T, view bool) {
+	e := newEnvView(t, view)
 	e.bucket("bkt", 3)
 	ctx := context.Background()
 	var clock atomic.Int64

@@ -352,7 +352,7 @@ func TestCrashAtEachFailpoint(t *testing.T) {
 					md[k] = 11
 				}
 			}
-			if point != "after-close" && point != "before-switch" {
+			if point != "after-close" && point != "before-switch" && point != "after-join" {
 				ops(60) // the index is writable: change it before the resume
 			}
 			var wg sync.WaitGroup

@@ -17,6 +17,7 @@ const (
 	kMeta   = 'M' // M <pool id> <ns> 00 <oid>                 → object meta
 	kObj    = 'O' // O <pool id> <ns> 00 <oid> 00 <kind> ...   → object parts
 	kBlobRf = 'B' // B <blob id>                               → M key of the owner
+	kView   = 'V' // V <pool id> <ns> 00 <view> 00 <key>        → value (objstore.Viewer)
 )
 
 // Object part kinds, after the object prefix.
@@ -74,6 +75,15 @@ func poolSpan(k byte, pool uint64) (lo, hi []byte) {
 	return u64([]byte{k}, pool), u64([]byte{k}, pool+1)
 }
 
+// viewPrefix is V <pool> <ns> 00 <view> 00: every key of one view.
+func viewPrefix(pool uint64, ns, view string) []byte {
+	b := make([]byte, 0, 11+len(ns)+len(view))
+	b = append(u64(append(b, kView), pool), ns...)
+	b = append(b, 0)
+	b = append(b, view...)
+	return append(b, 0)
+}
+
 func blobRefKey(id uint64) []byte { return u64([]byte{kBlobRf}, id) }
 
 // succ returns the smallest key greater than every key with prefix p, or
@@ -91,40 +101,67 @@ func succ(p []byte) []byte {
 
 // meta is an object's record under its M key.
 //
-//	[0]     format (1)
+//	[0]     format (1, or 2 for a view member)
 //	[1:9]   version   u64 BE
 //	[9:17]  size      u64 BE
 //	[17:25] mtime     i64 BE, Unix nanoseconds
 //	[25:33] blob id   u64 BE, 0 = data inline in chunks
+//	format 2 only: uvarint length, view name, uvarint length, view bound
 type meta struct {
 	version uint64
 	size    int64
 	mtime   int64
 	blob    uint64
+	// The ordered view the object's omap writes keep (objstore.Viewer),
+	// "" for none, and the bound below which keys are copied ("" = all).
+	view, below string
 }
 
 const metaLen = 33
 
 func (m meta) encode() []byte {
-	b := make([]byte, 1, metaLen)
+	b := make([]byte, 1, metaLen+4+len(m.view)+len(m.below))
 	b[0] = 1
 	b = u64(b, m.version)
 	b = u64(b, uint64(m.size))
 	b = u64(b, uint64(m.mtime))
-	return u64(b, m.blob)
+	b = u64(b, m.blob)
+	if m.view != "" {
+		b[0] = 2
+		b = append(binary.AppendUvarint(b, uint64(len(m.view))), m.view...)
+		b = append(binary.AppendUvarint(b, uint64(len(m.below))), m.below...)
+	}
+	return b
 }
 
 func decodeMeta(b []byte) (meta, error) {
-	if len(b) != metaLen || b[0] != 1 {
-		return meta{}, objstore.Errorf(objstore.ErrInvalid, "embedded: corrupt object meta (%d bytes)", len(b))
+	bad := objstore.Errorf(objstore.ErrInvalid, "embedded: corrupt object meta (%d bytes)", len(b))
+	if len(b) < metaLen || b[0] != 1 && b[0] != 2 || b[0] == 1 && len(b) != metaLen {
+		return meta{}, bad
 	}
 	be := binary.BigEndian
-	return meta{
+	m := meta{
 		version: be.Uint64(b[1:]),
 		size:    int64(be.Uint64(b[9:])),
 		mtime:   int64(be.Uint64(b[17:])),
 		blob:    be.Uint64(b[25:]),
-	}, nil
+	}
+	if b[0] == 2 {
+		rest := b[metaLen:]
+		var strs [2]string
+		for i := range strs {
+			n, k := binary.Uvarint(rest)
+			if k <= 0 || n > uint64(len(rest)-k) {
+				return meta{}, bad
+			}
+			strs[i], rest = string(rest[k:k+int(n)]), rest[k+int(n):]
+		}
+		if len(rest) != 0 || strs[0] == "" {
+			return meta{}, bad
+		}
+		m.view, m.below = strs[0], strs[1]
+	}
+	return m, nil
 }
 
 func (m meta) stat() objstore.Stat {

@@ -323,6 +323,8 @@ func (s *Store) DeletePool(ctx context.Context, name string) error {
 	olo, ohi := poolSpan(kObj, p.id)
 	b.DeleteRange(mlo, mhi, nil)
 	b.DeleteRange(olo, ohi, nil)
+	vlo, vhi := poolSpan(kView, p.id)
+	b.DeleteRange(vlo, vhi, nil)
 	b.Delete(poolKey(name), nil)
 	if err := s.db.Apply(b, syncOpts); err != nil {
 		return fmt.Errorf("embedded: delete pool %q: %w", name, err)

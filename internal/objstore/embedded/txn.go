@@ -367,6 +367,7 @@ func (t *txn) remove(plain bool) error {
 	}
 	t.exists = false
 	t.cur.size, t.cur.blob = 0, 0
+	t.cur.view, t.cur.below = "", "" // its keys stay in the view (objstore.Viewer)
 	return nil
 }
 
@@ -484,6 +485,11 @@ func (t *txn) setOmap(pairs []objstore.KV, plain bool) error {
 		if err := t.set(t.partStr(partOmap, kv.Key), kv.Value); err != nil {
 			return err
 		}
+		if t.inView(kv.Key) {
+			if err := t.set(t.viewKey(kv.Key), kv.Value); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -496,6 +502,11 @@ func (t *txn) rmOmapKeys(keys []string, plain bool) error {
 	for _, k := range keys {
 		if err := t.del(t.partStr(partOmap, k)); err != nil {
 			return err
+		}
+		if t.inView(k) {
+			if err := t.del(t.viewKey(k)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -510,7 +521,11 @@ func (t *txn) omapRmRange(start, end string, plain bool) error {
 	if end != "" {
 		hi = t.partStr(partOmap, end)
 	}
-	return t.clearKeys(t.partStr(partOmap, start), hi)
+	lo := t.partStr(partOmap, start)
+	if err := t.unview(lo, hi); err != nil {
+		return err
+	}
+	return t.clearKeys(lo, hi)
 }
 
 func (t *txn) omapClear(plain bool) error {
@@ -518,7 +533,72 @@ func (t *txn) omapClear(plain bool) error {
 		return err
 	}
 	t.touch(plain)
+	if err := t.unview(t.part(partOmap), t.part(partOmap+1)); err != nil {
+		return err
+	}
 	return t.clearKeys(t.part(partOmap), t.part(partOmap+1))
+}
+
+// ---- ordered views (objstore.Viewer) ----
+
+// SetView implements interp.ViewMember.
+func (t *txn) SetView(name, below string) error {
+	t.touch(true)
+	t.cur.view, t.cur.below = name, below
+	if name == "" {
+		t.cur.below = ""
+	}
+	return nil
+}
+
+// inView reports whether omap key k of this object is copied to its view.
+func (t *txn) inView(k string) bool {
+	return t.cur.view != "" && (t.cur.below == "" || k < t.cur.below)
+}
+
+// viewKey is k's key in the object's view: the object prefix's pool and
+// namespace (O <pool> <ns> 00 ...), then the view's name.
+func (t *txn) viewKey(k string) []byte {
+	nsEnd := 9 + bytes.IndexByte(t.prefix[9:], 0) + 1
+	b := make([]byte, 0, nsEnd+len(t.cur.view)+1+len(k))
+	b = append(append(b, kView), t.prefix[1:nsEnd]...)
+	b = append(append(b, t.cur.view...), 0)
+	return append(b, k...)
+}
+
+// unview removes from the object's view the member's own omap keys in
+// [lo, hi) (full omap part keys): one point delete each, since the view's
+// range holds the other members' keys too.
+func (t *txn) unview(lo, hi []byte) error {
+	if t.cur.view == "" {
+		return nil
+	}
+	if t.cur.below != "" {
+		if b := t.partStr(partOmap, t.cur.below); bytes.Compare(b, hi) < 0 {
+			hi = b
+		}
+	}
+	if bytes.Compare(lo, hi) >= 0 {
+		return nil
+	}
+	it, err := t.iter(lo, hi)
+	if err != nil {
+		return err
+	}
+	base := len(t.part(partOmap))
+	var keys []string
+	for it.First(); it.Valid(); it.Next() {
+		keys = append(keys, string(it.Key()[base:]))
+	}
+	if err := t.done(it); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := t.del(t.viewKey(k)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (t *txn) omapHeader() ([]byte, error) {

@@ -149,6 +149,12 @@ func guard(o Object, s objstore.Step) (handled bool, err error) {
 	return false, nil
 }
 
+// ViewMember is an Object whose backend keeps ordered views
+// (objstore.Viewer).
+type ViewMember interface {
+	SetView(name, below string) error
+}
+
 // RunWrite applies a WriteOp's steps in order, stopping at the first error.
 // The caller commits the staged state only when it returns nil.
 func RunWrite(o Object, steps []objstore.Step) error {
@@ -191,6 +197,12 @@ func RunWrite(o Object, steps []objstore.Step) error {
 			o.SetMtime(s.Time)
 		case *objstore.ExecStep:
 			err = Exec(o, s, false)
+		case *objstore.SetView:
+			if m, ok := o.(ViewMember); ok {
+				err = m.SetView(s.Name, s.Below)
+			} else {
+				err = objstore.Errorf(objstore.ErrNotSupported, "ordered views are an embedded-store extension")
+			}
 		default:
 			err = objstore.Errorf(objstore.ErrInvalid, "step %T not allowed in a write op", st)
 		}

@@ -1,0 +1,94 @@
+package bucketindex_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+
+	"github.com/cairn-s3/cairn/internal/bucketindex"
+	"github.com/cairn-s3/cairn/internal/objstore"
+)
+
+// TestViewListsAsTheMerge: after random links, overwrites and unlinks,
+// the view holds exactly the shards' entries, and every listing (start
+// after, prefix, page size) reads the same from the view as from the
+// merge over the shards; a shard that writes without its membership makes
+// CheckView report the key.
+func TestViewListsAsTheMerge(t *testing.T) {
+	ctx := context.Background()
+	ix := newIndex(t, 1) // re-initialised below with a view
+	ix.BucketID, ix.Layout = "bv", bucketindex.Layout{NumShards: 7, View: true}
+	if err := ix.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	merge := ix
+	merge.Layout.View = false
+	rng := rand.New(rand.NewSource(3))
+	for i := 0; i < 1500; i++ {
+		k := fmt.Sprintf("%c/%03d", 'a'+rng.Intn(4), rng.Intn(300))
+		if rng.Intn(4) == 0 {
+			ix.Unlink(ctx, k, "") // absent keys are fine
+			continue
+		}
+		if _, err := ix.Link(ctx, entry(k, int64(rng.Intn(100)), fmt.Sprint(i)), bucketindex.LinkCond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff, err := ix.CheckView(ctx, 0); err != nil || len(diff) != 0 {
+		t.Fatalf("view differs at %q (%v)", diff, err)
+	}
+	keys := func(es []bucketindex.Entry) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Key+"/"+e.ETag)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		after, prefix string
+		max           int
+	}{{"", "", 1000}, {"", "", 7}, {"b/1", "", 50}, {"", "c/", 1000}, {"c/2", "c/", 3}, {"zz", "", 10}, {"", "q", 10}} {
+		v, vmore, err := ix.List(ctx, c.after, c.prefix, c.max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, mmore, err := merge.List(ctx, c.after, c.prefix, c.max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(keys(v), keys(m)) || vmore != mmore {
+			t.Fatalf("%+v: view %d keys more %v, merge %d more %v", c, len(v), vmore, len(m), mmore)
+		}
+		it, err := ix.NewIter(ctx, c.after, c.prefix, c.max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var walked []bucketindex.Entry
+		for {
+			e, ok, err := it.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok || len(walked) == c.max {
+				break
+			}
+			walked = append(walked, e)
+		}
+		if got := keys(walked); !slices.Equal(got, keys(m)) {
+			t.Fatalf("%+v: view iterator %d keys, merge %d", c, len(got), len(m))
+		}
+	}
+	// A shard that left the view: its next write shows.
+	k := "d/new"
+	if err := ix.IO.Operate(ctx, ix.ShardFor(k), objstore.NewWriteOp().SetView("", "")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Link(ctx, entry(k, 1, "late"), bucketindex.LinkCond{}); err != nil {
+		t.Fatal(err)
+	}
+	if diff, err := ix.CheckView(ctx, 0); err != nil || !slices.Equal(diff, []string{k}) {
+		t.Fatalf("CheckView = %q, %v; want [%s]", diff, err, k)
+	}
+}

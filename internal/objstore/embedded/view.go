@@ -1,0 +1,102 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+var _ objstore.Viewer = (*ioctx)(nil)
+
+// ReadView implements objstore.Viewer: one iterator over the view's key
+// range, then, as ListObjects does, a wait for the sync of every write in
+// flight, so the page holds nothing a crash could still take back.
+func (c *ioctx) ReadView(ctx context.Context, name, startAfter, prefix string, max int) ([]objstore.KV, bool, error) {
+	if err := c.checkView(ctx, name); err != nil {
+		return nil, false, err
+	}
+	if max < 0 {
+		return nil, false, objstore.Errorf(objstore.ErrInvalid, "read view: negative max")
+	}
+	if err := c.rlockPool(); err != nil {
+		return nil, false, err
+	}
+	base := viewPrefix(c.pool.id, c.ns, name)
+	lower := append(bytes.Clone(base), prefix...)
+	upper := succ(lower)
+	seek := lower
+	if startAfter != "" {
+		// The least key after startAfter: keys never contain NUL.
+		if s := append(append(bytes.Clone(base), startAfter...), 0); bytes.Compare(s, seek) > 0 {
+			seek = s
+		}
+	}
+	it, err := c.s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		c.pool.mu.RUnlock()
+		return nil, false, err
+	}
+	var out []objstore.KV
+	if max > 0 {
+		out = make([]objstore.KV, 0, min(max, 1024))
+	}
+	more := false
+	for it.SeekGE(seek); it.Valid(); it.Next() {
+		if max > 0 && len(out) == max {
+			more = true
+			break
+		}
+		v := it.Value()
+		out = append(out, objstore.KV{Key: string(it.Key()[len(base):]), Value: append(make([]byte, 0, len(v)), v...)})
+	}
+	err = errors.Join(it.Error(), it.Close())
+	c.pool.mu.RUnlock()
+	if err != nil {
+		return nil, false, err
+	}
+	if err := c.s.waitInflight(); err != nil {
+		return nil, false, err
+	}
+	return out, more, nil
+}
+
+// RemoveView implements objstore.Viewer: one range deletion, synced.
+func (c *ioctx) RemoveView(ctx context.Context, name string) error {
+	if err := c.checkView(ctx, name); err != nil {
+		return err
+	}
+	if err := c.rlockPool(); err != nil {
+		return err
+	}
+	defer c.pool.mu.RUnlock()
+	lo := viewPrefix(c.pool.id, c.ns, name)
+	b := c.s.db.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange(lo, succ(lo), nil); err != nil {
+		return err
+	}
+	if err := c.s.db.Apply(b, syncOpts); err != nil {
+		return fmt.Errorf("embedded: remove view: %w", err)
+	}
+	return nil
+}
+
+func (c *ioctx) checkView(ctx context.Context, name string) error {
+	if c.nsErr != nil {
+		return c.nsErr
+	}
+	if name == "" {
+		return objstore.Errorf(objstore.ErrInvalid, "empty view name")
+	}
+	if err := objstore.ValidateObjectName(name); err != nil {
+		return err
+	}
+	if err := c.s.checkOpen(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
