@@ -84,6 +84,9 @@ type ScaleConfig struct {
 	// TriggerSizing sizes dynamic reshards by RGW's rule (objects at the
 	// trigger) instead of the objects expected when they end (A/B runs).
 	TriggerSizing bool
+	// NoIndexView lists by merging every index shard even on the embedded
+	// store (driver.Options.NoIndexView), for A/B runs.
+	NoIndexView bool
 	// CacheSize of the embedded store (0: its automatic size).
 	CacheSize int64
 	// MaxDuration stops the run (after the current phase is cut short);
@@ -305,6 +308,7 @@ type ScaleResult struct {
 		CopyRateLimit   int     `json:"copy_rate_limit,omitempty"`
 		Adaptive        bool    `json:"copy_rate_adaptive,omitempty"`
 		TriggerSizing   bool    `json:"reshard_trigger_sizing,omitempty"`
+		NoIndexView     bool    `json:"no_index_view,omitempty"`
 		Targets         []int64 `json:"targets"`
 	} `json:"config"`
 
@@ -423,7 +427,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		r.t, err = newScaleHTTP(ctx, cfg)
 	} else {
 		res.Config.MaxObjsPerShard, res.Config.CopyRateLimit, res.Config.Adaptive = cfg.MaxObjsPerShard, cfg.CopyRateLimit, cfg.CopyRateAdaptive
-		res.Config.TriggerSizing = cfg.TriggerSizing
+		res.Config.TriggerSizing, res.Config.NoIndexView = cfg.TriggerSizing, cfg.NoIndexView
 		r.t, err = newScaleDriver(ctx, cfg, r.doneResults)
 	}
 	if err != nil {
@@ -1267,7 +1271,7 @@ func newScaleDriver(ctx context.Context, cfg ScaleConfig, done chan<- reshard.Re
 		return nil, err
 	}
 	s := &scaleDriver{dir: dir, keep: cfg.Keep, st: st, bucket: cfg.Bucket}
-	if s.d, err = driver.New(ctx, driver.Options{Store: st, DefaultShards: cfg.InitialShards}); err != nil {
+	if s.d, err = driver.New(ctx, driver.Options{Store: st, DefaultShards: cfg.InitialShards, NoIndexView: cfg.NoIndexView}); err != nil {
 		s.close()
 		return nil, err
 	}

@@ -32,6 +32,7 @@ func BenchmarkListPage(b *testing.B) {
 	for _, shards := range []int{11, 47, 127, 307, 1021} {
 		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
 			ix := fillListIndex(b, shards, n)
+			ix.Layout.View = false // the merge over shards
 			cases := []struct{ name, after, prefix string }{
 				{"start", "", ""},
 				{"prefix", "", "o/8"},
@@ -108,7 +109,8 @@ func fillListIndex(b *testing.B, shards, n int) bucketindex.Index {
 		b.Fatal(err)
 	}
 	io, _ := st.IOContext(ctx, "idx")
-	ix := bucketindex.Index{IO: io, BucketID: "7f3c2a1e-bench.1", Layout: bucketindex.Layout{NumShards: shards}}
+	// With the ordered view: the copy path's writes keep it too.
+	ix := bucketindex.Index{IO: io, BucketID: "7f3c2a1e-bench.1", Layout: bucketindex.Layout{NumShards: shards, View: true}}
 	if err := ix.Init(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -206,7 +208,8 @@ func benchEntry(key string, i int) bucketindex.Entry {
 // shards: the slope of cpu-ns/op over the shard count is what one more
 // shard costs a page (issue 24 item 3; docs/design/listing.md). Run with
 // -cpu 1, and with CAIRN_LIST_BENCH_TABLE_KB=256 for a large store's
-// table layout.
+// table layout. "merge" reads every shard, "view" the bucket's ordered
+// view (the same store).
 func BenchmarkListShardCost(b *testing.B) {
 	n := 1_000_000
 	if v, _ := strconv.Atoi(os.Getenv("CAIRN_LIST_BENCH_ENTRIES")); v > 0 {
@@ -215,24 +218,33 @@ func BenchmarkListShardCost(b *testing.B) {
 	ctx := context.Background()
 	for _, shards := range []int{11, 47, 101, 211, 401} {
 		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
-			ix := fillListIndex(b, shards, n)
-			z := uint64(42)
-			b.ReportAllocs()
-			defer reportCPU(b)()
-			for b.Loop() {
-				z = splitmix(z)
-				// Below the top of the key space, so a page is full.
-				after := fmt.Sprintf("o/%016x", z>>1)
-				it, err := ix.NewIter(ctx, after, "", 1000)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for i := 0; i < 1000; i++ {
-					if _, ok, err := it.Next(ctx); !ok || err != nil {
-						b.Fatalf("entry %d after %s: %v %v", i, after, ok, err)
-					}
-				}
+			filled := fillListIndex(b, shards, n)
+			for _, view := range []bool{false, true} {
+				ix := filled
+				ix.Layout.View = view
+				b.Run(map[bool]string{false: "merge", true: "view"}[view], func(b *testing.B) { benchPages(b, ctx, ix) })
 			}
 		})
+	}
+}
+
+// benchPages lists 1,000-key pages after random start-afters.
+func benchPages(b *testing.B, ctx context.Context, ix bucketindex.Index) {
+	z := uint64(42)
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		z = splitmix(z)
+		// Below the top of the key space, so a page is full.
+		after := fmt.Sprintf("o/%016x", z>>1)
+		it, err := ix.NewIter(ctx, after, "", 1000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < 1000; i++ {
+			if _, ok, err := it.Next(ctx); !ok || err != nil {
+				b.Fatalf("entry %d after %s: %v %v", i, after, ok, err)
+			}
+		}
 	}
 }

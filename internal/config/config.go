@@ -32,6 +32,9 @@ type Config struct {
 	LogLevel       string
 
 	BucketIndexShards int
+	// BucketIndexView: new buckets keep an ordered index view where the
+	// backend has views (embedded), so listings read one range.
+	BucketIndexView bool
 	MaxObjsPerShard   int
 	DynamicResharding bool
 	MaxDynamicShards  int
@@ -268,6 +271,7 @@ var options = []option{
 	{"domain", "domain for virtual-host-style bucket addressing (empty: path-style only)", "", strOpt(func(c *Config) *string { return &c.Domain })},
 	{"log-level", "debug, info, warn or error", "info", strOpt(func(c *Config) *string { return &c.LogLevel })},
 	{"bucket-index-shards", "index shards of new buckets (rgw_override_bucket_index_max_shards)", "11", intOpt(func(c *Config) *int { return &c.BucketIndexShards })},
+	{"bucket-index-view", "new buckets keep an ordered view of their index for listings (embedded backend; ignored on RADOS)", "true", boolOpt(func(c *Config) *bool { return &c.BucketIndexView })},
 	{"max-objs-per-shard", "objects per index shard that trigger dynamic resharding (rgw_max_objs_per_shard)", "100000", intOpt(func(c *Config) *int { return &c.MaxObjsPerShard })},
 	{"dynamic-resharding", "reshard buckets automatically (rgw_dynamic_resharding)", "true", boolOpt(func(c *Config) *bool { return &c.DynamicResharding })},
 	{"max-dynamic-shards", "upper bound for dynamic resharding (rgw_max_dynamic_shards)", "1999", intOpt(func(c *Config) *int { return &c.MaxDynamicShards })},
