@@ -482,7 +482,7 @@ func (d *Driver) BucketStats(ctx context.Context, name string) (BucketStats, err
 			return err
 		}
 		out = BucketStats{
-			BucketInfo: inst.info(), NumShards: inst.Layout.NumShards, Generation: inst.Layout.Gen,
+			BucketInfo: inst.info(), NumShards: inst.Layout.NumShards, Generation: inst.Layout.Gen, IndexView: inst.Layout.View,
 			NumObjects: st.NumObjects, Size: st.Size, NumVersions: st.NumVersions, VersionsSize: st.VersionSize,
 			Versioning: inst.Versioning, ReshardState: "none",
 			StorageClasses: make(map[string]ClassUsage, len(st.Classes)),

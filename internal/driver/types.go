@@ -166,8 +166,10 @@ type BucketInfo struct {
 // BucketStats is `cairn admin bucket stats`.
 type BucketStats struct {
 	BucketInfo
-	NumShards    int    `json:"num_shards"`
-	Generation   uint64 `json:"index_generation"`
+	NumShards  int    `json:"num_shards"`
+	Generation uint64 `json:"index_generation"`
+	// IndexView: listings read the bucket's ordered index view.
+	IndexView    bool   `json:"index_view"`
 	NumObjects   uint64 `json:"num_objects"` // current objects (what ListObjects shows)
 	Size         uint64 `json:"size"`
 	NumVersions  uint64 `json:"num_versions"`  // every stored version, delete markers included
