@@ -77,6 +77,13 @@ func TestAdminReshard(t *testing.T) {
 	if len(keys) != 51 || keys[0] != "k00" || keys[1] != "k00a" || keys[2] != "k02" || keys[50] != "k50" {
 		t.Fatalf("listing after the reshard: %d keys %v", len(keys), keys)
 	}
+	check, err := g.Admin("bucket", "check", "--bucket", "rsadmin")
+	if err != nil || !strings.Contains(check, `"consistent": true`) || !strings.Contains(check, `"index_view": true`) || !strings.Contains(check, `"view_mismatches": []`) {
+		t.Fatalf("bucket check: %v %s", err, check)
+	}
+	if out, err := g.Admin("bucket", "check", "--bucket", "nosuchbucket"); err == nil {
+		t.Fatalf("check of a missing bucket accepted: %s", out)
+	}
 	t.Logf("bucket stats after the reshard: %s", strings.Join(strings.Fields(stats), " "))
 	if out, err := g.Admin("reshard", "list"); err != nil {
 		t.Fatalf("reshard list: %v %s", err, out)

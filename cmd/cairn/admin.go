@@ -76,6 +76,7 @@ var adminRoutes = map[string]adminRoute{
 	"account rm":           {http.MethodDelete, "/admin/account", "", nil},
 	"bucket list":          {http.MethodGet, "/admin/bucket", "", nil},
 	"bucket stats":         {http.MethodGet, "/admin/bucket", "stats", []string{"bucket"}},
+	"bucket check":         {http.MethodGet, "/admin/bucket", "check", []string{"bucket"}},
 	"bucket create":        {http.MethodPut, "/admin/bucket", "", []string{"bucket", "uid"}},
 	"bucket reshard":       {http.MethodPost, "/admin/reshard", "", []string{"bucket", "num-shards"}},
 	"bucket logging flush": {http.MethodPost, "/admin/bucket", "logging", []string{"bucket"}},

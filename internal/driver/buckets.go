@@ -504,13 +504,16 @@ func (d *Driver) BucketStats(ctx context.Context, name string) (BucketStats, err
 
 // CheckIndexView compares the bucket's ordered index view with its
 // shards' entries and returns up to max (0 = all) keys where they differ;
-// ErrNotSupported when the bucket has no view (docs/design/listing.md).
-func (d *Driver) CheckIndexView(ctx context.Context, bucket string, max int) ([]string, error) {
-	var diff []string
-	err := d.withIndex(ctx, bucket, func(_ Instance, ix bucketindex.Index) error {
+// view is false (and nothing is compared) when the bucket has none
+// (docs/design/listing.md).
+func (d *Driver) CheckIndexView(ctx context.Context, bucket string, max int) (view bool, diff []string, err error) {
+	err = d.withIndex(ctx, bucket, func(inst Instance, ix bucketindex.Index) error {
+		if view = inst.Layout.View; !view {
+			return nil
+		}
 		var err error
 		diff, err = ix.CheckView(ctx, max)
 		return err
 	})
-	return diff, err
+	return view, diff, err
 }

@@ -20,7 +20,7 @@ func TestIndexViewMatchesShards(t *testing.T) {
 	}
 	check := func(step string) {
 		t.Helper()
-		if diff, err := d.CheckIndexView(ctx, "vwb", 10); err != nil || len(diff) > 0 {
+		if view, diff, err := d.CheckIndexView(ctx, "vwb", 10); err != nil || !view || len(diff) > 0 {
 			t.Fatalf("%s: view differs at %q (%v)", step, diff, err)
 		}
 	}

@@ -178,7 +178,7 @@ func (e *env) verify(bucket string, md model) {
 	if st.ReshardState != "none" {
 		e.t.Fatalf("reshard state %q after the reshard", st.ReshardState)
 	}
-	if diff, err := e.d.CheckIndexView(ctx, bucket, 10); err != nil && !errors.Is(err, objstore.ErrNotSupported) || len(diff) > 0 {
+	if _, diff, err := e.d.CheckIndexView(ctx, bucket, 10); err != nil || len(diff) > 0 {
 		e.t.Fatalf("index view differs from the shards at %q (%v)", diff, err)
 	}
 	// Only the current generation's shards may exist (plus non-shard

@@ -249,6 +249,13 @@ func (f *fakeBackend) ListBuckets(ctx context.Context, owner string) ([]driver.B
 	return out, nil
 }
 
+func (f *fakeBackend) CheckIndexView(ctx context.Context, name string, max int) (bool, []string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, err := f.bucket(name)
+	return false, nil, err
+}
+
 func (f *fakeBackend) BucketStats(ctx context.Context, name string) (driver.BucketStats, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
