@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"container/heap"
 	"context"
-	"errors"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
 )
@@ -27,19 +26,12 @@ func (x Index) viewer() objstore.Viewer {
 
 // JoinView makes every shard a member of the bucket's view: a reshard's
 // targets, at the switch, when they hold exactly the entries the view
-// holds (the sources' union) and nobody writes them. In one batch where
-// the backend has one.
+// holds (the sources' union) and nobody writes them. Writers wait through
+// it, so the shards join in parallel, as the switch closes the sources.
 func (x Index) JoinView(ctx context.Context) error {
-	reqs := make([]objstore.WriteReq, x.Layout.NumShards)
-	for i := range reqs {
-		reqs[i] = objstore.WriteReq{OID: x.shardOID(i), Op: objstore.NewWriteOp().AssertExists().SetView(x.BucketID, specialPrefix)}
-	}
-	objstore.OperateMany(ctx, x.IO, reqs)
-	var errs []error
-	for _, r := range reqs {
-		errs = append(errs, r.Err)
-	}
-	return errors.Join(errs...)
+	return x.eachShard(ctx, func(ctx context.Context, oid string) error {
+		return x.IO.Operate(ctx, oid, objstore.NewWriteOp().AssertExists().SetView(x.BucketID, specialPrefix))
+	})
 }
 
 // RemoveView drops the bucket's view (a deleted bucket's; it is empty
