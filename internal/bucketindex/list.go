@@ -34,28 +34,39 @@ func (x Index) List(ctx context.Context, startAfter, prefix string, max int) ([]
 	heap.Init(h)
 	out := make([]Entry, 0, max)
 	for h.Len() > 0 {
-		c := (*h)[0]
 		if len(out) == max {
 			return out, true, nil
 		}
-		e, err := decodeEntry(c.buf[0].Value)
+		kv, err := h.next(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		e, err := decodeEntry(kv.Value)
 		if err != nil {
 			return nil, false, err
 		}
 		out = append(out, e)
-		c.buf = c.buf[1:]
-		if len(c.buf) == 0 && c.more {
-			if err := c.fill(ctx); err != nil {
-				return nil, false, err
-			}
-		}
-		if len(c.buf) == 0 {
-			heap.Pop(h)
-		} else {
-			heap.Fix(h, 0)
-		}
 	}
 	return out, false, nil
+}
+
+// next takes the smallest buffered entry (h not empty), refilling its
+// cursor's page when it runs out.
+func (h *cursorHeap) next(ctx context.Context) (objstore.KV, error) {
+	c := (*h)[0]
+	kv := c.buf[0]
+	c.buf = c.buf[1:]
+	if len(c.buf) == 0 && c.more {
+		if err := c.fill(ctx); err != nil {
+			return kv, err
+		}
+	}
+	if len(c.buf) == 0 {
+		heap.Pop(h)
+	} else {
+		heap.Fix(h, 0)
+	}
+	return kv, nil
 }
 
 // PageSize is the first page to read from each of n shards for a merge

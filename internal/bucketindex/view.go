@@ -69,20 +69,8 @@ func (x Index) CheckView(ctx context.Context, max int) ([]string, error) {
 		if h.Len() == 0 {
 			return objstore.KV{}, false, nil
 		}
-		c := (*h)[0]
-		kv := c.buf[0]
-		c.buf = c.buf[1:]
-		if len(c.buf) == 0 && c.more {
-			if err := c.fill(ctx); err != nil {
-				return kv, false, err
-			}
-		}
-		if len(c.buf) == 0 {
-			heap.Pop(h)
-		} else {
-			heap.Fix(h, 0)
-		}
-		return kv, true, nil
+		kv, err := h.next(ctx)
+		return kv, err == nil, err
 	}
 	var diff []string
 	var page []objstore.KV

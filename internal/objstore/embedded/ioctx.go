@@ -329,23 +329,48 @@ func (c *ioctx) ListObjects(ctx context.Context, marker string, max int) ([]stri
 		return nil, false, err
 	}
 	prefix := nsPrefix(c.pool.id, c.ns)
-	it, err := c.s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: succ(prefix)})
-	if err != nil {
-		c.pool.mu.RUnlock()
-		return nil, false, err
-	}
 	seek := prefix
 	if marker != "" {
 		seek = append(append(bytes.Clone(prefix), marker...), 0)
 	}
-	var oids []string
+	kvs, more, err := c.scanSynced(prefix, succ(prefix), seek, max, false)
+	if err != nil {
+		return nil, false, err
+	}
+	oids := make([]string, len(kvs))
+	for i, kv := range kvs {
+		oids[i] = kv.Key
+	}
+	return oids, more, nil
+}
+
+// scanSynced reads up to max (0 = all) keys of [lower, upper) from seek
+// on, with the part after lower as the key (and the value if vals), and
+// whether more exist; the caller holds the pool shared, which scanSynced
+// releases. It then waits for the sync of every write in flight, so the
+// result holds nothing a crash could take back.
+func (c *ioctx) scanSynced(lower, upper, seek []byte, max int, vals bool) ([]objstore.KV, bool, error) {
+	it, err := c.s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		c.pool.mu.RUnlock()
+		return nil, false, err
+	}
+	var out []objstore.KV
+	if max > 0 {
+		out = make([]objstore.KV, 0, min(max, 1024))
+	}
 	more := false
 	for it.SeekGE(seek); it.Valid(); it.Next() {
-		if max > 0 && len(oids) == max {
+		if max > 0 && len(out) == max {
 			more = true
 			break
 		}
-		oids = append(oids, string(it.Key()[len(prefix):]))
+		kv := objstore.KV{Key: string(it.Key()[len(lower):])}
+		if vals {
+			v := it.Value()
+			kv.Value = append(make([]byte, 0, len(v)), v...)
+		}
+		out = append(out, kv)
 	}
 	err = errors.Join(it.Error(), it.Close())
 	c.pool.mu.RUnlock()
@@ -355,7 +380,7 @@ func (c *ioctx) ListObjects(ctx context.Context, marker string, max int) ([]stri
 	if err := c.s.waitInflight(); err != nil {
 		return nil, false, err
 	}
-	return oids, more, nil
+	return out, more, nil
 }
 
 // snapshotRead reports whether op can run on a snapshot without the

@@ -3,11 +3,9 @@ package embedded
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
-	"github.com/cockroachdb/pebble/v2"
 )
 
 var _ objstore.Viewer = (*ioctx)(nil)
@@ -35,33 +33,9 @@ func (c *ioctx) ReadView(ctx context.Context, name, startAfter, prefix string, m
 			seek = s
 		}
 	}
-	it, err := c.s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		c.pool.mu.RUnlock()
-		return nil, false, err
-	}
-	var out []objstore.KV
-	if max > 0 {
-		out = make([]objstore.KV, 0, min(max, 1024))
-	}
-	more := false
-	for it.SeekGE(seek); it.Valid(); it.Next() {
-		if max > 0 && len(out) == max {
-			more = true
-			break
-		}
-		v := it.Value()
-		out = append(out, objstore.KV{Key: string(it.Key()[len(base):]), Value: append(make([]byte, 0, len(v)), v...)})
-	}
-	err = errors.Join(it.Error(), it.Close())
-	c.pool.mu.RUnlock()
-	if err != nil {
-		return nil, false, err
-	}
-	if err := c.s.waitInflight(); err != nil {
-		return nil, false, err
-	}
-	return out, more, nil
+	// From base, so that keys keep their prefix: upper and seek bound
+	// the scan to it.
+	return c.scanSynced(base, upper, seek, max, true)
 }
 
 // RemoveView implements objstore.Viewer: one range deletion, synced.
