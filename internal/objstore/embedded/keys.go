@@ -54,11 +54,14 @@ func metaKey(pool uint64, ns, oid string) []byte {
 }
 
 // objPrefix is O <pool> <ns> 00 <oid> 00: every part of one object.
-func objPrefix(pool uint64, ns, oid string) []byte {
-	b := make([]byte, 0, 11+len(ns)+len(oid))
-	b = append(u64(append(b, kObj), pool), ns...)
+func objPrefix(pool uint64, ns, oid string) []byte { return namedPrefix(kObj, pool, ns, oid) }
+
+// namedPrefix is <k> <pool> <ns> 00 <name> 00.
+func namedPrefix(k byte, pool uint64, ns, name string) []byte {
+	b := make([]byte, 0, 11+len(ns)+len(name))
+	b = append(u64(append(b, k), pool), ns...)
 	b = append(b, 0)
-	b = append(b, oid...)
+	b = append(b, name...)
 	return append(b, 0)
 }
 
@@ -76,13 +79,7 @@ func poolSpan(k byte, pool uint64) (lo, hi []byte) {
 }
 
 // viewPrefix is V <pool> <ns> 00 <view> 00: every key of one view.
-func viewPrefix(pool uint64, ns, view string) []byte {
-	b := make([]byte, 0, 11+len(ns)+len(view))
-	b = append(u64(append(b, kView), pool), ns...)
-	b = append(b, 0)
-	b = append(b, view...)
-	return append(b, 0)
-}
+func viewPrefix(pool uint64, ns, view string) []byte { return namedPrefix(kView, pool, ns, view) }
 
 func blobRefKey(id uint64) []byte { return u64([]byte{kBlobRf}, id) }
 
