@@ -41,6 +41,7 @@ func RunCore(t *testing.T, f Factory) {
 		{"ReadOpGuards", testReadOpGuards},
 		{"ReadMany", testReadMany},
 		{"WriteMany", testWriteMany},
+		{"Views", testViews},
 		{"Atomicity", testAtomicity},
 		{"NoLostUpdates", testNoLostUpdates},
 		{"Exec", testExec},
