@@ -97,6 +97,8 @@ func needsTxn(steps []objstore.Step) bool {
 	return false
 }
 
+// checkReserved refuses steps this backend cannot take: the xattrs it
+// keeps for itself, and ordered views (an embedded-store extension).
 func checkReserved(steps []objstore.Step) error {
 	for _, s := range steps {
 		var name string
@@ -109,6 +111,8 @@ func checkReserved(steps []objstore.Step) error {
 			name = s.Name
 		case *objstore.GetXattrStep:
 			name = s.Name
+		case *objstore.SetView:
+			return objstore.Errorf(objstore.ErrNotSupported, "ordered views are an embedded-store extension")
 		default:
 			continue
 		}
