@@ -8,7 +8,7 @@ import (
 )
 
 // PoolDiskUsage estimates the bytes pool name occupies in the LSM: pebble's
-// estimate over the pool's meta (M) and part (O) key ranges, so it counts
+// estimate over the pool's meta (M), part (O) and view (V) key ranges, so it counts
 // the sstables that hold its keys, not the memtable, and not blob files
 // (objects of BlobThreshold or more). Benchmarks use it to split index
 // bytes from data bytes.
@@ -23,7 +23,7 @@ func (s *Store) PoolDiskUsage(name string) (uint64, error) {
 		return 0, fmt.Errorf("embedded: pool %q: not found", name)
 	}
 	var total uint64
-	for _, kind := range []byte{kMeta, kObj} {
+	for _, kind := range []byte{kMeta, kObj, kView} {
 		lo := u64([]byte{kind}, p.id)
 		hi := u64([]byte{kind}, p.id+1)
 		n, err := s.db.EstimateDiskUsage(lo, hi)
