@@ -36,7 +36,10 @@ var (
 	sysFormat   = []byte("Sformat")
 )
 
-const formatVersion = 1
+// formatVersion is written at every Open. 2 added ordered views (V keys,
+// meta format 2); a format 1 directory reads unchanged and is marked 2, so
+// that older builds refuse it instead of meeting records they cannot read.
+const formatVersion = 2
 
 func u64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }
 

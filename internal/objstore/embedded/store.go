@@ -164,8 +164,8 @@ func (s *Store) open() error {
 
 	if v, ok, err := s.getSys(sysFormat); err != nil {
 		return err
-	} else if ok && binary.BigEndian.Uint64(v) != formatVersion {
-		return fmt.Errorf("embedded: data directory format %d, this build reads %d", binary.BigEndian.Uint64(v), formatVersion)
+	} else if ok && (len(v) != 8 || binary.BigEndian.Uint64(v) < 1 || binary.BigEndian.Uint64(v) > formatVersion) {
+		return fmt.Errorf("embedded: data directory format %x, this build reads 1 to %d", v, formatVersion)
 	}
 	v, ok, err := s.getSys(sysEpoch)
 	if err != nil {

@@ -231,3 +231,34 @@ func TestViewValidation(t *testing.T) {
 		t.Fatalf("fresh SetView: %v", err)
 	}
 }
+
+// TestFormatUpgrade: a format 1 directory opens and is marked 2 (older
+// builds then refuse it rather than meet view records); a newer format is
+// refused.
+func TestFormatUpgrade(t *testing.T) {
+	fs := vfs.NewMem()
+	setFormat := func(f uint64) {
+		s, err := Open(Options{Dir: "/d", FS: fs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.db.Set(sysFormat, u64(nil, f), syncOpts); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	setFormat(1)
+	s, err := Open(Options{Dir: "/d", FS: fs})
+	if err != nil {
+		t.Fatalf("format 1: %v", err)
+	}
+	if v, ok, err := s.getSys(sysFormat); err != nil || !ok || string(v) != string(u64(nil, formatVersion)) {
+		t.Fatalf("format after open: %x %v %v", v, ok, err)
+	}
+	s.Close()
+	setFormat(formatVersion + 1)
+	if s, err := Open(Options{Dir: "/d", FS: fs}); err == nil {
+		s.Close()
+		t.Fatal("a newer format opened")
+	}
+}
