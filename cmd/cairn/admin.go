@@ -144,6 +144,7 @@ func runAdmin(args []string) int {
 	sure := fs.Bool("yes-i-really-mean-it", false, "usage trim: without --uid, trim every user's usage")
 	acctRoot := fs.Bool("account-root", false, "user create: make the user its account's root user")
 	includeAll := fs.Bool("include-all", false, "gc list|process: also the records gc-min-wait still holds back")
+	fix := fs.Bool("fix", false, "bucket check: repair the bucket's ordered index view from its shards (build one for a bucket without)")
 	vals := map[string]*string{}
 	for _, p := range adminParams {
 		if p == "num-shards" || p == "max-entries" {
@@ -250,7 +251,12 @@ func runAdmin(args []string) int {
 	if key == "bucket list" && q.Get("bucket") != "" {
 		return adminListObjects(*endpoint, *ak, *sk, q)
 	}
-	body, status, err := adminCall(context.Background(), *endpoint, *ak, *sk, rt.method, path, q)
+	method := rt.method
+	if *fix && key == "bucket check" {
+		method = http.MethodPost // a repair writes
+		q.Set("fix", "true")
+	}
+	body, status, err := adminCall(context.Background(), *endpoint, *ak, *sk, method, path, q)
 	if err != nil {
 		writeAdminError(os.Stderr, adminError{Code: "ConnectionError", Message: err.Error()})
 		return 1

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"container/heap"
 	"context"
+	"errors"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
+	json "github.com/goccy/go-json"
 )
 
 // The bucket's ordered view (docs/design/listing.md): on a backend with
@@ -103,4 +105,136 @@ func (x Index) CheckView(ctx context.Context, max int) ([]string, error) {
 		}
 	}
 	return diff, err
+}
+
+type viewFixIn struct {
+	Keys []string `json:"k"`
+}
+
+// clsViewFix restates keys on their shard, a member of the view: a
+// present entry is set again with its own value (which sets it in the
+// view), an absent one is removed (which removes a stale view key). The
+// shard's own content does not change, so a logging shard needs no log
+// record; a closed one refuses (ErrStale): its content is frozen, and
+// after a switch no longer the bucket's.
+func clsViewFix(ctx objstore.MethodContext, in []byte) ([]byte, error) {
+	if _, err := writable(ctx); err != nil {
+		return nil, err
+	}
+	var fi viewFixIn
+	if err := json.Unmarshal(in, &fi); err != nil {
+		return nil, objstore.Errorf(objstore.ErrInvalid, "view_fix: %v", err)
+	}
+	for _, k := range fi.Keys {
+		if err := objstore.ValidateOmapKey(k); err != nil || k[0] == specialPrefix[0] {
+			return nil, objstore.Errorf(objstore.ErrInvalid, "view_fix: key %q is not an entry", k)
+		}
+	}
+	kvs, err := ctx.GetOmapValsByKeys(fi.Keys...)
+	if err != nil {
+		return nil, err
+	}
+	present := make(map[string]bool, len(kvs))
+	for _, kv := range kvs {
+		present[kv.Key] = true
+	}
+	if len(kvs) > 0 {
+		if err := ctx.SetOmap(kvs...); err != nil {
+			return nil, err
+		}
+	}
+	var gone []string
+	for _, k := range fi.Keys {
+		if !present[k] {
+			gone = append(gone, k)
+		}
+	}
+	if len(gone) > 0 {
+		return nil, ctx.RmOmapKeys(gone...)
+	}
+	return nil, nil
+}
+
+// FixView restates keys in the view from the shards that hold them
+// (view_fix on each key's shard): after it, each key is in the view
+// exactly as in its shard. Writes may go on meanwhile (each shard's
+// restatement is atomic with them).
+func (x Index) FixView(ctx context.Context, keys []string) error {
+	if x.viewer() == nil {
+		return objstore.Errorf(objstore.ErrNotSupported, "bucket index has no view")
+	}
+	byShard := map[int][]string{}
+	for _, k := range keys {
+		i := ShardOf(k, x.Layout.NumShards)
+		byShard[i] = append(byShard[i], k)
+	}
+	var errs []error
+	for i, ks := range byShard {
+		for len(ks) > 0 {
+			n := min(len(ks), viewFixBatch)
+			in, _ := json.Marshal(viewFixIn{Keys: ks[:n]})
+			op := objstore.NewWriteOp()
+			op.Exec(ClassName, "view_fix", in)
+			if err := x.IO.Operate(ctx, x.shardOID(i), op); err != nil {
+				errs = append(errs, readErr(err, x.shardOID(i)))
+				break
+			}
+			ks = ks[n:]
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// viewFixBatch bounds the keys of one view_fix call.
+const viewFixBatch = 1000
+
+// BuildView fills the view of a layout that had none (a bucket created
+// before views, or with bucket-index-view off) while writes go on: the
+// view is emptied (an unused one may hold stale keys from an earlier
+// attempt), every shard joins, then each shard's entries are restated a
+// page at a time, so every entry reaches the view either through a write
+// after the join or through its restatement. The caller switches its layout to View only
+// after BuildView returns, and only if no reshard changed the layout
+// meanwhile (a reshard's targets would not have joined).
+func (x Index) BuildView(ctx context.Context) error {
+	if _, ok := x.IO.(objstore.Viewer); !ok {
+		return objstore.Errorf(objstore.ErrNotSupported, "the backend keeps no ordered views")
+	}
+	if err := x.RemoveView(ctx); err != nil {
+		return err
+	}
+	if err := x.JoinView(ctx); err != nil {
+		return err
+	}
+	for i := 0; i < x.Layout.NumShards; i++ {
+		after := ""
+		for {
+			op := objstore.NewReadOp()
+			notClosed(op)
+			vs := op.GetOmapValues(after, "", viewFixBatch)
+			if err := x.IO.OperateRead(ctx, x.shardOID(i), op); err != nil {
+				return readErr(err, x.shardOID(i))
+			}
+			var keys []string
+			for _, kv := range vs.Pairs {
+				if kv.Key >= specialPrefix {
+					break
+				}
+				keys = append(keys, kv.Key)
+			}
+			if len(keys) > 0 {
+				in, _ := json.Marshal(viewFixIn{Keys: keys})
+				op := objstore.NewWriteOp()
+				op.Exec(ClassName, "view_fix", in)
+				if err := x.IO.Operate(ctx, x.shardOID(i), op); err != nil {
+					return readErr(err, x.shardOID(i))
+				}
+			}
+			if len(keys) < len(vs.Pairs) || !vs.More {
+				break
+			}
+			after = keys[len(keys)-1]
+		}
+	}
+	return nil
 }

@@ -91,4 +91,63 @@ func TestViewListsAsTheMerge(t *testing.T) {
 	if diff, err := ix.CheckView(ctx, 0); err != nil || !slices.Equal(diff, []string{k}) {
 		t.Fatalf("CheckView = %q, %v; want [%s]", diff, err, k)
 	}
+	// A stale key too (removed from the shard while it was out), then the
+	// shard rejoins and FixView restates both from the shards.
+	gone, _, err := ix.List(ctx, "", "", 1)
+	if err != nil || len(gone) != 1 {
+		t.Fatal(err)
+	}
+	if err := ix.IO.Operate(ctx, ix.ShardFor(gone[0].Key), objstore.NewWriteOp().SetView("", "")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Unlink(ctx, gone[0].Key, ""); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{gone[0].Key, k}
+	if diff, err := ix.CheckView(ctx, 0); err != nil || !slices.Equal(diff, want) {
+		t.Fatalf("CheckView = %q, %v; want %q", diff, err, want)
+	}
+	if err := ix.JoinView(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.FixView(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	if diff, err := ix.CheckView(ctx, 0); err != nil || len(diff) != 0 {
+		t.Fatalf("after FixView: %q, %v", diff, err)
+	}
+}
+
+// TestBuildViewUnderWrites: a layout without a view gets one while links
+// and unlinks go on, and it then lists exactly as the merge.
+func TestBuildViewUnderWrites(t *testing.T) {
+	ctx := context.Background()
+	ix := newIndex(t, 5)
+	for i := 0; i < 3000; i++ {
+		if _, err := ix.Link(ctx, entry(fmt.Sprintf("k/%04d", i), 1, fmt.Sprint(i)), bucketindex.LinkCond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rng := rand.New(rand.NewSource(9))
+		for i := 0; i < 2000; i++ {
+			k := fmt.Sprintf("k/%04d", rng.Intn(4000))
+			if rng.Intn(3) == 0 {
+				ix.Unlink(ctx, k, "")
+			} else if _, err := ix.Link(ctx, entry(k, 2, fmt.Sprint("w", i)), bucketindex.LinkCond{}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	if err := ix.BuildView(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	ix.Layout.View = true
+	if diff, err := ix.CheckView(ctx, 0); err != nil || len(diff) != 0 {
+		t.Fatalf("built view differs at %d keys %.200q (%v)", len(diff), diff, err)
+	}
 }

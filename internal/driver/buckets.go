@@ -517,3 +517,64 @@ func (d *Driver) CheckIndexView(ctx context.Context, bucket string, max int) (vi
 	})
 	return view, diff, err
 }
+
+// IndexViewFix is what FixIndexView did.
+type IndexViewFix struct {
+	Built bool `json:"view_built"` // the bucket had no view; it has one now
+	Fixed int  `json:"keys_fixed"` // view keys restated from the shards
+}
+
+// FixIndexView repairs the bucket's ordered index view (`bucket check
+// --fix`): a bucket without one (created before views, or with
+// bucket-index-view off) gets one built while writes go on, and its
+// listings read it from then on; a bucket with one has every key where
+// view and shards differ restated from the shards.
+func (d *Driver) FixIndexView(ctx context.Context, bucket string) (IndexViewFix, error) {
+	var out IndexViewFix
+	inst, err := d.Instance(ctx, bucket)
+	if err != nil {
+		return out, err
+	}
+	if _, ok := d.index.(objstore.Viewer); !ok {
+		return out, fmt.Errorf("%w: this backend keeps no ordered index views", ErrInvalidArgument)
+	}
+	if inst.Layout.View {
+		err := d.withIndex(ctx, bucket, func(_ Instance, ix bucketindex.Index) error {
+			diff, err := ix.CheckView(ctx, 0)
+			if err != nil {
+				return err
+			}
+			out.Fixed = len(diff)
+			return ix.FixView(ctx, diff)
+		})
+		return out, err
+	}
+	if inst.Reshard != nil {
+		return out, ErrReshardInProgress
+	}
+	layout := inst.Layout
+	if err := d.indexFor(inst).BuildView(ctx); err != nil {
+		return out, err
+	}
+	for attempt := 0; ; attempt++ {
+		cur, ver, err := d.ReadInstance(ctx, inst.ID)
+		if err != nil {
+			return out, err
+		}
+		if cur.Layout != layout || cur.Reshard != nil {
+			// A reshard's targets did not join: build again afterwards.
+			return out, ErrReshardInProgress
+		}
+		cur.Layout.View = true
+		err = d.WriteInstance(ctx, cur, ver)
+		if errors.Is(err, objstore.ErrCanceled) && attempt < 100 {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		d.Invalidate(bucket)
+		out.Built = true
+		return out, nil
+	}
+}

@@ -28,6 +28,7 @@ import (
 //	GET    /admin/bucket?objects&bucket=B[&max-entries=N][&marker=K][&version-id-marker=V][&prefix=P]
 //	                                            one page of index entries (every version)
 //	GET    /admin/bucket?check&bucket=B         the ordered index view against the shards
+//	POST   /admin/bucket?check&fix=true&bucket=B  repair (or build) the view
 //	quota, ratelimit and usage routes: see limits.go
 //
 // Errors are JSON {"Code", "Message", "RequestId", "HostId"} with the
@@ -330,6 +331,9 @@ func (s *Server) adminBucket(w http.ResponseWriter, r *http.Request) error {
 	if r.Method == http.MethodPut {
 		return s.adminCreateBucket(w, r)
 	}
+	if r.Method == http.MethodPost && q.Has("check") && q.Get("fix") == "true" {
+		return s.adminBucketFix(w, r)
+	}
 	if r.Method != http.MethodGet {
 		return s3err.New(s3err.ErrMethodNotAllowed, "")
 	}
@@ -499,4 +503,29 @@ func (s *Server) adminBucketCheck(w http.ResponseWriter, r *http.Request) error 
 		Consistent bool     `json:"consistent"`
 		Mismatches []string `json:"view_mismatches"`
 	}{b, view, len(diff) == 0, append([]string{}, diff...)})
+}
+
+// adminBucketFix serves POST /admin/bucket?check&fix=true&bucket=B
+// (`cairn admin bucket check --fix`): the view repaired from the shards,
+// or built for a bucket that has none, then checked again.
+func (s *Server) adminBucketFix(w http.ResponseWriter, r *http.Request) error {
+	b := r.URL.Query().Get("bucket")
+	if b == "" {
+		return missingParam("bucket")
+	}
+	fix, err := s.be.FixIndexView(r.Context(), b)
+	if err != nil {
+		return err
+	}
+	view, diff, err := s.be.CheckIndexView(r.Context(), b, 1000)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, struct {
+		Bucket string `json:"bucket"`
+		driver.IndexViewFix
+		IndexView  bool     `json:"index_view"`
+		Consistent bool     `json:"consistent"`
+		Mismatches []string `json:"view_mismatches"`
+	}{b, fix, view, len(diff) == 0, append([]string{}, diff...)})
 }

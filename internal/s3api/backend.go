@@ -36,6 +36,7 @@ type Backend interface {
 	ListBuckets(ctx context.Context, owner string) ([]driver.BucketInfo, error) // owner "" = all
 	BucketStats(ctx context.Context, name string) (driver.BucketStats, error)
 	CheckIndexView(ctx context.Context, bucket string, max int) (bool, []string, error)
+	FixIndexView(ctx context.Context, bucket string) (driver.IndexViewFix, error)
 	// Bucket CORS rules. Get returns driver.ErrNoSuchCORSConfiguration when
 	// the bucket has none; Put with no rules removes them.
 	GetBucketCORS(ctx context.Context, bucket string) ([]driver.CORSRule, error)

@@ -256,6 +256,10 @@ func (f *fakeBackend) CheckIndexView(ctx context.Context, name string, max int) 
 	return false, nil, err
 }
 
+func (f *fakeBackend) FixIndexView(ctx context.Context, name string) (driver.IndexViewFix, error) {
+	return driver.IndexViewFix{}, driver.ErrInvalidArgument
+}
+
 func (f *fakeBackend) BucketStats(ctx context.Context, name string) (driver.BucketStats, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
