@@ -33,6 +33,7 @@ const adminUsage = `usage: cairn admin [--endpoint URL] <noun> <verb> [flags]
   account info --account-id ID | --account-name N [--tenant T] | account list [--tenant T]
   account rm --account-id ID | --account-name N [--tenant T]
   bucket list [--uid U] | bucket stats --bucket B
+  bucket check --bucket B [--fix]   (the ordered index view against the shards; --fix repairs or builds it)
   bucket list --bucket B [--max-entries N] [--marker KEY]   (the bucket's index entries, every version)
   bucket create --bucket B --uid OWNER [--num-shards N]
   bucket reshard --bucket B --num-shards N
