@@ -41,6 +41,7 @@ func RunCore(t *testing.T, f Factory) {
 		{"ReadOpGuards", testReadOpGuards},
 		{"ReadMany", testReadMany},
 		{"WriteMany", testWriteMany},
+		{"AtomicWrite", testAtomicWrite},
 		{"Atomicity", testAtomicity},
 		{"NoLostUpdates", testNoLostUpdates},
 		{"Exec", testExec},
