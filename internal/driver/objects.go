@@ -133,14 +133,19 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 		return ObjectInfo{}, err
 	}
 	tag := d.newTag()
-	run, sum, err := d.writeData(ctx, pl, tag, inst.ID+"/"+in.Key, in.Body, MaxPutSize, oek)
+	// A small body on a store that commits several objects atomically
+	// (embedded) is written with its index link, in one commit; RADOS
+	// keeps the order data first, then the link.
+	hold := objstore.Atomic(pl.io, d.index) != nil
+	run, sum, held, err := d.writeData(ctx, pl, tag, inst.ID+"/"+in.Key, in.Body, MaxPutSize, oek, hold)
+	defer held.release()
 	if err == nil {
 		if in.Size >= 0 && run.DataSize() != in.Size {
 			err = ErrIncompleteBody
 		} else {
 			err = qt.grow(run.DataSize()) // a body of unknown length
 		}
-		if err != nil {
+		if err != nil && held == nil {
 			d.removeRun(context.WithoutCancel(ctx), run)
 		}
 	}
@@ -156,7 +161,7 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 		Class: classField(pl.class),
 	}
 	e.Meta, _ = json.Marshal(in.Meta)
-	return d.link(ctx, in.Bucket, e, putCond(in.IfNoneMatch, in.IfMatch), res, true, qt)
+	return d.link(ctx, in.Bucket, e, putCond(in.IfNoneMatch, in.IfMatch), res, true, qt, held)
 }
 
 // putCond turns If-None-Match / If-Match of a write into index conditions.
@@ -199,7 +204,10 @@ func versionMode(state string) string {
 // (same tag) returns the version already linked.
 //
 // qt, the write's quota admission, is completed or cancelled here.
-func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, cond bucketindex.VersionCond, res Reservation, ownsData bool, qt *quotaTicket) (ObjectInfo, error) {
+//
+// held, when set, is the entry's data not yet written: it commits
+// atomically with the link (nothing to remove if the link fails).
+func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, cond bucketindex.VersionCond, res Reservation, ownsData bool, qt *quotaTicket, held *heldStripe) (ObjectInfo, error) {
 	var vr bucketindex.VersionResult
 	var shard string
 	var state string
@@ -221,7 +229,11 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 	err := d.withIndex(ctx, bucket, func(inst Instance, ix bucketindex.Index) error {
 		var err error
 		shard, state = ix.ShardFor(e.Key), inst.Versioning
-		vr, err = ix.LinkVersion(ctx, versionMode(inst.Versioning), e, cond)
+		if held != nil {
+			vr, err = ix.LinkVersionWith(ctx, versionMode(inst.Versioning), e, cond, held.req())
+		} else {
+			vr, err = ix.LinkVersion(ctx, versionMode(inst.Versioning), e, cond)
+		}
 		return err
 	})
 	d.countIndexWrite(t0, err)
@@ -239,7 +251,7 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 			return ObjectInfo{}, err
 		}
 		qt.cancel()
-		if ownsData {
+		if ownsData && held == nil {
 			d.removeManifest(context.WithoutCancel(ctx), e.Manifest)
 		}
 		abort(ctx, res)
@@ -600,7 +612,7 @@ func (d *Driver) deleteMarker(ctx context.Context, inst Instance, in DeleteObjec
 		res = nil
 	}
 	e := bucketindex.Entry{Key: key, ModTime: d.opts.Now().UTC(), Owner: inst.Owner, Tag: d.newTag(), Marker: true}
-	oi, err := d.link(ctx, inst.Name, e, cond, res, false, nil)
+	oi, err := d.link(ctx, inst.Name, e, cond, res, false, nil, nil)
 	d.quotaFreed(inst, nil) // a marker is a version too: count it at the next check
 	if err != nil {
 		return DeleteResult{}, err // ErrNoSuchKey: If-Match and no current object (AWS: 404)
