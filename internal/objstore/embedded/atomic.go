@@ -30,14 +30,20 @@ func (c *ioctx) AtomicWith(other objstore.IOContext) bool {
 func (c *ioctx) OperateAtomic(ctx context.Context, reqs []objstore.AtomicReq) error {
 	s := c.s
 	type item struct {
-		c   *ioctx
-		r   *objstore.AtomicReq
-		key string
-		t   *txn
-		e   *objEntry
-		v   uint64
+		c    *ioctx
+		r    *objstore.AtomicReq
+		key  string
+		t    *txn
+		e    *objEntry
+		v    uint64
+		prev *ticket // its pending write before this one's
 	}
-	items := make([]item, len(reqs))
+	var small [4]item // a PUT's group: data and index
+	items := small[:0]
+	if len(reqs) > len(small) {
+		items = make([]item, 0, len(reqs))
+	}
+	items = items[:len(reqs)]
 	deferred := c.deferredBy(ctx)
 	allDefer := true
 	for i := range reqs {
@@ -221,13 +227,12 @@ func (c *ioctx) OperateAtomic(ctx context.Context, reqs []objstore.AtomicReq) er
 
 	tk := newTicket()
 	s.registerInflight(tk)
-	prev := make([]*ticket, len(items))
-	for i, it := range items {
-		prev[i] = it.e.pending.Swap(tk)
+	for i := range items {
+		items[i].prev = items[i].e.pending.Swap(tk)
 	}
 	if err := s.db.ApplyNoSyncWait(b, syncOpts); err != nil {
-		for i, it := range items {
-			it.e.pending.Store(prev[i])
+		for _, it := range items {
+			it.e.pending.Store(it.prev)
 			it.e.dropCache()
 		}
 		s.finishInflight(tk, nil)
