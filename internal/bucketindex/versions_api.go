@@ -36,7 +36,7 @@ type VersionCond struct {
 // ErrCanceled (a condition failed), ErrNotFound (IfExists/IfETag/IfTag and
 // no current object), ErrStale (the layout changed).
 func (x Index) LinkVersion(ctx context.Context, mode string, e Entry, c VersionCond) (VersionResult, error) {
-	in, err := json.Marshal(linkVersionIn{Entry: e, Mode: mode, IfAbsent: c.IfAbsent, IfExists: c.IfExists, IfETag: c.IfETag, IfNoneETag: c.IfNoneETag, IfTag: c.IfTag, GCTime: x.gcTime()})
+	in, err := encodeLinkVersionIn(&linkVersionIn{Entry: e, Mode: mode, IfAbsent: c.IfAbsent, IfExists: c.IfExists, IfETag: c.IfETag, IfNoneETag: c.IfNoneETag, IfTag: c.IfTag, GCTime: x.gcTime()})
 	if err != nil {
 		return VersionResult{}, err
 	}
@@ -54,7 +54,7 @@ func (x Index) LinkVersion(ctx context.Context, mode string, e Entry, c VersionC
 // the link is returned as LinkVersion returns it; an op of with that fails
 // fails the whole write with its own error.
 func (x Index) LinkVersionWith(ctx context.Context, mode string, e Entry, c VersionCond, with ...objstore.AtomicReq) (VersionResult, error) {
-	in, err := json.Marshal(linkVersionIn{Entry: e, Mode: mode, IfAbsent: c.IfAbsent, IfExists: c.IfExists, IfETag: c.IfETag, IfNoneETag: c.IfNoneETag, IfTag: c.IfTag, GCTime: x.gcTime()})
+	in, err := encodeLinkVersionIn(&linkVersionIn{Entry: e, Mode: mode, IfAbsent: c.IfAbsent, IfExists: c.IfExists, IfETag: c.IfETag, IfNoneETag: c.IfNoneETag, IfTag: c.IfTag, GCTime: x.gcTime()})
 	if err != nil {
 		return VersionResult{}, err
 	}
