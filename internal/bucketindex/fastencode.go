@@ -245,21 +245,48 @@ func appendTime(b []byte, t time.Time) ([]byte, bool) {
 func compactSafe(m []byte) bool {
 	in := false
 	for i := 0; i < len(m); i++ {
-		c := m[i]
-		if c < 0x20 || c >= 0x7f || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-		switch {
-		case in && c == '\\':
-			i++ // the escaped byte is checked by the next round only if printable
-			if i < len(m) && (m[i] < 0x20 || m[i] >= 0x7f) {
+		switch metaClass[m[i]] {
+		case metaPlain:
+		case metaQuote:
+			in = !in
+		case metaSpace:
+			if !in {
 				return false
 			}
-		case c == '"':
-			in = !in
-		case !in && c == ' ':
+		case metaEscape:
+			// Inside a string (valid JSON has backslashes nowhere else);
+			// the escaped byte must be plain too.
+			if i++; i == len(m) || metaClass[m[i]] == metaBad {
+				return false
+			}
+		default:
 			return false
 		}
 	}
 	return !in
 }
+
+const (
+	metaPlain = iota
+	metaQuote
+	metaEscape
+	metaSpace
+	metaBad
+)
+
+// metaClass sorts bytes for compactSafe.
+var metaClass = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c == '"':
+			t[c] = metaQuote
+		case c == '\\':
+			t[c] = metaEscape
+		case c == ' ':
+			t[c] = metaSpace
+		case c < 0x20 || c >= 0x7f || c == '<' || c == '>' || c == '&':
+			t[c] = metaBad
+		}
+	}
+	return t
+}()
