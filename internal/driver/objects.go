@@ -1,10 +1,13 @@
 package driver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -76,6 +79,11 @@ func (d *Driver) reserve(ctx context.Context, inst Instance, key, event string, 
 }
 
 func entryInfo(bucket string, e bucketindex.Entry) ObjectInfo {
+	return entryInfoMeta(bucket, e, nil)
+}
+
+// entryInfoMeta is entryInfo with e.Meta already decoded (nil: decode it).
+func entryInfoMeta(bucket string, e bucketindex.Entry, meta *ObjectMeta) ObjectInfo {
 	oi := ObjectInfo{Bucket: bucket, Key: e.Key, Size: e.Size, ETag: e.ETag, ModTime: e.ModTime, Parts: e.Parts, Owner: e.Owner, StorageClass: e.Class}
 	if e.Parts > 0 && len(e.Manifest.Runs) == e.Parts { // complete writes one run per part
 		oi.PartSizes = make([]int64, e.Parts)
@@ -83,7 +91,9 @@ func entryInfo(bucket string, e bucketindex.Entry) ObjectInfo {
 			oi.PartSizes[i] = r.DataSize()
 		}
 	}
-	if len(e.Meta) > 0 {
+	if meta != nil {
+		oi.Meta = *meta
+	} else if len(e.Meta) > 0 {
 		_ = json.Unmarshal(e.Meta, &oi.Meta)
 	}
 	if oi.Meta.ACL != nil {
@@ -161,7 +171,45 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 		Class: classField(pl.class),
 	}
 	e.Meta, _ = json.Marshal(in.Meta)
-	return d.link(ctx, in.Bucket, e, putCond(in.IfNoneMatch, in.IfMatch), res, true, qt, held)
+	pw := &putWrite{held: held}
+	if m, ok := roundTripped(in.Meta); ok {
+		pw.meta = &m
+	}
+	return d.link(ctx, in.Bucket, e, putCond(in.IfNoneMatch, in.IfMatch), res, true, qt, pw)
+}
+
+// putWrite is what PutObject hands link beside the entry.
+type putWrite struct {
+	// held is the entry's data not yet written: it commits atomically
+	// with the link (nothing to remove if the link fails).
+	held *heldStripe
+	// meta is e.Meta decoded (nil: decode it), for the reply and events.
+	meta *ObjectMeta
+}
+
+// roundTripped returns m as decoding json.Marshal(m) gives it, for the
+// common metadata whose round trip is plain copying (input-only fields
+// cleared, empty maps and lists dropped); false for the rest (ACL, SSE,
+// retention dates), which the caller decodes.
+func roundTripped(m ObjectMeta) (ObjectMeta, bool) {
+	if m.ACL != nil || m.SSE != nil || !m.LockUntil.IsZero() {
+		return ObjectMeta{}, false
+	}
+	m.StorageClass = ""
+	m.UserMeta, m.Tags, m.Checksums = cloneNonEmpty(m.UserMeta), cloneNonEmpty(m.Tags), cloneNonEmpty(m.Checksums)
+	if len(m.PartChecksums) == 0 {
+		m.PartChecksums = nil
+	} else {
+		m.PartChecksums = slices.Clone(m.PartChecksums)
+	}
+	return m, true
+}
+
+func cloneNonEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
 }
 
 // putCond turns If-None-Match / If-Match of a write into index conditions.
@@ -205,16 +253,21 @@ func versionMode(state string) string {
 //
 // qt, the write's quota admission, is completed or cancelled here.
 //
-// held, when set, is the entry's data not yet written: it commits
-// atomically with the link (nothing to remove if the link fails).
-func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, cond bucketindex.VersionCond, res Reservation, ownsData bool, qt *quotaTicket, held *heldStripe) (ObjectInfo, error) {
+// pw, from PutObject (nil otherwise), may hold the data for the link's
+// commit and the decoded metadata.
+func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, cond bucketindex.VersionCond, res Reservation, ownsData bool, qt *quotaTicket, pw *putWrite) (ObjectInfo, error) {
+	var held *heldStripe
+	var meta *ObjectMeta
+	if pw != nil {
+		held, meta = pw.held, pw.meta
+	}
 	var vr bucketindex.VersionResult
 	var shard string
 	var state string
 	sr, _ := res.(SyncingReservation)
 	cond.DeferSync = sr != nil && sr.Persistent()
 	if ir, ok := res.(IntentReservation); ok {
-		if n := ir.Intent(ctx, entryInfo(bucket, e)); n != nil {
+		if n := ir.Intent(ctx, entryInfoMeta(bucket, e, meta)); n != nil {
 			cond.Intent, _ = json.Marshal(linkIntent{Key: e.Key, MTime: e.ModTime.UnixNano(), Notify: n})
 		}
 	}
@@ -269,7 +322,10 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 	for _, f := range vr.Freed {
 		d.gc.enqueue(shard, f.Tag, f.Manifest, now)
 	}
-	oi := versionInfo(bucket, state, vr.Entry)
+	if meta != nil && !bytes.Equal(vr.Entry.Meta, e.Meta) {
+		meta = nil // not the entry we sent (a retried link's)
+	}
+	oi := versionInfoMeta(bucket, state, vr.Entry, meta)
 	if deferred {
 		tag := e.Tag
 		dr.CommitDeferred(context.WithoutCancel(ctx), oi, func(err error) {
@@ -306,7 +362,12 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 // versionInfo is entryInfo with the version id S3 reports: none on a
 // never-versioned bucket, "null" for a legacy entry on a versioned one.
 func versionInfo(bucket, state string, e bucketindex.Entry) ObjectInfo {
-	oi := entryInfo(bucket, e)
+	return versionInfoMeta(bucket, state, e, nil)
+}
+
+// versionInfoMeta is versionInfo with e.Meta already decoded (nil: decode).
+func versionInfoMeta(bucket, state string, e bucketindex.Entry, meta *ObjectMeta) ObjectInfo {
+	oi := entryInfoMeta(bucket, e, meta)
 	oi.VersionID, oi.DeleteMarker = e.VersionID, e.Marker
 	if oi.VersionID == "" && state != "" {
 		oi.VersionID = bucketindex.NullVersion
