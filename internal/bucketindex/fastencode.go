@@ -40,10 +40,12 @@ func encodeVersionResult(r *VersionResult) ([]byte, error) {
 	return json.Marshal(r)
 }
 
+// entryBufSize is a little more than appendEntry writes for a usual e:
+// names, punctuation, numbers and the time (~100 bytes), and its strings.
 func entryBufSize(e *Entry) int {
-	n := 160 + len(e.Key) + len(e.VersionID) + len(e.ETag) + len(e.Owner) + len(e.Tag) + len(e.Meta) + len(e.Class)
+	n := 112 + len(e.Key) + len(e.VersionID) + len(e.ETag) + len(e.Owner) + len(e.Tag) + len(e.Meta) + len(e.Class)
 	for _, r := range e.Manifest.Runs {
-		n += 64 + len(r.Prefix) + len(r.Pool) + len(r.KeyName)
+		n += 48 + len(r.Prefix) + len(r.Pool) + len(r.KeyName)
 	}
 	return n
 }
