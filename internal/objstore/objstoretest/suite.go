@@ -41,7 +41,6 @@ func RunCore(t *testing.T, f Factory) {
 		{"ReadOpGuards", testReadOpGuards},
 		{"ReadMany", testReadMany},
 		{"WriteMany", testWriteMany},
-		{"AtomicWrite", testAtomicWrite},
 		{"Atomicity", testAtomicity},
 		{"NoLostUpdates", testNoLostUpdates},
 		{"Exec", testExec},
@@ -50,6 +49,7 @@ func RunCore(t *testing.T, f Factory) {
 		{"Pools", testPools},
 		{"BadInput", testBadInput},
 		{"ConcurrentObjects", testConcurrentObjects},
+		{"AtomicWrite", testAtomicWrite},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
