@@ -313,7 +313,7 @@ func (t *shardTx) collect(e Entry) error {
 }
 
 func (t *shardTx) setBare(key string, old []byte, e Entry) error {
-	b, err := json.Marshal(e)
+	b, err := encodeEntry(&e)
 	if err != nil {
 		return err
 	}
@@ -330,7 +330,7 @@ func (t *shardTx) rmBare(key string, old []byte) error {
 // A version record's log body is the record (whose Key and Seq name it);
 // a null pointer's is the pointer itself.
 func (t *shardTx) setRecord(e Entry, old []byte) error {
-	b, err := json.Marshal(e)
+	b, err := encodeEntry(&e)
 	if err != nil {
 		return err
 	}
@@ -497,10 +497,10 @@ func clsLinkVersion(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	}
 	// A retry of a write that already linked: report it, change nothing.
 	if newest != nil && newest.Tag == e.Tag {
-		return json.Marshal(VersionResult{Entry: *newest, Retry: true, Current: bare, MarkerCurrent: newest.Marker})
+		return encodeVersionResult(&VersionResult{Entry: *newest, Retry: true, Current: bare, MarkerCurrent: newest.Marker})
 	}
 	if newest == nil && bare != nil && bare.Tag == e.Tag {
-		return json.Marshal(VersionResult{Entry: *bare, Retry: true, Current: bare})
+		return encodeVersionResult(&VersionResult{Entry: *bare, Retry: true, Current: bare})
 	}
 	switch {
 	case li.IfAbsent && bare != nil:
@@ -613,7 +613,7 @@ func finish(t *shardTx, res VersionResult) ([]byte, error) {
 	if err := t.commit(); err != nil {
 		return nil, err
 	}
-	return json.Marshal(res)
+	return encodeVersionResult(&res)
 }
 
 // unlinkVersionIn is unlink_version's input.

@@ -36,7 +36,7 @@ type VersionCond struct {
 // ErrCanceled (a condition failed), ErrNotFound (IfExists/IfETag/IfTag and
 // no current object), ErrStale (the layout changed).
 func (x Index) LinkVersion(ctx context.Context, mode string, e Entry, c VersionCond) (VersionResult, error) {
-	in, err := json.Marshal(linkVersionIn{Entry: e, Mode: mode, IfAbsent: c.IfAbsent, IfExists: c.IfExists, IfETag: c.IfETag, IfNoneETag: c.IfNoneETag, IfTag: c.IfTag, GCTime: x.gcTime()})
+	in, err := encodeLinkVersionIn(&linkVersionIn{Entry: e, Mode: mode, IfAbsent: c.IfAbsent, IfExists: c.IfExists, IfETag: c.IfETag, IfNoneETag: c.IfNoneETag, IfTag: c.IfTag, GCTime: x.gcTime()})
 	if err != nil {
 		return VersionResult{}, err
 	}
@@ -44,7 +44,25 @@ func (x Index) LinkVersion(ctx context.Context, mode string, e Entry, c VersionC
 	if len(c.Intent) > 0 {
 		extra = []objstore.KV{{Key: intentPrefix + e.Tag, Value: c.Intent}}
 	}
-	return x.versionOp(ctx, e.Key, "link_version", in, c.DeferSync, extra...)
+	return x.versionOp(ctx, e.Key, "link_version", in, c.DeferSync, nil, extra...)
+}
+
+// LinkVersionWith is LinkVersion committed in one atomic write with the
+// ops of with (the new version's data, say): all apply or none. The index
+// and every op's IOContext must share an objstore.AtomicWriter (the
+// embedded store's pools do; RADOS has none: ErrNotSupported). An error of
+// the link is returned as LinkVersion returns it; an op of with that fails
+// fails the whole write with its own error.
+func (x Index) LinkVersionWith(ctx context.Context, mode string, e Entry, c VersionCond, with ...objstore.AtomicReq) (VersionResult, error) {
+	in, err := encodeLinkVersionIn(&linkVersionIn{Entry: e, Mode: mode, IfAbsent: c.IfAbsent, IfExists: c.IfExists, IfETag: c.IfETag, IfNoneETag: c.IfNoneETag, IfTag: c.IfTag, GCTime: x.gcTime()})
+	if err != nil {
+		return VersionResult{}, err
+	}
+	var extra []objstore.KV
+	if len(c.Intent) > 0 {
+		extra = []objstore.KV{{Key: intentPrefix + e.Tag, Value: c.Intent}}
+	}
+	return x.versionOp(ctx, e.Key, "link_version", in, c.DeferSync, with, extra...)
 }
 
 // UnlinkVersion removes version id ("null" for the null version) of key
@@ -52,19 +70,30 @@ func (x Index) LinkVersion(ctx context.Context, mode string, e Entry, c VersionC
 // version does not exist; ErrCanceled when ifETag is set and differs.
 func (x Index) UnlinkVersion(ctx context.Context, key, id, ifETag string) (VersionResult, error) {
 	in, _ := json.Marshal(unlinkVersionIn{Key: key, VersionID: id, IfETag: ifETag, GCTime: x.gcTime()})
-	return x.versionOp(ctx, key, "unlink_version", in, false)
+	return x.versionOp(ctx, key, "unlink_version", in, false, nil)
 }
 
 // versionOp runs method on key's shard; extra omap pairs are set in the
-// same op, after the method (so only if it succeeds).
-func (x Index) versionOp(ctx context.Context, key, method string, in []byte, deferSync bool, extra ...objstore.KV) (VersionResult, error) {
+// same op, after the method (so only if it succeeds). With with, the op
+// commits atomically with those (see LinkVersionWith).
+func (x Index) versionOp(ctx context.Context, key, method string, in []byte, deferSync bool, with []objstore.AtomicReq, extra ...objstore.KV) (VersionResult, error) {
 	op := objstore.NewWriteOp()
 	op.DeferSync = deferSync
 	ex := op.Exec(ClassName, method, in)
 	if len(extra) > 0 {
 		op.SetOmap(extra...)
 	}
-	if err := x.IO.Operate(ctx, x.ShardFor(key), op); err != nil {
+	var err error
+	if len(with) > 0 {
+		aw := x.atomicWith(with)
+		if aw == nil {
+			return VersionResult{}, objstore.Errorf(objstore.ErrNotSupported, "%s: no atomic write across the index and its data", method)
+		}
+		err = aw.OperateAtomic(ctx, append(with, objstore.AtomicReq{IO: x.IO, OID: x.ShardFor(key), Op: op}))
+	} else {
+		err = x.IO.Operate(ctx, x.ShardFor(key), op)
+	}
+	if err != nil {
 		return VersionResult{}, err
 	}
 	var res VersionResult
@@ -356,4 +385,16 @@ func (h *vheap) Pop() any {
 	v := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return v
+}
+
+// atomicWith returns the AtomicWriter for the index and every op's pool,
+// or nil.
+func (x Index) atomicWith(with []objstore.AtomicReq) objstore.AtomicWriter {
+	var aw objstore.AtomicWriter
+	for _, r := range with {
+		if aw = objstore.Atomic(x.IO, r.IO); aw == nil {
+			return nil
+		}
+	}
+	return aw
 }

@@ -28,7 +28,11 @@ var smallPool = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b
 // caller must commit the run with a synced op before acknowledging it. On any error every stripe written so far is
 // removed: a failed write leaves nothing behind.
 // hashData false skips the MD5 (encrypted runs hash their plaintext).
-func (d *Driver) writeRun(ctx context.Context, pl placement, prefix, owner string, body io.Reader, limit, stripeSize int64, hashData bool) (bucketindex.Run, []byte, error) {
+//
+// With hold set, a body that fits the first small read is not written:
+// the run's one stripe comes back as a heldStripe, for the caller to
+// write in the same atomic commit as its index link (objstore.Atomic).
+func (d *Driver) writeRun(ctx context.Context, pl placement, prefix, owner string, body io.Reader, limit, stripeSize int64, hashData, hold bool) (bucketindex.Run, []byte, *heldStripe, error) {
 	run := bucketindex.Run{Prefix: prefix, StripeSize: stripeSize, Pool: pl.poolField()}
 	var h hash.Hash = nopHash{}
 	if hashData {
@@ -39,11 +43,25 @@ func (d *Driver) writeRun(ctx context.Context, pl placement, prefix, owner strin
 	// in-flight small PUT was most of the heap at scale, and clearing new
 	// ones showed in CPU profiles).
 	sp := smallPool.Get().(*[]byte)
-	defer smallPool.Put(sp)
+	defer func() {
+		if sp != nil { // not handed to a heldStripe
+			smallPool.Put(sp)
+		}
+	}()
 	small := (*sp)[:min(int64(len(*sp)), stripeSize)]
 	first, ferr := io.ReadFull(body, small)
 	if ferr != nil && !errors.Is(ferr, io.EOF) && !errors.Is(ferr, io.ErrUnexpectedEOF) {
-		return bucketindex.Run{}, nil, ferr
+		return bucketindex.Run{}, nil, nil, ferr
+	}
+	if ferr != nil && hold {
+		run.Size = int64(first)
+		if run.Size > limit {
+			return bucketindex.Run{}, nil, nil, ErrEntityTooLarge
+		}
+		h.Write(small[:first])
+		hs := &heldStripe{io: pl.io, oid: run.StripeOID(0), owner: owner, data: small[:first], buf: sp}
+		sp = nil
+		return run, h.Sum(nil), hs, nil
 	}
 	var buf []byte
 	if ferr == nil {
@@ -52,9 +70,9 @@ func (d *Driver) writeRun(ctx context.Context, pl placement, prefix, owner strin
 		buf = (*bp)[:stripeSize]
 	}
 	var written []string
-	fail := func(err error) (bucketindex.Run, []byte, error) {
+	fail := func(err error) (bucketindex.Run, []byte, *heldStripe, error) {
 		d.removeObjectsIn(context.WithoutCancel(ctx), pl.io, written)
-		return bucketindex.Run{}, nil, err
+		return bucketindex.Run{}, nil, nil, err
 	}
 	for i := int64(0); ; i++ {
 		var chunk []byte
@@ -106,7 +124,34 @@ func (d *Driver) writeRun(ctx context.Context, pl placement, prefix, owner strin
 			return fail(err)
 		}
 	}
-	return run, h.Sum(nil), nil
+	return run, h.Sum(nil), nil, nil
+}
+
+// heldStripe is the one stripe of a small run, not yet written: it goes
+// into the index link's atomic commit, so a small PUT costs the store one
+// commit and one sync instead of two, and there is never a moment where
+// the data exists unlinked (nothing to orphan on a crash).
+type heldStripe struct {
+	io         objstore.IOContext
+	oid, owner string
+	data       []byte
+	buf        *[]byte // smallPool's, holding data until release
+}
+
+// req returns the stripe's write, a new op on each call (an op is used
+// once; a link that meets a reshard runs again).
+func (h *heldStripe) req() objstore.AtomicReq {
+	op := objstore.NewWriteOp().WriteFull(h.data).SetXattr(ownerXattr, []byte(h.owner))
+	op.DeferSync, op.Fresh = true, true // as writeRun's: the link's commit syncs it
+	return objstore.AtomicReq{IO: h.io, OID: h.oid, Op: op}
+}
+
+// release gives the buffer back; h (or nil) is unusable after.
+func (h *heldStripe) release() {
+	if h != nil && h.buf != nil {
+		smallPool.Put(h.buf)
+		h.buf, h.data = nil, nil
+	}
 }
 
 func (d *Driver) removeObjectsIn(ctx context.Context, io objstore.IOContext, oids []string) {

@@ -70,7 +70,8 @@ type Options struct {
 	ListShardReadBudget int
 	// Failpoint, when set, is called at named steps of the write path
 	// (crash drills: see ExitFailpoint): "put-after-data" (data written,
-	// not linked), "after-link" (version linked, before GC hand-off,
+	// not linked; a small PUT on a store with objstore.AtomicWriter holds
+	// its data for the link's commit: nothing written yet), "after-link" (version linked, before GC hand-off,
 	// notification commit and reply), "after-unlink" (version removed,
 	// before its data is collected); and for the orphan drills
 	// (orphans_test.go): "data-stripe" (after each stripe of a run),

@@ -141,7 +141,7 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 	if err != nil {
 		return PartInfo{}, err // a class removed from the configuration since
 	}
-	run, sum, err := d.writeData(ctx, pl, tag, inst.ID+"/"+key, ph.body, MaxPutSize, oek)
+	run, sum, _, err := d.writeData(ctx, pl, tag, inst.ID+"/"+key, ph.body, MaxPutSize, oek, false)
 	if err == nil && size >= 0 && run.DataSize() != size {
 		d.removeRun(context.WithoutCancel(ctx), run)
 		err = ErrIncompleteBody
@@ -405,7 +405,7 @@ func (d *Driver) CompleteMultipartUploadCond(ctx context.Context, bucket, key, u
 	}
 	e.Meta, _ = json.Marshal(ui.Meta)
 	// On failure the parts stay with the upload: link must not delete them.
-	oi, err := d.link(ctx, bucket, e, putCond(c.IfNoneMatch, c.IfMatch), res, false, qt)
+	oi, err := d.link(ctx, bucket, e, putCond(c.IfNoneMatch, c.IfMatch), res, false, qt, nil)
 	if err != nil {
 		return ObjectInfo{}, err
 	}

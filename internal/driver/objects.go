@@ -1,10 +1,13 @@
 package driver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -76,6 +79,11 @@ func (d *Driver) reserve(ctx context.Context, inst Instance, key, event string, 
 }
 
 func entryInfo(bucket string, e bucketindex.Entry) ObjectInfo {
+	return entryInfoMeta(bucket, e, nil)
+}
+
+// entryInfoMeta is entryInfo with e.Meta already decoded (nil: decode it).
+func entryInfoMeta(bucket string, e bucketindex.Entry, meta *ObjectMeta) ObjectInfo {
 	oi := ObjectInfo{Bucket: bucket, Key: e.Key, Size: e.Size, ETag: e.ETag, ModTime: e.ModTime, Parts: e.Parts, Owner: e.Owner, StorageClass: e.Class}
 	if e.Parts > 0 && len(e.Manifest.Runs) == e.Parts { // complete writes one run per part
 		oi.PartSizes = make([]int64, e.Parts)
@@ -83,7 +91,9 @@ func entryInfo(bucket string, e bucketindex.Entry) ObjectInfo {
 			oi.PartSizes[i] = r.DataSize()
 		}
 	}
-	if len(e.Meta) > 0 {
+	if meta != nil {
+		oi.Meta = *meta
+	} else if len(e.Meta) > 0 {
 		_ = json.Unmarshal(e.Meta, &oi.Meta)
 	}
 	if oi.Meta.ACL != nil {
@@ -133,14 +143,19 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 		return ObjectInfo{}, err
 	}
 	tag := d.newTag()
-	run, sum, err := d.writeData(ctx, pl, tag, inst.ID+"/"+in.Key, in.Body, MaxPutSize, oek)
+	// A small body on a store that commits several objects atomically
+	// (embedded) is written with its index link, in one commit; RADOS
+	// keeps the order data first, then the link.
+	hold := objstore.Atomic(pl.io, d.index) != nil
+	run, sum, held, err := d.writeData(ctx, pl, tag, inst.ID+"/"+in.Key, in.Body, MaxPutSize, oek, hold)
+	defer held.release()
 	if err == nil {
 		if in.Size >= 0 && run.DataSize() != in.Size {
 			err = ErrIncompleteBody
 		} else {
 			err = qt.grow(run.DataSize()) // a body of unknown length
 		}
-		if err != nil {
+		if err != nil && held == nil {
 			d.removeRun(context.WithoutCancel(ctx), run)
 		}
 	}
@@ -156,7 +171,45 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 		Class: classField(pl.class),
 	}
 	e.Meta, _ = json.Marshal(in.Meta)
-	return d.link(ctx, in.Bucket, e, putCond(in.IfNoneMatch, in.IfMatch), res, true, qt)
+	pw := &putWrite{held: held}
+	if m, ok := roundTripped(in.Meta); ok {
+		pw.meta = &m
+	}
+	return d.link(ctx, in.Bucket, e, putCond(in.IfNoneMatch, in.IfMatch), res, true, qt, pw)
+}
+
+// putWrite is what PutObject hands link beside the entry.
+type putWrite struct {
+	// held is the entry's data not yet written: it commits atomically
+	// with the link (nothing to remove if the link fails).
+	held *heldStripe
+	// meta is e.Meta decoded (nil: decode it), for the reply and events.
+	meta *ObjectMeta
+}
+
+// roundTripped returns m as decoding json.Marshal(m) gives it, for the
+// common metadata whose round trip is plain copying (input-only fields
+// cleared, empty maps and lists dropped); false for the rest (ACL, SSE,
+// retention dates), which the caller decodes.
+func roundTripped(m ObjectMeta) (ObjectMeta, bool) {
+	if m.ACL != nil || m.SSE != nil || !m.LockUntil.IsZero() {
+		return ObjectMeta{}, false
+	}
+	m.StorageClass = ""
+	m.UserMeta, m.Tags, m.Checksums = cloneNonEmpty(m.UserMeta), cloneNonEmpty(m.Tags), cloneNonEmpty(m.Checksums)
+	if len(m.PartChecksums) == 0 {
+		m.PartChecksums = nil
+	} else {
+		m.PartChecksums = slices.Clone(m.PartChecksums)
+	}
+	return m, true
+}
+
+func cloneNonEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
 }
 
 // putCond turns If-None-Match / If-Match of a write into index conditions.
@@ -199,14 +252,22 @@ func versionMode(state string) string {
 // (same tag) returns the version already linked.
 //
 // qt, the write's quota admission, is completed or cancelled here.
-func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, cond bucketindex.VersionCond, res Reservation, ownsData bool, qt *quotaTicket) (ObjectInfo, error) {
+//
+// pw, from PutObject (nil otherwise), may hold the data for the link's
+// commit and the decoded metadata.
+func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, cond bucketindex.VersionCond, res Reservation, ownsData bool, qt *quotaTicket, pw *putWrite) (ObjectInfo, error) {
+	var held *heldStripe
+	var meta *ObjectMeta
+	if pw != nil {
+		held, meta = pw.held, pw.meta
+	}
 	var vr bucketindex.VersionResult
 	var shard string
 	var state string
 	sr, _ := res.(SyncingReservation)
 	cond.DeferSync = sr != nil && sr.Persistent()
 	if ir, ok := res.(IntentReservation); ok {
-		if n := ir.Intent(ctx, entryInfo(bucket, e)); n != nil {
+		if n := ir.Intent(ctx, entryInfoMeta(bucket, e, meta)); n != nil {
 			cond.Intent, _ = json.Marshal(linkIntent{Key: e.Key, MTime: e.ModTime.UnixNano(), Notify: n})
 		}
 	}
@@ -221,7 +282,11 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 	err := d.withIndex(ctx, bucket, func(inst Instance, ix bucketindex.Index) error {
 		var err error
 		shard, state = ix.ShardFor(e.Key), inst.Versioning
-		vr, err = ix.LinkVersion(ctx, versionMode(inst.Versioning), e, cond)
+		if held != nil {
+			vr, err = ix.LinkVersionWith(ctx, versionMode(inst.Versioning), e, cond, held.req())
+		} else {
+			vr, err = ix.LinkVersion(ctx, versionMode(inst.Versioning), e, cond)
+		}
 		return err
 	})
 	d.countIndexWrite(t0, err)
@@ -239,7 +304,7 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 			return ObjectInfo{}, err
 		}
 		qt.cancel()
-		if ownsData {
+		if ownsData && held == nil {
 			d.removeManifest(context.WithoutCancel(ctx), e.Manifest)
 		}
 		abort(ctx, res)
@@ -257,7 +322,10 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 	for _, f := range vr.Freed {
 		d.gc.enqueue(shard, f.Tag, f.Manifest, now)
 	}
-	oi := versionInfo(bucket, state, vr.Entry)
+	if meta != nil && !bytes.Equal(vr.Entry.Meta, e.Meta) {
+		meta = nil // not the entry we sent (a retried link's)
+	}
+	oi := versionInfoMeta(bucket, state, vr.Entry, meta)
 	if deferred {
 		tag := e.Tag
 		dr.CommitDeferred(context.WithoutCancel(ctx), oi, func(err error) {
@@ -294,7 +362,12 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 // versionInfo is entryInfo with the version id S3 reports: none on a
 // never-versioned bucket, "null" for a legacy entry on a versioned one.
 func versionInfo(bucket, state string, e bucketindex.Entry) ObjectInfo {
-	oi := entryInfo(bucket, e)
+	return versionInfoMeta(bucket, state, e, nil)
+}
+
+// versionInfoMeta is versionInfo with e.Meta already decoded (nil: decode).
+func versionInfoMeta(bucket, state string, e bucketindex.Entry, meta *ObjectMeta) ObjectInfo {
+	oi := entryInfoMeta(bucket, e, meta)
 	oi.VersionID, oi.DeleteMarker = e.VersionID, e.Marker
 	if oi.VersionID == "" && state != "" {
 		oi.VersionID = bucketindex.NullVersion
@@ -600,7 +673,7 @@ func (d *Driver) deleteMarker(ctx context.Context, inst Instance, in DeleteObjec
 		res = nil
 	}
 	e := bucketindex.Entry{Key: key, ModTime: d.opts.Now().UTC(), Owner: inst.Owner, Tag: d.newTag(), Marker: true}
-	oi, err := d.link(ctx, inst.Name, e, cond, res, false, nil)
+	oi, err := d.link(ctx, inst.Name, e, cond, res, false, nil, nil)
 	d.quotaFreed(inst, nil) // a marker is a version too: count it at the next check
 	if err != nil {
 		return DeleteResult{}, err // ErrNoSuchKey: If-Match and no current object (AWS: 404)

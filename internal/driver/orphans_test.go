@@ -148,6 +148,7 @@ func startUpload(t *testing.T, d *driver.Driver, key string, parts ...[]byte) (s
 func TestOrphanCrashPoints(t *testing.T) {
 	ctx := context.Background()
 	big := bytes.Repeat([]byte("s"), 2*driver.StripeSize+100) // three stripes
+	mid := bytes.Repeat([]byte("m"), 100<<10)                 // one stripe, written before the link
 	partA := bytes.Repeat([]byte("a"), driver.MinPartSize)
 	partB := []byte("part b")
 	for _, tc := range []struct {
@@ -161,7 +162,11 @@ func TestOrphanCrashPoints(t *testing.T) {
 		orphans bool                                 // the scan must find some (GC alone leaks)
 	}{
 		{name: "put before link", point: "put-after-data", nth: 1,
-			op: func(d *driver.Driver, _ any) error { return putBytes(d, "k", []byte("new")) }, orphans: true},
+			op: func(d *driver.Driver, _ any) error { return putBytes(d, "k", mid) }, orphans: true},
+		// A small body commits with its link (objstore.AtomicWriter):
+		// before the link nothing is written, nothing is orphaned.
+		{name: "small put before link", point: "put-after-data", nth: 1,
+			op: func(d *driver.Driver, _ any) error { return putBytes(d, "k", []byte("new")) }},
 		{name: "put mid-run", point: "data-stripe", nth: 2,
 			op: func(d *driver.Driver, _ any) error { return putBytes(d, "k", big) }, orphans: true},
 		{name: "overwrite before link", point: "put-after-data", nth: 1,
@@ -182,12 +187,12 @@ func TestOrphanCrashPoints(t *testing.T) {
 			},
 			op: func(d *driver.Driver, _ any) error { _, err := d.GCProcess(ctx, true); return err }},
 		{name: "copy before link", point: "put-after-data", nth: 1,
-			prep: func(t *testing.T, d *driver.Driver) any { return putBytes(d, "src", []byte("source")) },
+			prep: func(t *testing.T, d *driver.Driver) any { return putBytes(d, "src", mid) },
 			op: func(d *driver.Driver, _ any) error {
 				_, err := d.CopyObject(ctx, driver.CopyObjectInput{SrcBucket: "bkt", SrcKey: "src", DstBucket: "bkt", DstKey: "dst"})
 				return err
 			},
-			live: map[string][]byte{"src": []byte("source")}, orphans: true},
+			live: map[string][]byte{"src": mid}, orphans: true},
 		{name: "part before record", point: "part-after-data", nth: 1,
 			prep: func(t *testing.T, d *driver.Driver) any { id, _ := startUpload(t, d, "m"); return id },
 			op: func(d *driver.Driver, st any) error {

@@ -421,23 +421,24 @@ func (e *encReader) Read(p []byte) (int, error) {
 
 // writeData writes body as one run, encrypted under oek when it is set.
 // It returns the run and the MD5 of the plaintext.
-func (d *Driver) writeData(ctx context.Context, pl placement, prefix, owner string, body io.Reader, limit int64, oek []byte) (bucketindex.Run, []byte, error) {
+// With hold, a small body may come back unwritten (see writeRun).
+func (d *Driver) writeData(ctx context.Context, pl placement, prefix, owner string, body io.Reader, limit int64, oek []byte, hold bool) (bucketindex.Run, []byte, *heldStripe, error) {
 	if oek == nil {
-		return d.writeRun(ctx, pl, prefix, owner, body, limit, StripeSize, true)
+		return d.writeRun(ctx, pl, prefix, owner, body, limit, StripeSize, true, hold)
 	}
 	key := runKey(oek, prefix)
 	defer clear(key)
 	er, err := newEncReader(body, key)
 	if err != nil {
-		return bucketindex.Run{}, nil, err
+		return bucketindex.Run{}, nil, nil, err
 	}
 	defer er.release()
-	run, _, err := d.writeRun(ctx, pl, prefix, owner, er, crypt.CipherSize(limit), EncStripeSize, false)
+	run, _, held, err := d.writeRun(ctx, pl, prefix, owner, er, crypt.CipherSize(limit), EncStripeSize, false, hold)
 	if err != nil {
-		return run, nil, err
+		return run, nil, nil, err
 	}
 	run.Enc, run.Plain = true, er.plain
-	return run, er.h.Sum(nil), nil
+	return run, er.h.Sum(nil), held, nil
 }
 
 // newDataReader streams plaintext [off, off+n) of m: directly for clear

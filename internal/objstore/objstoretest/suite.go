@@ -50,6 +50,7 @@ func RunCore(t *testing.T, f Factory) {
 		{"Pools", testPools},
 		{"BadInput", testBadInput},
 		{"ConcurrentObjects", testConcurrentObjects},
+		{"AtomicWrite", testAtomicWrite},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
