@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -246,5 +248,77 @@ func benchPages(b *testing.B, ctx context.Context, ix bucketindex.Index) {
 				b.Fatalf("entry %d after %s: %v %v", i, after, ok, err)
 			}
 		}
+	}
+}
+
+// BenchmarkListUnderWrites times 1,000-key pages after random start-afters
+// while 16 writers link entries as fast as they can (synced, as PUTs do),
+// on CAIRN_LIST_BENCH_ENTRIES entries (default 200,000) over 11 shards on
+// disk (TMPDIR): "merge" reads every shard, "view" the ordered view.
+// Reports the pages' median latency (p50-ms), which includes waiting for
+// the syncs of the writes a page saw, beside CPU per page.
+func BenchmarkListUnderWrites(b *testing.B) {
+	n := 200_000
+	if v, _ := strconv.Atoi(os.Getenv("CAIRN_LIST_BENCH_ENTRIES")); v > 0 {
+		n = v
+	}
+	ctx := context.Background()
+	filled := fillListIndex(b, 11, n)
+	for _, view := range []bool{false, true} {
+		ix := filled
+		ix.Layout.View = view
+		b.Run(map[bool]string{false: "merge", true: "view"}[view], func(b *testing.B) {
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for w := 0; w < 16; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					z := uint64(w + 1000)
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						z = splitmix(z)
+						e := benchEntry(fmt.Sprintf("o/%016x", z), i)
+						if _, err := ix.Link(ctx, e, bucketindex.LinkCond{}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}(w)
+			}
+			var lat []time.Duration
+			benchPagesTimed(b, ctx, ix, &lat)
+			close(stop)
+			wg.Wait()
+			slices.Sort(lat)
+			if len(lat) > 0 {
+				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			}
+		})
+	}
+}
+
+// benchPagesTimed is benchPages recording each page's latency.
+func benchPagesTimed(b *testing.B, ctx context.Context, ix bucketindex.Index, lat *[]time.Duration) {
+	z := uint64(42)
+	defer reportCPU(b)()
+	for b.Loop() {
+		z = splitmix(z)
+		after := fmt.Sprintf("o/%016x", z>>1)
+		t0 := time.Now()
+		it, err := ix.NewIter(ctx, after, "", 1000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < 1000; i++ {
+			if _, ok, err := it.Next(ctx); !ok || err != nil {
+				b.Fatalf("entry %d after %s: %v %v", i, after, ok, err)
+			}
+		}
+		*lat = append(*lat, time.Since(t0))
 	}
 }

@@ -226,6 +226,9 @@ func (c *ioctx) OperateAtomic(ctx context.Context, reqs []objstore.AtomicReq) er
 	}
 
 	tk := newTicket()
+	for _, it := range items {
+		tk.view = tk.view || it.t.wroteView
+	}
 	s.registerInflight(tk)
 	for i := range items {
 		items[i].prev = items[i].e.pending.Swap(tk)

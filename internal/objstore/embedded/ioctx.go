@@ -156,6 +156,7 @@ func (c *ioctx) Operate(ctx context.Context, oid string, op *objstore.WriteOp) e
 		return err
 	}
 	tk := newTicket()
+	tk.view = t.wroteView
 	s.registerInflight(tk)
 	prev := e.pending.Swap(tk)
 	if err := s.db.ApplyNoSyncWait(b, syncOpts); err != nil {
@@ -333,7 +334,7 @@ func (c *ioctx) ListObjects(ctx context.Context, marker string, max int) ([]stri
 	if marker != "" {
 		seek = append(append(bytes.Clone(prefix), marker...), 0)
 	}
-	kvs, more, err := c.scanSynced(prefix, succ(prefix), seek, max, false)
+	kvs, more, err := c.scanSynced(prefix, succ(prefix), seek, max, false, false)
 	if err != nil {
 		return nil, false, err
 	}
@@ -347,9 +348,10 @@ func (c *ioctx) ListObjects(ctx context.Context, marker string, max int) ([]stri
 // scanSynced reads up to max (0 = all) keys of [lower, upper) from seek
 // on, with the part after lower as the key (and the value if vals), and
 // whether more exist; the caller holds the pool shared, which scanSynced
-// releases. It then waits for the sync of every write in flight, so the
-// result holds nothing a crash could take back.
-func (c *ioctx) scanSynced(lower, upper, seek []byte, max int, vals bool) ([]objstore.KV, bool, error) {
+// releases. It then waits for the sync of every write in flight (every
+// one that wrote view keys, if onlyViews), so the result holds nothing a
+// crash could take back.
+func (c *ioctx) scanSynced(lower, upper, seek []byte, max int, vals, onlyViews bool) ([]objstore.KV, bool, error) {
 	it, err := c.s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		c.pool.mu.RUnlock()
@@ -377,7 +379,7 @@ func (c *ioctx) scanSynced(lower, upper, seek []byte, max int, vals bool) ([]obj
 	if err != nil {
 		return nil, false, err
 	}
-	if err := c.s.waitInflight(); err != nil {
+	if err := c.s.waitInflight(onlyViews); err != nil {
 		return nil, false, err
 	}
 	return out, more, nil

@@ -12,6 +12,10 @@ import (
 type ticket struct {
 	done chan struct{}
 	err  error
+	// view: the batch wrote keys of an ordered view, so view reads that
+	// see it wait for it (and for no other write: a GC batch or a
+	// reshard's copy in flight has nothing to do with a listing).
+	view bool
 }
 
 func newTicket() *ticket { return &ticket{done: make(chan struct{})} }

@@ -308,7 +308,7 @@ func (s *Store) DeletePool(ctx context.Context, name string) error {
 	defer p.mu.Unlock()
 	// Wait for syncs of writes already applied, so blob deletion below
 	// cannot race a pending commit's cleanup.
-	s.waitInflight()
+	s.waitInflight(false)
 
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -405,12 +405,15 @@ func (s *Store) finishInflight(t *ticket, err error) {
 	close(t.done)
 }
 
-// waitInflight waits for every write registered so far to be synced.
-func (s *Store) waitInflight() error {
+// waitInflight waits for every write registered so far (that wrote view
+// keys, if onlyViews) to be synced.
+func (s *Store) waitInflight(onlyViews bool) error {
 	s.inflightMu.Lock()
 	ts := make([]*ticket, 0, len(s.inflight))
 	for t := range s.inflight {
-		ts = append(ts, t)
+		if t.view || !onlyViews {
+			ts = append(ts, t)
+		}
 	}
 	s.inflightMu.Unlock()
 	var err error

@@ -43,6 +43,7 @@ type txn struct {
 	cache    map[string]any                 // staged SetCached entries
 	writers  map[string]bool                // classes whose methods wrote
 	execd    bool                           // a class method ran
+	wroteView bool                          // a step set or removed a view key
 }
 
 func (t *txn) load() error {
@@ -486,6 +487,7 @@ func (t *txn) setOmap(pairs []objstore.KV, plain bool) error {
 			return err
 		}
 		if t.inView(kv.Key) {
+			t.wroteView = true
 			if err := t.set(t.viewKey(kv.Key), kv.Value); err != nil {
 				return err
 			}
@@ -504,6 +506,7 @@ func (t *txn) rmOmapKeys(keys []string, plain bool) error {
 			return err
 		}
 		if t.inView(k) {
+			t.wroteView = true
 			if err := t.del(t.viewKey(k)); err != nil {
 				return err
 			}
@@ -594,6 +597,7 @@ func (t *txn) unview(lo, hi []byte) error {
 		return err
 	}
 	for _, k := range keys {
+		t.wroteView = true
 		if err := t.del(t.viewKey(k)); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -261,4 +262,34 @@ func TestFormatUpgrade(t *testing.T) {
 		s.Close()
 		t.Fatal("a newer format opened")
 	}
+}
+
+// TestViewReadWaitsForViewWrites: a view read waits for the sync of an
+// in-flight write that wrote view keys, and not for any other (a GC
+// batch or a reshard's copy, which held listings up at scale).
+func TestViewReadWaitsForViewWrites(t *testing.T) {
+	s := openMem(t, nil)
+	io := mustIO(t, s, "p")
+	v := io.(objstore.Viewer)
+	other := newTicket()
+	s.registerInflight(other) // an applied write without view keys, unsynced
+	if _, _, err := v.ReadView(bg, "V", "", "", 0); err != nil {
+		t.Fatal(err) // returned although other is still in flight
+	}
+	viewTk := newTicket()
+	viewTk.view = true
+	s.registerInflight(viewTk)
+	read := make(chan struct{})
+	go func() {
+		v.ReadView(bg, "V", "", "", 0)
+		close(read)
+	}()
+	select {
+	case <-read:
+		t.Fatal("view read returned before the view write's sync")
+	case <-time.After(50 * time.Millisecond):
+	}
+	s.finishInflight(viewTk, nil)
+	<-read
+	s.finishInflight(other, nil)
 }

@@ -137,6 +137,9 @@ func (c *ioctx) OperateMany(ctx context.Context, reqs []objstore.WriteReq) {
 		}
 		if err == nil {
 			tk = newTicket()
+			for _, it := range items {
+				tk.view = tk.view || it.apply && it.t.wroteView
+			}
 			s.registerInflight(tk)
 			prev := make([]*ticket, len(items))
 			for i, it := range items {
