@@ -34,7 +34,7 @@ type Config struct {
 	BucketIndexShards int
 	// BucketIndexView: new buckets keep an ordered index view where the
 	// backend has views (embedded), so listings read one range.
-	BucketIndexView bool
+	BucketIndexView   bool
 	MaxObjsPerShard   int
 	DynamicResharding bool
 	MaxDynamicShards  int

@@ -38,12 +38,12 @@ type txn struct {
 	now   time.Time
 	mtime *time.Time
 
-	preBlobs map[*objstore.WriteFull]uint64 // blobs written before the lock
-	blobData map[uint64][]byte              // their contents, for copy-on-write
-	cache    map[string]any                 // staged SetCached entries
-	writers  map[string]bool                // classes whose methods wrote
-	execd    bool                           // a class method ran
-	wroteView bool                          // a step set or removed a view key
+	preBlobs  map[*objstore.WriteFull]uint64 // blobs written before the lock
+	blobData  map[uint64][]byte              // their contents, for copy-on-write
+	cache     map[string]any                 // staged SetCached entries
+	writers   map[string]bool                // classes whose methods wrote
+	execd     bool                           // a class method ran
+	wroteView bool                           // a step set or removed a view key
 }
 
 func (t *txn) load() error {
