@@ -224,14 +224,15 @@ func BenchmarkListShardCost(b *testing.B) {
 			for _, view := range []bool{false, true} {
 				ix := filled
 				ix.Layout.View = view
-				b.Run(map[bool]string{false: "merge", true: "view"}[view], func(b *testing.B) { benchPages(b, ctx, ix) })
+				b.Run(map[bool]string{false: "merge", true: "view"}[view], func(b *testing.B) { benchPages(b, ctx, ix, nil) })
 			}
 		})
 	}
 }
 
-// benchPages lists 1,000-key pages after random start-afters.
-func benchPages(b *testing.B, ctx context.Context, ix bucketindex.Index) {
+// benchPages lists 1,000-key pages after random start-afters, recording
+// each page's latency in lat when it is not nil.
+func benchPages(b *testing.B, ctx context.Context, ix bucketindex.Index, lat *[]time.Duration) {
 	z := uint64(42)
 	b.ReportAllocs()
 	defer reportCPU(b)()
@@ -239,6 +240,7 @@ func benchPages(b *testing.B, ctx context.Context, ix bucketindex.Index) {
 		z = splitmix(z)
 		// Below the top of the key space, so a page is full.
 		after := fmt.Sprintf("o/%016x", z>>1)
+		t0 := time.Now()
 		it, err := ix.NewIter(ctx, after, "", 1000)
 		if err != nil {
 			b.Fatal(err)
@@ -247,6 +249,9 @@ func benchPages(b *testing.B, ctx context.Context, ix bucketindex.Index) {
 			if _, ok, err := it.Next(ctx); !ok || err != nil {
 				b.Fatalf("entry %d after %s: %v %v", i, after, ok, err)
 			}
+		}
+		if lat != nil {
+			*lat = append(*lat, time.Since(t0))
 		}
 	}
 }
@@ -291,7 +296,7 @@ func BenchmarkListUnderWrites(b *testing.B) {
 				}(w)
 			}
 			var lat []time.Duration
-			benchPagesTimed(b, ctx, ix, &lat)
+			benchPages(b, ctx, ix, &lat)
 			close(stop)
 			wg.Wait()
 			slices.Sort(lat)
@@ -299,26 +304,5 @@ func BenchmarkListUnderWrites(b *testing.B) {
 				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 			}
 		})
-	}
-}
-
-// benchPagesTimed is benchPages recording each page's latency.
-func benchPagesTimed(b *testing.B, ctx context.Context, ix bucketindex.Index, lat *[]time.Duration) {
-	z := uint64(42)
-	defer reportCPU(b)()
-	for b.Loop() {
-		z = splitmix(z)
-		after := fmt.Sprintf("o/%016x", z>>1)
-		t0 := time.Now()
-		it, err := ix.NewIter(ctx, after, "", 1000)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for i := 0; i < 1000; i++ {
-			if _, ok, err := it.Next(ctx); !ok || err != nil {
-				b.Fatalf("entry %d after %s: %v %v", i, after, ok, err)
-			}
-		}
-		*lat = append(*lat, time.Since(t0))
 	}
 }

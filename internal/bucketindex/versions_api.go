@@ -36,19 +36,12 @@ type VersionCond struct {
 // ErrCanceled (a condition failed), ErrNotFound (IfExists/IfETag/IfTag and
 // no current object), ErrStale (the layout changed).
 func (x Index) LinkVersion(ctx context.Context, mode string, e Entry, c VersionCond) (VersionResult, error) {
-	in, err := encodeLinkVersionIn(&linkVersionIn{Entry: e, Mode: mode, IfAbsent: c.IfAbsent, IfExists: c.IfExists, IfETag: c.IfETag, IfNoneETag: c.IfNoneETag, IfTag: c.IfTag, GCTime: x.gcTime()})
-	if err != nil {
-		return VersionResult{}, err
-	}
-	var extra []objstore.KV
-	if len(c.Intent) > 0 {
-		extra = []objstore.KV{{Key: intentPrefix + e.Tag, Value: c.Intent}}
-	}
-	return x.versionOp(ctx, e.Key, "link_version", in, c.DeferSync, nil, extra...)
+	return x.LinkVersionWith(ctx, mode, e, c)
 }
 
 // LinkVersionWith is LinkVersion committed in one atomic write with the
-// ops of with (the new version's data, say): all apply or none. The index
+// ops of with (the new version's data, say): all apply or none; without
+// any, it is LinkVersion. The index
 // and every op's IOContext must share an objstore.AtomicWriter (the
 // embedded store's pools do; RADOS has none: ErrNotSupported). An error of
 // the link is returned as LinkVersion returns it; an op of with that fails

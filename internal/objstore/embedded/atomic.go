@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
-	"github.com/cairn-s3/cairn/internal/objstore/interp"
 	"github.com/cockroachdb/pebble/v2"
 )
 
@@ -150,15 +149,7 @@ func (c *ioctx) OperateAtomic(ctx context.Context, reqs []objstore.AtomicReq) er
 		t.r, t.b, t.entry = b, b, it.e
 		t.prefix = objPrefix(it.c.pool.id, it.c.ns, it.r.OID)
 		t.mkey = metaKey(it.c.pool.id, it.c.ns, it.r.OID)
-		if !op.Fresh || s.opts.CheckFresh {
-			err = t.load()
-		}
-		if err == nil && op.Fresh && t.exists {
-			err = objstore.Errorf(objstore.ErrExists, "fresh write of existing object %q", it.r.OID)
-		}
-		if err == nil {
-			err = interp.RunWrite(t, op.Steps)
-		}
+		err = t.runWrite(op, it.r.OID)
 		if err == nil && t.dirty {
 			it.v = s.nextID()
 			err = t.commit(it.v)

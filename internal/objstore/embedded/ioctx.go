@@ -103,17 +103,7 @@ func (c *ioctx) Operate(ctx context.Context, oid string, op *objstore.WriteOp) e
 	t.prefix = objPrefix(c.pool.id, c.ns, oid)
 	t.mkey = metaKey(c.pool.id, c.ns, oid)
 
-	var err error
-	if !op.Fresh || s.opts.CheckFresh {
-		err = t.load()
-	}
-	if err == nil && op.Fresh && t.exists {
-		err = objstore.Errorf(objstore.ErrExists, "fresh write of existing object %q", oid)
-	}
-	// A fresh op (validated as blind writes) starts from an absent object.
-	if err == nil {
-		err = interp.RunWrite(t, op.Steps)
-	}
+	err := t.runWrite(op, oid)
 	if err != nil || !t.dirty {
 		// Nothing to apply; the result may still rest on unsynced state.
 		pending := e.pending.Load()

@@ -64,6 +64,21 @@ func (t *txn) load() error {
 	return nil
 }
 
+// runWrite loads the object's state (not for a fresh op, which starts
+// from an absent object: it is validated as blind writes, and with
+// Options.CheckFresh an existing object fails it) and runs op's steps.
+func (t *txn) runWrite(op *objstore.WriteOp, oid string) error {
+	if !op.Fresh || t.s.opts.CheckFresh {
+		if err := t.load(); err != nil {
+			return err
+		}
+	}
+	if op.Fresh && t.exists {
+		return objstore.Errorf(objstore.ErrExists, "fresh write of existing object %q", oid)
+	}
+	return interp.RunWrite(t, op.Steps)
+}
+
 func (t *txn) part(kind byte, suffix ...byte) []byte {
 	k := make([]byte, 0, len(t.prefix)+1+len(suffix))
 	k = append(append(append(k, t.prefix...), kind), suffix...)

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
-	"github.com/cairn-s3/cairn/internal/objstore/interp"
 	"github.com/cockroachdb/pebble/v2"
 )
 
@@ -95,16 +94,7 @@ func (c *ioctx) OperateMany(ctx context.Context, reqs []objstore.WriteReq) {
 		t := &txn{s: s, now: now, r: b, b: b, entry: it.e,
 			prefix: objPrefix(c.pool.id, c.ns, it.r.OID), mkey: metaKey(c.pool.id, c.ns, it.r.OID)}
 		it.t, it.b = t, b
-		var err error
-		if !op.Fresh || s.opts.CheckFresh {
-			err = t.load()
-		}
-		if err == nil && op.Fresh && t.exists {
-			err = objstore.Errorf(objstore.ErrExists, "fresh write of existing object %q", it.r.OID)
-		}
-		if err == nil {
-			err = interp.RunWrite(t, op.Steps)
-		}
+		err := t.runWrite(op, it.r.OID)
 		if err == nil && t.dirty {
 			it.v = s.nextID()
 			if err = t.commit(it.v); err == nil {
