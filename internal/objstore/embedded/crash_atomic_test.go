@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -83,52 +81,8 @@ func TestCrashAtomicKill(t *testing.T) {
 	r := rand.New(rand.NewSource(time.Now().UnixNano()))
 	for round := 0; round < 3; round++ {
 		base := int64(round+1) * 1_000_000
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashAtomicChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, crashBaseEnv+"="+strconv.FormatInt(base, 10))
-		cmd.Stderr = os.Stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var acked [atomicCrashWriters]int64
-		var mu sync.Mutex
-		total := 0
-		started, done := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(done)
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				f := strings.Fields(sc.Text())
-				if len(f) == 3 && f[0] == "ACK" {
-					w, _ := strconv.Atoi(f[1])
-					seq, _ := strconv.ParseInt(f[2], 10, 64)
-					mu.Lock()
-					acked[w] = max(acked[w], seq)
-					if total++; total == 20 {
-						close(started)
-					}
-					mu.Unlock()
-				} else if len(f) > 0 && strings.HasSuffix(f[0], "FAILED") {
-					t.Errorf("child: %s", sc.Text())
-				}
-			}
-		}()
-		select {
-		case <-started:
-		case <-done:
-			cmd.Wait()
-			t.Fatal("child exited before writing")
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			t.Fatal("child wrote nothing in 20s")
-		}
-		time.Sleep(time.Duration(r.Intn(300)) * time.Millisecond)
-		cmd.Process.Kill() // SIGKILL
-		cmd.Wait()
-		<-done
+		child := startCrashChild(t, "TestCrashAtomicChild", dir, base, atomicCrashWriters)
+		acked, _ := child.kill(time.Duration(r.Intn(300)) * time.Millisecond)
 
 		s, err := Open(Options{Dir: dir, BlobThreshold: 32 << 10})
 		if err != nil {

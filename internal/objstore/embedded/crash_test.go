@@ -91,49 +91,7 @@ func TestCrashKill(t *testing.T) {
 	r := rand.New(rand.NewSource(time.Now().UnixNano()))
 	for round := 0; round < 4; round++ {
 		base := int64(round+1) * 1_000_000
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, crashBaseEnv+"="+strconv.FormatInt(base, 10))
-		cmd.Stderr = os.Stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var acked [crashWriters]int64
-		var mu sync.Mutex
-		total := 0
-		started := make(chan struct{})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				f := strings.Fields(sc.Text())
-				if len(f) == 3 && f[0] == "ACK" {
-					w, _ := strconv.Atoi(f[1])
-					seq, _ := strconv.ParseInt(f[2], 10, 64)
-					mu.Lock()
-					acked[w] = max(acked[w], seq)
-					if total++; total == 20 {
-						close(started)
-					}
-					mu.Unlock()
-				} else if len(f) > 0 && strings.HasSuffix(f[0], "FAILED") {
-					t.Errorf("child: %s", sc.Text())
-				}
-			}
-		}()
-		select {
-		case <-started:
-		case <-done:
-			cmd.Wait()
-			t.Fatal("child exited before writing")
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			t.Fatal("child wrote nothing in 20s")
-		}
+		child := startCrashChild(t, "TestCrashChild", dir, base, crashWriters)
 		// While the child runs, the directory is locked against us.
 		if s, err := Open(Options{Dir: dir}); err == nil {
 			s.Close()
@@ -141,10 +99,7 @@ func TestCrashKill(t *testing.T) {
 		} else if !strings.Contains(err.Error(), "held by another process") {
 			t.Fatalf("second open: %v", err)
 		}
-		time.Sleep(time.Duration(r.Intn(300)) * time.Millisecond)
-		cmd.Process.Kill() // SIGKILL
-		cmd.Wait()
-		<-done
+		acked, total := child.kill(time.Duration(r.Intn(300)) * time.Millisecond)
 
 		s, err := Open(Options{Dir: dir, BlobThreshold: 32 << 10})
 		if err != nil {
@@ -200,4 +155,71 @@ func deferredOp(seq int64) *objstore.WriteOp {
 	op := objstore.NewWriteOp().WriteFull(bytes.Repeat([]byte(fmt.Sprintf("%010d", seq)), n))
 	op.DeferSync = true
 	return op
+}
+
+// crashChild is a writer process started from this test binary (run names
+// its child test), printing "ACK <writer> <seq>" for each acknowledged op.
+type crashChild struct {
+	cmd   *exec.Cmd
+	done  chan struct{}
+	mu    sync.Mutex
+	acked []int64
+	total int
+}
+
+// startCrashChild starts run on dir with sequence base and returns once
+// the child has acknowledged 20 ops.
+func startCrashChild(t *testing.T, run, dir string, base int64, writers int) *crashChild {
+	t.Helper()
+	c := &crashChild{done: make(chan struct{}), acked: make([]int64, writers)}
+	c.cmd = exec.Command(os.Args[0], "-test.run=^"+run+"$", "-test.count=1")
+	c.cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, crashBaseEnv+"="+strconv.FormatInt(base, 10))
+	c.cmd.Stderr = os.Stderr
+	stdout, err := c.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	go func() {
+		defer close(c.done)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) == 3 && f[0] == "ACK" {
+				w, _ := strconv.Atoi(f[1])
+				seq, _ := strconv.ParseInt(f[2], 10, 64)
+				c.mu.Lock()
+				c.acked[w] = max(c.acked[w], seq)
+				if c.total++; c.total == 20 {
+					close(started)
+				}
+				c.mu.Unlock()
+			} else if len(f) > 0 && strings.HasSuffix(f[0], "FAILED") {
+				t.Errorf("child: %s", sc.Text())
+			}
+		}
+	}()
+	select {
+	case <-started:
+	case <-c.done:
+		c.cmd.Wait()
+		t.Fatal("child exited before writing")
+	case <-time.After(20 * time.Second):
+		c.cmd.Process.Kill()
+		t.Fatal("child wrote nothing in 20s")
+	}
+	return c
+}
+
+// kill SIGKILLs the child after pause and returns every writer's last
+// acknowledged seq and the number of acknowledgements.
+func (c *crashChild) kill(pause time.Duration) ([]int64, int) {
+	time.Sleep(pause)
+	c.cmd.Process.Kill() // SIGKILL
+	c.cmd.Wait()
+	<-c.done
+	return c.acked, c.total
 }
