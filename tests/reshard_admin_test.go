@@ -223,6 +223,17 @@ func TestAdminBucketCheckFix(t *testing.T) {
 		return strings.Join(keys, ",")
 	}
 	before := list()
+	// The bucket's owner is no admin: check and fix are refused, nothing changes.
+	out, err := g.Admin("user", "create", "--uid", "plain", "--display-name", "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := []string{"--access-key-id", jsonField(t, out, "access_key"), "--secret-access-key", jsonField(t, out, "secret_key")}
+	for _, args := range [][]string{{"bucket", "check", "--bucket", "nofix"}, {"bucket", "check", "--bucket", "nofix", "--fix"}} {
+		if out, err := g.Admin(append(args, as...)...); err == nil || !strings.Contains(err.Error(), "AccessDenied") {
+			t.Fatalf("non-admin %v: %v %s", args, err, out)
+		}
+	}
 	check, err := g.Admin("bucket", "check", "--bucket", "nofix")
 	if err != nil || !strings.Contains(check, `"index_view": false`) {
 		t.Fatalf("check of a bucket without a view: %v %s", err, check)
