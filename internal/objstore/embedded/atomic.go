@@ -218,7 +218,7 @@ func (c *ioctx) OperateAtomic(ctx context.Context, reqs []objstore.AtomicReq) er
 
 	tk := newTicket()
 	for _, it := range items {
-		tk.view = tk.view || it.t.wroteView
+		tk.views.union(it.t.views)
 	}
 	s.registerInflight(tk)
 	for i := range items {

@@ -146,7 +146,7 @@ func (c *ioctx) Operate(ctx context.Context, oid string, op *objstore.WriteOp) e
 		return err
 	}
 	tk := newTicket()
-	tk.view = t.wroteView
+	tk.views = t.views
 	s.registerInflight(tk)
 	prev := e.pending.Swap(tk)
 	if err := s.db.ApplyNoSyncWait(b, syncOpts); err != nil {
@@ -338,10 +338,11 @@ func (c *ioctx) ListObjects(ctx context.Context, marker string, max int) ([]stri
 // scanSynced reads up to max (0 = all) keys of [lower, upper) from seek
 // on, with the part after lower as the key (and the value if vals), and
 // whether more exist; the caller holds the pool shared, which scanSynced
-// releases. It then waits for the sync of every write in flight (every
-// one that wrote view keys, if onlyViews), so the result holds nothing a
-// crash could take back.
-func (c *ioctx) scanSynced(lower, upper, seek []byte, max int, vals, onlyViews bool) ([]objstore.KV, bool, error) {
+// releases. It then waits for the sync of every write in flight (of a
+// view read, every one that set or removed view keys in the range the
+// page covers: a write elsewhere cannot have shown in it), so the result
+// holds nothing a crash could take back.
+func (c *ioctx) scanSynced(lower, upper, seek []byte, max int, vals, view bool) ([]objstore.KV, bool, error) {
 	it, err := c.s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		c.pool.mu.RUnlock()
@@ -369,7 +370,16 @@ func (c *ioctx) scanSynced(lower, upper, seek []byte, max int, vals, onlyViews b
 	if err != nil {
 		return nil, false, err
 	}
-	if err := c.s.waitInflight(onlyViews); err != nil {
+	var span *keySpan
+	if view {
+		// The page covers [seek, upper), or up to its last key when more
+		// follow (NUL is the least byte: last+NUL is its successor).
+		span = &keySpan{lo: seek, hi: upper}
+		if more {
+			span.hi = append(append(bytes.Clone(lower), out[len(out)-1].Key...), 0)
+		}
+	}
+	if err := c.s.waitInflight(span); err != nil {
 		return nil, false, err
 	}
 	return out, more, nil

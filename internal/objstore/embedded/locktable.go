@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"github.com/cairn-s3/cairn/internal/objstore"
 	"hash/maphash"
 	"sync"
@@ -12,10 +13,38 @@ import (
 type ticket struct {
 	done chan struct{}
 	err  error
-	// view: the batch wrote keys of an ordered view, so view reads that
-	// see it wait for it (and for no other write: a GC batch or a
-	// reshard's copy in flight has nothing to do with a listing).
-	view bool
+	// views spans the ordered-view keys the batch set or removed (nil
+	// when none): a view read waits for the writes whose span meets the
+	// key range it returned, and for no other (a GC batch, a reshard's
+	// copy, or a PUT elsewhere in the bucket has nothing to do with this
+	// page of a listing).
+	views keySpan
+}
+
+// keySpan is the closed key range [lo, hi]; the zero value is empty.
+type keySpan struct{ lo, hi []byte }
+
+// add widens s to hold k, which it may keep: k must not change after.
+func (s *keySpan) add(k []byte) {
+	if s.lo == nil || bytes.Compare(k, s.lo) < 0 {
+		s.lo = k
+	}
+	if s.hi == nil || bytes.Compare(k, s.hi) > 0 {
+		s.hi = k
+	}
+}
+
+// union widens s to hold o.
+func (s *keySpan) union(o keySpan) {
+	if o.lo != nil {
+		s.add(o.lo)
+		s.add(o.hi)
+	}
+}
+
+// meets reports whether s holds a key of [lo, hi) (hi nil: no bound).
+func (s keySpan) meets(lo, hi []byte) bool {
+	return s.lo != nil && bytes.Compare(s.hi, lo) >= 0 && (hi == nil || bytes.Compare(s.lo, hi) < 0)
 }
 
 func newTicket() *ticket { return &ticket{done: make(chan struct{})} }

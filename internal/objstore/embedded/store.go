@@ -308,7 +308,7 @@ func (s *Store) DeletePool(ctx context.Context, name string) error {
 	defer p.mu.Unlock()
 	// Wait for syncs of writes already applied, so blob deletion below
 	// cannot race a pending commit's cleanup.
-	s.waitInflight(false)
+	s.waitInflight(nil)
 
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -405,13 +405,13 @@ func (s *Store) finishInflight(t *ticket, err error) {
 	close(t.done)
 }
 
-// waitInflight waits for every write registered so far (that wrote view
-// keys, if onlyViews) to be synced.
-func (s *Store) waitInflight(onlyViews bool) error {
+// waitInflight waits for every write registered so far to be synced; with
+// a views range, only for those that set or removed view keys in [lo, hi).
+func (s *Store) waitInflight(views *keySpan) error {
 	s.inflightMu.Lock()
 	ts := make([]*ticket, 0, len(s.inflight))
 	for t := range s.inflight {
-		if t.view || !onlyViews {
+		if views == nil || t.views.meets(views.lo, views.hi) {
 			ts = append(ts, t)
 		}
 	}

@@ -38,12 +38,12 @@ type txn struct {
 	now   time.Time
 	mtime *time.Time
 
-	preBlobs  map[*objstore.WriteFull]uint64 // blobs written before the lock
-	blobData  map[uint64][]byte              // their contents, for copy-on-write
-	cache     map[string]any                 // staged SetCached entries
-	writers   map[string]bool                // classes whose methods wrote
-	execd     bool                           // a class method ran
-	wroteView bool                           // a step set or removed a view key
+	preBlobs map[*objstore.WriteFull]uint64 // blobs written before the lock
+	blobData map[uint64][]byte              // their contents, for copy-on-write
+	cache    map[string]any                 // staged SetCached entries
+	writers  map[string]bool                // classes whose methods wrote
+	execd    bool                           // a class method ran
+	views    keySpan                        // the view keys steps set or removed
 }
 
 func (t *txn) load() error {
@@ -502,8 +502,9 @@ func (t *txn) setOmap(pairs []objstore.KV, plain bool) error {
 			return err
 		}
 		if t.inView(kv.Key) {
-			t.wroteView = true
-			if err := t.set(t.viewKey(kv.Key), kv.Value); err != nil {
+			vk := t.viewKey(kv.Key)
+			t.views.add(vk)
+			if err := t.set(vk, kv.Value); err != nil {
 				return err
 			}
 		}
@@ -521,8 +522,9 @@ func (t *txn) rmOmapKeys(keys []string, plain bool) error {
 			return err
 		}
 		if t.inView(k) {
-			t.wroteView = true
-			if err := t.del(t.viewKey(k)); err != nil {
+			vk := t.viewKey(k)
+			t.views.add(vk)
+			if err := t.del(vk); err != nil {
 				return err
 			}
 		}
@@ -612,8 +614,9 @@ func (t *txn) unview(lo, hi []byte) error {
 		return err
 	}
 	for _, k := range keys {
-		t.wroteView = true
-		if err := t.del(t.viewKey(k)); err != nil {
+		vk := t.viewKey(k)
+		t.views.add(vk)
+		if err := t.del(vk); err != nil {
 			return err
 		}
 	}

@@ -128,7 +128,9 @@ func (c *ioctx) OperateMany(ctx context.Context, reqs []objstore.WriteReq) {
 		if err == nil {
 			tk = newTicket()
 			for _, it := range items {
-				tk.view = tk.view || it.apply && it.t.wroteView
+				if it.apply {
+					tk.views.union(it.t.views)
+				}
 			}
 			s.registerInflight(tk)
 			prev := make([]*ticket, len(items))
