@@ -32,6 +32,7 @@ const shardEpochXattr = "cairn.index.epoch"
 
 // Register adds the class to reg.
 func Register(reg *objstore.Registry) {
+	reg.RegisterProjection(ClassName, "listing", projectListing)
 	reg.Register(ClassName, "init", objstore.MethodWrite, clsInit)
 	reg.Register(ClassName, "link", objstore.MethodWrite, clsLink)
 	reg.Register(ClassName, "unlink", objstore.MethodWrite, clsUnlink)

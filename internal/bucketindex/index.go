@@ -47,7 +47,7 @@ func (x Index) Init(ctx context.Context) error {
 		op := objstore.NewWriteOp()
 		op.Exec(ClassName, "init", nil)
 		if x.Layout.View {
-			op.SetView(x.BucketID, specialPrefix)
+			op.SetView(x.BucketID, specialPrefix, ListingProjection)
 		}
 		return x.IO.Operate(ctx, oid, op)
 	})

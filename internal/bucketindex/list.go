@@ -11,7 +11,10 @@ import (
 )
 
 // List returns up to max entries with keys > startAfter that begin with
-// prefix, in key order, merged across every shard, and whether more exist.
+// prefix, in key order, merged across every shard (or read from the view),
+// and whether more exist. Entries hold what a listing shows: no Tag,
+// Manifest or Version, and Meta only when it holds an ACL
+// (ListingProjection).
 //
 // Each shard is asked for a bounded page (PageSize), all shards in one batch (see
 // objstore.OperateReadMany); a shard whose
@@ -41,7 +44,7 @@ func (x Index) List(ctx context.Context, startAfter, prefix string, max int) ([]
 		if err != nil {
 			return nil, false, err
 		}
-		e, err := decodeEntry(kv.Value)
+		e, err := decodeEntry(projectListing(kv.Key, kv.Value))
 		if err != nil {
 			return nil, false, err
 		}

@@ -32,7 +32,7 @@ func (x Index) viewer() objstore.Viewer {
 // it, so the shards join in parallel, as the switch closes the sources.
 func (x Index) JoinView(ctx context.Context) error {
 	return x.eachShard(ctx, func(ctx context.Context, oid string) error {
-		return x.IO.Operate(ctx, oid, objstore.NewWriteOp().AssertExists().SetView(x.BucketID, specialPrefix))
+		return x.IO.Operate(ctx, oid, objstore.NewWriteOp().AssertExists().SetView(x.BucketID, specialPrefix, ListingProjection))
 	})
 }
 
@@ -47,8 +47,10 @@ func (x Index) RemoveView(ctx context.Context) error {
 
 // CheckView compares the view with the union of the shards' entries and
 // returns the keys where they differ (missing from the view, extra in it,
-// or with another value), at most max (0 = all). Call it on a quiet
-// index: writes during the walk show as differences.
+// or with another listing: values compare through the projection, so a
+// view written before projections, which holds whole entries, matches),
+// at most max (0 = all). Call it on a quiet index: writes during the walk
+// show as differences.
 func (x Index) CheckView(ctx context.Context, max int) ([]string, error) {
 	v := x.viewer()
 	if v == nil {
@@ -97,7 +99,7 @@ func (x Index) CheckView(ctx context.Context, max int) ([]string, error) {
 			diff = append(diff, page[0].Key)
 			page = page[1:]
 		default:
-			if !bytes.Equal(sk.Value, page[0].Value) {
+			if !bytes.Equal(projectListing(sk.Key, sk.Value), projectListing(sk.Key, page[0].Value)) {
 				diff = append(diff, sk.Key)
 			}
 			page = page[1:]

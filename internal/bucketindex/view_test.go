@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cairn-s3/cairn/internal/bucketindex"
@@ -82,7 +84,7 @@ func TestViewListsAsTheMerge(t *testing.T) {
 	}
 	// A shard that left the view: its next write shows.
 	k := "d/new"
-	if err := ix.IO.Operate(ctx, ix.ShardFor(k), objstore.NewWriteOp().SetView("", "")); err != nil {
+	if err := ix.IO.Operate(ctx, ix.ShardFor(k), objstore.NewWriteOp().SetView("", "", "")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ix.Link(ctx, entry(k, 1, "late"), bucketindex.LinkCond{}); err != nil {
@@ -97,7 +99,7 @@ func TestViewListsAsTheMerge(t *testing.T) {
 	if err != nil || len(gone) != 1 {
 		t.Fatal(err)
 	}
-	if err := ix.IO.Operate(ctx, ix.ShardFor(gone[0].Key), objstore.NewWriteOp().SetView("", "")); err != nil {
+	if err := ix.IO.Operate(ctx, ix.ShardFor(gone[0].Key), objstore.NewWriteOp().SetView("", "", "")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ix.Unlink(ctx, gone[0].Key, ""); err != nil {
@@ -149,5 +151,61 @@ func TestBuildViewUnderWrites(t *testing.T) {
 	ix.Layout.View = true
 	if diff, err := ix.CheckView(ctx, 0); err != nil || len(diff) != 0 {
 		t.Fatalf("built view differs at %d keys %.200q (%v)", len(diff), diff, err)
+	}
+}
+
+// TestViewHoldsListingFields: the view keeps each entry's listing fields
+// only (ListingProjection), and a view written before projections (whole
+// entries, as a shard that joined without one writes) still lists and
+// checks clean beside projected values.
+func TestViewHoldsListingFields(t *testing.T) {
+	ctx := context.Background()
+	ix := newIndex(t, 1)
+	ix.BucketID, ix.Layout = "bp", bucketindex.Layout{NumShards: 3, View: true}
+	if err := ix.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if _, err := ix.Link(ctx, entry(fmt.Sprintf("k%02d", i), int64(i), fmt.Sprint("tag", i)), bucketindex.LinkCond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v := ix.IO.(objstore.Viewer)
+	kvs, _, err := v.ReadView(ctx, ix.BucketID, "", "", 0)
+	if err != nil || len(kvs) != 20 {
+		t.Fatalf("view: %d keys, %v", len(kvs), err)
+	}
+	for _, kv := range kvs {
+		if strings.Contains(string(kv.Value), `"m":`) || strings.Contains(string(kv.Value), `"g":`) {
+			t.Fatalf("view keeps a manifest or tag: %s", kv.Value)
+		}
+	}
+	// A shard joined as before projections: its writes reach the view whole.
+	k := "k05x"
+	if err := ix.IO.Operate(ctx, ix.ShardFor(k), objstore.NewWriteOp().SetView(ix.BucketID, "\xff", "")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Link(ctx, entry(k, 5, "whole"), bucketindex.LinkCond{}); err != nil {
+		t.Fatal(err)
+	}
+	kvs, _, err = v.ReadView(ctx, ix.BucketID, "k05", "", 1)
+	if err != nil || len(kvs) != 1 || kvs[0].Key != k || !strings.Contains(string(kvs[0].Value), `"m":`) {
+		t.Fatalf("whole value in the view: %v, %v", kvs, err)
+	}
+	if diff, err := ix.CheckView(ctx, 0); err != nil || len(diff) != 0 {
+		t.Fatalf("mixed view differs at %q (%v)", diff, err)
+	}
+	merge := ix
+	merge.Layout.View = false
+	got, _, err := ix.List(ctx, "", "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, err := merge.List(ctx, "", "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("view lists %+v\nmerge lists %+v", got, want)
 	}
 }

@@ -8,8 +8,9 @@ import (
 	json "github.com/goccy/go-json"
 )
 
-// aclField is ObjectMeta.ACL's JSON name as json.Marshal writes it.
-var aclField = []byte(`"acl"`)
+// aclField is ObjectMeta.ACL's JSON name as json.Marshal writes it: the
+// index's listing projection keeps a Meta that holds it.
+var aclField = []byte(bucketindex.MetaACLField)
 
 // listedInfo is entryInfo for a listing, which shows key, size, ETag,
 // mtime, class and owner only: Meta is not decoded (ListObjectsResult's

@@ -100,15 +100,51 @@ type classMethod struct {
 	flags MethodFlags
 }
 
+// Projection maps an omap value to what an ordered view keeps for it
+// (Viewer; a class names one in WriteOp.SetView). The store calls it in
+// the write's commit, so it must be cheap and deterministic, accept
+// any value (returning a value it does not know unchanged) and be
+// idempotent: a view's values may be restated through it.
+type Projection func(key string, val []byte) []byte
+
 // Registry maps class names to classes. Build one at start-up and hand it
 // to the backend; it is read-only afterwards and safe for concurrent use.
 type Registry struct {
-	mu      sync.RWMutex
-	classes map[string]*Class
+	mu          sync.RWMutex
+	classes     map[string]*Class
+	projections map[string]Projection
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{classes: map[string]*Class{}} }
+func NewRegistry() *Registry {
+	return &Registry{classes: map[string]*Class{}, projections: map[string]Projection{}}
+}
+
+// RegisterProjection adds view projection cls.name. It panics on a
+// duplicate, as Register does.
+func (r *Registry) RegisterProjection(cls, name string, p Projection) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	full := cls + "." + name
+	if _, dup := r.projections[full]; dup {
+		panic(fmt.Sprintf("objstore: view projection %s registered twice", full))
+	}
+	r.projections[full] = p
+}
+
+// LookupProjection returns projection full ("class.name"), or
+// ErrNotSupported.
+func (r *Registry) LookupProjection(full string) (Projection, error) {
+	if r != nil {
+		r.mu.RLock()
+		p := r.projections[full]
+		r.mu.RUnlock()
+		if p != nil {
+			return p, nil
+		}
+	}
+	return nil, Errorf(ErrNotSupported, "unknown view projection %q", full)
+}
 
 // Register adds method cls.method. It panics on a duplicate: registration is
 // programmer wiring, not input.

@@ -243,10 +243,11 @@ func OperateMany(ctx context.Context, io IOContext, reqs []WriteReq) {
 //
 // A view is one ordered key space per pool and namespace, named by the
 // caller, that its member objects' omap writes keep: while an object is a
-// member (WriteOp.SetView(name, below)), every omap key below Below
+// member (WriteOp.SetView(name, below, proj)), every omap key below Below
 // (every key when Below is "") that an op sets or removes on the object is
 // set or removed in the view too, in the same atomic commit, with the
-// same value. An OmapRmRange or OmapClear on a member removes the
+// same value, or the value's Projection when the member names one (a
+// bucket index keeps only what a listing shows). An OmapRmRange or OmapClear on a member removes the
 // member's keys it removes, and only those. Nothing else changes a view:
 // joining does not copy the member's existing keys, and leaving, removing
 // the member object or a failed op leaves the view as it is. So a view

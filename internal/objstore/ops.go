@@ -123,8 +123,10 @@ type (
 	// modification time recorded by this op.
 	SetMtime struct{ Time time.Time }
 	// SetView: no librados counterpart (see Viewer). Name "" leaves the
-	// object's view; Below bounds the keys its omap writes copy there.
-	SetView struct{ Name, Below string }
+	// object's view; Below bounds the keys its omap writes copy there;
+	// Proj, when set, names the registered Projection ("class.name") that
+	// maps each value to what the view keeps.
+	SetView struct{ Name, Below, Proj string }
 )
 
 // Read steps (ReadOp only). Results are filled in by OperateRead.
@@ -285,10 +287,11 @@ func (op *WriteOp) SetOmapHeader(h []byte) *WriteOp { return op.add(&SetOmapHead
 func (op *WriteOp) SetMtime(t time.Time) *WriteOp   { return op.add(&SetMtime{Time: t}) }
 
 // SetView makes the object a member of ordered view name ("" leaves any
-// view); see Viewer. Embedded store only: other backends answer
-// ErrNotSupported.
-func (op *WriteOp) SetView(name, below string) *WriteOp {
-	return op.add(&SetView{Name: name, Below: below})
+// view), keeping proj(value) there when proj ("class.name" of a
+// Registry's Projection) is set; see Viewer. Embedded store only: other
+// backends answer ErrNotSupported.
+func (op *WriteOp) SetView(name, below, proj string) *WriteOp {
+	return op.add(&SetView{Name: name, Below: below, Proj: proj})
 }
 
 // Exec adds a class method call and returns its step, whose Out is filled

@@ -139,6 +139,12 @@ func validateStep(s Step, write bool) error {
 			if err := checkName("view name", s.Name, MaxObjectNameLen, true); err != nil {
 				return err
 			}
+			if s.Proj != "" && s.Name == "" {
+				return Errorf(ErrInvalid, "view projection without a view")
+			}
+			if err := checkName("view projection", s.Proj, MaxObjectNameLen, true); err != nil {
+				return err
+			}
 			return checkName("view bound", s.Below, MaxOmapKeyLen, true)
 		case *WriteFull:
 			return checkExtent(0, int64(len(s.Data)))

@@ -88,7 +88,12 @@ func current(t *testing.T, ix bucketindex.Index) string {
 	}
 	var w []string
 	for _, e := range es {
-		w = append(w, e.Key+":"+e.Tag)
+		// A listing carries no tag (ListingProjection): the entry does.
+		full, err := ix.Get(context.Background(), e.Key)
+		if err != nil {
+			t.Fatalf("get listed %q: %v", e.Key, err)
+		}
+		w = append(w, e.Key+":"+full.Tag)
 	}
 	return strings.Join(w, " ")
 }

@@ -37,9 +37,10 @@ var (
 )
 
 // formatVersion is written at every Open. 2 added ordered views (V keys,
-// meta format 2); a format 1 directory reads unchanged and is marked 2, so
-// that older builds refuse it instead of meeting records they cannot read.
-const formatVersion = 2
+// meta format 2), 3 their projections (meta format 3); an older directory
+// reads unchanged and is marked 3, so that older builds refuse it instead
+// of meeting records they cannot read.
+const formatVersion = 3
 
 func u64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }
 
@@ -106,21 +107,23 @@ func succ(p []byte) []byte {
 //	[9:17]  size      u64 BE
 //	[17:25] mtime     i64 BE, Unix nanoseconds
 //	[25:33] blob id   u64 BE, 0 = data inline in chunks
-//	format 2 only: uvarint length, view name, uvarint length, view bound
+//	format 2: uvarint length, view name, uvarint length, view bound
+//	format 3: format 2's, then uvarint length, view projection
 type meta struct {
 	version uint64
 	size    int64
 	mtime   int64
 	blob    uint64
 	// The ordered view the object's omap writes keep (objstore.Viewer),
-	// "" for none, and the bound below which keys are copied ("" = all).
-	view, below string
+	// "" for none, the bound below which keys are copied ("" = all), and
+	// the projection of their values ("" = the values themselves).
+	view, below, proj string
 }
 
 const metaLen = 33
 
 func (m meta) encode() []byte {
-	b := make([]byte, 1, metaLen+4+len(m.view)+len(m.below))
+	b := make([]byte, 1, metaLen+6+len(m.view)+len(m.below)+len(m.proj))
 	b[0] = 1
 	b = u64(b, m.version)
 	b = u64(b, uint64(m.size))
@@ -130,13 +133,17 @@ func (m meta) encode() []byte {
 		b[0] = 2
 		b = append(binary.AppendUvarint(b, uint64(len(m.view))), m.view...)
 		b = append(binary.AppendUvarint(b, uint64(len(m.below))), m.below...)
+		if m.proj != "" {
+			b[0] = 3
+			b = append(binary.AppendUvarint(b, uint64(len(m.proj))), m.proj...)
+		}
 	}
 	return b
 }
 
 func decodeMeta(b []byte) (meta, error) {
 	bad := objstore.Errorf(objstore.ErrInvalid, "embedded: corrupt object meta (%d bytes)", len(b))
-	if len(b) < metaLen || b[0] != 1 && b[0] != 2 || b[0] == 1 && len(b) != metaLen {
+	if len(b) < metaLen || b[0] < 1 || b[0] > 3 || b[0] == 1 && len(b) != metaLen {
 		return meta{}, bad
 	}
 	be := binary.BigEndian
@@ -146,20 +153,20 @@ func decodeMeta(b []byte) (meta, error) {
 		mtime:   int64(be.Uint64(b[17:])),
 		blob:    be.Uint64(b[25:]),
 	}
-	if b[0] == 2 {
+	if b[0] >= 2 {
 		rest := b[metaLen:]
-		var strs [2]string
-		for i := range strs {
+		var strs [3]string
+		for i := range strs[:b[0]] { // format 2: two strings, 3: three
 			n, k := binary.Uvarint(rest)
 			if k <= 0 || n > uint64(len(rest)-k) {
 				return meta{}, bad
 			}
 			strs[i], rest = string(rest[k:k+int(n)]), rest[k+int(n):]
 		}
-		if len(rest) != 0 || strs[0] == "" {
+		if len(rest) != 0 || strs[0] == "" || b[0] == 3 && strs[2] == "" {
 			return meta{}, bad
 		}
-		m.view, m.below = strs[0], strs[1]
+		m.view, m.below, m.proj = strs[0], strs[1], strs[2]
 	}
 	return m, nil
 }

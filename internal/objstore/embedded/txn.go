@@ -44,6 +44,8 @@ type txn struct {
 	writers  map[string]bool                // classes whose methods wrote
 	execd    bool                           // a class method ran
 	views    keySpan                        // the view keys steps set or removed
+	proj     objstore.Projection            // cur.proj's function, once looked up
+	projName string
 }
 
 func (t *txn) load() error {
@@ -383,7 +385,7 @@ func (t *txn) remove(plain bool) error {
 	}
 	t.exists = false
 	t.cur.size, t.cur.blob = 0, 0
-	t.cur.view, t.cur.below = "", "" // its keys stay in the view (objstore.Viewer)
+	t.cur.view, t.cur.below, t.cur.proj = "", "", "" // its keys stay in the view (objstore.Viewer)
 	return nil
 }
 
@@ -504,7 +506,11 @@ func (t *txn) setOmap(pairs []objstore.KV, plain bool) error {
 		if t.inView(kv.Key) {
 			vk := t.viewKey(kv.Key)
 			t.views.add(vk)
-			if err := t.set(vk, kv.Value); err != nil {
+			v, err := t.viewValue(kv.Key, kv.Value)
+			if err != nil {
+				return err
+			}
+			if err := t.set(vk, v); err != nil {
 				return err
 			}
 		}
@@ -562,13 +568,33 @@ func (t *txn) omapClear(plain bool) error {
 // ---- ordered views (objstore.Viewer) ----
 
 // SetView implements interp.ViewMember.
-func (t *txn) SetView(name, below string) error {
+func (t *txn) SetView(name, below, proj string) error {
+	if proj != "" {
+		if _, err := t.s.opts.Classes.LookupProjection(proj); err != nil {
+			return err
+		}
+	}
 	t.touch(true)
-	t.cur.view, t.cur.below = name, below
+	t.cur.view, t.cur.below, t.cur.proj = name, below, proj
 	if name == "" {
-		t.cur.below = ""
+		t.cur.below, t.cur.proj = "", ""
 	}
 	return nil
+}
+
+// viewValue is what the object's view keeps for value v of key k.
+func (t *txn) viewValue(k string, v []byte) ([]byte, error) {
+	if t.cur.proj == "" {
+		return v, nil
+	}
+	if t.proj == nil || t.projName != t.cur.proj {
+		p, err := t.s.opts.Classes.LookupProjection(t.cur.proj)
+		if err != nil {
+			return nil, err // a member of a view whose projection this build lacks
+		}
+		t.proj, t.projName = p, t.cur.proj
+	}
+	return t.proj(k, v), nil
 }
 
 // inView reports whether omap key k of this object is copied to its view.

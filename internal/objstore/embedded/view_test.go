@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +20,8 @@ func viewRegistry() *objstore.Registry {
 		return nil, ctx.SetOmap(objstore.KV{Key: k, Value: []byte(v)})
 	}
 	reg.Register("vt", "set", objstore.MethodWrite, set)
+	// vt.upper keeps a value's upper case in the view.
+	reg.RegisterProjection("vt", "upper", func(_ string, v []byte) []byte { return bytes.ToUpper(v) })
 	reg.Register("vt", "fail", objstore.MethodWrite, func(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 		if _, err := set(ctx, in); err != nil {
 			return nil, err
@@ -72,6 +75,21 @@ func wantView(t *testing.T, v objstore.Viewer, name string, want ...string) {
 
 func kv(k, v string) objstore.KV { return objstore.KV{Key: k, Value: []byte(v)} }
 
+// omapOf is an object's omap as "k=v" strings joined by spaces.
+func omapOf(t *testing.T, io objstore.IOContext, oid string) string {
+	t.Helper()
+	op := objstore.NewReadOp()
+	vs := op.GetOmapValues("", "", 0)
+	if err := io.OperateRead(bg, oid, op); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range vs.Pairs {
+		out = append(out, p.Key+"="+string(p.Value))
+	}
+	return strings.Join(out, " ")
+}
+
 // TestViewKeepsMembersOmap: every way an op changes a member's omap below
 // the bound reaches the view in the same commit, and nothing else does.
 func TestViewKeepsMembersOmap(t *testing.T) {
@@ -86,8 +104,8 @@ func TestViewKeepsMembersOmap(t *testing.T) {
 
 	// Joining copies nothing; keys at or above the bound stay out.
 	mustOp(t, io, "a", objstore.NewWriteOp().SetOmap(kv("old", "1")))
-	mustOp(t, io, "a", objstore.NewWriteOp().SetView("V", "\xff"))
-	mustOp(t, io, "b", objstore.NewWriteOp().Create(false).SetView("V", "\xff"))
+	mustOp(t, io, "a", objstore.NewWriteOp().SetView("V", "\xff", ""))
+	mustOp(t, io, "b", objstore.NewWriteOp().Create(false).SetView("V", "\xff", ""))
 	mustOp(t, io, "a", objstore.NewWriteOp().SetOmap(kv("a1", "x"), kv("a3", "y"), kv("\xffspecial", "z")))
 	mustOp(t, io, "b", objstore.NewWriteOp().SetOmap(kv("a2", "p"), kv("b1", "q")))
 	ex := objstore.NewWriteOp()
@@ -139,7 +157,7 @@ func TestViewKeepsMembersOmap(t *testing.T) {
 	wantView(t, v, "V", "a2=p", "b1=q", "b2=r")
 
 	// Leaving and removal keep the view; writes after them do not reach it.
-	mustOp(t, io, "b", objstore.NewWriteOp().SetView("", ""))
+	mustOp(t, io, "b", objstore.NewWriteOp().SetView("", "", ""))
 	mustOp(t, io, "b", objstore.NewWriteOp().SetOmap(kv("b3", "s")).RmOmapKeys("b1"))
 	mustOp(t, io, "a", objstore.NewWriteOp().SetOmap(kv("a5", "t")))
 	mustOp(t, io, "a", objstore.NewWriteOp().Remove())
@@ -147,8 +165,8 @@ func TestViewKeepsMembersOmap(t *testing.T) {
 	wantView(t, v, "V", "a2=p", "a5=t", "b1=q", "b2=r")
 
 	// A batch (OperateMany) keeps views as single ops do.
-	mustOp(t, io, "c", objstore.NewWriteOp().Create(false).SetView("V", ""))
-	mustOp(t, io, "d", objstore.NewWriteOp().Create(false).SetView("W", ""))
+	mustOp(t, io, "c", objstore.NewWriteOp().Create(false).SetView("V", "", ""))
+	mustOp(t, io, "d", objstore.NewWriteOp().Create(false).SetView("W", "", ""))
 	reqs := []objstore.WriteReq{
 		{OID: "c", Op: objstore.NewWriteOp().SetOmap(kv("c1", "1"), kv("\xffc", "2"))},
 		{OID: "d", Op: objstore.NewWriteOp().SetOmap(kv("d1", "3"))},
@@ -164,7 +182,7 @@ func TestViewKeepsMembersOmap(t *testing.T) {
 
 	// Views of another namespace, and removal.
 	ns := io.WithNamespace("other")
-	mustOp(t, ns, "a", objstore.NewWriteOp().SetView("V", "").SetOmap(kv("n", "1")))
+	mustOp(t, ns, "a", objstore.NewWriteOp().SetView("V", "", "").SetOmap(kv("n", "1")))
 	wantView(t, ns.(objstore.Viewer), "V", "n=1")
 	if err := v.RemoveView(bg, "V"); err != nil {
 		t.Fatal(err)
@@ -190,13 +208,15 @@ func TestViewKeepsMembersOmap(t *testing.T) {
 	}
 }
 
-// TestViewMetaFormat: format 2 round-trips, format 1 is unchanged, and
-// truncated or padded records are corrupt.
+// TestViewMetaFormat: formats 2 and 3 round-trip, format 1 is unchanged,
+// and truncated or padded records are corrupt, as is a format 3 record
+// with an empty projection.
 func TestViewMetaFormat(t *testing.T) {
 	for _, m := range []meta{
 		{version: 7, size: 3, mtime: 9, blob: 0},
 		{version: 7, size: 3, mtime: 9, blob: 2, view: "bucket-id", below: "\xff"},
 		{version: 1, view: strings.Repeat("v", 300)},
+		{version: 7, size: 3, view: "bucket-id", below: "\xff", proj: "cls.listing"},
 	} {
 		b := m.encode()
 		if m.view == "" && len(b) != metaLen {
@@ -212,30 +232,35 @@ func TestViewMetaFormat(t *testing.T) {
 			}
 		}
 	}
+	empty := append((meta{view: "v", below: "b"}).encode(), 0)
+	empty[0] = 3
+	if _, err := decodeMeta(empty); err == nil {
+		t.Fatal("a format 3 record with an empty projection decoded")
+	}
 }
 
 // TestViewValidation: bad names and bounds, and SetView in a fresh op,
 // are refused before anything applies.
 func TestViewValidation(t *testing.T) {
 	for _, op := range []*objstore.WriteOp{
-		objstore.NewWriteOp().SetView("a\x00b", ""),
-		objstore.NewWriteOp().SetView("v", strings.Repeat("k", objstore.MaxOmapKeyLen+1)),
-		objstore.NewWriteOp().SetView(strings.Repeat("v", objstore.MaxObjectNameLen+1), ""),
+		objstore.NewWriteOp().SetView("a\x00b", "", ""),
+		objstore.NewWriteOp().SetView("v", strings.Repeat("k", objstore.MaxOmapKeyLen+1), ""),
+		objstore.NewWriteOp().SetView(strings.Repeat("v", objstore.MaxObjectNameLen+1), "", ""),
 	} {
 		if err := objstore.ValidateWriteOp(op); objstore.Code(err) != objstore.ErrInvalid {
 			t.Fatalf("%+v: %v", op.Steps[0], err)
 		}
 	}
-	fresh := objstore.NewWriteOp().SetView("v", "")
+	fresh := objstore.NewWriteOp().SetView("v", "", "")
 	fresh.Fresh = true
 	if err := objstore.ValidateWriteOp(fresh); objstore.Code(err) != objstore.ErrInvalid {
 		t.Fatalf("fresh SetView: %v", err)
 	}
 }
 
-// TestFormatUpgrade: a format 1 directory opens and is marked 2 (older
-// builds then refuse it rather than meet view records); a newer format is
-// refused.
+// TestFormatUpgrade: a format 1 or 2 directory opens and is marked 3
+// (older builds then refuse it rather than meet records they cannot
+// read); a newer format is refused.
 func TestFormatUpgrade(t *testing.T) {
 	fs := vfs.NewMem()
 	setFormat := func(f uint64) {
@@ -248,19 +273,72 @@ func TestFormatUpgrade(t *testing.T) {
 		}
 		s.Close()
 	}
-	setFormat(1)
-	s, err := Open(Options{Dir: "/d", FS: fs})
-	if err != nil {
-		t.Fatalf("format 1: %v", err)
+	for f := uint64(1); f < formatVersion; f++ {
+		setFormat(f)
+		s, err := Open(Options{Dir: "/d", FS: fs})
+		if err != nil {
+			t.Fatalf("format %d: %v", f, err)
+		}
+		if v, ok, err := s.getSys(sysFormat); err != nil || !ok || string(v) != string(u64(nil, formatVersion)) {
+			t.Fatalf("format %d after open: %x %v %v", f, v, ok, err)
+		}
+		s.Close()
 	}
-	if v, ok, err := s.getSys(sysFormat); err != nil || !ok || string(v) != string(u64(nil, formatVersion)) {
-		t.Fatalf("format after open: %x %v %v", v, ok, err)
-	}
-	s.Close()
 	setFormat(formatVersion + 1)
 	if s, err := Open(Options{Dir: "/d", FS: fs}); err == nil {
 		s.Close()
 		t.Fatal("a newer format opened")
+	}
+}
+
+// TestViewProjection: a member that names a projection keeps the
+// projected value in the view, through every write path, across a
+// reopen (meta format 3); an unknown projection fails the join, and a
+// projection without a view is invalid.
+func TestViewProjection(t *testing.T) {
+	fs := vfs.NewMem()
+	reg := viewRegistry()
+	s, err := Open(Options{Dir: "/d", FS: fs, Classes: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	io := mustIO(t, s, "p")
+	v := io.(objstore.Viewer)
+	mustOp(t, io, "a", objstore.NewWriteOp().SetView("V", "", "vt.upper").SetOmap(kv("a1", "x")))
+	mustOp(t, io, "b", objstore.NewWriteOp().SetView("V", "", "").SetOmap(kv("b1", "y")))
+	ex := objstore.NewWriteOp()
+	ex.Exec("vt", "set", []byte("a2=m"))
+	mustOp(t, io, "a", ex)
+	wantView(t, v, "V", "a1=X", "a2=M", "b1=y")
+	if got := omapOf(t, io, "a"); got != "a1=x a2=m" {
+		t.Fatalf("the member's own omap changed: %s", got)
+	}
+	if err := io.Operate(bg, "c", objstore.NewWriteOp().SetView("V", "", "vt.nosuch")); objstore.Code(err) != objstore.ErrNotSupported {
+		t.Fatalf("unknown projection: %v", err)
+	}
+	if err := io.Operate(bg, "c", objstore.NewWriteOp().SetView("", "", "vt.upper")); objstore.Code(err) != objstore.ErrInvalid {
+		t.Fatalf("projection without a view: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(Options{Dir: "/d", FS: fs, Classes: reg}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	io = mustIO(t, s, "p")
+	mustOp(t, io, "a", objstore.NewWriteOp().SetOmap(kv("a3", "z")))
+	wantView(t, io.(objstore.Viewer), "V", "a1=X", "a2=M", "a3=Z", "b1=y")
+	// A build without the projection refuses the member's writes rather
+	// than fill the view with whole values.
+	s.Close()
+	if s, err = Open(Options{Dir: "/d", FS: fs}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	io = mustIO(t, s, "p")
+	if err := io.Operate(bg, "a", objstore.NewWriteOp().SetOmap(kv("a4", "w"))); objstore.Code(err) != objstore.ErrNotSupported {
+		t.Fatalf("write to a member whose projection is unknown: %v", err)
 	}
 }
 
@@ -274,7 +352,7 @@ func TestViewReadWaitsForViewWrites(t *testing.T) {
 	s := openMem(t, nil)
 	io := mustIO(t, s, "p")
 	v := io.(objstore.Viewer)
-	mustOp(t, io, "m", objstore.NewWriteOp().SetView("V", "").SetOmap(kv("a", "1"), kv("b", "1"), kv("c", "1"), kv("d", "1")))
+	mustOp(t, io, "m", objstore.NewWriteOp().SetView("V", "", "").SetOmap(kv("a", "1"), kv("b", "1"), kv("c", "1"), kv("d", "1")))
 	key := func(view, k string) []byte {
 		return append(viewPrefix(io.(*ioctx).pool.id, "", view), k...)
 	}

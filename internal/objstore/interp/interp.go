@@ -152,7 +152,7 @@ func guard(o Object, s objstore.Step) (handled bool, err error) {
 // ViewMember is an Object whose backend keeps ordered views
 // (objstore.Viewer).
 type ViewMember interface {
-	SetView(name, below string) error
+	SetView(name, below, proj string) error
 }
 
 // RunWrite applies a WriteOp's steps in order, stopping at the first error.
@@ -199,7 +199,7 @@ func RunWrite(o Object, steps []objstore.Step) error {
 			err = Exec(o, s, false)
 		case *objstore.SetView:
 			if m, ok := o.(ViewMember); ok {
-				err = m.SetView(s.Name, s.Below)
+				err = m.SetView(s.Name, s.Below, s.Proj)
 			} else {
 				err = objstore.Errorf(objstore.ErrNotSupported, "ordered views are an embedded-store extension")
 			}

@@ -14,7 +14,7 @@ func testViews(t *testing.T, st objstore.Store) {
 	ctx := context.Background()
 	io := newPool(t, st)
 	operate(t, io, "m", objstore.NewWriteOp().SetOmap(kv("before", "x")))
-	join := objstore.NewWriteOp().SetView("v", "\xff").SetOmap(kv("k", "1"), kv("\xffs", "2"))
+	join := objstore.NewWriteOp().SetView("v", "\xff", "").SetOmap(kv("k", "1"), kv("\xffs", "2"))
 	err := io.Operate(ctx, "m", join)
 	v, ok := io.(objstore.Viewer)
 	if !ok {
