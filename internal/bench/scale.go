@@ -87,6 +87,9 @@ type ScaleConfig struct {
 	// NoIndexView lists by merging every index shard even on the embedded
 	// store (driver.Options.NoIndexView), for A/B runs.
 	NoIndexView bool
+	// NoCopyLoad copies reshards through write ops instead of one bulk
+	// load (reshard.Config.NoCopyLoad), for A/B runs.
+	NoCopyLoad bool
 	// CacheSize of the embedded store (0: its automatic size).
 	CacheSize int64
 	// MaxDuration stops the run (after the current phase is cut short);
@@ -240,6 +243,7 @@ type ScaleReshard struct {
 	Objects    uint64  `json:"objects_at_start"`
 	Copied     uint64  `json:"copied,omitempty"`
 	CopyPerSec float64 `json:"copy_entries_per_sec,omitempty"`
+	CopyLoaded bool    `json:"copy_loaded,omitempty"` // one bulk load (reshard-copy-load)
 	BlockMs    float64 `json:"block_ms,omitempty"`
 	// Tail: log records replayed while writers were blocked; the block's
 	// parts: closing the sources, replaying the tail, the instance write.
@@ -309,6 +313,7 @@ type ScaleResult struct {
 		Adaptive        bool    `json:"copy_rate_adaptive,omitempty"`
 		TriggerSizing   bool    `json:"reshard_trigger_sizing,omitempty"`
 		NoIndexView     bool    `json:"no_index_view,omitempty"`
+		NoCopyLoad      bool    `json:"no_copy_load,omitempty"`
 		Targets         []int64 `json:"targets"`
 	} `json:"config"`
 
@@ -427,7 +432,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		r.t, err = newScaleHTTP(ctx, cfg)
 	} else {
 		res.Config.MaxObjsPerShard, res.Config.CopyRateLimit, res.Config.Adaptive = cfg.MaxObjsPerShard, cfg.CopyRateLimit, cfg.CopyRateAdaptive
-		res.Config.TriggerSizing, res.Config.NoIndexView = cfg.TriggerSizing, cfg.NoIndexView
+		res.Config.TriggerSizing, res.Config.NoIndexView, res.Config.NoCopyLoad = cfg.TriggerSizing, cfg.NoIndexView, cfg.NoCopyLoad
 		r.t, err = newScaleDriver(ctx, cfg, r.doneResults)
 	}
 	if err != nil {
@@ -603,7 +608,7 @@ func (r *scaleRun) reshardDone(res reshard.Result) {
 	}
 	start := res.Start.Sub(r.start).Seconds()
 	ev := ScaleReshard{FromShards: res.From.NumShards, ToShards: res.To.NumShards, StartSec: start, EndSec: start + res.Total.Seconds(),
-		Copied: res.Copied, BlockMs: float64(res.Block.Microseconds()) / 1000, Tail: res.Tail,
+		Copied: res.Copied, CopyLoaded: res.CopyLoaded, BlockMs: float64(res.Block.Microseconds()) / 1000, Tail: res.Tail,
 		BlockCloseMs: float64(res.BlockClose.Microseconds()) / 1000, BlockTailMs: float64(res.BlockTail.Microseconds()) / 1000,
 		BlockSwitchMs: float64(res.BlockSwitch.Microseconds()) / 1000}
 	if res.Sizing != nil {
@@ -1289,7 +1294,7 @@ func newScaleDriver(ctx context.Context, cfg ScaleConfig, done chan<- reshard.Re
 	}
 	s.m, err = reshard.New(ctx, reshard.Config{
 		Driver: s.d, Store: st, Enabled: true, MaxObjsPerShard: cfg.MaxObjsPerShard, Interval: cfg.CheckInterval,
-		CopyRateLimit: limit, CopyRateAdaptive: cfg.CopyRateAdaptive, TriggerSizing: cfg.TriggerSizing,
+		CopyRateLimit: limit, CopyRateAdaptive: cfg.CopyRateAdaptive, TriggerSizing: cfg.TriggerSizing, NoCopyLoad: cfg.NoCopyLoad,
 		OnDone: func(r reshard.Result) {
 			select {
 			case done <- r:

@@ -44,6 +44,7 @@ func Register(reg *objstore.Registry) {
 	reg.Register(ClassName, "set_state", objstore.MethodWrite, clsSetState)
 	reg.Register(ClassName, "apply", objstore.MethodWrite, clsApply)
 	reg.Register(ClassName, "copy", objstore.MethodWrite, clsCopy)
+	reg.Register(ClassName, "copy_stats", objstore.MethodWrite, clsCopyStats)
 	reg.Register(ClassName, "replay", objstore.MethodWrite, clsReplay)
 	reg.Register(ClassName, "view_fix", objstore.MethodWrite, clsViewFix)
 }

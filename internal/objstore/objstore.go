@@ -236,6 +236,37 @@ func OperateMany(ctx context.Context, io IOContext, reqs []WriteReq) {
 	})
 }
 
+// OmapLoader is implemented by backends that can load omaps in bulk below
+// the write path: an extension of the object model for the embedded store,
+// which writes the pairs as sorted tables and ingests them into its LSM
+// (written once, where Operate's pairs pass the WAL, the memtable and
+// every compaction level); RADOS has no counterpart. A reshard copies a
+// bucket's entries into its new shards this way.
+type OmapLoader interface {
+	NewOmapLoad(ctx context.Context) (OmapLoad, error)
+}
+
+// OmapLoad is one bulk load into the omaps of existing objects.
+type OmapLoad interface {
+	// Add stages key=value in oid's omap. Per object, keys must ascend
+	// (each once); objects may interleave.
+	Add(oid, key string, value []byte) error
+	// Guard makes Commit check guard's steps on oid (guard steps only:
+	// AssertExists, AssertVersion, CmpXattr, OmapCmp; ErrInvalid
+	// otherwise), atomically with the load: a fenced writer loads only
+	// while its fence holds.
+	Guard(oid string, guard *ReadOp) error
+	// Commit makes every staged pair visible and durable at once. Every
+	// object must exist (ErrNotFound), keep no view (ErrInvalid) and pass
+	// its guards (their error): otherwise nothing is loaded. A staged key replaces the object's value for it.
+	// Commit does not change the objects' versions or mtimes, and the
+	// caller keeps other writers off the loaded keys until it returns (a
+	// concurrent write of a staged key may be lost to the load).
+	Commit(ctx context.Context) error
+	// Abort drops what was staged; after Commit it does nothing.
+	Abort()
+}
+
 // Viewer is implemented by backends that keep ordered views: an extension
 // of the object model for the embedded store, which has no RADOS
 // counterpart (the RADOS backend does not implement it and rejects

@@ -1,6 +1,7 @@
 package reshard
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -45,6 +46,8 @@ type Result struct {
 	// EarlyReplayed records were replayed during the copy step (sources
 	// whose copy was done), included in neither Replayed nor Tail.
 	EarlyReplayed uint64
+	// CopyLoaded: the copy was one bulk load (bucketindex.CopyLoad).
+	CopyLoaded bool
 	// RateCuts is how often the adaptive governor cut the rate, MinRate
 	// the lowest rate it set (entries/s), over the copy and replay steps.
 	RateCuts int
@@ -449,6 +452,16 @@ func (e *engine) copyBody(ctx context.Context) error {
 }
 
 func (e *engine) copyAll(ctx context.Context, total uint64) error {
+	if !e.m.cfg.NoCopyLoad {
+		load, err := e.dst.NewCopyLoad(ctx, e.epoch)
+		if err != nil {
+			return err
+		}
+		if load != nil {
+			e.res.CopyLoaded = true
+			return e.copyLoaded(ctx, total, load)
+		}
+	}
 	var mid sync.Once
 	var midErr atomic.Pointer[error]
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -511,6 +524,98 @@ func (e *engine) copyAll(ctx context.Context, total uint64) error {
 		err = eerr
 	}
 	return err
+}
+
+// copyLoaded reads every source shard in pages, merges them in key order
+// (so each target's pairs arrive in order, as a load needs) and stages
+// each pair for its target; the load commits once everything is read.
+// Pacing and the mid-copy failpoint work per page, as in copyShard.
+func (e *engine) copyLoaded(ctx context.Context, total uint64, load *bucketindex.CopyLoad) error {
+	defer load.Abort()
+	nt := e.dst.Layout.NumShards
+	srcs := e.sources()
+	curs := make(map[int]*loadCursor, len(srcs))
+	for _, i := range srcs {
+		curs[i] = &loadCursor{src: i, more: true}
+	}
+	read := func(ctx context.Context, c *loadCursor) error {
+		kvs, more, err := e.src.RawEntries(ctx, c.src, c.after, e.m.cfg.CopyBatch)
+		if err != nil {
+			return fmt.Errorf("read source shard %d: %w", c.src, err)
+		}
+		c.buf, c.more = kvs, more
+		if len(kvs) > 0 {
+			c.after = kvs[len(kvs)-1].Key
+		}
+		return nil
+	}
+	if err := parallel(ctx, e.m.cfg.Workers, srcs, func(ctx context.Context, i int) error {
+		return read(ctx, curs[i])
+	}); err != nil {
+		return err
+	}
+	h := loadHeap{}
+	for _, i := range srcs {
+		if c := curs[i]; len(c.buf) > 0 {
+			h = append(h, c)
+		}
+	}
+	heap.Init(&h)
+	midDone := false
+	n := 0
+	for h.Len() > 0 {
+		c := h[0]
+		kv := c.buf[0]
+		c.buf = c.buf[1:]
+		if err := load.Add(bucketindex.PlaceOf(kv.Key, nt), kv); err != nil {
+			return fmt.Errorf("load into shard %d: %w", bucketindex.PlaceOf(kv.Key, nt), err)
+		}
+		if len(c.buf) == 0 && c.more {
+			if err := read(ctx, c); err != nil {
+				return err
+			}
+		}
+		if len(c.buf) == 0 {
+			heap.Pop(&h)
+		} else {
+			heap.Fix(&h, 0)
+		}
+		if n++; n == e.m.cfg.CopyBatch || h.Len() == 0 {
+			e.copied.Add(uint64(n))
+			if err := e.pace.wait(ctx, n); err != nil {
+				return err
+			}
+			n = 0
+			if !midDone && e.copied.Load()*2 >= total {
+				midDone = true
+				if err := e.failpoint("mid-copy"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return load.Commit(ctx)
+}
+
+// loadCursor is one source shard's page in copyLoaded's merge.
+type loadCursor struct {
+	src   int
+	buf   []objstore.KV
+	after string
+	more  bool
+}
+
+type loadHeap []*loadCursor
+
+func (h loadHeap) Len() int           { return len(h) }
+func (h loadHeap) Less(i, j int) bool { return h[i].buf[0].Key < h[j].buf[0].Key }
+func (h loadHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *loadHeap) Push(v any)        { *h = append(*h, v.(*loadCursor)) }
+func (h *loadHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
 }
 
 // earlyReplay replays sources' logs during the copy, paced with it.
@@ -769,6 +874,10 @@ func (e *engine) replayDrain(ctx context.Context, replayed []uint64, srcs []int,
 	}
 }
 
+// catchUpRoundsPerDrained bounds a catch-up's rounds of every kind at this
+// many times MaxReplayRounds (which bounds the rounds that drain every log).
+const catchUpRoundsPerDrained = 5
+
 // Replay round bounds: pages per source, and records a round holds in
 // memory across all sources (a round at 97 shards held 1.5M records).
 const (
@@ -891,7 +1000,7 @@ func (e *engine) catchUp(ctx context.Context, replayed []uint64, fanout int, pac
 	small := uint64(e.m.cfg.TailRecords)
 	last := ^uint64(0)       // the last round's length
 	lastDrained := uint64(0) // the last drained round's length (0: none yet)
-	drainedRounds := 0
+	drainedRounds, rounds := 0, 0
 	for {
 		n, drained, err := e.replayPart(ctx, replayed, e.sources(), fanout, paced)
 		if err != nil {
@@ -906,7 +1015,15 @@ func (e *engine) catchUp(ctx context.Context, replayed []uint64, fanout int, pac
 			paced = false
 		}
 		last = n
+		rounds++
 		if !drained {
+			// Writers outran every round so far (each reads at most
+			// maxRoundPages per source): stop catching up after a bound,
+			// or the reshard never ends and its logs grow without one.
+			// The switch replays whatever is left while writers wait.
+			if rounds >= catchUpRoundsPerDrained*e.m.cfg.MaxReplayRounds {
+				return nil
+			}
 			continue
 		}
 		drainedRounds++

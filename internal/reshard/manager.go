@@ -78,6 +78,11 @@ type Config struct {
 	// NoEarlyReplay turns off replaying each source's log during the copy
 	// once its entries are in the targets (for comparison runs).
 	NoEarlyReplay bool
+	// NoCopyLoad copies through class ops (CopyIn) even on a backend that
+	// loads omaps in bulk (reshard-copy-load off; comparison runs). A
+	// loaded copy has no early replay: its targets show nothing before
+	// the load commits, so every log record is replayed after it.
+	NoCopyLoad bool
 	// CopyWriters is how many copy ops may be in flight. Default 32.
 	CopyWriters int
 	// SwitchFanout bounds concurrent shard operations while writers wait
@@ -95,7 +100,8 @@ type Config struct {
 	// MaxReplayRounds bounds the catch-up rounds that read every log to
 	// its end before closing (a write rate faster than replay would
 	// otherwise never converge); rounds cut short by a longer backlog
-	// do not count. Default 20.
+	// count against five times as many, for writers that outrun every
+	// round. Default 20.
 	MaxReplayRounds int
 	// Failpoints (tests, crash drills) stop the engine at named steps.
 	Failpoints *Failpoints

@@ -738,3 +738,50 @@ func TestSwitchSyncsOnce(t *testing.T) {
 	}
 	e.verify("bkt", md)
 }
+
+// TestCatchUpEndsWhenWritersOutrunRounds: writers that add more log
+// records per source than a replay round reads, round after round, no
+// longer keep a reshard catching up forever (TestModelConcurrentReshards
+// hung this way on a loaded machine): the catch-up stops after its bound,
+// the switch replays the rest, and every object is there.
+func TestCatchUpEndsWhenWritersOutrunRounds(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.bucket("bkt", 3)
+	fill(e, "bkt", 50)
+	rounds, n := 0, 0
+	m, err := reshard.New(ctx, reshard.Config{
+		Driver: e.d, Store: e.st, CopyBatch: 8, MaxReplayRounds: 2, LeaseDuration: time.Minute,
+		Failpoints: &reshard.Failpoints{Hit: func(_, p string) bool {
+			if p != "after-copy" && p != "mid-replay" {
+				return false
+			}
+			if rounds++; rounds > 40 {
+				t.Errorf("catch-up still going after %d rounds", rounds)
+				return true // stop the engine
+			}
+			// 3 sources × 16 pages × 8 records a round: write more.
+			for i := 0; i < 500; i++ {
+				e.mustPut("bkt", fmt.Sprintf("burst/%03d/%04d", rounds, i), 1)
+				n++
+			}
+			return false
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Reshard(ctx, "bkt", 7); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := e.list("bkt", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 50+n {
+		t.Fatalf("%d keys after the reshard, want %d", len(keys), 50+n)
+	}
+	if rounds < 5 {
+		t.Fatalf("only %d rounds: the writers did not outrun the replay", rounds)
+	}
+}

@@ -29,6 +29,9 @@ type Store struct {
 	db      *pebble.DB
 	lock    io.Closer
 	blobDir string
+	loadDir string          // omap loads' tables before their ingest (emptied at Open)
+	po      *pebble.Options // as opened: an omap load writes tables like the LSM's own
+	loads   atomic.Uint64   // omap loads committed
 	locks   *lockTable
 	log     *slog.Logger
 
@@ -102,6 +105,7 @@ func Open(opts Options) (*Store, error) {
 		opts:     opts,
 		lock:     lock,
 		blobDir:  fs.PathJoin(opts.Dir, "blobs"),
+		loadDir:  fs.PathJoin(opts.Dir, "load"),
 		locks:    newLockTable(opts.MaxCachedObjects),
 		log:      opts.Logger,
 		pools:    map[string]*pool{},
@@ -121,6 +125,13 @@ func (s *Store) open() error {
 	fs := s.opts.FS
 	if err := fs.MkdirAll(s.blobDir, 0o700); err != nil {
 		return fmt.Errorf("embedded: create blob directory: %w", err)
+	}
+	// Tables of loads a crash interrupted were never ingested.
+	if err := fs.RemoveAll(s.loadDir); err != nil {
+		return fmt.Errorf("embedded: empty load directory: %w", err)
+	}
+	if err := fs.MkdirAll(s.loadDir, 0o700); err != nil {
+		return fmt.Errorf("embedded: create load directory: %w", err)
 	}
 	// Made here, not by pebble (which would use 0755).
 	if err := fs.MkdirAll(fs.PathJoin(s.opts.Dir, "db"), 0o700); err != nil {
@@ -156,6 +167,8 @@ func (s *Store) open() error {
 		}
 	}
 	tuneReads(po)
+	po.EnsureDefaults()
+	s.po = po
 	db, err := pebble.Open(fs.PathJoin(s.opts.Dir, "db"), po)
 	if err != nil {
 		return fmt.Errorf("embedded: open pebble: %w", err)

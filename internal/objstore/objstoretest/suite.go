@@ -42,6 +42,7 @@ func RunCore(t *testing.T, f Factory) {
 		{"ReadMany", testReadMany},
 		{"WriteMany", testWriteMany},
 		{"Views", testViews},
+		{"Loads", testLoads},
 		{"Atomicity", testAtomicity},
 		{"NoLostUpdates", testNoLostUpdates},
 		{"Exec", testExec},

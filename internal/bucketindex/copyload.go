@@ -1,0 +1,112 @@
+package bucketindex
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cairn-s3/cairn/internal/objstore"
+)
+
+// CopyLoad copies entries into a reshard's target shards in bulk, on a
+// backend that loads omaps (objstore.OmapLoader, the embedded store):
+// the pairs are staged per shard in key order and land in one ingest,
+// then each shard's stats are added by copy_stats. CopyIn's ops instead
+// pass every pair through the WAL, the memtable and each compaction
+// level, which at scale competes with the foreground for the disk.
+type CopyLoad struct {
+	x     Index
+	epoch uint64
+	load  objstore.OmapLoad
+	hdrs  []shardHeader
+}
+
+// NewCopyLoad returns a bulk load into x's shards fenced by epoch, or nil
+// when the backend cannot load omaps.
+func (x Index) NewCopyLoad(ctx context.Context, epoch uint64) (*CopyLoad, error) {
+	ld, ok := x.IO.(objstore.OmapLoader)
+	if !ok {
+		return nil, nil
+	}
+	load, err := ld.NewOmapLoad(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &CopyLoad{x: x, epoch: epoch, load: load, hdrs: make([]shardHeader, x.Layout.NumShards)}, nil
+}
+
+// Add stages pair (a source shard's entry, version record or null
+// pointer, as RawEntries returns it) for shard i. Per shard, keys must
+// ascend: the caller merges its sources in key order.
+func (l *CopyLoad) Add(i int, kv objstore.KV) error {
+	if err := validRecordKey(kv.Key); err != nil {
+		return err
+	}
+	if err := account(&l.hdrs[i], kv.Key, kv.Value, 1); err != nil {
+		return err
+	}
+	return l.load.Add(l.x.shardOID(i), kv.Key, kv.Value)
+}
+
+// Commit loads every staged pair, if every shard still carries the
+// load's epoch (a reshard that another owner took over loads nothing),
+// then adds each shard's stats of what it loaded. A crash between the
+// two leaves shards with entries and no stats; a reshard interrupted
+// before its switch redoes its copy from fresh targets.
+func (l *CopyLoad) Commit(ctx context.Context) error {
+	if l.epoch != 0 {
+		for i := range l.hdrs {
+			g := objstore.NewReadOp().CmpXattrU64(shardEpochXattr, objstore.CmpEQ, l.epoch)
+			if err := l.load.Guard(l.x.shardOID(i), g); err != nil {
+				return err
+			}
+		}
+	}
+	if err := l.load.Commit(ctx); err != nil {
+		return err
+	}
+	for i, h := range l.hdrs {
+		if h.Stats == (Stats{}) && len(h.Classes) == 0 {
+			continue
+		}
+		op := objstore.NewWriteOp()
+		op.DeferSync = true // as CopyIn: durable with the switch's synced ops
+		op.Exec(ClassName, "copy_stats", append(binary.AppendUvarint(nil, l.epoch), h.encode()...))
+		if err := l.x.IO.Operate(ctx, l.x.shardOID(i), op); err != nil {
+			return fmt.Errorf("copy stats into shard %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// Abort drops what was staged.
+func (l *CopyLoad) Abort() { l.load.Abort() }
+
+// clsCopyStats adds the stats of a bulk-loaded copy to a fenced shard's
+// header: uvarint epoch, then a header (docs/format/cls.md) whose stats
+// and class stats are added.
+func clsCopyStats(ctx objstore.MethodContext, in []byte) ([]byte, error) {
+	epoch, n := binary.Uvarint(in)
+	if n <= 0 {
+		return nil, objstore.Errorf(objstore.ErrInvalid, "copy_stats: bad epoch")
+	}
+	d, err := decodeHeader(in[n:])
+	if err != nil {
+		return nil, err
+	}
+	if !ctx.Exists() {
+		return nil, objstore.Errorf(objstore.ErrNotFound, "index shard")
+	}
+	if err := fence(ctx, epoch, false); err != nil {
+		return nil, err
+	}
+	h, err := readHeader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h.add(d.Stats)
+	for _, c := range d.Classes {
+		h.addClass([]byte(c.Class), c.NumObjects, c.Size, c.NumVersions, c.VersionSize, 1)
+	}
+	return nil, writeHeader(ctx, h)
+}

@@ -1,0 +1,214 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cairn-s3/cairn/internal/objstore/interp"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+var _ objstore.OmapLoader = (*ioctx)(nil)
+
+// loadSeq names load files apart within one process; the load directory
+// is emptied at every Open, so names need not survive a restart.
+var loadSeq atomic.Uint64
+
+// NewOmapLoad implements objstore.OmapLoader: one sorted table per object,
+// written under <dir>/load and ingested into the LSM at Commit. An
+// ingested table whose keys overlap nothing below goes to the lowest
+// level: written once, never compacted, where the same pairs through
+// Operate would pass the WAL, the memtable and every level's compaction.
+func (c *ioctx) NewOmapLoad(ctx context.Context) (objstore.OmapLoad, error) {
+	if c.nsErr != nil {
+		return nil, c.nsErr
+	}
+	if err := c.s.checkOpen(); err != nil {
+		return nil, err
+	}
+	return &omapLoad{c: c, id: loadSeq.Add(1), files: map[string]*loadFile{}, guards: map[string][]objstore.Step{}}, ctx.Err()
+}
+
+type omapLoad struct {
+	c      *ioctx
+	id     uint64
+	files  map[string]*loadFile
+	guards map[string][]objstore.Step
+	done   bool
+}
+
+type loadFile struct {
+	path string
+	w    *sstable.Writer
+	last []byte // the last key written (full store key)
+	base int    // len of the object's omap part prefix
+}
+
+// Add implements objstore.OmapLoad.
+func (l *omapLoad) Add(oid, key string, value []byte) error {
+	if l.done {
+		return objstore.Errorf(objstore.ErrInvalid, "omap load: already committed or aborted")
+	}
+	f := l.files[oid]
+	if f == nil {
+		if err := objstore.ValidateObjectName(oid); err != nil {
+			return err
+		}
+		var err error
+		if f, err = l.create(oid); err != nil {
+			return err
+		}
+		l.files[oid] = f
+	}
+	if err := objstore.ValidateOmapKey(key); err != nil {
+		return err
+	}
+	k := append(f.last[:f.base:f.base], key...)
+	if len(f.last) > f.base && bytes.Compare(k, f.last) <= 0 {
+		return objstore.Errorf(objstore.ErrInvalid, "omap load: key %q of %q after %q", key, oid, f.last[f.base:])
+	}
+	if err := f.w.Set(k, value); err != nil {
+		return fmt.Errorf("embedded: omap load: %w", err)
+	}
+	f.last = k
+	return nil
+}
+
+// Guard implements objstore.OmapLoad.
+func (l *omapLoad) Guard(oid string, guard *objstore.ReadOp) error {
+	if err := objstore.ValidateObjectName(oid); err != nil {
+		return err
+	}
+	for _, s := range guard.Steps {
+		switch s.(type) {
+		case *objstore.AssertExists, *objstore.AssertVersion, *objstore.CmpXattr, *objstore.OmapCmp:
+		default:
+			return objstore.Errorf(objstore.ErrInvalid, "omap load: guard step %T", s)
+		}
+	}
+	l.guards[oid] = append(l.guards[oid], guard.Steps...)
+	return nil
+}
+
+func (l *omapLoad) create(oid string) (*loadFile, error) {
+	s := l.c.s
+	path := s.opts.FS.PathJoin(s.loadDir, strconv.FormatUint(l.id, 10)+"-"+strconv.Itoa(len(l.files))+".sst")
+	fh, err := s.opts.FS.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: omap load: %w", err)
+	}
+	// Written back as it goes (sync_file_range, as pebble does for its own
+	// tables), so that no large dirty backlog lands on a WAL sync.
+	fh = vfs.NewSyncingFile(fh, vfs.SyncingFileOptions{BytesPerSync: 512 << 10})
+	wo := s.po.MakeWriterOptions(len(s.po.Levels)-1, s.db.FormatMajorVersion().MaxTableFormat())
+	prefix := objPrefix(l.c.pool.id, l.c.ns, oid)
+	last := append(append(make([]byte, 0, len(prefix)+64), prefix...), partOmap)
+	return &loadFile{path: path, w: sstable.NewWriter(objstorageprovider.NewFileWritable(fh), wo), last: last, base: len(last)}, nil
+}
+
+// Commit implements objstore.OmapLoad: the tables are finished (each
+// synced), then ingested in one step under every object's lock, after
+// checking that each object exists and keeps no view (a view member's
+// omap writes must reach its view, which an ingest would bypass).
+func (l *omapLoad) Commit(ctx context.Context) error {
+	if l.done {
+		return objstore.Errorf(objstore.ErrInvalid, "omap load: already committed or aborted")
+	}
+	defer l.Abort()
+	oids := make([]string, 0, len(l.files))
+	var paths []string
+	for oid, f := range l.files {
+		oids = append(oids, oid)
+		err := f.w.Close()
+		f.w = nil
+		if err != nil {
+			return fmt.Errorf("embedded: omap load: %w", err)
+		}
+		if len(f.last) > f.base { // an empty table has no bounds to ingest
+			paths = append(paths, f.path)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for oid := range l.guards {
+		if l.files[oid] == nil {
+			oids = append(oids, oid)
+		}
+	}
+	if len(paths) == 0 && len(l.guards) == 0 {
+		return nil
+	}
+	c, s := l.c, l.c.s
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	if err := c.rlockPool(); err != nil {
+		return err
+	}
+	defer c.pool.mu.RUnlock()
+	slices.Sort(oids) // one lock order for every load
+	var entries []*objEntry
+	defer func() {
+		for _, e := range entries {
+			e.rw.Unlock()
+			s.locks.release(e)
+		}
+	}()
+	for _, oid := range oids {
+		e := s.locks.acquire(c.lockKey(oid))
+		e.rw.Lock()
+		entries = append(entries, e)
+		t := &txn{s: s, r: s.db, entry: e, now: s.opts.Now(),
+			prefix: objPrefix(c.pool.id, c.ns, oid), mkey: metaKey(c.pool.id, c.ns, oid)}
+		if err := t.load(); err != nil {
+			return err
+		}
+		if !t.exists {
+			return objstore.Errorf(objstore.ErrNotFound, "omap load: object %q", oid)
+		}
+		if err := interp.RunRead(t, l.guards[oid]); err != nil {
+			return err
+		}
+		if t.cur.view != "" {
+			return objstore.Errorf(objstore.ErrInvalid, "omap load: %q is a member of view %q", oid, t.cur.view)
+		}
+		// Writes the object had in flight are synced first, so that the
+		// ingest (durable when it returns) is never ahead of them.
+		if err := e.pending.Load().wait(); err != nil {
+			return err
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	if err := s.db.Ingest(ctx, paths); err != nil {
+		return fmt.Errorf("embedded: omap load: ingest: %w", err)
+	}
+	for _, e := range entries {
+		e.dropCache() // class state cached from the omap before the load
+	}
+	s.loads.Add(1)
+	return nil
+}
+
+// Abort implements objstore.OmapLoad.
+func (l *omapLoad) Abort() {
+	if l.done {
+		return
+	}
+	l.done = true
+	for _, f := range l.files {
+		if f.w != nil {
+			f.w.Close()
+		}
+		l.c.s.opts.FS.Remove(f.path) // gone already once ingested
+	}
+}

@@ -1,0 +1,121 @@
+package embedded
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// TestOmapLoad: a committed load's pairs are in the objects' omaps
+// (replacing a key's value, beside keys it did not touch), durably; keys
+// out of order, a missing object or a view member fail it with nothing
+// loaded; an aborted load and the tables a crash left leave nothing.
+func TestOmapLoad(t *testing.T) {
+	fs := vfs.NewMem()
+	open := func() (*Store, objstore.IOContext) {
+		s, err := Open(Options{Dir: "/d", FS: fs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, mustIO(t, s, "p")
+	}
+	s, io := open()
+	mustOp(t, io, "a", objstore.NewWriteOp().Create(false))
+	mustOp(t, io, "b", objstore.NewWriteOp().SetOmap(kv("x", "old"), kv("z", "keep")))
+	mustOp(t, io, "v", objstore.NewWriteOp().SetView("V", "", ""))
+	newLoad := func() objstore.OmapLoad {
+		l, err := io.(objstore.OmapLoader).NewOmapLoad(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	add := func(l objstore.OmapLoad, oid, k, v string) {
+		t.Helper()
+		if err := l.Add(oid, k, []byte(v)); err != nil {
+			t.Fatalf("add %s %s: %v", oid, k, err)
+		}
+	}
+
+	l := newLoad()
+	add(l, "a", "k1", "1")
+	add(l, "b", "x", "new")
+	add(l, "a", "k2", "2")
+	if err := l.Add("a", "k2", []byte("again")); objstore.Code(err) != objstore.ErrInvalid {
+		t.Fatalf("a repeated key: %v", err)
+	}
+	if err := l.Add("a", "k0", []byte("back")); objstore.Code(err) != objstore.ErrInvalid {
+		t.Fatalf("a key out of order: %v", err)
+	}
+	add(l, "b", "y", "3")
+	if err := l.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"a": "k1=1 k2=2", "b": "x=new y=3 z=keep"}
+	for oid, w := range want {
+		if got := omapOf(t, io, oid); got != w {
+			t.Fatalf("%s: omap %q, want %q", oid, got, w)
+		}
+	}
+
+	for _, c := range []struct {
+		oid  string
+		code objstore.Errno
+	}{{"missing", objstore.ErrNotFound}, {"v", objstore.ErrInvalid}} {
+		l = newLoad()
+		add(l, "a", "k3", "3")
+		add(l, c.oid, "k", "1")
+		if err := l.Commit(bg); objstore.Code(err) != c.code {
+			t.Fatalf("load into %s: %v, want %v", c.oid, err, c.code)
+		}
+	}
+	// Guards hold with the load, or nothing loads.
+	mustOp(t, io, "a", objstore.NewWriteOp().SetXattr("epoch", []byte("7")))
+	for _, c := range []struct {
+		epoch uint64
+		err   objstore.Errno
+	}{{6, objstore.ErrCanceled}, {7, 0}} {
+		l = newLoad()
+		if err := l.Guard("a", objstore.NewReadOp().CmpXattrU64("epoch", objstore.CmpEQ, c.epoch)); err != nil {
+			t.Fatal(err)
+		}
+		add(l, "a", "k3", fmt.Sprint(c.epoch))
+		if err := l.Commit(bg); objstore.Code(err) != c.err {
+			t.Fatalf("guard epoch %d: %v", c.epoch, err)
+		}
+	}
+	want["a"] = "k1=1 k2=2 k3=7"
+	read := objstore.NewReadOp()
+	read.GetXattr("epoch")
+	if err := newLoad().Guard("a", read); objstore.Code(err) != objstore.ErrInvalid {
+		t.Fatalf("a read step as a guard: %v", err)
+	}
+	l = newLoad()
+	add(l, "a", "k4", "4")
+	l.Abort()
+	if got := omapOf(t, io, "a"); got != want["a"] {
+		t.Fatalf("a failed or aborted load changed a: %q", got)
+	}
+	if names, err := fs.List("/d/load"); err != nil || len(names) != 0 {
+		t.Fatalf("load directory after commit and aborts: %v %v", names, err)
+	}
+
+	// A crash's leftovers go at the next Open; the loaded pairs stay.
+	l = newLoad()
+	add(l, "a", "k5", "5")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, io = open()
+	defer s.Close()
+	if names, err := fs.List("/d/load"); err != nil || len(names) != 0 {
+		t.Fatalf("load directory after reopen: %v %v", names, err)
+	}
+	for oid, w := range want {
+		if got := omapOf(t, io, oid); got != w {
+			t.Fatalf("%s after reopen: omap %q, want %q", oid, got, w)
+		}
+	}
+}
