@@ -501,6 +501,17 @@ func decodeCopyIn(b []byte) (uint64, []objstore.KV, error) {
 	return epoch, pairs, nil
 }
 
+// fencedHeader reads the header of a reshard target that epoch still owns.
+func fencedHeader(ctx objstore.MethodContext, epoch uint64) (shardHeader, error) {
+	if !ctx.Exists() {
+		return shardHeader{}, objstore.Errorf(objstore.ErrNotFound, "index shard")
+	}
+	if err := fence(ctx, epoch, false); err != nil {
+		return shardHeader{}, err
+	}
+	return readHeader(ctx)
+}
+
 // clsCopy adds entries copied verbatim from a source shard to a reshard
 // target, with their stats. The caller guarantees the target holds none of
 // these keys yet (a copy pass visits each key once, into a freshly created
@@ -510,13 +521,7 @@ func clsCopy(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !ctx.Exists() {
-		return nil, objstore.Errorf(objstore.ErrNotFound, "index shard")
-	}
-	if err := fence(ctx, epoch, false); err != nil {
-		return nil, err
-	}
-	h, err := readHeader(ctx)
+	h, err := fencedHeader(ctx, epoch)
 	if err != nil {
 		return nil, err
 	}

@@ -94,13 +94,7 @@ func clsCopyStats(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !ctx.Exists() {
-		return nil, objstore.Errorf(objstore.ErrNotFound, "index shard")
-	}
-	if err := fence(ctx, epoch, false); err != nil {
-		return nil, err
-	}
-	h, err := readHeader(ctx)
+	h, err := fencedHeader(ctx, epoch)
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,17 @@ func wantView(t *testing.T, v objstore.Viewer, name string, want ...string) {
 
 func kv(k, v string) objstore.KV { return objstore.KV{Key: k, Value: []byte(v)} }
 
+// openViewStore opens a store on fs with reg's classes, and its pool p.
+func openViewStore(t *testing.T, fs vfs.FS, reg *objstore.Registry) (*Store, objstore.IOContext, objstore.Viewer) {
+	t.Helper()
+	s, err := Open(Options{Dir: "/d", FS: fs, Classes: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	io := mustIO(t, s, "p")
+	return s, io, io.(objstore.Viewer)
+}
+
 // omapOf is an object's omap as "k=v" strings joined by spaces.
 func omapOf(t *testing.T, io objstore.IOContext, oid string) string {
 	t.Helper()
@@ -95,12 +106,8 @@ func omapOf(t *testing.T, io objstore.IOContext, oid string) string {
 func TestViewKeepsMembersOmap(t *testing.T) {
 	fs := vfs.NewMem()
 	reg := viewRegistry()
-	s, err := Open(Options{Dir: "/d", FS: fs, Classes: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	io := mustIO(t, s, "p")
-	v := io.(objstore.Viewer)
+	s, io, v := openViewStore(t, fs, reg)
+	var err error
 
 	// Joining copies nothing; keys at or above the bound stay out.
 	mustOp(t, io, "a", objstore.NewWriteOp().SetOmap(kv("old", "1")))
@@ -298,12 +305,8 @@ func TestFormatUpgrade(t *testing.T) {
 func TestViewProjection(t *testing.T) {
 	fs := vfs.NewMem()
 	reg := viewRegistry()
-	s, err := Open(Options{Dir: "/d", FS: fs, Classes: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	io := mustIO(t, s, "p")
-	v := io.(objstore.Viewer)
+	s, io, v := openViewStore(t, fs, reg)
+	var err error
 	mustOp(t, io, "a", objstore.NewWriteOp().SetView("V", "", "vt.upper").SetOmap(kv("a1", "x")))
 	mustOp(t, io, "b", objstore.NewWriteOp().SetView("V", "", "").SetOmap(kv("b1", "y")))
 	ex := objstore.NewWriteOp()
