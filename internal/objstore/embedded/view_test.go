@@ -154,12 +154,8 @@ func TestViewKeepsMembersOmap(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = Open(Options{Dir: "/d", FS: fs, Classes: reg}); err != nil {
-		t.Fatal(err)
-	}
+	s, io, v = openViewStore(t, fs, reg)
 	defer s.Close()
-	io = mustIO(t, s, "p")
-	v = io.(objstore.Viewer)
 	mustOp(t, io, "b", objstore.NewWriteOp().SetOmap(kv("b2", "r")))
 	wantView(t, v, "V", "a2=p", "b1=q", "b2=r")
 
@@ -325,13 +321,10 @@ func TestViewProjection(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = Open(Options{Dir: "/d", FS: fs, Classes: reg}); err != nil {
-		t.Fatal(err)
-	}
+	s, io, v = openViewStore(t, fs, reg)
 	defer s.Close()
-	io = mustIO(t, s, "p")
 	mustOp(t, io, "a", objstore.NewWriteOp().SetOmap(kv("a3", "z")))
-	wantView(t, io.(objstore.Viewer), "V", "a1=X", "a2=M", "a3=Z", "b1=y")
+	wantView(t, v, "V", "a1=X", "a2=M", "a3=Z", "b1=y")
 	// A build without the projection refuses the member's writes rather
 	// than fill the view with whole values.
 	s.Close()
