@@ -301,6 +301,19 @@ type NotifyCell struct {
 	// ReserveOps: reservations that took a store op on the PUT's path
 	// (the shard's pool of ready reservations was empty).
 	ReserveOps float64 `json:"reserve_ops,omitempty"`
+	// Store: what the embedded store wrote over load and drain (nil with
+	// another backend).
+	Store *NotifyStoreWrites `json:"store,omitempty"`
+}
+
+// NotifyStoreWrites are deltas of the embedded store's cairn_store_*
+// counters over a cell: bytes to the WAL, flushed and compacted sstables.
+type NotifyStoreWrites struct {
+	WALBytes       float64 `json:"wal_bytes"`
+	FlushedBytes   float64 `json:"flushed_bytes"`
+	CompactedBytes float64 `json:"compacted_bytes"`
+	SyncedCommits  float64 `json:"synced_commits"`
+	WALSyncs       float64 `json:"wal_syncs"`
 }
 
 // NotifyGoal is one goal of the issue and whether the run met it.
@@ -818,6 +831,15 @@ func (b *notifyBench) cell(ctx context.Context, round int, mode, op string, size
 		c.CommitOps, c.CommitEvents = n1.commitOps-n0.commitOps, n1.commitEvents-n0.commitEvents
 		c.ReserveOps = n1.reserveOps - n0.reserveOps
 	}
+	if s1 := b.gw.counters(ctx); s1.walBytes > 0 {
+		c.Store = &NotifyStoreWrites{WALBytes: s1.walBytes - n0.walBytes, FlushedBytes: s1.flushedBytes - n0.flushedBytes,
+			CompactedBytes: s1.compactedBytes - n0.compactedBytes, SyncedCommits: s1.syncedCommits - n0.syncedCommits, WALSyncs: s1.walSyncs - n0.walSyncs}
+		if r.Ops > 0 {
+			fmt.Fprintf(out, "  store writes per op: WAL %.0f B, flushed %.0f B, compacted %.0f B; %.3f synced commits, %.3f WAL syncs\n",
+				c.Store.WALBytes/float64(r.Ops), c.Store.FlushedBytes/float64(r.Ops), c.Store.CompactedBytes/float64(r.Ops),
+				c.Store.SyncedCommits/float64(r.Ops), c.Store.WALSyncs/float64(r.Ops))
+		}
+	}
 	stopSampling()
 	swg.Wait()
 	c.DepthSlope = depthSlope(c.Depth)
@@ -1301,6 +1323,8 @@ type notifyCounters struct {
 	listOps, removeOps, listRemoveOps float64 // cairn_notify_delivery_shard_ops_total by op
 	commitOps, commitEvents           float64 // cairn_notify_queue_commit_{ops,events}_total
 	reserveOps                        float64 // cairn_notify_queue_reserve_ops_total
+	// cairn_store_*: the embedded store's writes.
+	walBytes, flushedBytes, compactedBytes, syncedCommits, walSyncs float64
 }
 
 // counters reads notifyCounters from the gateway's /metrics (zero when
@@ -1333,6 +1357,16 @@ func (g *notifyGateway) counters(ctx context.Context) notifyCounters {
 			dst = &n.commitEvents
 		case strings.HasPrefix(line, "cairn_notify_queue_reserve_ops_total"):
 			dst = &n.reserveOps
+		case strings.HasPrefix(line, "cairn_store_wal_bytes_total"):
+			dst = &n.walBytes
+		case strings.HasPrefix(line, "cairn_store_flushed_bytes_total"):
+			dst = &n.flushedBytes
+		case strings.HasPrefix(line, "cairn_store_compacted_bytes_total"):
+			dst = &n.compactedBytes
+		case strings.HasPrefix(line, "cairn_store_synced_commits_total"):
+			dst = &n.syncedCommits
+		case strings.HasPrefix(line, "cairn_store_wal_syncs_total"):
+			dst = &n.walSyncs
 		default:
 			continue
 		}
