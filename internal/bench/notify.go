@@ -314,6 +314,10 @@ type NotifyStoreWrites struct {
 	CompactedBytes float64 `json:"compacted_bytes"`
 	SyncedCommits  float64 `json:"synced_commits"`
 	WALSyncs       float64 `json:"wal_syncs"`
+	// Compaction debt (pebble's estimate) at the start and the end: a
+	// cell that ends with more debt left work to the next one.
+	DebtBytesBefore float64 `json:"compaction_debt_bytes_before"`
+	DebtBytesAfter  float64 `json:"compaction_debt_bytes_after"`
 }
 
 // NotifyGoal is one goal of the issue and whether the run met it.
@@ -833,11 +837,12 @@ func (b *notifyBench) cell(ctx context.Context, round int, mode, op string, size
 	}
 	if s1 := b.gw.counters(ctx); s1.walBytes > 0 {
 		c.Store = &NotifyStoreWrites{WALBytes: s1.walBytes - n0.walBytes, FlushedBytes: s1.flushedBytes - n0.flushedBytes,
-			CompactedBytes: s1.compactedBytes - n0.compactedBytes, SyncedCommits: s1.syncedCommits - n0.syncedCommits, WALSyncs: s1.walSyncs - n0.walSyncs}
+			CompactedBytes: s1.compactedBytes - n0.compactedBytes, SyncedCommits: s1.syncedCommits - n0.syncedCommits, WALSyncs: s1.walSyncs - n0.walSyncs,
+			DebtBytesBefore: n0.debtBytes, DebtBytesAfter: s1.debtBytes}
 		if r.Ops > 0 {
-			fmt.Fprintf(out, "  store writes per op: WAL %.0f B, flushed %.0f B, compacted %.0f B; %.3f synced commits, %.3f WAL syncs\n",
+			fmt.Fprintf(out, "  store writes per op: WAL %.0f B, flushed %.0f B, compacted %.0f B; %.3f synced commits, %.3f WAL syncs; compaction debt %.0f -> %.0f MB\n",
 				c.Store.WALBytes/float64(r.Ops), c.Store.FlushedBytes/float64(r.Ops), c.Store.CompactedBytes/float64(r.Ops),
-				c.Store.SyncedCommits/float64(r.Ops), c.Store.WALSyncs/float64(r.Ops))
+				c.Store.SyncedCommits/float64(r.Ops), c.Store.WALSyncs/float64(r.Ops), c.Store.DebtBytesBefore/1e6, c.Store.DebtBytesAfter/1e6)
 		}
 	}
 	stopSampling()
@@ -1325,6 +1330,7 @@ type notifyCounters struct {
 	reserveOps                        float64 // cairn_notify_queue_reserve_ops_total
 	// cairn_store_*: the embedded store's writes.
 	walBytes, flushedBytes, compactedBytes, syncedCommits, walSyncs float64
+	debtBytes                                                       float64 // a gauge
 }
 
 // counters reads notifyCounters from the gateway's /metrics (zero when
@@ -1367,6 +1373,8 @@ func (g *notifyGateway) counters(ctx context.Context) notifyCounters {
 			dst = &n.syncedCommits
 		case strings.HasPrefix(line, "cairn_store_wal_syncs_total"):
 			dst = &n.walSyncs
+		case strings.HasPrefix(line, "cairn_store_compaction_debt_bytes"):
+			dst = &n.debtBytes
 		default:
 			continue
 		}

@@ -7,6 +7,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type lsmCollector struct {
 	s                                       *Store
 	wal, flushed, compacted, commits, syncs *prometheus.Desc
+	debt                                    *prometheus.Desc
 }
 
 // Collector returns a collector of the store's LSM write counters
@@ -21,6 +22,7 @@ func (s *Store) Collector() prometheus.Collector {
 		compacted: d("compacted_bytes_total", "Bytes of sstables written by compactions."),
 		commits:   d("synced_commits_total", "Synced batch commits."),
 		syncs:     d("wal_syncs_total", "WAL fsyncs."),
+		debt:      d("compaction_debt_bytes", "Bytes pebble estimates it must still compact to reach a stable shape."),
 	}
 }
 
@@ -30,6 +32,7 @@ func (c *lsmCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.compacted
 	ch <- c.commits
 	ch <- c.syncs
+	ch <- c.debt
 }
 
 func (c *lsmCollector) Collect(ch chan<- prometheus.Metric) {
@@ -37,6 +40,7 @@ func (c *lsmCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	m := c.s.LSMCounters()
+	ch <- prometheus.MustNewConstMetric(c.debt, prometheus.GaugeValue, float64(c.s.LSMStats().DebtBytes))
 	ch <- prometheus.MustNewConstMetric(c.wal, prometheus.CounterValue, float64(m.WALBytes))
 	ch <- prometheus.MustNewConstMetric(c.flushed, prometheus.CounterValue, float64(m.FlushedBytes))
 	ch <- prometheus.MustNewConstMetric(c.compacted, prometheus.CounterValue, float64(m.CompactedBytes))

@@ -64,7 +64,9 @@ func TestLSMCollector(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %d", name, v, ok, want)
 		}
 	}
-	if _, ok := got["cairn_store_compacted_bytes_total"]; !ok {
-		t.Error("cairn_store_compacted_bytes_total missing")
+	for _, name := range []string{"cairn_store_compacted_bytes_total", "cairn_store_compaction_debt_bytes"} {
+		if _, ok := got[name]; !ok {
+			t.Errorf("%s missing", name)
+		}
 	}
 }
