@@ -126,6 +126,25 @@ def main():
         row = [c[3][n] / c[1] / 1e3 for c in cells]
         d = [(c[3][n] / c[1] - base[3][n] / base[1]) / 1e3 * c[1] / max(c[2], 1) for c in cells[1:]]
         print(f'| {n} | ' + ' | '.join(f'{v:.1f}' for v in row) + ' | ' + ' | '.join(f'{v:+.1f}' for v in d) + ' |')
+    # groups: the parts rounds 3-5 measured, the store's background work,
+    # the PUT's own path outside the notification frames, GC and scheduler
+    # (the gateway's share, by its share of allocation)
+    for c in cells:
+        a = c[3]
+        share = a['x gw: allocation (mallocgc, incl. assist)'] / max(a['x all: allocation (mallocgc)'], 1)
+        un = a['GC mark workers (unlabeled)'] + a['unlabeled: scheduler/idle'] + a['unlabeled: other']
+        a['G parts'] = sum(v for k, v in a.items() if k.startswith(('gw: delivery', 'gw: deferred', 'gw: PUT: notify')))
+        a['G  of it delivery'] = sum(v for k, v in a.items() if k.startswith('gw: delivery'))
+        a['G  of it intent+reserve+match'] = sum(v for k, v in a.items() if k.startswith(('gw: PUT: notify intent', 'gw: PUT: notify reserve', 'gw: PUT: notify other')))
+        a['G store background'] = sum(v for k, v in a.items() if k.startswith('pebble'))
+        a['G PUT path outside notify'] = sum(v for k, v in a.items() if k.startswith('gw:')) - a['G parts']
+        a['G GC+sched (gateway share)'] = share * un
+        a['G gateway total'] = a['G parts'] + a['G store background'] + a['G PUT path outside notify'] + a['G GC+sched (gateway share)']
+    print()
+    for n in ['G parts', 'G  of it delivery', 'G  of it intent+reserve+match', 'G store background', 'G PUT path outside notify', 'G GC+sched (gateway share)', 'G gateway total']:
+        row = [c[3][n] / c[1] / 1e3 for c in cells]
+        d = [(c[3][n] / c[1] - base[3][n] / base[1]) / 1e3 * c[1] / max(c[2], 1) for c in cells[1:]]
+        print(f'| {n} | ' + ' | '.join(f'{v:.1f}' for v in row) + ' | ' + ' | '.join(f'{v:+.1f}' for v in d) + ' |')
     # gateway-attributable: labeled gateway + pebble bg + share of GC/unlabeled
     print()
     for c in cells:
