@@ -7,7 +7,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type lsmCollector struct {
 	s                                       *Store
 	wal, flushed, compacted, commits, syncs *prometheus.Desc
-	debt                                    *prometheus.Desc
+	debt, jobs                              *prometheus.Desc
 }
 
 // Collector returns a collector of the store's LSM write counters
@@ -23,6 +23,7 @@ func (s *Store) Collector() prometheus.Collector {
 		commits:   d("synced_commits_total", "Synced batch commits."),
 		syncs:     d("wal_syncs_total", "WAL fsyncs."),
 		debt:      d("compaction_debt_bytes", "Bytes pebble estimates it must still compact to reach a stable shape."),
+		jobs:      d("background_jobs", "Flushes and compactions running now."),
 	}
 }
 
@@ -33,6 +34,7 @@ func (c *lsmCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.commits
 	ch <- c.syncs
 	ch <- c.debt
+	ch <- c.jobs
 }
 
 func (c *lsmCollector) Collect(ch chan<- prometheus.Metric) {
@@ -40,7 +42,9 @@ func (c *lsmCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	m := c.s.LSMCounters()
-	ch <- prometheus.MustNewConstMetric(c.debt, prometheus.GaugeValue, float64(c.s.LSMStats().DebtBytes))
+	st := c.s.LSMStats()
+	ch <- prometheus.MustNewConstMetric(c.debt, prometheus.GaugeValue, float64(st.DebtBytes))
+	ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(st.CompactionsRunning+m.FlushesBegun-m.FlushesDone))
 	ch <- prometheus.MustNewConstMetric(c.wal, prometheus.CounterValue, float64(m.WALBytes))
 	ch <- prometheus.MustNewConstMetric(c.flushed, prometheus.CounterValue, float64(m.FlushedBytes))
 	ch <- prometheus.MustNewConstMetric(c.compacted, prometheus.CounterValue, float64(m.CompactedBytes))

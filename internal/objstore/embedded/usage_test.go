@@ -64,7 +64,7 @@ func TestLSMCollector(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %d", name, v, ok, want)
 		}
 	}
-	for _, name := range []string{"cairn_store_compacted_bytes_total", "cairn_store_compaction_debt_bytes"} {
+	for _, name := range []string{"cairn_store_compacted_bytes_total", "cairn_store_compaction_debt_bytes", "cairn_store_background_jobs"} {
 		if _, ok := got[name]; !ok {
 			t.Errorf("%s missing", name)
 		}
