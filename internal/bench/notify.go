@@ -109,6 +109,13 @@ type NotifyConfig struct {
 	Rounds int
 	// MaxPrefillBytes bounds a DELETE cell's prefill. Default 2 GiB.
 	MaxPrefillBytes int64
+	// Settle, when positive, makes each cell wait after its load and
+	// drain, up to Settle, until the embedded store has no compaction
+	// debt and no flush or compaction running, and counts that time's
+	// gateway CPU in the cell: a fast cell otherwise leaves compactions
+	// to the next one (docs/bench/notify-issue25.md, round 6). The
+	// memtable is not flushed: what a cell leaves in it is flushed later.
+	Settle time.Duration
 	// DrainTimeout bounds the wait for a topic's queue to empty after a
 	// cell. Default 2 min.
 	DrainTimeout time.Duration
@@ -301,6 +308,27 @@ type NotifyCell struct {
 	// ReserveOps: reservations that took a store op on the PUT's path
 	// (the shard's pool of ready reservations was empty).
 	ReserveOps float64 `json:"reserve_ops,omitempty"`
+	// Store: what the embedded store wrote over load and drain (nil with
+	// another backend).
+	Store *NotifyStoreWrites `json:"store,omitempty"`
+	// SettleSeconds: how long the cell waited for compactions (--settle);
+	// Settled: whether they finished within --settle.
+	SettleSeconds float64 `json:"settle_seconds,omitempty"`
+	Settled       bool    `json:"settled,omitempty"`
+}
+
+// NotifyStoreWrites are deltas of the embedded store's cairn_store_*
+// counters over a cell: bytes to the WAL, flushed and compacted sstables.
+type NotifyStoreWrites struct {
+	WALBytes       float64 `json:"wal_bytes"`
+	FlushedBytes   float64 `json:"flushed_bytes"`
+	CompactedBytes float64 `json:"compacted_bytes"`
+	SyncedCommits  float64 `json:"synced_commits"`
+	WALSyncs       float64 `json:"wal_syncs"`
+	// Compaction debt (pebble's estimate) at the start and the end: a
+	// cell that ends with more debt left work to the next one.
+	DebtBytesBefore float64 `json:"compaction_debt_bytes_before"`
+	DebtBytesAfter  float64 `json:"compaction_debt_bytes_after"`
 }
 
 // NotifyGoal is one goal of the issue and whether the run met it.
@@ -377,6 +405,7 @@ func NotifyMain(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&cfg.BlockProfile, "blockprofile", "", "write a blocking profile of this process")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "parent directory for the gateway's temporary data dir (picks the disk)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the data dir and gateway log")
+	fs.DurationVar(&cfg.Settle, "settle", 0, "after each cell, wait up to this long for the store's compactions to finish, counting their CPU in the cell (0: do not wait)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 32, "closed-loop client workers")
 	fs.StringVar(&cfg.EndpointKind, "endpoint-kind", NotifyEndpointHTTP, "endpoint of the persistent topics: http (in-process receiver), kafka (--kafka-brokers) or amqp (--amqp-url)")
 	kafkaBrokers := fs.String("kafka-brokers", "", "with --endpoint-kind kafka: running brokers, host:port[,host:port...]")
@@ -817,6 +846,26 @@ func (b *notifyBench) cell(ctx context.Context, round int, mode, op string, size
 		c.ListOps, c.RemoveOps, c.ListRemoveOps = n1.listOps-n0.listOps, n1.removeOps-n0.removeOps, n1.listRemoveOps-n0.listRemoveOps
 		c.CommitOps, c.CommitEvents = n1.commitOps-n0.commitOps, n1.commitEvents-n0.commitEvents
 		c.ReserveOps = n1.reserveOps - n0.reserveOps
+	}
+	if b.cfg.Settle > 0 {
+		c.SettleSeconds, c.Settled = b.gw.settle(ctx, b.cfg.Settle)
+		if !b.gw.inProcess {
+			c.GatewayCPU = b.gw.cpuSeconds() - cpu0g
+			if r.Ops > 0 {
+				c.GatewayUsOp = math.Round(c.GatewayCPU / float64(r.Ops) * 1e6)
+			}
+		}
+		fmt.Fprintf(out, "  settled %v after %.1fs\n", c.Settled, c.SettleSeconds)
+	}
+	if s1 := b.gw.counters(ctx); s1.walBytes > 0 {
+		c.Store = &NotifyStoreWrites{WALBytes: s1.walBytes - n0.walBytes, FlushedBytes: s1.flushedBytes - n0.flushedBytes,
+			CompactedBytes: s1.compactedBytes - n0.compactedBytes, SyncedCommits: s1.syncedCommits - n0.syncedCommits, WALSyncs: s1.walSyncs - n0.walSyncs,
+			DebtBytesBefore: n0.debtBytes, DebtBytesAfter: s1.debtBytes}
+		if r.Ops > 0 {
+			fmt.Fprintf(out, "  store writes per op: WAL %.0f B, flushed %.0f B, compacted %.0f B; %.3f synced commits, %.3f WAL syncs; compaction debt %.0f -> %.0f MB\n",
+				c.Store.WALBytes/float64(r.Ops), c.Store.FlushedBytes/float64(r.Ops), c.Store.CompactedBytes/float64(r.Ops),
+				c.Store.SyncedCommits/float64(r.Ops), c.Store.WALSyncs/float64(r.Ops), c.Store.DebtBytesBefore/1e6, c.Store.DebtBytesAfter/1e6)
+		}
 	}
 	stopSampling()
 	swg.Wait()
@@ -1301,6 +1350,9 @@ type notifyCounters struct {
 	listOps, removeOps, listRemoveOps float64 // cairn_notify_delivery_shard_ops_total by op
 	commitOps, commitEvents           float64 // cairn_notify_queue_commit_{ops,events}_total
 	reserveOps                        float64 // cairn_notify_queue_reserve_ops_total
+	// cairn_store_*: the embedded store's writes.
+	walBytes, flushedBytes, compactedBytes, syncedCommits, walSyncs float64
+	debtBytes, bgJobs                                               float64 // gauges
 }
 
 // counters reads notifyCounters from the gateway's /metrics (zero when
@@ -1333,6 +1385,20 @@ func (g *notifyGateway) counters(ctx context.Context) notifyCounters {
 			dst = &n.commitEvents
 		case strings.HasPrefix(line, "cairn_notify_queue_reserve_ops_total"):
 			dst = &n.reserveOps
+		case strings.HasPrefix(line, "cairn_store_wal_bytes_total"):
+			dst = &n.walBytes
+		case strings.HasPrefix(line, "cairn_store_flushed_bytes_total"):
+			dst = &n.flushedBytes
+		case strings.HasPrefix(line, "cairn_store_compacted_bytes_total"):
+			dst = &n.compactedBytes
+		case strings.HasPrefix(line, "cairn_store_synced_commits_total"):
+			dst = &n.syncedCommits
+		case strings.HasPrefix(line, "cairn_store_wal_syncs_total"):
+			dst = &n.walSyncs
+		case strings.HasPrefix(line, "cairn_store_compaction_debt_bytes"):
+			dst = &n.debtBytes
+		case strings.HasPrefix(line, "cairn_store_background_jobs"):
+			dst = &n.bgJobs
 		default:
 			continue
 		}
@@ -1343,6 +1409,33 @@ func (g *notifyGateway) counters(ctx context.Context) notifyCounters {
 		}
 	}
 	return n
+}
+
+// settle waits, up to max, until the store reports no compaction debt
+// and no flush or compaction running in two polls in a row; it returns
+// the wait and whether that happened (false at once without the
+// embedded store's counters).
+func (g *notifyGateway) settle(ctx context.Context, max time.Duration) (float64, bool) {
+	t0 := time.Now()
+	quiet := 0
+	for ctx.Err() == nil {
+		n := g.counters(ctx)
+		if n.walBytes == 0 {
+			return 0, false
+		}
+		if n.debtBytes == 0 && n.bgJobs == 0 {
+			if quiet++; quiet == 2 {
+				return time.Since(t0).Seconds(), true
+			}
+		} else {
+			quiet = 0
+		}
+		if time.Since(t0) >= max {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return time.Since(t0).Seconds(), false
 }
 
 // cpuSeconds is the child gateway's user+system CPU time (0 in-process or

@@ -47,6 +47,7 @@ func Register(reg *objstore.Registry) {
 	reg.Register(ClassName, "copy_stats", objstore.MethodWrite, clsCopyStats)
 	reg.Register(ClassName, "replay", objstore.MethodWrite, clsReplay)
 	reg.Register(ClassName, "view_fix", objstore.MethodWrite, clsViewFix)
+	reg.Register(ClassName, "put_intent", objstore.MethodWrite, clsPutIntent)
 }
 
 type linkIn struct {

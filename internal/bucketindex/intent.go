@@ -1,6 +1,7 @@
 package bucketindex
 
 import (
+	"bytes"
 	"context"
 	"strings"
 
@@ -68,4 +69,25 @@ func RemoveIntents(ctx context.Context, io objstore.IOContext, shardOID string, 
 	op := objstore.NewWriteOp().AssertExists().RmOmapKeys(keys...)
 	op.DeferSync = true
 	return io.Operate(ctx, shardOID, op)
+}
+
+// encodePutIntentIn is put_intent's input: the tag, a NUL (omap keys, so
+// tags, never hold one), then the intent's bytes.
+func encodePutIntentIn(tag string, data []byte) []byte {
+	in := make([]byte, 0, len(tag)+1+len(data))
+	in = append(in, tag...)
+	in = append(in, 0)
+	return append(in, data...)
+}
+
+// clsPutIntent stores an intent: put_intent <tag> NUL <data> sets
+// 0xff "i/" <tag> to <data>. It runs as a step after link_version in the
+// link's op; being a class step, it keeps the shard's class cache (the
+// header), which a plain SetOmap would drop.
+func clsPutIntent(ctx objstore.MethodContext, in []byte) ([]byte, error) {
+	i := bytes.IndexByte(in, 0)
+	if i <= 0 || i == len(in)-1 {
+		return nil, objstore.Errorf(objstore.ErrInvalid, "put_intent: want <tag> NUL <intent>")
+	}
+	return nil, ctx.SetOmap(objstore.KV{Key: intentPrefix + string(in[:i]), Value: in[i+1:]})
 }

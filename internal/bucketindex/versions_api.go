@@ -51,11 +51,11 @@ func (x Index) LinkVersionWith(ctx context.Context, mode string, e Entry, c Vers
 	if err != nil {
 		return VersionResult{}, err
 	}
-	var extra []objstore.KV
+	var intent []byte
 	if len(c.Intent) > 0 {
-		extra = []objstore.KV{{Key: intentPrefix + e.Tag, Value: c.Intent}}
+		intent = encodePutIntentIn(e.Tag, c.Intent)
 	}
-	return x.versionOp(ctx, e.Key, "link_version", in, c.DeferSync, with, extra...)
+	return x.versionOp(ctx, e.Key, "link_version", in, c.DeferSync, with, intent)
 }
 
 // UnlinkVersion removes version id ("null" for the null version) of key
@@ -63,18 +63,22 @@ func (x Index) LinkVersionWith(ctx context.Context, mode string, e Entry, c Vers
 // version does not exist; ErrCanceled when ifETag is set and differs.
 func (x Index) UnlinkVersion(ctx context.Context, key, id, ifETag string) (VersionResult, error) {
 	in, _ := json.Marshal(unlinkVersionIn{Key: key, VersionID: id, IfETag: ifETag, GCTime: x.gcTime()})
-	return x.versionOp(ctx, key, "unlink_version", in, false, nil)
+	return x.versionOp(ctx, key, "unlink_version", in, false, nil, nil)
 }
 
-// versionOp runs method on key's shard; extra omap pairs are set in the
-// same op, after the method (so only if it succeeds). With with, the op
-// commits atomically with those (see LinkVersionWith).
-func (x Index) versionOp(ctx context.Context, key, method string, in []byte, deferSync bool, with []objstore.AtomicReq, extra ...objstore.KV) (VersionResult, error) {
+// versionOp runs method on key's shard; intent (put_intent's input), when
+// set, is stored in the same op after the method (so only if it
+// succeeds). With with, the op commits atomically with those (see
+// LinkVersionWith).
+func (x Index) versionOp(ctx context.Context, key, method string, in []byte, deferSync bool, with []objstore.AtomicReq, intent []byte) (VersionResult, error) {
 	op := objstore.NewWriteOp()
 	op.DeferSync = deferSync
 	ex := op.Exec(ClassName, method, in)
-	if len(extra) > 0 {
-		op.SetOmap(extra...)
+	if intent != nil {
+		// A class step, not a plain SetOmap: a plain write drops the
+		// shard's class cache, and every next link would read the header
+		// from the store again.
+		op.Exec(ClassName, "put_intent", intent)
 	}
 	var err error
 	if len(with) > 0 {

@@ -151,5 +151,5 @@ func (x Index) UnlinkVersionIf(ctx context.Context, key, id string, c UnlinkCond
 		ui.IfMeta = rawOrNull(c.IfMeta)
 	}
 	in, _ := json.Marshal(ui)
-	return x.versionOp(ctx, key, "unlink_version", in, false, nil)
+	return x.versionOp(ctx, key, "unlink_version", in, false, nil, nil)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -27,7 +28,8 @@ import (
 
 // IntentReservation is a Reservation whose event must follow the version
 // even across a crash. Intent returns the JSON to store with the link (nil:
-// none needed). It is called once, before the link, with what is known of
+// none needed), one valid compact JSON value: the driver embeds it in
+// the intent record as is. It is called once, before the link, with what is known of
 // the version then (no version id).
 type IntentReservation interface {
 	Reservation
@@ -51,6 +53,23 @@ type linkIntent struct {
 	// MTime orders a key's intents at recovery (link order), unix ns.
 	MTime  int64           `json:"t,omitempty"`
 	Notify json.RawMessage `json:"n"`
+}
+
+// encodeLinkIntent is json.Marshal(linkIntent{key, mtime, n}) for a
+// compact n, the same bytes, written directly: Marshal re-scans a
+// RawMessage to compact it, a few µs per notified write.
+func encodeLinkIntent(key string, mtime int64, n []byte) []byte {
+	kq, _ := json.Marshal(key) // a string always encodes
+	b := make([]byte, 0, len(kq)+len(n)+36)
+	b = append(b, `{"k":`...)
+	b = append(b, kq...)
+	if mtime != 0 {
+		b = append(b, `,"t":`...)
+		b = strconv.AppendInt(b, mtime, 10)
+	}
+	b = append(b, `,"n":`...)
+	b = append(b, n...)
+	return append(b, '}')
 }
 
 // definite reports whether a failed op is known not to have applied: the

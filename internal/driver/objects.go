@@ -268,7 +268,7 @@ func (d *Driver) link(ctx context.Context, bucket string, e bucketindex.Entry, c
 	cond.DeferSync = sr != nil && sr.Persistent()
 	if ir, ok := res.(IntentReservation); ok {
 		if n := ir.Intent(ctx, entryInfoMeta(bucket, e, meta)); n != nil {
-			cond.Intent, _ = json.Marshal(linkIntent{Key: e.Key, MTime: e.ModTime.UnixNano(), Notify: n})
+			cond.Intent = encodeLinkIntent(e.Key, e.ModTime.UnixNano(), n)
 		}
 	}
 	// A deferred commit: the link is the synced op, the intent in it
