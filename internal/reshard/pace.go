@@ -158,6 +158,20 @@ func newBaselineGovernor(p *pacer, lo, hi float64, stats func() (uint64, time.Du
 	return g
 }
 
+// setHi moves the rate's ceiling: a loaded copy's entries cost the
+// foreground less than copy ops do (bucketindex.CopyLoad).
+func (g *governor) setHi(hi float64) {
+	g.mu.Lock()
+	g.hi = hi
+	g.mu.Unlock()
+}
+
+func (g *governor) ceiling() float64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.hi
+}
+
 // observe records one copy batch's latency (the fallback signal).
 func (g *governor) observe(d time.Duration) {
 	if g == nil {
@@ -200,16 +214,17 @@ func (g *governor) tick() {
 			calm = !congested
 		}
 	}
-	floor := min(g.hi, max(g.lo, convergeFactor*g.arrivals))
+	hi := g.hi
+	floor := min(hi, max(g.lo, convergeFactor*g.arrivals))
 	g.mu.Unlock()
 	r := g.p.current()
 	switch {
 	case congested:
 		r = max(floor, r*2/3)
 	case calm:
-		r = min(g.hi, r+(g.hi-g.lo)/20)
+		r = min(hi, r+(hi-g.lo)/20)
 	}
-	r = max(r, floor)
+	r = min(max(r, floor), hi)
 	g.p.setRate(r)
 	g.mu.Lock()
 	if congested {
