@@ -457,7 +457,7 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&cfg.CheckInterval, "reshard-interval", 10*time.Second, "driver mode: dynamic reshard check interval")
 	fs.IntVar(&cfg.CopyRateLimit, "reshard-copy-rate", 25000, "driver mode: reshard copy pace, entries/s (-1: unlimited)")
 	fs.BoolVar(&cfg.CopyRateAdaptive, "reshard-copy-adaptive", true, "driver mode: pace the copy by foreground write latency (as cairn serve does by default)")
-	fs.BoolVar(&cfg.NoCopyLoad, "no-copy-load", false, "driver mode: copy reshards through write ops, not one bulk load of sorted tables (A/B runs)")
+	fs.BoolVar(&cfg.CopyLoad, "copy-load", false, "driver mode: copy reshards as one bulk load of sorted tables (reshard-copy-load), not through write ops")
 	fs.BoolVar(&cfg.NoIndexView, "no-index-view", false, "driver mode: list by merging every index shard, without the bucket's ordered view (A/B runs)")
 	fs.BoolVar(&cfg.TriggerSizing, "reshard-trigger-sizing", false, "driver mode: size dynamic reshards for the objects at the trigger (RGW's rule), not for those expected when they end (A/B runs)")
 	cache := fs.String("cache-size", "0", "driver mode: embedded block cache (0: automatic)")

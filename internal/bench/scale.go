@@ -87,9 +87,9 @@ type ScaleConfig struct {
 	// NoIndexView lists by merging every index shard even on the embedded
 	// store (driver.Options.NoIndexView), for A/B runs.
 	NoIndexView bool
-	// NoCopyLoad copies reshards through write ops instead of one bulk
-	// load (reshard.Config.NoCopyLoad), for A/B runs.
-	NoCopyLoad bool
+	// CopyLoad copies reshards as one bulk load instead of through write
+	// ops (reshard.Config.CopyLoad), for A/B runs.
+	CopyLoad bool
 	// CacheSize of the embedded store (0: its automatic size).
 	CacheSize int64
 	// MaxDuration stops the run (after the current phase is cut short);
@@ -313,7 +313,7 @@ type ScaleResult struct {
 		Adaptive        bool    `json:"copy_rate_adaptive,omitempty"`
 		TriggerSizing   bool    `json:"reshard_trigger_sizing,omitempty"`
 		NoIndexView     bool    `json:"no_index_view,omitempty"`
-		NoCopyLoad      bool    `json:"no_copy_load,omitempty"`
+		CopyLoad        bool    `json:"copy_load,omitempty"`
 		Targets         []int64 `json:"targets"`
 	} `json:"config"`
 
@@ -432,7 +432,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		r.t, err = newScaleHTTP(ctx, cfg)
 	} else {
 		res.Config.MaxObjsPerShard, res.Config.CopyRateLimit, res.Config.Adaptive = cfg.MaxObjsPerShard, cfg.CopyRateLimit, cfg.CopyRateAdaptive
-		res.Config.TriggerSizing, res.Config.NoIndexView, res.Config.NoCopyLoad = cfg.TriggerSizing, cfg.NoIndexView, cfg.NoCopyLoad
+		res.Config.TriggerSizing, res.Config.NoIndexView, res.Config.CopyLoad = cfg.TriggerSizing, cfg.NoIndexView, cfg.CopyLoad
 		r.t, err = newScaleDriver(ctx, cfg, r.doneResults)
 	}
 	if err != nil {
@@ -1294,7 +1294,7 @@ func newScaleDriver(ctx context.Context, cfg ScaleConfig, done chan<- reshard.Re
 	}
 	s.m, err = reshard.New(ctx, reshard.Config{
 		Driver: s.d, Store: st, Enabled: true, MaxObjsPerShard: cfg.MaxObjsPerShard, Interval: cfg.CheckInterval,
-		CopyRateLimit: limit, CopyRateAdaptive: cfg.CopyRateAdaptive, TriggerSizing: cfg.TriggerSizing, NoCopyLoad: cfg.NoCopyLoad,
+		CopyRateLimit: limit, CopyRateAdaptive: cfg.CopyRateAdaptive, TriggerSizing: cfg.TriggerSizing, CopyLoad: cfg.CopyLoad,
 		OnDone: func(r reshard.Result) {
 			select {
 			case done <- r:

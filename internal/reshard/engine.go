@@ -452,7 +452,7 @@ func (e *engine) copyBody(ctx context.Context) error {
 }
 
 func (e *engine) copyAll(ctx context.Context, total uint64) error {
-	if !e.m.cfg.NoCopyLoad {
+	if e.m.cfg.CopyLoad {
 		load, err := e.dst.NewCopyLoad(ctx, e.epoch)
 		if err != nil {
 			return err

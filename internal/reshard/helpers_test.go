@@ -31,6 +31,8 @@ type env struct {
 	// advancing it makes earlier managers' leases look expired.
 	mu   sync.Mutex
 	skew time.Duration
+	// copyLoad: managers made after it is set copy by bulk load.
+	copyLoad bool
 	// dyn is the transcripts' dynamic-check gateway (command "dynamic"),
 	// on a clock that only "grow" and "reshard-dynamic" move.
 	dyn     *reshard.Manager
@@ -68,7 +70,7 @@ func (e *env) manager(crashAt ...string) *reshard.Manager {
 	e.mu.Unlock()
 	cfg := reshard.Config{
 		Driver: e.d, Store: e.st, CopyBatch: 64, LeaseDuration: 5 * time.Second,
-		Now: func() time.Time { return time.Now().Add(skew) },
+		Now: func() time.Time { return time.Now().Add(skew) }, CopyLoad: e.copyLoad,
 	}
 	if len(crashAt) > 0 {
 		cfg.Failpoints = &reshard.Failpoints{Hit: func(_, p string) bool {

@@ -78,11 +78,13 @@ type Config struct {
 	// NoEarlyReplay turns off replaying each source's log during the copy
 	// once its entries are in the targets (for comparison runs).
 	NoEarlyReplay bool
-	// NoCopyLoad copies through class ops (CopyIn) even on a backend that
-	// loads omaps in bulk (reshard-copy-load off; comparison runs). A
-	// loaded copy has no early replay: its targets show nothing before
-	// the load commits, so every log record is replayed after it.
-	NoCopyLoad bool
+	// CopyLoad copies as one bulk load (bucketindex.CopyLoad) on a backend
+	// that loads omaps (reshard-copy-load). A loaded copy has no early
+	// replay: its targets show nothing before the load commits, so every
+	// record logged during the copy is replayed after it, and in the
+	// quiet 5M scale run that replay cost the fill more than the copy's
+	// compactions it saves (docs/bench/scale.md, "Stop 33"): off by default.
+	CopyLoad bool
 	// CopyWriters is how many copy ops may be in flight. Default 32.
 	CopyWriters int
 	// SwitchFanout bounds concurrent shard operations while writers wait

@@ -33,13 +33,15 @@ type listing struct {
 // unless a PUT overlaps it; final listing and stats are exact. Listings
 // read the bucket's ordered view, and in "merge" every shard (as on RADOS).
 func TestModelConcurrentReshards(t *testing.T) {
-	for _, view := range []bool{true, false} {
-		name := map[bool]string{true: "view", false: "merge"}[view]
-		t.Run(name, func(t *testing.T) { testModelConcurrentReshards(t, view) })
+	for _, c := range []struct {
+		name       string
+		view, load bool
+	}{{"view", true, false}, {"merge", false, false}, {"view-load", true, true}} {
+		t.Run(c.name, func(t *testing.T) { testModelConcurrentReshards(t, c.view, c.load) })
 	}
 }
 
-func testModelConcurrentReshards(t *testing.T, view bool) {
+func testModelConcurrentReshards(t *testing.T, view, load bool) {
 	e := newEnvView(t, view)
 	e.bucket("bkt", 3)
 	ctx := context.Background()
@@ -105,7 +107,7 @@ func testModelConcurrentReshards(t *testing.T, view bool) {
 			}
 		}()
 	}
-	m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 16, TailRecords: 8})
+	m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 16, TailRecords: 8, CopyLoad: load})
 	if err != nil {
 		t.Fatal(err)
 	}

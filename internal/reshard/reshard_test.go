@@ -314,10 +314,16 @@ func TestCancel(t *testing.T) {
 // gateway would, changes the bucket meanwhile, and has a new gateway resume
 // or roll back: nothing lost, duplicated or stale, no orphaned objects.
 func TestCrashAtEachFailpoint(t *testing.T) {
+	t.Run("ops", func(t *testing.T) { testCrashAtEachFailpoint(t, false) })
+	t.Run("load", func(t *testing.T) { testCrashAtEachFailpoint(t, true) })
+}
+
+func testCrashAtEachFailpoint(t *testing.T, load bool) {
 	ctx := context.Background()
 	for _, point := range reshard.Points {
 		t.Run(point, func(t *testing.T) {
 			e := newEnv(t)
+			e.copyLoad = load
 			e.bucket("bkt", 3)
 			md := fill(e, "bkt", 400)
 			var err error

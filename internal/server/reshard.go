@@ -21,7 +21,7 @@ func (g *Gateway) openReshard(ctx context.Context, cfg *config.Config, d *driver
 	m, err := reshard.New(ctx, reshard.Config{
 		Driver: d, Store: g.Store, Enabled: cfg.DynamicResharding,
 		MaxObjsPerShard: cfg.MaxObjsPerShard, MaxDynamicShards: cfg.MaxDynamicShards,
-		Interval: cfg.ReshardInterval, CopyRateLimit: cfg.ReshardCopyRate, CopyRateAdaptive: cfg.ReshardCopyAdaptive, NoCopyLoad: !cfg.ReshardCopyLoad, Logger: g.Log.With("component", "reshard"),
+		Interval: cfg.ReshardInterval, CopyRateLimit: cfg.ReshardCopyRate, CopyRateAdaptive: cfg.ReshardCopyAdaptive, CopyLoad: cfg.ReshardCopyLoad, Logger: g.Log.With("component", "reshard"),
 	})
 	if err != nil {
 		return err
