@@ -1363,43 +1363,38 @@ func (g *notifyGateway) counters(ctx context.Context) notifyCounters {
 	if err != nil {
 		return n
 	}
+	metrics := []struct {
+		prefix string
+		dst    *float64
+	}{
+		{"cairn_notify_delivery_pushes_ok_total", &n.ok},
+		{"cairn_notify_delivery_pushes_failed_total", &n.failed},
+		{`cairn_notify_delivery_shard_ops_total{op="list"}`, &n.listOps},
+		{`cairn_notify_delivery_shard_ops_total{op="remove"}`, &n.removeOps},
+		{`cairn_notify_delivery_shard_ops_total{op="list_remove"}`, &n.listRemoveOps},
+		{"cairn_notify_queue_commit_ops_total", &n.commitOps},
+		{"cairn_notify_queue_commit_events_total", &n.commitEvents},
+		{"cairn_notify_queue_reserve_ops_total", &n.reserveOps},
+		{"cairn_store_wal_bytes_total", &n.walBytes},
+		{"cairn_store_flushed_bytes_total", &n.flushedBytes},
+		{"cairn_store_compacted_bytes_total", &n.compactedBytes},
+		{"cairn_store_synced_commits_total", &n.syncedCommits},
+		{"cairn_store_wal_syncs_total", &n.walSyncs},
+		{"cairn_store_compaction_debt_bytes", &n.debtBytes},
+		{"cairn_store_background_jobs", &n.bgJobs},
+	}
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		var dst *float64
-		switch {
-		case strings.HasPrefix(line, "cairn_notify_delivery_pushes_ok_total"):
-			dst = &n.ok
-		case strings.HasPrefix(line, "cairn_notify_delivery_pushes_failed_total"):
-			dst = &n.failed
-		case strings.HasPrefix(line, `cairn_notify_delivery_shard_ops_total{op="list"}`):
-			dst = &n.listOps
-		case strings.HasPrefix(line, `cairn_notify_delivery_shard_ops_total{op="remove"}`):
-			dst = &n.removeOps
-		case strings.HasPrefix(line, `cairn_notify_delivery_shard_ops_total{op="list_remove"}`):
-			dst = &n.listRemoveOps
-		case strings.HasPrefix(line, "cairn_notify_queue_commit_ops_total"):
-			dst = &n.commitOps
-		case strings.HasPrefix(line, "cairn_notify_queue_commit_events_total"):
-			dst = &n.commitEvents
-		case strings.HasPrefix(line, "cairn_notify_queue_reserve_ops_total"):
-			dst = &n.reserveOps
-		case strings.HasPrefix(line, "cairn_store_wal_bytes_total"):
-			dst = &n.walBytes
-		case strings.HasPrefix(line, "cairn_store_flushed_bytes_total"):
-			dst = &n.flushedBytes
-		case strings.HasPrefix(line, "cairn_store_compacted_bytes_total"):
-			dst = &n.compactedBytes
-		case strings.HasPrefix(line, "cairn_store_synced_commits_total"):
-			dst = &n.syncedCommits
-		case strings.HasPrefix(line, "cairn_store_wal_syncs_total"):
-			dst = &n.walSyncs
-		case strings.HasPrefix(line, "cairn_store_compaction_debt_bytes"):
-			dst = &n.debtBytes
-		case strings.HasPrefix(line, "cairn_store_background_jobs"):
-			dst = &n.bgJobs
-		default:
+		for _, m := range metrics {
+			if strings.HasPrefix(line, m.prefix) {
+				dst = m.dst
+				break
+			}
+		}
+		if dst == nil {
 			continue
 		}
 		if i := strings.LastIndexByte(line, ' '); i > 0 {

@@ -44,6 +44,10 @@ func TestNotifySmoke(t *testing.T) {
 		if !c.Drained || c.Lag.Events < c.S3.Ops || c.Lag.Events > c.S3.Ops+4 || c.Lag.P50Ms <= 0 {
 			t.Fatalf("cell %s %s: %d events for %d ops, drained %v, lag %+v", c.Op, c.Mode, c.Lag.Events, c.S3.Ops, c.Drained, c.Lag)
 		}
+		// The gateway's /metrics counters are read per cell.
+		if c.PushesOK < float64(c.S3.Ops) || c.CommitEvents < float64(c.S3.Ops) || c.Store == nil || c.Store.WALBytes <= 0 {
+			t.Fatalf("cell %s %s: counters pushes %v commits %v store %+v for %d ops", c.Op, c.Mode, c.PushesOK, c.CommitEvents, c.Store, c.S3.Ops)
+		}
 	}
 	b, err := json.Marshal(res)
 	if err != nil || !strings.Contains(string(b), `"ratio_to_none"`) {
