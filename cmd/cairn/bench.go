@@ -467,6 +467,7 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&cfg.FinalReshard, "final-reshard", 0, "driver mode: after the walks, reshard the bucket to this many shards as `admin bucket reshard` does, timed, then walk it (0: none)")
 	fs.DurationVar(&cfg.FillFor, "fill-for", 0, "end the rounds after this long and go on to aging (0: no limit)")
 	fs.StringVar(&cfg.Out, "out", "", "JSON report path, rewritten after every round")
+	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "write a CPU profile of each RWLD phase here (rwld-<objects>.pprof), ops labelled op=get|put|list|delete")
 	pprofAddr := fs.String("pprof-listen", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6061) to profile the run")
 	reanalyze := fs.String("reanalyze", "", "run nothing: recompute the derived figures of this report with the current analysis and rewrite it (or write --out)")
 	n, err := bindGatewayless(fs, args, cache)

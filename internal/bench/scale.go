@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,6 +64,10 @@ type ScaleConfig struct {
 	Size int
 	// RWLD is the length of each round's mixed phase. Default 60 s.
 	RWLD time.Duration
+	// ProfileDir, when set, receives a CPU profile of each RWLD phase
+	// (rwld-<target>.pprof) with every op labelled op=<name>, so a
+	// profile splits CPU per op type at each size.
+	ProfileDir string
 	// ListRepeats: each listing timing is the median of this many pages.
 	// Default 5.
 	ListRepeats int
@@ -730,8 +735,13 @@ func (r *scaleRun) mixed(ctx context.Context, d time.Duration, ph byte, pick fun
 			buf := make([]byte, 64<<10)
 			local, lm := map[string][]time.Duration{}, map[string]int64{}
 			defer func() { rec.merge(local, lm) }()
+			labels := r.opLabels()
+			defer pprof.SetGoroutineLabels(context.Background())
 			for ctx.Err() == nil {
 				op := pick(rng.IntN(100))
+				if labels != nil {
+					pprof.SetGoroutineLabels(labels[op])
+				}
 				s := time.Now()
 				miss, err := r.one(opCtx, op, rng, buf)
 				if err != nil {
@@ -748,6 +758,39 @@ func (r *scaleRun) mixed(ctx context.Context, d time.Duration, ph byte, pick fun
 	el := time.Since(t0)
 	ops, rate := rec.summary(el)
 	return ops, rate, el, rec, errors.Join(errs...)
+}
+
+// opLabels returns a labelled context per op name when profiling (nil
+// otherwise): set per op, it costs a pointer store, not an allocation.
+func (r *scaleRun) opLabels() map[string]context.Context {
+	if r.cfg.ProfileDir == "" {
+		return nil
+	}
+	m := map[string]context.Context{}
+	for _, op := range []string{"get", "head", "put", "overwrite", "delete", "list"} {
+		m[op] = pprof.WithLabels(context.Background(), pprof.Labels("op", op))
+	}
+	return m
+}
+
+// startProfile starts a CPU profile into ProfileDir/name (a no-op without
+// ProfileDir); the returned func stops it.
+func (r *scaleRun) startProfile(name string) (func(), error) {
+	if r.cfg.ProfileDir == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(filepath.Join(r.cfg.ProfileDir, name))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // randLive picks a key index that is (most likely) live.
@@ -887,7 +930,12 @@ func (r *scaleRun) rounds(ctx context.Context) error {
 			r.addRound(rd)
 			return ctx.Err()
 		}
+		stopProf, err := r.startProfile(fmt.Sprintf("rwld-%d.pprof", target))
+		if err != nil {
+			return err
+		}
 		ops, rate, _, _, err := r.mixed(ctx, r.cfg.RWLD, phRWLD, rwldPick)
+		stopProf()
 		if err != nil && ctx.Err() == nil {
 			return err
 		}

@@ -365,10 +365,18 @@ func (c *ioctx) scanSynced(lower, upper, seek []byte, max int, vals, view bool) 
 		}
 		out = append(out, kv)
 	}
+	points := it.Stats().InternalStats.PointCount // before Close resets it
 	err = errors.Join(it.Error(), it.Close())
 	c.pool.mu.RUnlock()
 	if err != nil {
 		return nil, false, err
+	}
+	if points > uint64(len(out))+deadScanMin {
+		hi := upper
+		if more {
+			hi = append(append(bytes.Clone(lower), out[len(out)-1].Key...), 0)
+		}
+		c.s.noteDead(seek, hi, points, len(out))
 	}
 	var span *keySpan
 	if view {

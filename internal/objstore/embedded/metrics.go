@@ -7,7 +7,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type lsmCollector struct {
 	s                                       *Store
 	wal, flushed, compacted, commits, syncs *prometheus.Desc
-	debt, jobs                              *prometheus.Desc
+	debt, jobs, dead                        *prometheus.Desc
 }
 
 // Collector returns a collector of the store's LSM write counters
@@ -24,6 +24,7 @@ func (s *Store) Collector() prometheus.Collector {
 		syncs:     d("wal_syncs_total", "WAL fsyncs."),
 		debt:      d("compaction_debt_bytes", "Bytes pebble estimates it must still compact to reach a stable shape."),
 		jobs:      d("background_jobs", "Flushes and compactions running now."),
+		dead:      d("dead_range_compactions_total", "Compactions asked for by scans that stepped over many deleted keys."),
 	}
 }
 
@@ -35,6 +36,7 @@ func (c *lsmCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.syncs
 	ch <- c.debt
 	ch <- c.jobs
+	ch <- c.dead
 }
 
 func (c *lsmCollector) Collect(ch chan<- prometheus.Metric) {
@@ -50,4 +52,6 @@ func (c *lsmCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.compacted, prometheus.CounterValue, float64(m.CompactedBytes))
 	ch <- prometheus.MustNewConstMetric(c.commits, prometheus.CounterValue, float64(m.Commits))
 	ch <- prometheus.MustNewConstMetric(c.syncs, prometheus.CounterValue, float64(m.WALSyncs))
+	asked, _ := c.s.DeadRangeCompactions()
+	ch <- prometheus.MustNewConstMetric(c.dead, prometheus.CounterValue, float64(asked))
 }

@@ -64,6 +64,16 @@ type Store struct {
 
 	// pointGets counts the ops' pebble point reads (txn.get).
 	pointGets atomic.Uint64
+
+	// Compactions of ranges scans found full of dead keys (deadrange.go),
+	// and the background work Close cancels and waits for.
+	deadLast            atomic.Int64
+	deadRunning         atomic.Bool
+	deadAsked, deadDone atomic.Int64
+	bgMu                sync.Mutex // orders bg.Add before Close's bg.Wait
+	bgCtx               context.Context
+	bgStop              context.CancelFunc
+	bg                  sync.WaitGroup
 }
 
 // WriteStalls reports how often and for how long pebble stopped writes
@@ -111,6 +121,7 @@ func Open(opts Options) (*Store, error) {
 		pools:    map[string]*pool{},
 		inflight: map[*ticket]struct{}{},
 	}
+	s.bgCtx, s.bgStop = context.WithCancel(context.Background())
 	if err := s.open(); err != nil {
 		if s.db != nil {
 			s.db.Close()
@@ -260,6 +271,10 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.bgMu.Lock() // a noteDead past its closed check has added to bg
+	s.bgMu.Unlock()
+	s.bgStop()
+	s.bg.Wait()
 	err := s.db.Flush()
 	err = errors.Join(err, s.db.Close(), s.lock.Close())
 	return err

@@ -469,6 +469,7 @@ func (t *txn) scan(kind byte, startAfter, prefix string, max int, vals bool) ([]
 		out = make([]objstore.KV, 0, min(max, 128)) // a page's slice grows once, if at all
 	}
 	more := false
+	p0 := it.Stats().InternalStats.PointCount // a shared iterator's stats add up
 	for it.SeekGE(seek); it.Valid(); it.Next() {
 		if max > 0 && len(out) == max {
 			more = true
@@ -479,6 +480,13 @@ func (t *txn) scan(kind byte, startAfter, prefix string, max int, vals bool) ([]
 			kv.Value = append(make([]byte, 0, len(it.Value())), it.Value()...)
 		}
 		out = append(out, kv)
+	}
+	if points := it.Stats().InternalStats.PointCount - p0; points > uint64(len(out))+deadScanMin {
+		hi := upper
+		if more {
+			hi = append(append(bytes.Clone(base), out[len(out)-1].Key...), 0)
+		}
+		t.s.noteDead(seek, hi, points, len(out))
 	}
 	return out, more, t.done(it)
 }
