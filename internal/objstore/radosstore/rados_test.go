@@ -133,3 +133,55 @@ func TestIndexVersions(t *testing.T) {
 		return io
 	})
 }
+
+// TestOpCounts: every round trip is counted once, under its pool (without
+// the prefix), namespace and kind; a class call costs a state read the
+// first time and only its write once the object's state is known.
+func TestOpCounts(t *testing.T) {
+	ctx := context.Background()
+	reg := objstore.NewRegistry()
+	bucketindex.Register(reg)
+	st := open(t, radosstore.Options{Classes: reg, PoolPrefix: fmt.Sprintf("oc%d-%d.", os.Getpid(), prefixSeq.Add(1))})
+	defer func() {
+		st.DeletePool(ctx, "p")
+		st.Close()
+	}()
+	if err := st.CreatePool(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	io, err := st.IOContext(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := io.WithNamespace("n")
+	if err := ns.Operate(ctx, "o", objstore.NewWriteOp().WriteFull([]byte("x"))); err != nil {
+		t.Fatal(err)
+	}
+	op := objstore.NewReadOp()
+	op.Read(0, 1)
+	if err := ns.OperateRead(ctx, "o", op); err != nil {
+		t.Fatal(err)
+	}
+	ix := bucketindex.Index{IO: io, BucketID: "b", Layout: bucketindex.Layout{NumShards: 1}}
+	if err := ix.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		e := bucketindex.Entry{Key: fmt.Sprint("k", i), Size: 1, ETag: "e", Tag: fmt.Sprint("t", i),
+			Manifest: bucketindex.Manifest{Runs: []bucketindex.Run{{Prefix: "t", Size: 1, StripeSize: 4 << 20}}}}
+		if _, err := ix.LinkVersion(ctx, bucketindex.ModeUnversioned, e, bucketindex.VersionCond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]int64{}
+	for _, o := range st.OpCounts() {
+		got[o.Pool+"/"+o.Namespace+"/"+o.Kind] = o.N
+	}
+	// Init (a class call) reads the new shard's state and writes; the
+	// links start from the state the previous call left, and guess their
+	// new keys absent: no reads.
+	want := map[string]int64{"p/n/write": 1, "p/n/read": 1, "p//txn_load": 1, "p//txn_write": 4}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("op counts %v, want %v", got, want)
+	}
+}

@@ -77,7 +77,7 @@ func (m *model) load() error {
 	xs := op.GetXattrs()
 	hd := op.GetOmapHeader()
 	m.c.s.txnReads.Add(1)
-	err := m.c.readSteps(m.io, m.oid, 0, op.Steps)
+	err := m.c.readSteps(m.io, m.oid, 0, op.Steps, opTxnLoad)
 	if objstore.Code(err) == objstore.ErrNotFound {
 		return nil
 	}
@@ -133,7 +133,7 @@ func (m *model) validate() error {
 	if !m.baseExists {
 		st := &objstore.StatStep{}
 		m.c.s.txnReads.Add(1)
-		err := m.c.readSteps(m.io, m.oid, 0, []objstore.Step{st})
+		err := m.c.readSteps(m.io, m.oid, 0, []objstore.Step{st}, opTxnRead)
 		if err == nil {
 			m.conflict = true // it exists now
 		} else if objstore.Code(err) != objstore.ErrNotFound {
@@ -153,7 +153,7 @@ func (m *model) validate() error {
 // conflict.
 func (m *model) guarded(steps ...objstore.Step) error {
 	m.c.s.txnReads.Add(1)
-	err := m.c.readSteps(m.io, m.oid, m.baseVersion, steps)
+	err := m.c.readSteps(m.io, m.oid, m.baseVersion, steps, opTxnRead)
 	if err == errRestart {
 		m.conflict = true
 	}
@@ -761,7 +761,7 @@ func (c *ioContext) runBatch(io C.rados_ioctx_t, oid string, key objKey, ops []*
 			if m.mtime != nil {
 				steps = append(steps, &objstore.SetMtime{Time: *m.mtime})
 			}
-			v, werr := c.writeSteps(io, oid, pre, steps)
+			v, werr := c.writeSteps(io, oid, pre, steps, opTxnWrite)
 			if len(m.assumed) > 0 {
 				c.specDone(sc, werr == nil)
 			}
