@@ -15,7 +15,8 @@
 #        docs/bench), CAIRN_CEPH_CONF (use this cluster instead of starting
 #        one with scripts/ceph/cluster.sh), CEPHBENCH_NOTIF_SHARDS (Cairn's
 #        notif-shards for the topic, default 11), CEPHBENCH_NAME (report
-#        file names OUT/NAME.{json,md}, default rados-bench).
+#        file names OUT/NAME.{json,md}, default rados-bench), CEPHBENCH_CAIRN
+#        (a cairn binary built with -tags rados, instead of building this tree).
 # Needs: ceph-mon ceph-osd ceph-common radosgw librados-dev, the aws CLI,
 #        warp (scripts/bench/install.sh puts it in .cache/bin).
 set -euo pipefail
@@ -85,7 +86,11 @@ while i < len(s):
 print(*tot)'
 }
 
-go build -tags rados -o "$work/cairn" ./cmd/cairn
+if [ -n "${CEPHBENCH_CAIRN:-}" ]; then
+	cp "$CEPHBENCH_CAIRN" "$work/cairn"
+else
+	go build -tags rados -o "$work/cairn" ./cmd/cairn
+fi
 go build -o "$work/receiver" ./scripts/ceph/receiver
 "$work/receiver" --listen 127.0.0.1:$rcv_port 2>"$work/receiver.log" &
 pids+=($!)
@@ -200,4 +205,4 @@ mkdir -p "$out"
 ceph -c "$conf" osd pool ls detail >"$res/pools.txt" 2>&1 || true
 python3 scripts/ceph/benchreport.py "$res" "$out" \
 	--command "flock /tmp/cairn-bench.lock scripts/ceph/bench.sh (CEPHBENCH_DURATION=$dur CEPHBENCH_CONCURRENCY=$conc CEPHBENCH_ROUNDS=$rounds CEPHBENCH_NOTIF_SHARDS=$nshards)" --uptime "$up0" "$(uptime)" \
-	--started "$started" --commit "$(git rev-parse --short HEAD)" --name "${CEPHBENCH_NAME:-rados-bench}"
+	--started "$started" --commit "${CEPHBENCH_COMMIT:-$(git rev-parse --short HEAD)}" --name "${CEPHBENCH_NAME:-rados-bench}"

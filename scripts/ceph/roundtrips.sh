@@ -9,7 +9,8 @@
 #
 # usage: scripts/ceph/roundtrips.sh
 # env:   CAIRN_CEPH_CONF (use this cluster), RT_DURATION (per case, 10s),
-#        RT_CONCURRENCY (8), RT_PORT (18101), CAIRN_BENCH_BIN (warp's dir)
+#        RT_CONCURRENCY (8), RT_PORT (18101), CAIRN_BENCH_BIN (warp's dir),
+#        RT_CASES (default "put get mixed"), RT_KEEP=1 (keep warp's output)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -27,7 +28,7 @@ cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	[ -n "$cluster_dir" ] && scripts/ceph/cluster.sh stop "$cluster_dir" >/dev/null
-	rm -rf "$work"
+	if [ -n "${RT_KEEP:-}" ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 if [ -n "${CAIRN_CEPH_CONF:-}" ]; then
@@ -84,7 +85,7 @@ runcase() {
 import json, sys
 s = open(sys.argv[1]).read()
 d, _ = json.JSONDecoder().raw_decode(s[s.find("{"):])
-print(sum(o.get("n", 0) for o in d.get("operations") or [] if o.get("type", "").upper() == sys.argv[2]))' "$work/$c.out" "${c^^}")
+print(sum(o.get("n", 0) for o in d.get("operations") or [] if sys.argv[2] in ("MIXED", o.get("type", "").upper())))' "$work/$c.out" "${c^^}")
 	python3 - "$c" "$n" "$o0" "$o1" <<PY
 import sys
 c, n = sys.argv[1], int(sys.argv[2])
@@ -97,7 +98,7 @@ def parse(t):
         m[(lab["pool"], lab["namespace"], lab["op"])] = float(v)
     return m
 a, b = parse("""$m0"""), parse("""$m1""")
-print(f"== {c}: {n} S3 {c.upper()}s (warp's listing of the bucket included)")
+print(f"== {c}: {n} S3 ops (warp's listing of the bucket included)")
 print("| pool | namespace | kind | round trips | per S3 op |")
 print("|---|---|---|---|---|")
 tot = 0
@@ -111,7 +112,10 @@ w, r, rw = (o1[i] - o0[i] for i in range(3))
 print(f"OSDs (primaries): w {w / max(n,1):.2f}  r {r / max(n,1):.2f}  rw {rw / max(n,1):.2f} per S3 op")
 PY
 }
-runcase put rt-bucket put
+cases=" ${RT_CASES:-put get mixed} "
+[[ $cases == *" put "* ]] && runcase put rt-bucket put
 # GET reads what the PUTs wrote (no prepare phase to count; a HEAD is
 # the GET without its data read, see TestRoundTripsPerRequest).
-runcase get rt-bucket get --list-existing
+[[ $cases == *" get "* ]] && runcase get rt-bucket get --list-existing
+# The RGW mix on 500 objects (its prepare phase's 500 PUTs are counted too).
+[[ $cases == *" mixed "* ]] && runcase mixed rt-mixed mixed --objects 500 --get-distrib 45 --put-distrib 35 --stat-distrib 15 --delete-distrib 5
