@@ -10,7 +10,8 @@
 # usage: scripts/ceph/roundtrips.sh
 # env:   CAIRN_CEPH_CONF (use this cluster), RT_DURATION (per case, 10s),
 #        RT_CONCURRENCY (8), RT_PORT (18101), CAIRN_BENCH_BIN (warp's dir),
-#        RT_CASES (default "put get mixed"), RT_KEEP=1 (keep warp's output)
+#        RT_CASES (default "put put-topic get mixed"), RT_KEEP=1 (keep
+#        warp's output), RT_NOTIF_SHARDS (the topic's shards, 11)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -59,15 +60,33 @@ while i < len(s):
 print(*tot)'
 }
 metrics() { curl -sf "http://127.0.0.1:$port/metrics" | grep '^cairn_rados_ops_total' || true; }
+txnev() { curl -sf "http://127.0.0.1:$port/metrics" | grep '^cairn_rados_txn_events_total' || true; }
 
 go build -tags rados -o "$work/cairn" ./cmd/cairn
+go build -o "$work/receiver" ./scripts/ceph/receiver
+rcv=$((port + 1))
+"$work/receiver" --listen 127.0.0.1:$rcv 2>"$work/receiver.log" &
+pids+=($!)
 prefix=rt$$.
 mkdir -p "$work/data"
 CAIRN_ACCESS_KEY=$ak CAIRN_SECRET_KEY=$sk "$work/cairn" serve --backend rados --ceph-conf "$conf" \
-	--ceph-pool-prefix "$prefix" --data-dir "$work/data" --listen 127.0.0.1:$port --metrics-public 2>"$work/cairn.log" &
+	--ceph-pool-prefix "$prefix" --data-dir "$work/data" --listen 127.0.0.1:$port --metrics-public \
+	--notif-shards "${RT_NOTIF_SHARDS:-11}" 2>"$work/cairn.log" &
 pids+=($!)
 for _ in $(seq 300); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.2; done
 curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" || { tail -20 "$work/cairn.log" >&2; exit 1; }
+# As in bench.sh: a persistent topic pushing to the receiver, subscribed by
+# the bucket rt-topic (the put-topic case), present for every case.
+awsc() {
+	AWS_ACCESS_KEY_ID=$ak AWS_SECRET_ACCESS_KEY=$sk AWS_EC2_METADATA_DISABLED=true \
+		aws --endpoint-url "http://127.0.0.1:$port" --region default "$@"
+}
+arn=$(awsc sns create-topic --name rttopic \
+	--attributes "{\"push-endpoint\": \"http://127.0.0.1:$rcv\", \"persistent\": \"true\"}" |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["TopicArn"])')
+awsc s3api create-bucket --bucket rt-topic >/dev/null
+awsc s3api put-bucket-notification-configuration --bucket rt-topic --notification-configuration \
+	"{\"TopicConfigurations\": [{\"Id\": \"n1\", \"TopicArn\": \"$arn\", \"Events\": [\"s3:ObjectCreated:*\"]}]}"
 
 # runcase case bucket warp-subcommand [args]: prints the table
 runcase() {
@@ -75,17 +94,19 @@ runcase() {
 	shift 3
 	local m0 m1 o0 o1 n
 	m0=$(metrics)
+	t0=$(txnev)
 	o0=$(osdops)
 	"$bin/warp" "$sub" --host "127.0.0.1:$port" --access-key "$ak" --secret-key "$sk" --concurrent "$conc" \
 		--noclear --json --bucket "$b" --obj.size 4KiB --duration "$dur" --benchdata "$work/$c" "$@" >"$work/$c.out" 2>"$work/$c.err" ||
 		{ echo "warp $c failed: $(tail -3 "$work/$c.err") $(tail -c 600 "$work/$c.out")" >&2; return 1; }
 	m1=$(metrics)
+	t1=$(txnev)
 	o1=$(osdops)
 	n=$(python3 -c '
 import json, sys
 s = open(sys.argv[1]).read()
 d, _ = json.JSONDecoder().raw_decode(s[s.find("{"):])
-print(sum(o.get("n", 0) for o in d.get("operations") or [] if sys.argv[2] in ("MIXED", o.get("type", "").upper())))' "$work/$c.out" "${c^^}")
+print(sum(o.get("n", 0) for o in d.get("operations") or [] if sys.argv[2] in ("MIXED", o.get("type", "").upper())))' "$work/$c.out" "${sub^^}")
 	python3 - "$c" "$n" "$o0" "$o1" <<PY
 import sys
 c, n = sys.argv[1], int(sys.argv[2])
@@ -110,10 +131,17 @@ for k in sorted(b):
 print(f"| all | | | {tot:.0f} | {tot / max(n, 1):.2f} |")
 w, r, rw = (o1[i] - o0[i] for i in range(3))
 print(f"OSDs (primaries): w {w / max(n,1):.2f}  r {r / max(n,1):.2f}  rw {rw / max(n,1):.2f} per S3 op")
+ta, tb = {}, {}
+for src, dst in (("""$t0""", ta), ("""$t1""", tb)):
+    for ln in src.splitlines():
+        k, v = ln.rsplit(" ", 1)
+        dst[k[k.index('"') + 1:k.rindex('"')]] = float(v)
+print("class transactions per S3 op: " + ", ".join(f"{k} {(tb[k] - ta.get(k, 0)) / max(n, 1):.2f}" for k in sorted(tb)))
 PY
 }
-cases=" ${RT_CASES:-put get mixed} "
+cases=" ${RT_CASES:-put put-topic get mixed} "
 [[ $cases == *" put "* ]] && runcase put rt-bucket put
+[[ $cases == *" put-topic "* ]] && runcase put-topic rt-topic put
 # GET reads what the PUTs wrote (no prepare phase to count; a HEAD is
 # the GET without its data read, see TestRoundTripsPerRequest).
 [[ $cases == *" get "* ]] && runcase get rt-bucket get --list-existing

@@ -76,22 +76,30 @@ func (s *Store) OpCounts() []OpCount {
 	return out
 }
 
-// Collector exports OpCounts as cairn_rados_ops_total{pool,namespace,op}.
+// Collector exports OpCounts as cairn_rados_ops_total{pool,namespace,op}
+// and Counters as cairn_rados_txn_events_total{event}.
 func (s *Store) Collector() prometheus.Collector {
-	return &opCollector{s: s, desc: prometheus.NewDesc("cairn_rados_ops_total",
-		"RADOS round trips (rados_read_op / rados_write_op submissions) by pool (without the prefix), namespace and kind.",
-		[]string{"pool", "namespace", "op"}, nil)}
+	return &opCollector{s: s,
+		ops: prometheus.NewDesc("cairn_rados_ops_total",
+			"RADOS round trips (rados_read_op / rados_write_op submissions) by pool (without the prefix), namespace and kind.",
+			[]string{"pool", "namespace", "op"}, nil),
+		txn: prometheus.NewDesc("cairn_rados_txn_events_total",
+			"Optimistic class transactions and what happened in them (txns, conflicts, state_reads, batched_ops, writes, absent_guesses, absent_misses).",
+			[]string{"event"}, nil)}
 }
 
 type opCollector struct {
-	s    *Store
-	desc *prometheus.Desc
+	s        *Store
+	ops, txn *prometheus.Desc
 }
 
-func (c *opCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *opCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.ops; ch <- c.txn }
 
 func (c *opCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, o := range c.s.OpCounts() {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(o.N), o.Pool, o.Namespace, o.Kind)
+		ch <- prometheus.MustNewConstMetric(c.ops, prometheus.CounterValue, float64(o.N), o.Pool, o.Namespace, o.Kind)
+	}
+	for k, v := range c.s.Counters() {
+		ch <- prometheus.MustNewConstMetric(c.txn, prometheus.CounterValue, float64(v), k)
 	}
 }
