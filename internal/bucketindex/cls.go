@@ -48,6 +48,7 @@ func Register(reg *objstore.Registry) {
 	reg.Register(ClassName, "replay", objstore.MethodWrite, clsReplay)
 	reg.Register(ClassName, "view_fix", objstore.MethodWrite, clsViewFix)
 	reg.Register(ClassName, "put_intent", objstore.MethodWrite, clsPutIntent)
+	reg.Register(ClassName, "rm_intents", objstore.MethodWrite, clsRmIntents)
 }
 
 type linkIn struct {

@@ -61,14 +61,49 @@ func (x Index) IntentRecords(ctx context.Context, i int) ([]objstore.KV, error) 
 // waiting for a sync: an intent that outlives a crash is found again and
 // resolved once more, which its owner must tolerate. ErrNotFound when the
 // shard is gone (a finished reshard, a deleted bucket).
+//
+// A class step (rm_intents), not a plain RmOmapKeys: a plain write drops
+// the shard's class cache, so the next link read the shard's state again
+// (on RADOS a state read per flush and shard), and a class step also joins
+// the links waiting for the shard in one write (group commit).
 func RemoveIntents(ctx context.Context, io objstore.IOContext, shardOID string, tags ...string) error {
-	keys := make([]string, len(tags))
-	for i, t := range tags {
-		keys[i] = intentPrefix + t
+	n := 0
+	for _, t := range tags {
+		n += len(t) + 1
 	}
-	op := objstore.NewWriteOp().AssertExists().RmOmapKeys(keys...)
+	in := make([]byte, 0, n)
+	for _, t := range tags {
+		in = append(append(in, t...), 0)
+	}
+	op := objstore.NewWriteOp()
+	op.Exec(ClassName, "rm_intents", in)
 	op.DeferSync = true
 	return io.Operate(ctx, shardOID, op)
+}
+
+// clsRmIntents removes intents: rm_intents <tag> NUL [<tag> NUL ...]
+// removes 0xff "i/" <tag> of each (missing ones are fine); ErrNotFound on
+// a missing shard. Nothing else: no stats, log or state check.
+func clsRmIntents(ctx objstore.MethodContext, in []byte) ([]byte, error) {
+	if !ctx.Exists() {
+		return nil, objstore.Errorf(objstore.ErrNotFound, "rm_intents: no shard")
+	}
+	if len(in) > 0 && in[len(in)-1] != 0 {
+		return nil, objstore.Errorf(objstore.ErrInvalid, "rm_intents: want <tag> NUL ...")
+	}
+	var keys []string
+	for len(in) > 0 {
+		i := bytes.IndexByte(in, 0)
+		if i == 0 {
+			return nil, objstore.Errorf(objstore.ErrInvalid, "rm_intents: empty tag")
+		}
+		keys = append(keys, intentPrefix+string(in[:i]))
+		in = in[i+1:]
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	return nil, ctx.RmOmapKeys(keys...)
 }
 
 // encodePutIntentIn is put_intent's input: the tag, a NUL (omap keys, so

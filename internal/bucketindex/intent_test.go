@@ -2,6 +2,7 @@ package bucketindex_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 
@@ -65,5 +66,20 @@ func TestIntentKeepsShardCache(t *testing.T) {
 	}
 	if recs, _ := ix.Intents(ctx, 0); len(recs) != 2 {
 		t.Fatalf("a failed link left an intent: %+v", recs)
+	}
+	// Removing intents keeps the cache too (it was a plain RmOmapKeys,
+	// after which the next link read the shard's state again).
+	link(false)
+	if err := bucketindex.RemoveIntents(ctx, io, bucketindex.ShardOID("b1", 0, 0), "t4", "nosuch"); err != nil {
+		t.Fatal(err)
+	}
+	if got := link(false); got != plain {
+		t.Fatalf("a link after an intent removal made %d point reads, after a link %d", got, plain)
+	}
+	if recs, _ := ix.Intents(ctx, 0); len(recs) != 1 || recs[0].Tag != "t5" {
+		t.Fatalf("intents after removing t4: %+v", recs)
+	}
+	if err := bucketindex.RemoveIntents(ctx, io, bucketindex.ShardOID("b1", 0, 1)); !errors.Is(err, objstore.ErrNotFound) {
+		t.Fatalf("removal on a missing shard: %v, want ErrNotFound", err)
 	}
 }

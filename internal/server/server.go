@@ -103,8 +103,9 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		}
 		g.Store = st
 		g.closers = append(g.closers, func() { _ = st.Close() })
-		if es, ok := st.(*embedded.Store); ok {
-			g.Registry.MustRegister(es.Collector())
+		// The embedded store's LSM counters, the RADOS store's round trips.
+		if cs, ok := st.(interface{ Collector() prometheus.Collector }); ok {
+			g.Registry.MustRegister(cs.Collector())
 		}
 		if err := g.openKMS(cfg); err != nil {
 			g.Close()

@@ -2,17 +2,21 @@
 # Cairn vs Debian's radosgw side by side on one Ceph cluster (issue 6 item
 # 6), with warp: 4 KiB PUT into a bucket without notifications and into one
 # with a persistent topic (both gateways push to the same Go HTTP receiver,
-# scripts/ceph/receiver), then `warp mixed` (4 KiB, the RGW mix). Cells of
+# scripts/ceph/receiver), 4 KiB GETs of the objects the first case wrote,
+# then `warp mixed` (4 KiB, the RGW mix). Cairn's own round trips per cell
+# (its /metrics cairn_rados_ops_total) go beside the OSDs' op counts. Cells of
 # one case run back to back (rgw, cairn, cairn, rgw ... ABBA per round), so
 # drift in machine load hits both alike. Writes OUT/rados-bench.json and
-# OUT/rados-bench.md (scripts/ceph/benchreport.py).
+# OUT/rados-bench.md (scripts/ceph/benchreport.py; CEPHBENCH_NAME renames).
 #
 # usage: flock /tmp/cairn-bench.lock scripts/ceph/bench.sh
 # env:   CEPHBENCH_DURATION (per cell, default 20s), CEPHBENCH_CONCURRENCY
 #        (default 32), CEPHBENCH_ROUNDS (default 1), CEPHBENCH_OUT (default
 #        docs/bench), CAIRN_CEPH_CONF (use this cluster instead of starting
 #        one with scripts/ceph/cluster.sh), CEPHBENCH_NOTIF_SHARDS (Cairn's
-#        notif-shards for the topic, default 11).
+#        notif-shards for the topic, default 11), CEPHBENCH_NAME (report
+#        file names OUT/NAME.{json,md}, default rados-bench), CEPHBENCH_CAIRN
+#        (a cairn binary built with -tags rados, instead of building this tree).
 # Needs: ceph-mon ceph-osd ceph-common radosgw librados-dev, the aws CLI,
 #        warp (scripts/bench/install.sh puts it in .cache/bin).
 set -euo pipefail
@@ -82,7 +86,11 @@ while i < len(s):
 print(*tot)'
 }
 
-go build -tags rados -o "$work/cairn" ./cmd/cairn
+if [ -n "${CEPHBENCH_CAIRN:-}" ]; then
+	cp "$CEPHBENCH_CAIRN" "$work/cairn"
+else
+	go build -tags rados -o "$work/cairn" ./cmd/cairn
+fi
 go build -o "$work/receiver" ./scripts/ceph/receiver
 "$work/receiver" --listen 127.0.0.1:$rcv_port 2>"$work/receiver.log" &
 pids+=($!)
@@ -95,7 +103,7 @@ pids+=($!)
 # Cairn: one gateway, its pools under the prefix "cairn." (no clash with RGW's).
 mkdir -p "$work/cairn-data"
 CAIRN_ACCESS_KEY=$ak CAIRN_SECRET_KEY=$sk "$work/cairn" serve --backend rados --ceph-conf "$conf" \
-	--ceph-pool-prefix cairn. --data-dir "$work/cairn-data" --listen 127.0.0.1:$cairn_port --notif-shards "$nshards" 2>"$work/cairn.log" &
+	--ceph-pool-prefix cairn. --data-dir "$work/cairn-data" --listen 127.0.0.1:$cairn_port --metrics-public --notif-shards "$nshards" 2>"$work/cairn.log" &
 pids+=($!)
 
 for _ in $(seq 300); do
@@ -126,6 +134,17 @@ for t in rgw cairn; do
 done
 
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+# radosops: Cairn's round trips by pool/namespace/kind (cairn_rados_ops_total).
+radosops() {
+	curl -sf "http://127.0.0.1:$cairn_port/metrics" | python3 -c '
+import json, re, sys
+m = {}
+for ln in sys.stdin:
+    if ln.startswith("cairn_rados_ops_total{"):
+        lab = dict(re.findall(r"(\w+)=\"([^\"]*)\"", ln))
+        m[lab["pool"] + "/" + lab["namespace"] + "/" + lab["op"]] = int(float(ln.rsplit(" ", 1)[1]))
+print(json.dumps(m))' || echo '{}'
+}
 counts() { curl -sf "http://127.0.0.1:$rcv_port/counts"; }
 
 # cell target case bucket warp-subcommand [warp args...]
@@ -137,13 +156,20 @@ cell() {
 	before=$(counts | python3 -c "import json,sys; print(json.load(sys.stdin).get('$b', 0))")
 	echo "== round $round $c $t (load $(loadavg))" >&2
 	echo "{\"target\": \"$t\", \"case\": \"$c\", \"round\": $round, \"duration\": \"$dur\", \"load_before\": \"$(loadavg)\", \"started\": \"$(date -u +%FT%TZ)\"}" >"$f.meta"
-	local o0 o1
+	local o0 o1 g0 g1
 	o0=$(osdops)
+	g0=$(radosops)
 	timeout 600 "$bin/warp" "$sub" --host "127.0.0.1:${port[$t]}" --access-key "$ak" --secret-key "$sk" \
 		--concurrent "$conc" --noclear --json --bucket "$b" --benchdata "$f" --obj.size 4KiB \
 		--duration "$dur" "$@" >"$f.out" 2>"$f.err" || echo "bench.sh: warp $c $t failed, see $f.err" >&2
 	echo "{\"load_after\": \"$(loadavg)\"}" >>"$f.meta"
 	o1=$(osdops)
+	g1=$(radosops)
+	python3 -c '
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+d = {k: v - a.get(k, 0) for k, v in b.items() if v - a.get(k, 0)}
+print(json.dumps({"cairn_rados_ops": d}))' "$g0" "$g1" >>"$f.meta"
 	read -r w0 r0 rw0 <<<"$o0"
 	read -r w1 r1 rw1 <<<"$o1"
 	echo "{\"osd_op_w\": $((w1 - w0)), \"osd_op_r\": $((r1 - r0)), \"osd_op_rw\": $((rw1 - rw0))}" >>"$f.meta"
@@ -165,9 +191,12 @@ cell() {
 
 mix=(--get-distrib 45 --put-distrib 35 --stat-distrib 15 --delete-distrib 5)
 started=$(date -u +%FT%TZ)
+up0=$(uptime)
 for round in $(seq "$rounds"); do
 	if [ $((round % 2)) = 1 ]; then order="rgw cairn"; rev="cairn rgw"; else order="cairn rgw"; rev="rgw cairn"; fi
 	for t in $order; do cell "$t" put-none "put-none-$t" put; done
+	# GETs of what the PUTs wrote: no prepare phase in the cell's counts.
+	for t in $rev; do cell "$t" get "put-none-$t" get --list-existing; done
 	for t in $rev; do cell "$t" put-topic "put-topic-$t" put; done
 	for t in $order; do cell "$t" mixed "mixed-$t" mixed --objects 2500 "${mix[@]}"; done
 done
@@ -175,5 +204,5 @@ done
 mkdir -p "$out"
 ceph -c "$conf" osd pool ls detail >"$res/pools.txt" 2>&1 || true
 python3 scripts/ceph/benchreport.py "$res" "$out" \
-	--command "flock /tmp/cairn-bench.lock scripts/ceph/bench.sh (CEPHBENCH_DURATION=$dur CEPHBENCH_CONCURRENCY=$conc CEPHBENCH_ROUNDS=$rounds CEPHBENCH_NOTIF_SHARDS=$nshards)" \
-	--started "$started" --commit "$(git rev-parse --short HEAD)"
+	--command "flock /tmp/cairn-bench.lock scripts/ceph/bench.sh (CEPHBENCH_DURATION=$dur CEPHBENCH_CONCURRENCY=$conc CEPHBENCH_ROUNDS=$rounds CEPHBENCH_NOTIF_SHARDS=$nshards)" --uptime "$up0" "$(uptime)" \
+	--started "$started" --commit "${CEPHBENCH_COMMIT:-$(git rev-parse --short HEAD)}" --name "${CEPHBENCH_NAME:-rados-bench}"

@@ -45,6 +45,7 @@ func ExecNative(ctx context.Context, io objstore.IOContext, oid, class, method s
 		wop := C.rados_create_write_op()
 		defer C.rados_release_write_op(wop)
 		C.rados_write_op_exec(wop, a.str(class), a.str(method), a.bytes(in), C.size_t(len(in)), prval)
+		c.s.ops.add(c.pool, c.ns, opExec)
 		if r := C.cairn_write_op_run(wop, rio, a.str(oid), nil, &ver); r < 0 {
 			return nil, 0, errnoErr(r, "exec "+class+"."+method)
 		}
@@ -55,6 +56,7 @@ func ExecNative(ctx context.Context, io objstore.IOContext, oid, class, method s
 	outp := (**C.char)(a.alloc(int(unsafe.Sizeof((*C.char)(nil)))))
 	outl := (*C.size_t)(a.alloc(C.sizeof_size_t))
 	C.rados_read_op_exec(rop, a.str(class), a.str(method), a.bytes(in), C.size_t(len(in)), outp, outl, prval)
+	c.s.ops.add(c.pool, c.ns, opExec)
 	r := C.cairn_read_op_run(rop, rio, a.str(oid), &ver)
 	if *outp != nil {
 		out = C.GoBytes(unsafe.Pointer(*outp), C.int(*outl))

@@ -144,7 +144,7 @@ func (c *ioContext) Operate(ctx context.Context, oid string, op *objstore.WriteO
 	if needsTxn(op.Steps) {
 		return c.operateTxn(ctx, io, oid, op)
 	}
-	v, err := c.writeSteps(io, oid, nil, op.Steps)
+	v, err := c.writeSteps(io, oid, nil, op.Steps, opWrite)
 	if err != nil {
 		return err
 	}
@@ -162,7 +162,7 @@ type prefix struct {
 }
 
 // writeSteps builds and runs one rados_write_op.
-func (c *ioContext) writeSteps(io C.rados_ioctx_t, oid string, pre *prefix, steps []objstore.Step) (uint64, error) {
+func (c *ioContext) writeSteps(io C.rados_ioctx_t, oid string, pre *prefix, steps []objstore.Step, kind opKind) (uint64, error) {
 	var a arena
 	defer a.free()
 	wop := C.rados_create_write_op()
@@ -281,6 +281,7 @@ func (c *ioContext) writeSteps(io C.rados_ioctx_t, oid string, pre *prefix, step
 	}
 	var ver C.uint64_t
 	c.s.writes.Add(1)
+	c.s.ops.add(c.pool, c.ns, kind)
 	r := C.cairn_write_op_run(wop, io, a.str(oid), mt, &ver)
 	if r < 0 {
 		return 0, errnoErr(r, "operate "+oid)
@@ -291,7 +292,7 @@ func (c *ioContext) writeSteps(io C.rados_ioctx_t, oid string, pre *prefix, step
 func (c *ioContext) statVersion(io C.rados_ioctx_t, oid string) (uint64, error) {
 	op := objstore.NewReadOp()
 	st := op.Stat()
-	if err := c.readSteps(io, oid, 0, op.Steps); err != nil {
+	if err := c.readSteps(io, oid, 0, op.Steps, opStat); err != nil {
 		return 0, err
 	}
 	return st.Stat.Version, nil
@@ -322,7 +323,7 @@ func (c *ioContext) OperateRead(ctx context.Context, oid string, op *objstore.Re
 		return c.readTxn(ctx, io, oid, op)
 	}
 	for attempt := 0; ; attempt++ {
-		err := c.readSteps(io, oid, 0, op.Steps)
+		err := c.readSteps(io, oid, 0, op.Steps, opRead)
 		if err == errRestart && attempt < c.s.opts.MaxAttempts {
 			continue
 		}
@@ -358,7 +359,7 @@ type readSlot struct {
 // readSteps runs one rados_read_op for steps (guarded by assert_version
 // when guardVersion > 0) and fills the step results. It returns errRestart
 // when a follow-up round trip found the object changed.
-func (c *ioContext) readSteps(io C.rados_ioctx_t, oid string, guardVersion uint64, steps []objstore.Step) error {
+func (c *ioContext) readSteps(io C.rados_ioctx_t, oid string, guardVersion uint64, steps []objstore.Step, kind opKind) error {
 	var a arena
 	defer a.free()
 	rop := C.rados_create_read_op()
@@ -447,6 +448,7 @@ func (c *ioContext) readSteps(io C.rados_ioctx_t, oid string, guardVersion uint6
 		}
 	}()
 	var ver C.uint64_t
+	c.s.ops.add(c.pool, c.ns, kind)
 	r := C.cairn_read_op_run(rop, io, a.str(oid), &ver)
 	if r < 0 {
 		if guardVersion > 0 && (r == -C.ERANGE || r == -C.EOVERFLOW || r == -C.ENOENT) {
@@ -501,7 +503,7 @@ func (c *ioContext) readSteps(io C.rados_ioctx_t, oid string, guardVersion uint6
 				size := int64(*statSlot.size)
 				if end := s.Offset + int64(n); n == sl.buflen && end < size {
 					rest := &objstore.ReadStep{Offset: end, Length: size - end}
-					if err := c.readSteps(io, oid, version, []objstore.Step{rest}); err != nil {
+					if err := c.readSteps(io, oid, version, []objstore.Step{rest}, opReadMore); err != nil {
 						return err
 					}
 					s.Data = append(s.Data, rest.Data...)
@@ -532,7 +534,7 @@ func (c *ioContext) readSteps(io C.rados_ioctx_t, oid string, guardVersion uint6
 				if s.Max > 0 {
 					next.Max = s.Max - len(pairs)
 				}
-				if err := c.readSteps(io, oid, version, []objstore.Step{next}); err != nil {
+				if err := c.readSteps(io, oid, version, []objstore.Step{next}, opReadMore); err != nil {
 					return err
 				}
 				pairs, more = append(pairs, next.Pairs...), next.More
@@ -553,7 +555,7 @@ func (c *ioContext) readSteps(io C.rados_ioctx_t, oid string, guardVersion uint6
 				if s.Max > 0 {
 					next.Max = s.Max - len(keys)
 				}
-				if err := c.readSteps(io, oid, version, []objstore.Step{next}); err != nil {
+				if err := c.readSteps(io, oid, version, []objstore.Step{next}, opReadMore); err != nil {
 					return err
 				}
 				keys, more = append(keys, next.Keys...), next.More

@@ -15,9 +15,11 @@ import (
 	"github.com/cairn-s3/cairn/internal/bucketindex"
 	"github.com/cairn-s3/cairn/internal/bucketindex/indextest"
 	"github.com/cairn-s3/cairn/internal/cls/clstest"
+	clsq "github.com/cairn-s3/cairn/internal/cls/queue"
 	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cairn-s3/cairn/internal/objstore/objstoretest"
 	"github.com/cairn-s3/cairn/internal/objstore/radosstore"
+	"github.com/cairn-s3/cairn/internal/server"
 )
 
 // cephConf is the cluster the tests use: $CAIRN_CEPH_CONF, or a cluster
@@ -132,4 +134,126 @@ func TestIndexVersions(t *testing.T) {
 		}
 		return io
 	})
+}
+
+// TestOpCounts: every round trip is counted once, under its pool (without
+// the prefix), namespace and kind; a class call costs a state read the
+// first time and only its write once the object's state is known.
+func TestOpCounts(t *testing.T) {
+	ctx := context.Background()
+	reg := objstore.NewRegistry()
+	bucketindex.Register(reg)
+	st := open(t, radosstore.Options{Classes: reg, PoolPrefix: fmt.Sprintf("oc%d-%d.", os.Getpid(), prefixSeq.Add(1))})
+	defer func() {
+		st.DeletePool(ctx, "p")
+		st.Close()
+	}()
+	if err := st.CreatePool(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	io, err := st.IOContext(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := io.WithNamespace("n")
+	if err := ns.Operate(ctx, "o", objstore.NewWriteOp().WriteFull([]byte("x"))); err != nil {
+		t.Fatal(err)
+	}
+	op := objstore.NewReadOp()
+	op.Read(0, 1)
+	if err := ns.OperateRead(ctx, "o", op); err != nil {
+		t.Fatal(err)
+	}
+	ix := bucketindex.Index{IO: io, BucketID: "b", Layout: bucketindex.Layout{NumShards: 1}}
+	if err := ix.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		e := bucketindex.Entry{Key: fmt.Sprint("k", i), Size: 1, ETag: "e", Tag: fmt.Sprint("t", i),
+			Manifest: bucketindex.Manifest{Runs: []bucketindex.Run{{Prefix: "t", Size: 1, StripeSize: 4 << 20}}}}
+		if _, err := ix.LinkVersion(ctx, bucketindex.ModeUnversioned, e, bucketindex.VersionCond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]int64{}
+	for _, o := range st.OpCounts() {
+		got[o.Pool+"/"+o.Namespace+"/"+o.Kind] = o.N
+	}
+	// Init (a class call) reads the new shard's state and writes; the
+	// links start from the state the previous call left, and guess their
+	// new keys absent: no reads.
+	want := map[string]int64{"p/n/write": 1, "p/n/read": 1, "p//txn_load": 1, "p//txn_write": 4}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("op counts %v, want %v", got, want)
+	}
+}
+
+// TestReadFromLastCommit: a read of class calls right after this
+// process's write starts from the state that write left (one guarded read,
+// no state read), and a write by another client meanwhile only costs a
+// retry: the read never answers from the stale state.
+func TestReadFromLastCommit(t *testing.T) {
+	ctx := context.Background()
+	prefix := fmt.Sprintf("rc%d-%d.", os.Getpid(), prefixSeq.Add(1))
+	a := open(t, radosstore.Options{Classes: server.Classes(), PoolPrefix: prefix})
+	b := open(t, radosstore.Options{Classes: server.Classes(), PoolPrefix: prefix})
+	defer func() {
+		b.Close()
+		a.DeletePool(ctx, "q")
+		a.Close()
+	}()
+	if err := a.CreatePool(ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	ioA, _ := a.IOContext(ctx, "q")
+	ioB, _ := b.IOContext(ctx, "q")
+	add := func(io objstore.IOContext, data string) {
+		t.Helper()
+		id, err := clsq.Reserve(ctx, io, "shard", 64, 1)
+		if err == nil {
+			_, err = clsq.Commit(ctx, io, "shard", id, []byte(data))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func() []string {
+		t.Helper()
+		res, err := clsq.List(ctx, ioA, "shard", "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range res.Entries {
+			out = append(out, string(e.Data))
+		}
+		return out
+	}
+	kinds := func() map[string]int64 {
+		m := map[string]int64{}
+		for _, o := range a.OpCounts() {
+			m[o.Kind] += o.N
+		}
+		return m
+	}
+	if err := clsq.Init(ctx, ioA, "shard", 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	add(ioA, "e1")
+	k0 := kinds()
+	if got := list(); fmt.Sprint(got) != "[e1]" {
+		t.Fatalf("list %v", got)
+	}
+	k1 := kinds()
+	if k1["txn_load"] != k0["txn_load"] || k1["txn_read"]-k0["txn_read"] != 1 {
+		t.Fatalf("a list after this process's commit: %d state reads, %d guarded reads; want 0, 1",
+			k1["txn_load"]-k0["txn_load"], k1["txn_read"]-k0["txn_read"])
+	}
+	add(ioB, "e2") // another gateway: a's cached state is stale now
+	if got := list(); fmt.Sprint(got) != "[e1 e2]" {
+		t.Fatalf("list after another client's commit: %v, want [e1 e2]", got)
+	}
+	if k2 := kinds(); k2["txn_load"] == k1["txn_load"] {
+		t.Fatal("the stale start was not refuted by a state read")
+	}
 }

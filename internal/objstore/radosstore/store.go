@@ -41,6 +41,7 @@ type Store struct {
 	writes                    atomic.Int64 // rados_write_op round trips
 	specHits, specMisses      atomic.Int64 // absent-key guesses confirmed / refuted by the write
 	spec                      sync.Map     // pool -> *atomic.Int32: its guess score (speculate.go)
+	ops                       opCounts     // round trips by pool, namespace and kind (opcount.go)
 }
 
 // Stats are counters of the optimistic path since Open.
@@ -272,6 +273,7 @@ func (c *ioContext) ListObjects(ctx context.Context, marker string, max int) ([]
 		return nil, false, err
 	}
 	var lc C.rados_list_ctx_t
+	c.s.ops.add(c.pool, c.ns, opList)
 	if r := C.rados_nobjects_list_open(io, &lc); r < 0 {
 		return nil, false, errnoErr(r, "nobjects_list_open")
 	}

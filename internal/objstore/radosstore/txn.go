@@ -33,6 +33,7 @@ type model struct {
 	baseVersion uint64
 	baseMtime   time.Time
 	fromCache   bool // base taken from metaCache, not read: validate before trusting a no-write result
+	confirmed   bool // a guarded read succeeded: the base was current then
 
 	exists bool
 	size   int64
@@ -77,7 +78,7 @@ func (m *model) load() error {
 	xs := op.GetXattrs()
 	hd := op.GetOmapHeader()
 	m.c.s.txnReads.Add(1)
-	err := m.c.readSteps(m.io, m.oid, 0, op.Steps)
+	err := m.c.readSteps(m.io, m.oid, 0, op.Steps, opTxnLoad)
 	if objstore.Code(err) == objstore.ErrNotFound {
 		return nil
 	}
@@ -133,7 +134,7 @@ func (m *model) validate() error {
 	if !m.baseExists {
 		st := &objstore.StatStep{}
 		m.c.s.txnReads.Add(1)
-		err := m.c.readSteps(m.io, m.oid, 0, []objstore.Step{st})
+		err := m.c.readSteps(m.io, m.oid, 0, []objstore.Step{st}, opTxnRead)
 		if err == nil {
 			m.conflict = true // it exists now
 		} else if objstore.Code(err) != objstore.ErrNotFound {
@@ -150,12 +151,14 @@ func (m *model) validate() error {
 }
 
 // guarded runs a follow-up read at the base version; a change since sets
-// conflict.
+// conflict, success confirms the base.
 func (m *model) guarded(steps ...objstore.Step) error {
 	m.c.s.txnReads.Add(1)
-	err := m.c.readSteps(m.io, m.oid, m.baseVersion, steps)
+	err := m.c.readSteps(m.io, m.oid, m.baseVersion, steps, opTxnRead)
 	if err == errRestart {
 		m.conflict = true
+	} else if err == nil {
+		m.confirmed = true
 	}
 	return err
 }
@@ -761,7 +764,7 @@ func (c *ioContext) runBatch(io C.rados_ioctx_t, oid string, key objKey, ops []*
 			if m.mtime != nil {
 				steps = append(steps, &objstore.SetMtime{Time: *m.mtime})
 			}
-			v, werr := c.writeSteps(io, oid, pre, steps)
+			v, werr := c.writeSteps(io, oid, pre, steps, opTxnWrite)
 			if len(m.assumed) > 0 {
 				c.specDone(sc, werr == nil)
 			}
@@ -819,20 +822,40 @@ func (c *ioContext) runBatch(io C.rados_ioctx_t, oid string, key objKey, ops []*
 }
 
 // readTxn evaluates a read op in Go over a version-guarded snapshot.
+//
+// A read of class calls only starts, like a write transaction, from the
+// state this process's last transaction on the object left (a queue
+// shard's list right after commits): its lazy reads are guarded by that
+// version, so the state read is saved, and an answer no read confirmed is
+// validated with one guarded stat. A stale start costs a retry.
 func (c *ioContext) readTxn(ctx context.Context, io C.rados_ioctx_t, oid string, op *objstore.ReadOp) error {
 	key := c.cacheKey(oid)
 	c.s.txns.Add(1)
+	execOnly := !slices.ContainsFunc(op.Steps, func(s objstore.Step) bool { _, ok := s.(*objstore.ExecStep); return !ok })
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
 			c.s.conflicts.Add(1)
 		}
 		m := c.newModel(io, oid)
-		err := m.load()
+		var err error
+		cached := false
+		if ms := c.s.caches.meta(key); execOnly && attempt == 1 && ms != nil && ms.exists {
+			m.fromMeta(ms)
+			cached = true
+		} else {
+			err = m.load()
+		}
 		if err == nil && !m.baseExists && !op.TolerantOfAbsence() {
 			return objstore.Errorf(objstore.ErrNotFound, "object %q does not exist", oid)
 		}
 		if err == nil {
 			err = interp.RunRead(m, op.Steps)
+		}
+		if m.fromCache && !m.conflict && !m.confirmed {
+			// nothing read at the cached version: confirm it
+			if verr := m.validate(); verr != nil && !m.conflict {
+				return verr
+			}
 		}
 		if !m.conflict {
 			if err == nil && len(m.staged) > 0 {
@@ -842,6 +865,9 @@ func (c *ioContext) readTxn(ctx context.Context, io C.rados_ioctx_t, oid string,
 		}
 		if attempt >= c.s.opts.MaxAttempts {
 			return objstore.Errorf(objstore.ErrBusy, "read %s: object kept changing (%d attempts)", oid, attempt)
+		}
+		if cached {
+			continue // a stale start, not a race: read the state at once
 		}
 		if err := backoff(ctx, attempt); err != nil {
 			return err
