@@ -32,8 +32,8 @@ type Options struct {
 	// DisableDirectIO makes blob files go through the page cache even on a
 	// filesystem that accepts O_DIRECT (for comparison benchmarks).
 	DisableDirectIO bool
-	// CacheSize is pebble's block cache size in bytes. Default (0): a
-	// quarter of physical memory, at least 64 MiB and at most 8 GiB. The
+	// CacheSize is pebble's block cache size in bytes. Default (0): an
+	// eighth of physical memory, at least 64 MiB and at most 2 GiB. The
 	// cache fills lazily, so a large one costs memory only as it is used.
 	// Too small a cache makes every index lookup of a new key read bloom
 	// filter and index blocks from the files again (docs/bench/README.md).
@@ -58,7 +58,7 @@ type Options struct {
 const (
 	DefaultBlobThreshold    = 1 << 20
 	MinCacheSize            = 64 << 20
-	MaxDefaultCacheSize     = 8 << 30
+	MaxDefaultCacheSize     = 2 << 30
 	DefaultMemTableSize     = 64 << 20
 	DefaultMaxCachedObjects = 1 << 16
 )
@@ -111,11 +111,8 @@ func (o *Options) Validate() error {
 }
 
 // DefaultCacheSize is the block cache size used when Options.CacheSize is 0:
-// a quarter of physical memory, clamped to [64 MiB, 8 GiB] (64 MiB when
-// the memory size is unknown). At scale every miss costs a file read, a
-// decompression and a C allocation: with a 2 GiB cache those were a fifth
-// of the CPU of a 12M-object bucket's GET/LIST mix (docs/bench/scale.md,
-// "Stop 34").
+// an eighth of physical memory, clamped to [64 MiB, 2 GiB] (64 MiB when the
+// memory size is unknown).
 func DefaultCacheSize() int64 {
-	return min(max(physicalMemory()/4, MinCacheSize), MaxDefaultCacheSize)
+	return min(max(physicalMemory()/8, MinCacheSize), MaxDefaultCacheSize)
 }

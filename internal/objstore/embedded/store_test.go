@@ -465,8 +465,8 @@ func TestDefaultCacheSizeIsClamped(t *testing.T) {
 	if got < MinCacheSize || got > MaxDefaultCacheSize {
 		t.Fatalf("DefaultCacheSize() = %d, want within [%d, %d]", got, MinCacheSize, MaxDefaultCacheSize)
 	}
-	if m := physicalMemory(); m > 0 && m/4 >= MinCacheSize && m/4 <= MaxDefaultCacheSize && got != m/4 {
-		t.Fatalf("DefaultCacheSize() = %d with %d bytes of RAM, want %d", got, m, m/4)
+	if m := physicalMemory(); m > 0 && m/8 >= MinCacheSize && m/8 <= MaxDefaultCacheSize && got != m/8 {
+		t.Fatalf("DefaultCacheSize() = %d with %d bytes of RAM, want %d", got, m, m/8)
 	}
 	var o Options
 	o.Dir = "x"
