@@ -220,6 +220,9 @@ type ScaleDisk struct {
 	TotalBytesPerObj float64            `json:"total_bytes_per_object"`
 	LSM              *embedded.LSMStats `json:"lsm,omitempty"`
 	GCBacklog        *int               `json:"gc_backlog,omitempty"`
+	// DeadRangeCompactions: compactions the store's scans asked for so
+	// far because they stepped over many deleted keys (driver mode).
+	DeadRangeCompactions *int64 `json:"dead_range_compactions,omitempty"`
 }
 
 // ScaleRound is one fill round and the phases after it.
@@ -1419,6 +1422,8 @@ func (s *scaleDriver) disk(objects uint64) ScaleDisk {
 	out.LSM = &lsm
 	gc := s.d.GCBacklog()
 	out.GCBacklog = &gc
+	dead, _ := s.st.DeadRangeCompactions()
+	out.DeadRangeCompactions = &dead
 	if objects > 0 {
 		o := float64(objects)
 		out.IndexBytesPerObj, out.DataBytesPerObj, out.TotalBytesPerObj = float64(out.IndexBytes)/o, float64(out.DataBytes)/o, float64(out.TotalBytes)/o
