@@ -251,8 +251,16 @@ type ScaleReshard struct {
 	Objects    uint64  `json:"objects_at_start"`
 	Copied     uint64  `json:"copied,omitempty"`
 	CopyPerSec float64 `json:"copy_entries_per_sec,omitempty"`
-	CopyLoaded bool    `json:"copy_loaded,omitempty"` // one bulk load (reshard-copy-load)
-	BlockMs    float64 `json:"block_ms,omitempty"`
+	CopyLoaded bool    `json:"copy_loaded,omitempty"` // a bulk load (reshard-copy-load)
+	// A loaded copy's chunks; log records replayed during the copy
+	// (between chunks, or by source for an op copy), skipped between
+	// chunks (the copy read their keys after them), and replayed after
+	// the copy, before the close.
+	LoadChunks    int     `json:"load_chunks,omitempty"`
+	EarlyReplayed uint64  `json:"early_replayed,omitempty"`
+	ReplaySkipped uint64  `json:"replay_skipped,omitempty"`
+	Replayed      uint64  `json:"replayed,omitempty"`
+	BlockMs       float64 `json:"block_ms,omitempty"`
 	// Tail: log records replayed while writers were blocked; the block's
 	// parts: closing the sources, replaying the tail, the instance write.
 	Tail          uint64  `json:"tail_records,omitempty"`
@@ -616,7 +624,8 @@ func (r *scaleRun) reshardDone(res reshard.Result) {
 	}
 	start := res.Start.Sub(r.start).Seconds()
 	ev := ScaleReshard{FromShards: res.From.NumShards, ToShards: res.To.NumShards, StartSec: start, EndSec: start + res.Total.Seconds(),
-		Copied: res.Copied, CopyLoaded: res.CopyLoaded, BlockMs: float64(res.Block.Microseconds()) / 1000, Tail: res.Tail,
+		Copied: res.Copied, CopyLoaded: res.CopyLoaded, LoadChunks: res.LoadChunks, EarlyReplayed: res.EarlyReplayed,
+		ReplaySkipped: res.ReplaySkipped, Replayed: res.Replayed, BlockMs: float64(res.Block.Microseconds()) / 1000, Tail: res.Tail,
 		BlockCloseMs: float64(res.BlockClose.Microseconds()) / 1000, BlockTailMs: float64(res.BlockTail.Microseconds()) / 1000,
 		BlockSwitchMs: float64(res.BlockSwitch.Microseconds()) / 1000}
 	if res.Sizing != nil {

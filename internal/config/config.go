@@ -43,9 +43,10 @@ type Config struct {
 	// ReshardCopyAdaptive paces the copy by foreground write latency
 	// (between 5,000/s and ReshardCopyRate).
 	ReshardCopyAdaptive bool
-	// ReshardCopyLoad copies a reshard's entries as one bulk load of sorted
-	// tables on the embedded store (no WAL, memtable or compaction; off by
-	// default: the logged writes are then replayed all after the copy).
+	// ReshardCopyLoad copies a reshard's entries as a bulk load of sorted
+	// tables on the embedded store (no WAL, memtable or compaction), in
+	// key-range chunks with the logged writes of loaded ranges replayed
+	// between them.
 	ReshardCopyLoad bool
 
 	NotifShards       int
@@ -281,7 +282,7 @@ var options = []option{
 	{"max-dynamic-shards", "upper bound for dynamic resharding (rgw_max_dynamic_shards)", "1999", intOpt(func(c *Config) *int { return &c.MaxDynamicShards })},
 	{"reshard-interval", "how often the dynamic reshard check runs", "10s", durOpt(func(c *Config) *time.Duration { return &c.ReshardInterval })},
 	{"reshard-copy-rate", "index entries per second a reshard copies (0 = unlimited); an uncapped copy starves foreground writes", "25000", intOpt(func(c *Config) *int { return &c.ReshardCopyRate })},
-	{"reshard-copy-load", "embedded store: copy a reshard's entries into the new shards as one bulk load of sorted tables ingested into the LSM, instead of through write ops (the WAL, memtable and every compaction level); the writes logged during the copy are then replayed after it, all at once", "false", boolOpt(func(c *Config) *bool { return &c.ReshardCopyLoad })},
+	{"reshard-copy-load", "embedded store: copy a reshard's entries into the new shards as a bulk load of sorted tables ingested into the LSM, instead of through write ops (the WAL, memtable and every compaction level), in key-range chunks; after each chunk the writes logged for keys already loaded are replayed", "false", boolOpt(func(c *Config) *bool { return &c.ReshardCopyLoad })},
 	{"reshard-copy-adaptive", "pace a reshard's copy by foreground write latency: from 5000/s up to reshard-copy-rate while writes stay within 1.15× their latency of the minute before", "true", boolOpt(func(c *Config) *bool { return &c.ReshardCopyAdaptive })},
 	{"notif-shards", "queue shards of new persistent topics (rgw_bucket_persistent_notif_num_shards)", "11", intOpt(func(c *Config) *int { return &c.NotifShards })},
 	{"notif-queue-size", "capacity of one notification queue shard", "128MB", sizeOpt(func(c *Config) *int64 { return &c.NotifQueueSize })},

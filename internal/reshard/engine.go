@@ -46,8 +46,12 @@ type Result struct {
 	// EarlyReplayed records were replayed during the copy step (sources
 	// whose copy was done), included in neither Replayed nor Tail.
 	EarlyReplayed uint64
-	// CopyLoaded: the copy was one bulk load (bucketindex.CopyLoad).
-	CopyLoaded bool
+	// CopyLoaded: the copy was a bulk load (bucketindex.CopyLoad), in
+	// LoadChunks chunks; ReplaySkipped log records read between chunks
+	// were not replayed because the copy read their keys after them.
+	CopyLoaded    bool
+	LoadChunks    int
+	ReplaySkipped uint64
 	// RateCuts is how often the adaptive governor cut the rate, MinRate
 	// the lowest rate it set (entries/s), over the copy and replay steps.
 	RateCuts int
@@ -528,25 +532,38 @@ func (e *engine) copyAll(ctx context.Context, total uint64) error {
 
 // copyLoaded reads every source shard in pages, merges them in key order
 // (so each target's pairs arrive in order, as a load needs) and stages
-// each pair for its target; the load commits once everything is read.
-// Pacing and the mid-copy failpoint work per page, as in copyShard.
+// each pair for its target. The load commits in chunks of LoadChunk
+// pairs: the merge emits keys in ascending order, so after a chunk every
+// key up to its last one is final in the targets (no later chunk holds
+// it), and the logs' records of keys in that range are replayed before
+// the copy goes on (rangeReplay). Pacing and the mid-copy failpoint work
+// per page, as in copyShard.
 func (e *engine) copyLoaded(ctx context.Context, total uint64, load *bucketindex.CopyLoad) error {
 	defer load.Abort()
 	// A loaded entry costs the foreground a read and a sequential table
 	// write, not a WAL record and its compactions: the copy may run
 	// faster, and every entry it copies sooner is a log record fewer to
-	// replay after it (nothing is replayed before the load commits).
+	// replay behind it. The replays between chunks go through replay ops
+	// like the replay step's, so they run under the usual ceiling.
+	raise, lower := func() {}, func() {}
 	if e.gov != nil {
 		hi := e.gov.ceiling()
-		e.gov.setHi(hi * loadRateFactor)
-		defer e.gov.setHi(hi)
+		raise = func() { e.gov.setHi(hi * loadRateFactor) }
+		lower = func() {
+			e.gov.setHi(hi)
+			if e.pace.current() > hi {
+				e.pace.setRate(hi)
+			}
+		}
 	} else if r := e.pace.current(); r > 0 {
-		e.pace.setRate(r * loadRateFactor)
-		defer e.pace.setRate(r)
+		raise = func() { e.pace.setRate(r * loadRateFactor) }
+		lower = func() { e.pace.setRate(r) }
 	}
+	raise()
+	defer lower()
 	nt := e.dst.Layout.NumShards
 	srcs := e.sources()
-	curs := make(map[int]*loadCursor, len(srcs))
+	curs := make([]*loadCursor, len(srcs))
 	for _, i := range srcs {
 		curs[i] = &loadCursor{src: i, more: true}
 	}
@@ -573,8 +590,14 @@ func (e *engine) copyLoaded(ctx context.Context, total uint64, load *bucketindex
 		}
 	}
 	heap.Init(&h)
+	rr := &rangeReplay{deferred: make([][]bucketindex.RawLogRecord, len(srcs))}
+	chunk := e.m.cfg.LoadChunk
+	if chunk == 0 {
+		chunk = max(minLoadChunk, nt*minLoadChunkPerShard)
+	}
 	midDone := false
 	n := 0
+	last := ""
 	for h.Len() > 0 {
 		c := h[0]
 		kv := c.buf[0]
@@ -582,6 +605,7 @@ func (e *engine) copyLoaded(ctx context.Context, total uint64, load *bucketindex
 		if err := load.Add(bucketindex.PlaceOf(kv.Key, nt), kv); err != nil {
 			return fmt.Errorf("load into shard %d: %w", bucketindex.PlaceOf(kv.Key, nt), err)
 		}
+		last = kv.Key
 		if len(c.buf) == 0 && c.more {
 			if err := read(ctx, c); err != nil {
 				return err
@@ -605,14 +629,130 @@ func (e *engine) copyLoaded(ctx context.Context, total uint64, load *bucketindex
 				}
 			}
 		}
+		if load.Staged() >= chunk && h.Len() > 0 {
+			if err := e.commitChunk(ctx, load, rr, curs, last, false, raise, lower); err != nil {
+				return err
+			}
+		}
 	}
-	return load.Commit(ctx)
+	return e.commitChunk(ctx, load, rr, curs, "", true, raise, lower)
 }
 
-// loadRateFactor raises the copy's rate ceiling for a loaded copy. In the
-// quiet 5M scale run a loaded copy at 21,000 entries/s left the fill at its
-// rate outside the reshard, while the replay of what was logged during
-// the copy's 120 s then cut it to half (docs/bench/scale.md, "Stop 33").
+// Chunk size of a loaded copy when Config.LoadChunk is 0: at least this
+// many pairs, and this many per target shard, so that each target's table
+// of a chunk is not tiny (every chunk adds one table per target to the
+// LSM's lowest level until compactions merge them).
+const (
+	minLoadChunk         = 128 << 10
+	minLoadChunkPerShard = 2048
+)
+
+// commitChunk ingests the staged chunk, adds its stats, and replays the
+// records of keys up to bound (every key when final) that the logs hold.
+// No source read is in flight: the merge loop calls it between reads, so
+// curs says exactly which keys each source has yet to read.
+func (e *engine) commitChunk(ctx context.Context, load *bucketindex.CopyLoad, rr *rangeReplay, curs []*loadCursor, bound string, final bool, raise, lower func()) error {
+	if err := load.Ingest(ctx); err != nil {
+		return err
+	}
+	if err := e.failpoint("load-ingested"); err != nil {
+		return err
+	}
+	if err := load.AddStats(ctx); err != nil {
+		return err
+	}
+	e.res.LoadChunks++
+	if e.m.cfg.NoEarlyReplay {
+		return nil
+	}
+	lower()
+	n, skipped, err := e.rangeReplayRound(ctx, rr, curs, bound, final)
+	raise()
+	e.res.EarlyReplayed += n
+	e.res.ReplaySkipped += skipped
+	if err != nil {
+		return err
+	}
+	return e.failpoint("load-replayed")
+}
+
+// rangeReplay is a loaded copy's replay state between chunks: per
+// source, the records read from its log whose keys the copy has read but
+// not yet loaded (deferred, in log order). e.replayed[i] is the last seq
+// read from source i's log; every record up to it was applied, skipped
+// (the copy reads its key later) or is deferred.
+type rangeReplay struct {
+	deferred [][]bucketindex.RawLogRecord
+}
+
+// maxDeferred bounds the records a range replay holds back, over all
+// sources: a source holding its share is not read until a chunk releases
+// them.
+const maxDeferred = 256 << 10
+
+// rangeReplayRound reads every source's log past e.replayed (at most a
+// round's pages), then sorts each record, with those deferred before, by
+// its key K (an omap key of the source, as the merge orders them):
+//
+//   - K <= bound (or final): its chunk is loaded, nothing later copies
+//     K: apply it (with the key's deferred records first, in log order);
+//   - K above what source i's cursor has read: the copy reads K after
+//     this record was written (the log was read before the cursor's
+//     position), so the copied value includes it: skip it;
+//   - otherwise K was read and waits in a cursor's page: defer it until
+//     a chunk loads K. Applying it now would let the older value read
+//     for K overwrite it at the ingest.
+//
+// A key's records fall in one class per round, so per key the order of
+// the log is kept. It returns the records applied and skipped.
+func (e *engine) rangeReplayRound(ctx context.Context, rr *rangeReplay, curs []*loadCursor, bound string, final bool) (applied, skipped uint64, err error) {
+	srcs := e.sources()
+	ns := len(srcs)
+	var read []int
+	for _, i := range srcs {
+		if len(rr.deferred[i]) < maxDeferred/ns {
+			read = append(read, i)
+		}
+	}
+	logs, _, err := e.readLogs(ctx, e.replayed, read, e.m.cfg.Workers)
+	if err != nil {
+		return 0, 0, err
+	}
+	apply := make([][]bucketindex.RawLogRecord, ns)
+	for _, i := range srcs {
+		c := curs[i]
+		var keep []bucketindex.RawLogRecord
+		for _, part := range [2][]bucketindex.RawLogRecord{rr.deferred[i], logs[i]} {
+			for _, r := range part {
+				switch {
+				case final || r.Key <= bound:
+					apply[i] = append(apply[i], r)
+				case c.more && r.Key > c.after:
+					skipped++
+				default:
+					keep = append(keep, r)
+				}
+			}
+		}
+		rr.deferred[i] = keep
+	}
+	applied, err = e.applyLogs(ctx, apply, e.m.cfg.Workers, true)
+	if err != nil {
+		return 0, 0, err
+	}
+	for i, recs := range logs {
+		if len(recs) > 0 {
+			e.replayed[i] = recs[len(recs)-1].Seq
+		}
+	}
+	return applied, skipped, nil
+}
+
+// loadRateFactor raises the copy's rate ceiling for a loaded copy's
+// entries (not its replays). In the quiet 5M scale run a loaded copy at
+// 21,000 entries/s left the fill at its rate outside the reshard, while
+// the replay of what was logged during the copy's 120 s then cut it to
+// half (docs/bench/scale.md, "Stop 33").
 const loadRateFactor = 4
 
 // loadCursor is one source shard's page in copyLoaded's merge.
@@ -906,7 +1046,27 @@ const (
 // replayPart is one replay round; drained reports that it read every
 // source's log to its end.
 func (e *engine) replayPart(ctx context.Context, replayed []uint64, srcs []int, fanout int, paced bool) (uint64, bool, error) {
-	ns, nt := e.src.Layout.NumShards, e.dst.Layout.NumShards
+	logs, drained, err := e.readLogs(ctx, replayed, srcs, fanout)
+	if err != nil {
+		return 0, false, err
+	}
+	n, err := e.applyLogs(ctx, logs, fanout, paced)
+	if err != nil {
+		return 0, false, err
+	}
+	for i, recs := range logs {
+		if len(recs) > 0 {
+			replayed[i] = recs[len(recs)-1].Seq
+		}
+	}
+	return n, drained, nil
+}
+
+// readLogs reads the logs of srcs past replayed[i], all concurrently, at
+// most a round's pages each (logs is indexed by source shard); drained
+// reports that it read every one to its end.
+func (e *engine) readLogs(ctx context.Context, replayed []uint64, srcs []int, fanout int) ([][]bucketindex.RawLogRecord, bool, error) {
+	ns := e.src.Layout.NumShards
 	pages := min(maxRoundPages, max(1, maxRoundRecords/(max(1, len(srcs))*e.m.cfg.CopyBatch)))
 	logs := make([][]bucketindex.RawLogRecord, ns)
 	left := make([]bool, ns)
@@ -929,12 +1089,19 @@ func (e *engine) replayPart(ctx context.Context, replayed []uint64, srcs []int, 
 		return nil
 	})
 	if err != nil {
-		return 0, false, err
+		return nil, false, err
 	}
 	drained := true
 	for _, l := range left {
 		drained = drained && !l
 	}
+	return logs, drained, nil
+}
+
+// applyLogs applies records (per source shard, in log order) grouped by
+// target shard, all targets concurrently, and returns how many.
+func (e *engine) applyLogs(ctx context.Context, logs [][]bucketindex.RawLogRecord, fanout int, paced bool) (uint64, error) {
+	nt := e.dst.Layout.NumShards
 	groups := make([][]bucketindex.RawLogRecord, nt)
 	var n uint64
 	for _, recs := range logs {
@@ -950,7 +1117,7 @@ func (e *engine) replayPart(ctx context.Context, replayed []uint64, srcs []int, 
 			targets = append(targets, t)
 		}
 	}
-	err = parallel(ctx, fanout, targets, func(ctx context.Context, t int) error {
+	err := parallel(ctx, fanout, targets, func(ctx context.Context, t int) error {
 		for g := groups[t]; len(g) > 0; {
 			k := min(len(g), e.m.cfg.CopyBatch)
 			if err := e.dst.Replay(ctx, t, e.epoch, g[:k]); err != nil {
@@ -966,14 +1133,9 @@ func (e *engine) replayPart(ctx context.Context, replayed []uint64, srcs []int, 
 		return nil
 	})
 	if err != nil {
-		return 0, false, err
+		return 0, err
 	}
-	for i, recs := range logs {
-		if len(recs) > 0 {
-			replayed[i] = recs[len(recs)-1].Seq
-		}
-	}
-	return n, drained, nil
+	return n, nil
 }
 
 // replayStep replays the logs until what is left is small enough to

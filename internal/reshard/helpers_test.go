@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +34,8 @@ type env struct {
 	skew time.Duration
 	// copyLoad: managers made after it is set copy by bulk load.
 	copyLoad bool
+	// onHit, if set, sees every failpoint that crashing managers pass.
+	onHit func(point string)
 	// dyn is the transcripts' dynamic-check gateway (command "dynamic"),
 	// on a clock that only "grow" and "reshard-dynamic" move.
 	dyn     *reshard.Manager
@@ -71,11 +74,23 @@ func (e *env) manager(crashAt ...string) *reshard.Manager {
 	cfg := reshard.Config{
 		Driver: e.d, Store: e.st, CopyBatch: 64, LeaseDuration: 5 * time.Second,
 		Now: func() time.Time { return time.Now().Add(skew) }, CopyLoad: e.copyLoad,
+		LoadChunk: 100, // several chunks for the tests' few hundred keys
 	}
 	if len(crashAt) > 0 {
+		// "point#k" fires at the k-th hit of point (a later chunk's).
+		var mu sync.Mutex
+		hits := map[string]int{}
+		onHit := e.onHit
 		cfg.Failpoints = &reshard.Failpoints{Hit: func(_, p string) bool {
+			if onHit != nil {
+				onHit(p)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			hits[p]++
 			for _, c := range crashAt {
-				if c == p {
+				name, k, _ := strings.Cut(c, "#")
+				if name == p && (k == "" || k == strconv.Itoa(hits[p])) {
 					return true
 				}
 			}

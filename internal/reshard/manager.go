@@ -78,13 +78,14 @@ type Config struct {
 	// NoEarlyReplay turns off replaying each source's log during the copy
 	// once its entries are in the targets (for comparison runs).
 	NoEarlyReplay bool
-	// CopyLoad copies as one bulk load (bucketindex.CopyLoad) on a backend
-	// that loads omaps (reshard-copy-load). A loaded copy has no early
-	// replay: its targets show nothing before the load commits, so every
-	// record logged during the copy is replayed after it, and in the
-	// quiet 5M scale run that replay cost the fill more than the copy's
-	// compactions it saves (docs/bench/scale.md, "Stop 33"): off by default.
+	// CopyLoad copies as a bulk load (bucketindex.CopyLoad) on a backend
+	// that loads omaps (reshard-copy-load), committed in key-range chunks;
+	// after each chunk the logs' records of keys already loaded are
+	// replayed (docs/design/resharding.md). Off by default.
 	CopyLoad bool
+	// LoadChunk is how many entries a loaded copy commits at a time.
+	// Default (0): 131,072, and at least 2,048 per target shard.
+	LoadChunk int
 	// CopyWriters is how many copy ops may be in flight. Default 32.
 	CopyWriters int
 	// SwitchFanout bounds concurrent shard operations while writers wait
@@ -221,8 +222,8 @@ func (c *Config) Validate() error {
 	if c.CopyLatencyTarget <= 1 {
 		errs = append(errs, fmt.Errorf("reshard: copy latency target %v must exceed 1", c.CopyLatencyTarget))
 	}
-	if c.Workers < 1 || c.CopyRateLimit < 0 || c.CopyRateMin < 0 || c.CopyWriters < 1 || c.SwitchFanout < 1 || c.TailRecords < 0 || c.MaxReplayRounds < 1 {
-		errs = append(errs, fmt.Errorf("reshard: workers %d, tail %d, rounds %d", c.Workers, c.TailRecords, c.MaxReplayRounds))
+	if c.Workers < 1 || c.CopyRateLimit < 0 || c.CopyRateMin < 0 || c.CopyWriters < 1 || c.SwitchFanout < 1 || c.TailRecords < 0 || c.MaxReplayRounds < 1 || c.LoadChunk < 0 {
+		errs = append(errs, fmt.Errorf("reshard: workers %d, tail %d, rounds %d, load chunk %d", c.Workers, c.TailRecords, c.MaxReplayRounds, c.LoadChunk))
 	}
 	return errors.Join(errs...)
 }
@@ -230,6 +231,8 @@ func (c *Config) Validate() error {
 // Failpoints stop a reshard at a named step, as if the process died there.
 // Hit is called with the bucket and point name; returning true fires it.
 // Points, in order: after-init-target, after-logging, mid-copy,
+// load-ingested (a loaded copy's chunk is ingested, its stats not added),
+// load-replayed (after the replay that follows each chunk),
 // mid-copy-replay, after-copy, mid-replay (after each replay round),
 // before-closing, mid-catch-up (after each round after the closing record),
 // before-close, after-close, before-switch, after-join (the targets joined
@@ -241,7 +244,7 @@ type Failpoints struct {
 
 // Points lists every failpoint name in step order.
 var Points = []string{
-	"after-init-target", "after-logging", "mid-copy", "mid-copy-replay", "after-copy", "mid-replay",
+	"after-init-target", "after-logging", "mid-copy", "load-ingested", "load-replayed", "mid-copy-replay", "after-copy", "mid-replay",
 	"before-closing", "mid-catch-up", "before-close", "after-close", "before-switch", "after-join", "after-switch",
 	"mid-cleanup", "after-cleanup", "mid-rollback",
 }
@@ -453,7 +456,8 @@ func (m *Manager) drive(ctx context.Context, inst driver.Instance, rec Record, r
 		m.log.Info("reshard: done", "bucket", inst.Name, "from", res.From.NumShards, "to", res.To.NumShards,
 			"entries", res.Entries, "copied", res.Copied, "replayed", res.Replayed, "rounds", res.ReplayRounds,
 			"tail", res.Tail, "block", res.Block, "block_close", res.BlockClose, "block_tail", res.BlockTail,
-			"block_switch", res.BlockSwitch, "total", res.Total)
+			"block_switch", res.BlockSwitch, "total", res.Total, "early_replayed", res.EarlyReplayed,
+			"load_chunks", res.LoadChunks, "replay_skipped", res.ReplaySkipped)
 		if !resumed && rec.Reason == "dynamic" {
 			// The next dynamic reshard of this bucket expects as long per entry.
 			m.growth.finished(inst.Name, res.Entries, res.Total)

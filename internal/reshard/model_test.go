@@ -107,18 +107,23 @@ func testModelConcurrentReshards(t *testing.T, view, load bool) {
 			}
 		}()
 	}
-	m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 16, TailRecords: 8, CopyLoad: load})
+	m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 16, TailRecords: 8, CopyLoad: load, LoadChunk: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
 	var blocks []time.Duration
+	chunks, multi := 0, 0
 	for _, n := range []int{7, 2, 11, 5, 13, 1, 3} {
 		res, err := m.Reshard(ctx, "bkt", n)
 		if err != nil {
 			t.Fatalf("reshard to %d: %v", n, err)
 		}
 		blocks = append(blocks, res.Block)
+		chunks += res.LoadChunks
+		if res.LoadChunks > 1 {
+			multi++
+		}
 		time.Sleep(30 * time.Millisecond)
 	}
 	close(stop)
@@ -153,7 +158,10 @@ func testModelConcurrentReshards(t *testing.T, view, load bool) {
 		}
 	}
 	e.verify("bkt", md)
-	t.Logf("%d ops, %d listings, %d key checks, switch blocks %v", nops, len(listings), checked, blocks)
+	t.Logf("%d ops, %d listings, %d key checks, switch blocks %v, %d load chunks", nops, len(listings), checked, blocks, chunks)
+	if load && multi < 5 {
+		t.Fatalf("only %d of 7 loaded copies had more than one chunk", multi)
+	}
 	if len(listings) < 5 || nops < 500 {
 		t.Fatalf("too little concurrency to mean anything: %d listings, %d ops", len(listings), nops)
 	}

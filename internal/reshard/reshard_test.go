@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -320,27 +321,21 @@ func TestCrashAtEachFailpoint(t *testing.T) {
 
 func testCrashAtEachFailpoint(t *testing.T, load bool) {
 	ctx := context.Background()
-	for _, point := range reshard.Points {
+	points := reshard.Points
+	if load {
+		// And in a later chunk, after earlier chunks were loaded and
+		// their ranges replayed.
+		points = append(slices.Clip(points), "load-ingested#3", "load-replayed#2")
+	}
+	for _, point := range points {
+		if !load && strings.HasPrefix(point, "load-") {
+			continue // a loaded copy's chunks only
+		}
 		t.Run(point, func(t *testing.T) {
 			e := newEnv(t)
 			e.copyLoad = load
 			e.bucket("bkt", 3)
 			md := fill(e, "bkt", 400)
-			var err error
-			if point == "mid-rollback" {
-				// Reach a rollback: crash mid-copy, then cancel from a
-				// gateway that itself dies mid-rollback.
-				_, err = e.manager("mid-copy").Reshard(ctx, "bkt", 7)
-				e.expireLeases()
-				err = e.manager(point).Cancel(ctx, "bkt")
-			} else {
-				_, err = e.manager(point).Reshard(ctx, "bkt", 7)
-			}
-			if !isCrash(err) {
-				t.Fatalf("want a crash at %s, got %v", point, err)
-			}
-			// Writers keep going against whatever state was left (they
-			// wait out a closed index until the resume switches it).
 			rng := rand.New(rand.NewSource(1))
 			ops := func(n int) {
 				for i := 0; i < n; i++ {
@@ -358,6 +353,31 @@ func testCrashAtEachFailpoint(t *testing.T, load bool) {
 					md[k] = 11
 				}
 			}
+			var err error
+			if point == "mid-rollback" {
+				// Reach a rollback: crash mid-copy, then cancel from a
+				// gateway that itself dies mid-rollback.
+				_, err = e.manager("mid-copy").Reshard(ctx, "bkt", 7)
+				e.expireLeases()
+				err = e.manager(point).Cancel(ctx, "bkt")
+			} else if strings.HasPrefix(point, "load-") {
+				// Writes between the chunks, so that their replays have
+				// records of every range to apply, skip and defer.
+				e.onHit = func(p string) {
+					if p == "load-ingested" {
+						ops(40)
+					}
+				}
+				_, err = e.manager(point).Reshard(ctx, "bkt", 7)
+				e.onHit = nil
+			} else {
+				_, err = e.manager(point).Reshard(ctx, "bkt", 7)
+			}
+			if !isCrash(err) {
+				t.Fatalf("want a crash at %s, got %v", point, err)
+			}
+			// Writers keep going against whatever state was left (they
+			// wait out a closed index until the resume switches it).
 			if point != "after-close" && point != "before-switch" && point != "after-join" {
 				ops(60) // the index is writable: change it before the resume
 			}
@@ -790,4 +810,64 @@ func TestCatchUpEndsWhenWritersOutrunRounds(t *testing.T) {
 	if rounds < 5 {
 		t.Fatalf("only %d rounds: the writers did not outrun the replay", rounds)
 	}
+}
+
+// TestLoadChunksReplayByRange: a loaded copy commits in chunks and, after
+// each, replays only the logged records of keys already loaded. Between
+// chunks every key may change (puts, deletes, new keys), so records fall
+// in every class: keys loaded (applied), keys a source has read but not
+// yet loaded (deferred: applied now, their chunk's ingest would restore
+// the value read before the change), keys not yet read (skipped: the copy
+// reads the new value; applied too, the ingest and copy_stats would count
+// them twice). The result must be exact.
+func TestLoadChunksReplayByRange(t *testing.T) {
+	e := newEnv(t)
+	e.bucket("bkt", 3)
+	md := fill(e, "bkt", 600)
+	ctx := context.Background()
+	rng := rand.New(rand.NewSource(7))
+	hits := 0
+	m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 16, Workers: 2, CopyLoad: true, LoadChunk: 64,
+		LeaseDuration: 5 * time.Second,
+		Failpoints: &reshard.Failpoints{Hit: func(_, p string) bool {
+			if p != "load-ingested" {
+				return false
+			}
+			hits++
+			for i := 0; i < 600; i++ {
+				k := fmt.Sprintf("obj/%05d", i)
+				switch rng.Intn(6) {
+				case 0:
+					if err := e.d.DeleteObject(ctx, "bkt", k); err != nil {
+						t.Errorf("delete %s: %v", k, err)
+					}
+					delete(md, k)
+				case 1, 2:
+					size := 20 + hits
+					if err := e.put("bkt", k, size); err != nil {
+						t.Errorf("put %s: %v", k, err)
+					}
+					md[k] = size
+				}
+			}
+			k := fmt.Sprintf("new/%03d", hits)
+			e.mustPut("bkt", k, 5)
+			md[k] = 5
+			return false
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Reshard(ctx, "bkt", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d chunks, %d records replayed during the copy, %d skipped, %d replayed after it", res.LoadChunks, res.EarlyReplayed, res.ReplaySkipped, res.Replayed)
+	if !res.CopyLoaded || res.LoadChunks < 5 || hits != res.LoadChunks {
+		t.Fatalf("loaded %v in %d chunks (%d hits), want several", res.CopyLoaded, res.LoadChunks, hits)
+	}
+	if res.EarlyReplayed == 0 || res.ReplaySkipped == 0 {
+		t.Fatalf("between chunks: %d replayed, %d skipped; want both", res.EarlyReplayed, res.ReplaySkipped)
+	}
+	e.verify("bkt", md)
 }
