@@ -42,23 +42,7 @@ else
 	conf=$cluster_dir/ceph.conf
 	run_dir=$cluster_dir/run
 fi
-osdops() {
-	for a in "$run_dir"/osd.*.asok; do
-		timeout 10 ceph --admin-daemon "$a" perf dump 2>/dev/null || echo '{"osd": {}}'
-	done | python3 -c '
-import json, sys
-dec, s, tot = json.JSONDecoder(), sys.stdin.read(), [0, 0, 0]
-i = 0
-while i < len(s):
-    if s[i].isspace():
-        i += 1
-        continue
-    d, i = dec.raw_decode(s, i)
-    o = d.get("osd", {})
-    for j, k in enumerate(("op_w", "op_r", "op_rw")):
-        tot[j] += o.get(k, 0)
-print(*tot)'
-}
+. "$(dirname "${BASH_SOURCE[0]}")/osdops.sh"
 metrics() { curl -sf "http://127.0.0.1:$port/metrics" | grep '^cairn_rados_ops_total' || true; }
 txnev() { curl -sf "http://127.0.0.1:$port/metrics" | grep '^cairn_rados_txn_events_total' || true; }
 
