@@ -25,9 +25,16 @@ func runServe(args []string) int {
 		fmt.Fprintln(os.Stderr, "cairn serve:", err)
 		return 2
 	}
+	if err := preloadAllocator(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "cairn serve:", err)
+		if cfg.Malloc == "jemalloc" {
+			return 1
+		}
+	}
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	log := redact.Logger(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: humanDurations})))
+	log.Info("C allocator", "malloc", cfg.Malloc, "in_use", allocatorInUse())
 	privateUmask()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

@@ -30,6 +30,7 @@ type Config struct {
 	Region         string // zonegroup name used in ARNs and event records
 	Domain         string // enables virtual-host-style requests under this domain
 	LogLevel       string
+	Malloc         string // C allocator: auto, jemalloc or system (cmd/cairn/malloc_linux.go)
 
 	BucketIndexShards int
 	// BucketIndexView: new buckets keep an ordered index view where the
@@ -275,6 +276,7 @@ var options = []option{
 	{"region", "zonegroup/region name in ARNs and event records", "default", strOpt(func(c *Config) *string { return &c.Region })},
 	{"domain", "domain for virtual-host-style bucket addressing (empty: path-style only)", "", strOpt(func(c *Config) *string { return &c.Domain })},
 	{"log-level", "debug, info, warn or error", "info", strOpt(func(c *Config) *string { return &c.LogLevel })},
+	{"malloc", "C allocator of the embedded store's block cache and memtables: auto (jemalloc when libjemalloc.so.2 is installed; Linux, embedded backend), jemalloc (refuse to start without it) or system (glibc's; at scale its calloc costs 10-18 % of the CPU, docs/bench/scale.md)", "auto", strOpt(func(c *Config) *string { return &c.Malloc })},
 	{"bucket-index-shards", "index shards of new buckets (rgw_override_bucket_index_max_shards)", "11", intOpt(func(c *Config) *int { return &c.BucketIndexShards })},
 	{"bucket-index-view", "new buckets keep an ordered view of their index for listings (embedded backend; ignored on RADOS)", "true", boolOpt(func(c *Config) *bool { return &c.BucketIndexView })},
 	{"max-objs-per-shard", "objects per index shard that trigger dynamic resharding (rgw_max_objs_per_shard)", "100000", intOpt(func(c *Config) *int { return &c.MaxObjsPerShard })},
@@ -527,6 +529,11 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel))
+	}
+	switch c.Malloc {
+	case "auto", "jemalloc", "system":
+	default:
+		errs = append(errs, fmt.Errorf("malloc %q: want auto, jemalloc or system", c.Malloc))
 	}
 	return errors.Join(errs...)
 }

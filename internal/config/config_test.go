@@ -50,9 +50,9 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
-	_, err = Load([]string{"--notif-shards", "0", "--log-level", "loud"}, env(nil))
-	if err == nil || !strings.Contains(err.Error(), "notif-shards") || !strings.Contains(err.Error(), "log-level") {
-		t.Fatalf("want both problems, got %v", err)
+	_, err = Load([]string{"--notif-shards", "0", "--log-level", "loud", "--malloc", "tcmalloc"}, env(nil))
+	if err == nil || !strings.Contains(err.Error(), "notif-shards") || !strings.Contains(err.Error(), "log-level") || !strings.Contains(err.Error(), "malloc") {
+		t.Fatalf("want all three problems, got %v", err)
 	}
 }
 
