@@ -19,7 +19,6 @@ dur=${RT_DURATION:-10s}
 conc=${RT_CONCURRENCY:-8}
 port=${RT_PORT:-18101}
 bin=${CAIRN_BENCH_BIN:-$root/.cache/bin}
-[ -x "$bin/warp" ] || bin=/work/main/.cache/bin
 [ -x "$bin/warp" ] || { echo "roundtrips.sh: no warp: run scripts/bench/install.sh" >&2; exit 1; }
 ak=RTKEY000000000000000 sk=rtsecret0000000000000000000000000000000
 work=$(mktemp -d "${TMPDIR:-/tmp}/cairn-rt-XXXXXX")
