@@ -461,6 +461,7 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 	fs.BoolVar(&cfg.NoIndexView, "no-index-view", false, "driver mode: list by merging every index shard, without the bucket's ordered view (A/B runs)")
 	fs.BoolVar(&cfg.TriggerSizing, "reshard-trigger-sizing", false, "driver mode: size dynamic reshards for the objects at the trigger (RGW's rule), not for those expected when they end (A/B runs)")
 	cache := fs.String("cache-size", "0", "driver mode: embedded block cache (0: automatic)")
+	malloc := fs.String("malloc", "auto", "driver mode: C allocator, as cairn serve's malloc option (auto: jemalloc when installed, jemalloc, system)")
 	fs.DurationVar(&cfg.MaxDuration, "max-duration", 0, "stop after this long and report what was reached (0: no limit)")
 	fs.BoolVar(&cfg.Walk, "walk", true, "after the rounds, time a full ListObjectsV2 walk of the bucket and a bucket stats call")
 	fs.BoolVar(&cfg.VersionsWalk, "versions-walk", true, "driver mode: after the walk, a full ListObjectVersions walk (1000 per page) that must see every live key")
@@ -476,6 +477,20 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if *reanalyze != "" {
 		return reanalyzeScale(*reanalyze, cmp.Or(cfg.Out, *reanalyze), out)
+	}
+	if cfg.Endpoint == "" {
+		// The store runs in this process: give it the allocator serve
+		// would (re-executes this command; the flags were parsed once
+		// already, so a bad one never gets here).
+		switch *malloc {
+		case "auto", "jemalloc", "system":
+		default:
+			return &bench.UsageError{Err: fmt.Errorf("--malloc %q: want auto, jemalloc or system", *malloc)}
+		}
+		if err := preloadAllocator(&config.Config{Malloc: *malloc, Backend: "embedded"}); err != nil {
+			return err
+		}
+		cfg.Allocator = allocatorInUse()
 	}
 	if *pprofAddr != "" {
 		if err := servePprof(*pprofAddr); err != nil {

@@ -92,6 +92,9 @@ type ScaleConfig struct {
 	// NoIndexView lists by merging every index shard even on the embedded
 	// store (driver.Options.NoIndexView), for A/B runs.
 	NoIndexView bool
+	// Allocator names the C allocator of this process (driver mode),
+	// for the report.
+	Allocator string
 	// CopyLoad copies reshards as one bulk load instead of through write
 	// ops (reshard.Config.CopyLoad), for A/B runs.
 	CopyLoad bool
@@ -330,6 +333,7 @@ type ScaleResult struct {
 		TriggerSizing   bool    `json:"reshard_trigger_sizing,omitempty"`
 		NoIndexView     bool    `json:"no_index_view,omitempty"`
 		CopyLoad        bool    `json:"copy_load,omitempty"`
+		Allocator       string  `json:"allocator,omitempty"` // driver mode: the C allocator (jemalloc or system)
 		Targets         []int64 `json:"targets"`
 	} `json:"config"`
 
@@ -449,6 +453,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	} else {
 		res.Config.MaxObjsPerShard, res.Config.CopyRateLimit, res.Config.Adaptive = cfg.MaxObjsPerShard, cfg.CopyRateLimit, cfg.CopyRateAdaptive
 		res.Config.TriggerSizing, res.Config.NoIndexView, res.Config.CopyLoad = cfg.TriggerSizing, cfg.NoIndexView, cfg.CopyLoad
+		res.Config.Allocator = cfg.Allocator
 		r.t, err = newScaleDriver(ctx, cfg, r.doneResults)
 	}
 	if err != nil {
