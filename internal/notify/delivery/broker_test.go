@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -17,7 +18,13 @@ import (
 	"github.com/cairn-s3/cairn/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(benchReceiverEnv) != "" {
+		runBenchReceiver() // BenchmarkDeliveryCPU's receiver process
+		return
+	}
+	testenv.Main(m)
+}
 
 // brokerSafety bounds the waits on real brokers. It is a net, never the
 // synchronisation: at load average 40 a broker takes over a minute to

@@ -40,7 +40,7 @@ func (c *clock) Advance(d time.Duration) { c.off.Add(int64(d)) }
 // env is one embedded store (pebble on vfs.NewMem, every class registered)
 // with the real queues, a topic table and a clock.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	clock  *clock
 	store  objstore.Store
@@ -50,13 +50,20 @@ type env struct {
 	seq    atomic.Uint64
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	return newEnvOn(t, embedded.Options{Dir: "/db", FS: vfs.NewMem(), MemTableSize: 4 << 20, CacheSize: 8 << 20})
+}
+
+// newEnvOn is newEnv on the store o describes (its Classes and Now are set
+// here).
+func newEnvOn(t testing.TB, o embedded.Options) *env {
 	t.Helper()
 	reg := objstore.NewRegistry()
 	cls.RegisterAll(reg)
 	c := &clock{}
-	st, err := embedded.Open(embedded.Options{Dir: "/db", FS: vfs.NewMem(), Classes: reg, Now: c.Now,
-		MemTableSize: 4 << 20, CacheSize: 8 << 20})
+	o.Classes, o.Now = reg, c.Now
+	st, err := embedded.Open(o)
 	if err != nil {
 		t.Fatal(err)
 	}
