@@ -19,7 +19,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	nethttp "net/http"
 	"net/url"
@@ -339,23 +338,14 @@ func (e *Endpoint) roundTrip(ctx context.Context, c *conn, deadline time.Time, m
 	if _, err := c.br.Peek(1); err != nil {
 		return 0, false, err
 	}
-	resp, err := nethttp.ReadResponse(c.br, postRequest)
-	// 1xx answers are interim (no body); the final one follows. 101
-	// Switching Protocols is final, and not a 2xx.
-	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != 101 {
-		resp, err = nethttp.ReadResponse(c.br, postRequest)
-	}
+	code, keep, err = readAnswer(c.br)
 	if err != nil {
 		return 0, true, err
 	}
-	// Drain a little so the connection can be reused: io.Copy ends
-	// without error at the body's EOF.
-	n, err := io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain+1))
-	keep = err == nil && n <= maxDrain && !resp.Close && resp.StatusCode != 101
 	if keep {
 		keep = c.nc.SetDeadline(time.Time{}) == nil
 	}
-	return resp.StatusCode, true, nil
+	return code, true, nil
 }
 
 // errEarlyClose: the receiver ended the connection (Connection: close,
@@ -420,16 +410,12 @@ func (e *Endpoint) pipeline(ctx context.Context, c *conn, deadline time.Time, ms
 		return 0, err
 	}
 	for i := range msgs {
-		resp, err := nethttp.ReadResponse(c.br, postRequest)
-		for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != 101 {
-			resp, err = nethttp.ReadResponse(c.br, postRequest)
-		}
+		code, more, err := readAnswer(c.br)
 		if err != nil {
 			return i, err
 		}
-		n, err := io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain+1))
-		answer(i, resp.StatusCode)
-		if err != nil || n > maxDrain || resp.Close || resp.StatusCode == 101 {
+		answer(i, code)
+		if !more {
 			if i+1 < len(msgs) {
 				return i + 1, errEarlyClose
 			}
