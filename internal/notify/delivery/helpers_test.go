@@ -163,7 +163,7 @@ func (e *env) endpoints(extra func(*topic.Topic) (push.Endpoint, error)) Endpoin
 		var ep push.Endpoint
 		switch u.Scheme {
 		case topic.SchemeHTTP:
-			ep, err = httpep.New(httpep.Options{URL: t.Settings.PushEndpoint, Timeout: 10 * time.Second})
+			ep, err = httpep.New(httpep.Options{URL: t.Settings.PushEndpoint, CloudEvents: t.Settings.CloudEvents, Timeout: 10 * time.Second})
 		default:
 			if extra == nil {
 				return nil, fmt.Errorf("no endpoint for %s", u.Scheme)

@@ -511,7 +511,7 @@ func (w *worker) dispatch() error {
 		if !w.endpoint(st, now) {
 			return b.send()
 		}
-		msg := push.StoredMessage(st.t.Name, it.rec, it.e.Data)
+		msg := push.StoredMessage(st.t.Name, it.key, it.rec, it.e.Data, st.t.Settings.CloudEvents)
 		sem := w.m.endpointSem(st.epKey)
 		bt, batching := w.ep.(push.Batcher)
 		batching = batching && cfg.PushBatch > 1

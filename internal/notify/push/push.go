@@ -25,7 +25,8 @@ type Message struct {
 	// Body is the payload, {"Records":[record]}. Endpoints do not modify it.
 	Body []byte
 	// CloudEvent holds the attributes HTTP endpoints send as ce-* headers
-	// when the topic has cloudevents=true.
+	// when the topic has cloudevents=true (StoredMessage leaves it empty
+	// otherwise).
 	CloudEvent CloudEvent
 }
 
@@ -52,22 +53,34 @@ func NewMessage(topic string, rec *event.Record) (Message, error) {
 // StoredMessage builds the message for a record as a queue stored it
 // (stored is event.Marshal's output, rec its decoding): the body wraps
 // the stored bytes rather than encoding rec again (event.WrapRecord).
-func StoredMessage(topic string, rec *event.Record, stored []byte) Message {
-	return newMessage(topic, rec, event.WrapRecord(make([]byte, 0, len(stored)+16), stored))
+// key is rec's "bucket/key" (delivery has it already). The CloudEvent
+// attributes are filled only with cloudEvents (the topic's cloudevents
+// attribute, the only case in which an endpoint sends them): they were
+// 3 of a delivered event's ~25 allocations.
+func StoredMessage(topic, key string, rec *event.Record, stored []byte, cloudEvents bool) Message {
+	m := Message{Topic: topic, Key: key, Body: event.WrapRecord(make([]byte, 0, len(stored)+16), stored)}
+	if cloudEvents {
+		m.CloudEvent = cloudEvent(rec)
+	}
+	return m
 }
 
 func newMessage(topic string, rec *event.Record, body []byte) Message {
 	return Message{
-		Topic: topic,
-		Key:   rec.S3.Bucket.Name + "/" + rec.ObjectKey(),
-		Body:  body,
-		CloudEvent: CloudEvent{
-			ID:      rec.ResponseElements.RequestID + "." + rec.ResponseElements.HostID,
-			Type:    "com.amazonaws." + rec.EventName,
-			Source:  rec.EventSource + "." + rec.AWSRegion + "." + rec.S3.Bucket.Name,
-			Subject: rec.S3.Object.Key,
-			Time:    rec.EventTime.Time,
-		},
+		Topic:      topic,
+		Key:        rec.S3.Bucket.Name + "/" + rec.ObjectKey(),
+		Body:       body,
+		CloudEvent: cloudEvent(rec),
+	}
+}
+
+func cloudEvent(rec *event.Record) CloudEvent {
+	return CloudEvent{
+		ID:      rec.ResponseElements.RequestID + "." + rec.ResponseElements.HostID,
+		Type:    "com.amazonaws." + rec.EventName,
+		Source:  rec.EventSource + "." + rec.AWSRegion + "." + rec.S3.Bucket.Name,
+		Subject: rec.S3.Object.Key,
+		Time:    rec.EventTime.Time,
 	}
 }
 

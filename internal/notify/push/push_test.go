@@ -66,6 +66,24 @@ func TestNewMessage(t *testing.T) {
 	}
 }
 
+// StoredMessage wraps the stored bytes, takes the key it is given, and
+// fills the CloudEvent attributes only when asked to.
+func TestStoredMessage(t *testing.T) {
+	rec := event.New(event.Params{
+		Type: event.ObjectCreatedPut, Time: time.Unix(1, 0), Region: "zg", Bucket: "bk",
+		Key: "a b/c", EventID: "e1", RequestID: "req-1", HostID: "zone-a",
+	})
+	stored, _ := event.Marshal(rec)
+	want, _ := NewMessage("t1", rec)
+	m := StoredMessage("t1", "bk/a b/c", rec, stored, true)
+	if m.Topic != "t1" || m.Key != "bk/a b/c" || string(m.Body) != string(want.Body) || m.CloudEvent != want.CloudEvent {
+		t.Fatalf("%+v, want %+v", m, want)
+	}
+	if m := StoredMessage("t1", "bk/a b/c", rec, stored, false); m.CloudEvent != (CloudEvent{}) || string(m.Body) != string(want.Body) {
+		t.Fatalf("%+v", m)
+	}
+}
+
 type slow struct {
 	cur, max atomic.Int32
 	release  chan struct{}
