@@ -230,10 +230,15 @@ func NewEventID() string {
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
-	return hex.EncodeToString(b[:])
+	var h [32]byte
+	hex.Encode(h[:], b[:])
+	return string(h[:])
 }
 
 func sortedKV(m map[string]string) []KV {
+	if len(m) == 0 {
+		return []KV{} // no allocation (sort.Slice would box it: two)
+	}
 	out := make([]KV, 0, len(m))
 	for k, v := range m {
 		out = append(out, KV{k, v})

@@ -287,3 +287,14 @@ func BenchmarkNew(b *testing.B) {
 		New(p)
 	}
 }
+
+// Empty metadata and tags encode as [] and cost no allocation (sort.Slice
+// boxed the empty slice: two per list, four per record).
+func TestSortedKVEmpty(t *testing.T) {
+	if kv := sortedKV(nil); kv == nil || len(kv) != 0 {
+		t.Fatalf("sortedKV(nil) = %#v, want []KV{}", kv)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = sortedKV(map[string]string{}) }); n != 0 {
+		t.Fatalf("%.0f allocations for an empty map", n)
+	}
+}

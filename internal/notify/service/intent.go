@@ -225,8 +225,7 @@ func (s *Service) RecoverIntent(ctx context.Context, data []byte, obj driver.Obj
 		if t.EventName != "" {
 			tg.typ = event.Type("s3:" + t.EventName)
 		}
-		rec := forConfiguration(base, tg)
-		rec.EventID = t.EventID
+		rec := forConfiguration(base, tg, t.EventID)
 		b := event.AppendJSON(nil, rec)
 		_, err = s.queues.Resume(t.OID, t.Res, t.Bytes, time.Unix(0, t.Created)).Commit(ctx, b)
 		switch {

@@ -176,10 +176,11 @@ func (r *reservation) Commit(ctx context.Context, obj driver.ObjectInfo) error {
 	errs := make([]error, len(r.persist))
 	commit := func(i int) {
 		tg := r.persist[i]
-		rec := forConfiguration(base, tg)
+		var id string
 		if r.eventIDs != nil {
-			rec.EventID = r.eventIDs[i] // the id the intent holds
+			id = r.eventIDs[i] // the id the intent holds
 		}
+		rec := forConfiguration(base, tg, id)
 		// The queue copies the record into its op: the buffer is free
 		// again once Commit returns.
 		buf := event.GetBuffer()
@@ -215,7 +216,7 @@ func (r *reservation) Commit(ctx context.Context, obj driver.ObjectInfo) error {
 func (r *reservation) pushAll(ctx context.Context, base *event.Record) {
 	s := r.s
 	for _, tg := range r.push {
-		rec := forConfiguration(base, tg)
+		rec := forConfiguration(base, tg, "")
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.PushTimeout)
 		err := s.opts.Pusher.Push(pctx, tg.t, rec)
 		cancel()
@@ -255,8 +256,7 @@ func (r *reservation) CommitDeferred(ctx context.Context, obj driver.ObjectInfo,
 	var left atomic.Int32
 	left.Store(int32(len(r.persist)))
 	for i, tg := range r.persist {
-		rec := forConfiguration(base, tg)
-		rec.EventID = r.eventIDs[i] // the id the intent holds
+		rec := forConfiguration(base, tg, r.eventIDs[i]) // the id the intent holds
 		// A pooled buffer, not AppendJSON(nil, …) (7 allocations as it
 		// grows): the queue holds it until done, then it is free again.
 		buf := event.GetBuffer()
@@ -292,13 +292,16 @@ func (r *reservation) committed(tg target, err error) error {
 
 // forConfiguration is the record for one configuration, with its own
 // eventId: receivers de-duplicate by eventId, and two configurations may
-// feed one endpoint.
-func forConfiguration(base *event.Record, tg target) *event.Record {
+// feed one endpoint. id is the one a link intent holds; "" draws a new one.
+func forConfiguration(base *event.Record, tg target, id string) *event.Record {
 	rec := base.ForConfiguration(tg.tc.ID, tg.t.Settings.OpaqueData)
 	if tg.typ != "" {
 		rec.EventName = tg.typ.Name()
 	}
-	rec.EventID = event.NewEventID()
+	if id == "" {
+		id = event.NewEventID()
+	}
+	rec.EventID = id
 	// ForConfiguration turns empty lists into nil; records carry [] there.
 	if rec.S3.Object.Metadata == nil {
 		rec.S3.Object.Metadata = []event.KV{}
@@ -318,6 +321,9 @@ func (r *reservation) Abort(ctx context.Context) {
 		tg.res.Abort(ctx)
 	}
 }
+
+// baseEventID marks the configuration-less base record's id as unused.
+const baseEventID = "-"
 
 func (r *reservation) record(ctx context.Context, obj driver.ObjectInfo) *event.Record {
 	s := r.s
@@ -343,6 +349,9 @@ func (r *reservation) record(ctx context.Context, obj driver.ObjectInfo) *event.
 		Key: r.ev.Key, Size: obj.Size, ETag: obj.ETag, VersionID: obj.VersionID,
 		Sequencer: s.clock.NextAfter(after),
 		Metadata:  metaHeaders(meta), Tags: tags,
+		// Never sent: every record gets its own id (forConfiguration);
+		// set, so New does not draw one (crypto/rand) for nothing.
+		EventID: baseEventID,
 	})
 }
 
