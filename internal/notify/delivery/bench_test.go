@@ -81,10 +81,11 @@ func benchDelivery(b *testing.B, rcv *benchReceiver, mode string, shards int) {
 		}
 	}
 	var m *Manager
+	reg := prometheus.NewRegistry()
 	start := func() {
 		var err error
 		m, err = New(Config{Owner: "gw1", IO: e.q.IO(), Registry: e.q, Topics: e,
-			Endpoints: e.endpoints(nil), Registerer: prometheus.NewRegistry(), Logger: testLogger()})
+			Endpoints: e.endpoints(nil), Registerer: reg, Logger: testLogger()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -128,6 +129,8 @@ func benchDelivery(b *testing.B, rcv *benchReceiver, mode string, shards int) {
 	b.ReportMetric(float64(cpuTime(b)-c0)/float64(b.N)/1e3, "cpu-µs/op")
 	if m != nil {
 		b.ReportMetric(float64(rc1-rc0)/float64(b.N)/1e3, "rcv-cpu-µs/op")
+		ops := counter(b, reg, "cairn_notify_delivery_shard_ops_total", nil)
+		b.ReportMetric(float64(b.N)/ops, "events/shard-op")
 		if got := n1 - n0; got < int64(b.N) {
 			b.Fatalf("receiver got %d POSTs for %d events", got, b.N)
 		}

@@ -342,7 +342,7 @@ func (r *receiver) checkOrder(t *testing.T, want map[string][]uint64) (dups int)
 
 // counter sums a counter family's samples in reg whose labels include
 // match.
-func counter(t *testing.T, reg prometheus.Gatherer, name string, match map[string]string) float64 {
+func counter(t testing.TB, reg prometheus.Gatherer, name string, match map[string]string) float64 {
 	t.Helper()
 	fams, err := reg.Gather()
 	if err != nil {
