@@ -670,11 +670,8 @@ func (t *txn) setOmapHeader(h []byte, plain bool) error {
 	return t.set(t.part(partHeader), h)
 }
 
-// omapByKeys reads many omap keys with one iterator moving through them
-// in order (a Get per key builds a full iterator stack each time). The
-// keys asked for are often consecutive (a queue's removed markers): the
-// iterator then steps to the next key instead of seeking (a seek walks the
-// memtable's skiplist from the top; it was most of a removal op's CPU).
+// omapByKeys reads many omap keys with one iterator seeking through them
+// in order (a Get per key builds a full iterator stack each time).
 func (t *txn) omapByKeys(keys []string) ([]objstore.KV, error) {
 	if !t.exists || len(keys) == 0 {
 		return nil, nil
@@ -694,21 +691,13 @@ func (t *txn) omapByKeys(keys []string) ([]objstore.KV, error) {
 	}
 	var out []objstore.KV
 	base := len(lo) - len(sorted[0])
-	want := slices.Clip(lo[:base]) // appends below copy: lo stays intact
-	for i, k := range sorted {
-		want = append(want[:base], k...)
-		// The iterator is at the least key >= some bound <= want (or
-		// nowhere yet): a key before want is passed with one step, and
-		// a seek only when that step does not reach want.
-		if i == 0 || bytes.Compare(it.Key(), want) < 0 {
-			if i == 0 || !it.Next() || bytes.Compare(it.Key(), want) < 0 {
-				if !it.SeekGE(want) {
-					break
-				}
-			}
+	for _, k := range sorted {
+		want := t.partStr(partOmap, k)
+		if !it.SeekGE(want) {
+			break
 		}
 		if bytes.Equal(it.Key(), want) {
-			out = append(out, objstore.KV{Key: k, Value: append(make([]byte, 0, len(it.Value())), it.Value()...)})
+			out = append(out, objstore.KV{Key: string(it.Key()[base:]), Value: append(make([]byte, 0, len(it.Value())), it.Value()...)})
 		}
 	}
 	return out, t.done(it)
