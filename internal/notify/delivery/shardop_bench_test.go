@@ -1,0 +1,86 @@
+//go:build linux
+
+package delivery
+
+import (
+	"fmt"
+	"runtime"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	clsq "github.com/cairn-s3/cairn/internal/cls/queue"
+	nq "github.com/cairn-s3/cairn/internal/notify/queue"
+	"github.com/cairn-s3/cairn/internal/objstore/embedded"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// BenchmarkShardOps is the delivery's two store ops on a shard, alone and
+// in the calling thread's CPU time (so other load on the machine does not
+// count): list 32 entries after a marker, and remove_markers for those 32
+// (the acknowledged batch of one pipelined exchange). Each round commits
+// 32 fresh events first (not measured), so the memtable grows as it does
+// under a stream. list-µs/op and remove-µs/op are per 32-entry op.
+// Run: go test ./internal/notify/delivery -run '^$' -bench ShardOps -cpu 1
+func BenchmarkShardOps(b *testing.B) {
+	const batch = 32
+	e := newEnvOn(b, embedded.Options{Dir: b.TempDir(), FS: vfs.Default})
+	tp := e.createTopic("ops", "http://127.0.0.1:1/", 1, nil)
+	oid := nq.ShardOID(nq.Name("", tp.Name), 0)
+	io := e.q.IO()
+	data := benchRecord(b, 0)
+	commit := func() {
+		for range batch {
+			r, err := e.q.Reserve(e.ctx, nq.Name("", tp.Name), 0, uint64(len(data)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := r.Commit(e.ctx, data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var listNs, rmNs int64
+	marker := clsq.Marker("")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		commit()
+		b.StartTimer()
+		t0 := threadCPU()
+		res, err := clsq.List(e.ctx, io, oid, marker, batch)
+		t1 := threadCPU()
+		if err != nil || len(res.Entries) != batch {
+			b.Fatalf("list: %d entries, %v", len(res.Entries), err)
+		}
+		ms := make([]clsq.Marker, len(res.Entries))
+		for i, en := range res.Entries {
+			ms[i] = en.Marker
+		}
+		t2 := threadCPU()
+		n, err := clsq.RemoveMarkers(e.ctx, io, oid, ms...)
+		t3 := threadCPU()
+		if err != nil || n != batch {
+			b.Fatalf("remove: %d, %v", n, err)
+		}
+		marker = res.Next
+		listNs += t1 - t0
+		rmNs += t3 - t2
+	}
+	b.ReportMetric(float64(listNs)/float64(b.N)/1e3, "list-µs/op")
+	b.ReportMetric(float64(rmNs)/float64(b.N)/1e3, "remove-µs/op")
+}
+
+// threadCPU is the calling thread's CPU time in ns (the goroutine is
+// locked to it).
+func threadCPU() int64 {
+	var ts syscall.Timespec
+	const clockThreadCPUTimeID = 3
+	if _, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTimeID, uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {
+		panic(fmt.Sprint("clock_gettime: ", errno))
+	}
+	return ts.Nano()
+}
