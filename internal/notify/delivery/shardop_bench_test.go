@@ -18,12 +18,19 @@ import (
 // BenchmarkShardOps is the delivery's two store ops on a shard, alone and
 // in the calling thread's CPU time (so other load on the machine does not
 // count): list 32 entries after a marker, and remove_markers for those 32
-// (the acknowledged batch of one pipelined exchange). Each round commits
-// 32 fresh events first (not measured), so the memtable grows as it does
-// under a stream. list-µs/op and remove-µs/op are per 32-entry op.
+// (the acknowledged batch of one pipelined exchange), and the same for 8
+// and 128 entries, which splits an op's fixed cost from its cost per
+// entry. Each round commits the entries first (not measured), so the
+// memtable grows as it does under a stream. list-µs/op and remove-µs/op
+// are per op.
 // Run: go test ./internal/notify/delivery -run '^$' -bench ShardOps -cpu 1
 func BenchmarkShardOps(b *testing.B) {
-	const batch = 32
+	for _, n := range []int{8, 32, 128} {
+		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) { benchShardOps(b, n) })
+	}
+}
+
+func benchShardOps(b *testing.B, batch int) {
 	e := newEnvOn(b, embedded.Options{Dir: b.TempDir(), FS: vfs.Default})
 	tp := e.createTopic("ops", "http://127.0.0.1:1/", 1, nil)
 	oid := nq.ShardOID(nq.Name("", tp.Name), 0)
