@@ -446,18 +446,6 @@ func (t *txn) rmXattr(name string, plain bool) error {
 
 // scan lists keys of one part kind that sort after startAfter and begin
 // with prefix, at most max (0 = all), and whether more exist.
-// scanArena bounds the chunks scan copies values into.
-const scanArena = 64 << 10
-
-// arenaSize sizes a chunk for values of about n bytes, left more of them
-// at most (when bounded), so a short page does not hold a large chunk.
-func arenaSize(n, left int, bounded bool) int {
-	if !bounded || left > 64 {
-		left = 64
-	}
-	return max(n, min(n*left, scanArena))
-}
-
 func (t *txn) scan(kind byte, startAfter, prefix string, max int, vals bool) ([]objstore.KV, bool, error) {
 	base := t.part(kind)
 	lower := t.partStr(kind, prefix)
@@ -481,7 +469,6 @@ func (t *txn) scan(kind byte, startAfter, prefix string, max int, vals bool) ([]
 		out = make([]objstore.KV, 0, min(max, 128)) // a page's slice grows once, if at all
 	}
 	more := false
-	var arena []byte
 	p0 := it.Stats().InternalStats.PointCount // a shared iterator's stats add up
 	for it.SeekGE(seek); it.Valid(); it.Next() {
 		if max > 0 && len(out) == max {
@@ -490,16 +477,7 @@ func (t *txn) scan(kind byte, startAfter, prefix string, max int, vals bool) ([]
 		}
 		kv := objstore.KV{Key: string(it.Key()[len(base):])}
 		if vals {
-			// Values share a few chunks rather than one allocation each
-			// (a queue list's 100s of records); each is capped, so an
-			// append to one cannot reach its neighbour.
-			v := it.Value()
-			if cap(arena)-len(arena) < len(v) {
-				arena = make([]byte, 0, arenaSize(len(v), max-len(out), max > 0))
-			}
-			n := len(arena)
-			arena = append(arena, v...)
-			kv.Value = arena[n:len(arena):len(arena)]
+			kv.Value = append(make([]byte, 0, len(it.Value())), it.Value()...)
 		}
 		out = append(out, kv)
 	}
