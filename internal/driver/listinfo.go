@@ -18,7 +18,14 @@ var aclField = []byte(bucketindex.MetaACLField)
 // Decoding every entry's metadata was ~7 % of a gateway's CPU under the
 // RWLD mix (issue 24).
 func listedInfo(bucket string, e bucketindex.Entry) ObjectInfo {
-	oi := ObjectInfo{Bucket: bucket, Key: e.Key, Size: e.Size, ETag: e.ETag, ModTime: e.ModTime, Parts: e.Parts, Owner: e.Owner, StorageClass: e.Class}
+	var oi ObjectInfo
+	setListedInfo(&oi, bucket, &e)
+	return oi
+}
+
+// setListedInfo is listedInfo into *oi, which is zero.
+func setListedInfo(oi *ObjectInfo, bucket string, e *bucketindex.Entry) {
+	oi.Bucket, oi.Key, oi.Size, oi.ETag, oi.ModTime, oi.Parts, oi.Owner, oi.StorageClass = bucket, e.Key, e.Size, e.ETag, e.ModTime, e.Parts, e.Owner, e.Class
 	// Most objects carry no ACL; a meta that mentions the name anywhere
 	// (even in a value) is decoded, so none is missed.
 	if bytes.Contains(e.Meta, aclField) {
@@ -29,5 +36,4 @@ func listedInfo(bucket string, e bucketindex.Entry) ObjectInfo {
 			oi.Owner = m.ACL.Owner.ID
 		}
 	}
-	return oi
 }
