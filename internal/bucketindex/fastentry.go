@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // fastDecodeEntry decodes an entry as json.Marshal wrote it (Entry's own
@@ -83,10 +84,14 @@ func fastDecode(b []byte, listing bool) (Entry, bool) {
 			e.Marker, ok = p.bool()
 		case fieldETag:
 			e.ETag, ok = p.str()
-		case fieldModTime: // time.Time's own JSON parser, as encoding/json uses
+		case fieldModTime:
 			start := p.i
-			if _, ok = p.span(); ok {
-				ok = e.ModTime.UnmarshalJSON(p.b[start:p.i]) == nil
+			var s []byte
+			if s, ok = p.span(); ok {
+				if e.ModTime, ok = utcTime(s); !ok {
+					// time.Time's own JSON parser, as encoding/json uses.
+					ok = e.ModTime.UnmarshalJSON(p.b[start:p.i]) == nil
+				}
 			}
 		case fieldOwner:
 			e.Owner, ok = p.str()
@@ -286,6 +291,9 @@ func (p *fastParser) int() (int64, bool) {
 	if !ok {
 		return 0, false
 	}
+	if v, ok := small(b); ok {
+		return v, true
+	}
 	v, err := strconv.ParseInt(string(b), 10, 64)
 	return v, err == nil
 }
@@ -295,8 +303,89 @@ func (p *fastParser) uint() (uint64, bool) {
 	if !ok || b[0] == '-' {
 		return 0, false
 	}
+	if v, ok := small(b); ok {
+		return uint64(v), true
+	}
 	v, err := strconv.ParseUint(string(b), 10, 64)
 	return v, err == nil
+}
+
+// small is a number of number's of at most 18 digits, which cannot
+// overflow: strconv for the rest.
+func small(b []byte) (int64, bool) {
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) > 18 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+// utcTime reads the time json.Marshal writes for a UTC time.Time
+// (RFC 3339 with nanoseconds and Z: 2006-01-02T15:04:05.999999999Z)
+// without time.Parse's generality; false for any other form, which the
+// caller leaves to time's own parser.
+func utcTime(b []byte) (time.Time, bool) {
+	if len(b) < 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[len(b)-1] != 'Z' {
+		return time.Time{}, false
+	}
+	num := func(b []byte) (int, bool) {
+		v := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v, true
+	}
+	year, ok1 := num(b[0:4])
+	month, ok2 := num(b[5:7])
+	day, ok3 := num(b[8:10])
+	hour, ok4 := num(b[11:13])
+	min, ok5 := num(b[14:16])
+	sec, ok6 := num(b[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || min > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	nsec := 0
+	if frac := b[19 : len(b)-1]; len(frac) > 0 {
+		// A fraction of 1 to 9 digits (Marshal trims trailing zeros).
+		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+			return time.Time{}, false
+		}
+		n, ok := num(frac[1:])
+		if !ok {
+			return time.Time{}, false
+		}
+		for i := len(frac) - 1; i < 9; i++ {
+			n *= 10
+		}
+		nsec = n
+	}
+	return time.Date(year, time.Month(month), day, hour, min, sec, nsec, time.UTC), true
+}
+
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }
 
 func (p *fastParser) bool() (bool, bool) {
