@@ -27,12 +27,19 @@ func fastDecodeListing(b []byte) (Entry, bool) { return fastDecode(b, true) }
 
 func fastDecode(b []byte, listing bool) (Entry, bool) {
 	var e Entry
+	ok := fastDecodeInto(&e, b, listing)
+	return e, ok
+}
+
+// fastDecodeInto is fastDecode into *e, which is zero (and is left
+// partly set when it reports false).
+func fastDecodeInto(e *Entry, b []byte, listing bool) bool {
 	p := fastParser{b: b}
 	if !p.lit('{') {
-		return e, false
+		return false
 	}
 	if p.lit('}') {
-		return e, p.end()
+		return p.end()
 	}
 	// In a listing the strings are spans of b, copied into one string at
 	// the end.
@@ -41,18 +48,18 @@ func fastDecode(b []byte, listing bool) (Entry, bool) {
 	for {
 		name, ok := p.span()
 		if !ok || !p.lit(':') {
-			return e, false
+			return false
 		}
 		bit := entryFieldBit(name)
 		if bit == 0 || seen&bit != 0 {
-			return e, false
+			return false
 		}
 		seen |= bit
 		if listing {
 			if si := listingSpan(bit); si >= 0 {
 				start := p.i + 1
 				if _, ok = p.span(); !ok {
-					return e, false
+					return false
 				}
 				spans[si] = [2]int{start, p.i - 1}
 				goto next
@@ -116,20 +123,20 @@ func fastDecode(b []byte, listing bool) (Entry, bool) {
 		}
 	check:
 		if !ok {
-			return e, false
+			return false
 		}
 	next:
 		if p.lit('}') {
 			if !p.end() {
-				return e, false
+				return false
 			}
 			if listing {
 				e.Key, e.VersionID, e.ETag, e.Owner, e.Class = spanStrings(b, &spans)
 			}
-			return e, true
+			return true
 		}
 		if !p.lit(',') {
-			return e, false
+			return false
 		}
 	}
 }
@@ -248,18 +255,24 @@ func (p *fastParser) span() ([]byte, bool) {
 		return nil, false
 	}
 	start := p.i
-	for ; p.i < len(p.b); p.i++ {
-		c := p.b[p.i]
-		switch {
-		case c == '"':
-			p.i++
-			return p.b[start : p.i-1], true
-		case c == '\\' || c < 0x20 || c >= 0x80:
-			return nil, false
-		}
+	for p.i < len(p.b) && !strStop[p.b[p.i]] {
+		p.i++
+	}
+	if p.i < len(p.b) && p.b[p.i] == '"' {
+		p.i++
+		return p.b[start : p.i-1], true
 	}
 	return nil, false
 }
+
+// strStop marks the bytes that end span's plain run: the closing quote,
+// and what it leaves to encoding/json.
+var strStop = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= 0x80
+	}
+	return t
+}()
 
 // str is span as a string.
 func (p *fastParser) str() (string, bool) {

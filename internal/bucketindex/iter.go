@@ -91,20 +91,20 @@ func (it *Iter) Peek(ctx context.Context) (string, bool, error) {
 	return it.cur.Key, true, nil
 }
 
-// Next returns the next entry, or false at the end.
-func (it *Iter) Next(ctx context.Context) (Entry, bool, error) {
+// Next returns the next entry, or false at the end. The entry is the
+// iterator's, valid until its next call (not copied: an Entry is large).
+func (it *Iter) Next(ctx context.Context) (*Entry, bool, error) {
 	if _, ok, err := it.Peek(ctx); !ok || err != nil {
-		return Entry{}, false, err
+		return nil, false, err
 	}
-	e := it.cur
-	it.cur, it.have = Entry{}, false
+	it.have = false
 	if it.vc != nil {
 		it.vc.Next()
-		return e, true, nil
+		return &it.cur, true, nil
 	}
 	c := it.h[0]
 	c.buf = c.buf[1:]
-	return e, true, it.settle(ctx, c)
+	return &it.cur, true, it.settle(ctx, c)
 }
 
 // Close releases the iterator; over the view, a nil error says that every
@@ -129,13 +129,13 @@ func (it *Iter) load(ctx context.Context) (bool, error) {
 				it.vc.SeekAfter(it.floor)
 				continue
 			}
-			e, err := decodeListing(it.vc.Value())
-			if err != nil {
+			it.cur = Entry{}
+			if err := decodeListingInto(&it.cur, it.vc.Value()); err != nil {
 				return false, err
 			}
 			// Meta (rarely there: an ACL) aliases the cursor's memory.
-			e.Meta = bytes.Clone(e.Meta)
-			it.cur, it.have = e, true
+			it.cur.Meta = bytes.Clone(it.cur.Meta)
+			it.have = true
 			return true, nil
 		}
 		return false, nil
@@ -148,11 +148,11 @@ func (it *Iter) load(ctx context.Context) (bool, error) {
 			}
 			continue
 		}
-		e, err := decodeListing(c.buf[0].Value)
-		if err != nil {
+		it.cur = Entry{}
+		if err := decodeListingInto(&it.cur, c.buf[0].Value); err != nil {
 			return false, err
 		}
-		it.cur, it.have = e, true
+		it.have = true
 		return true, nil
 	}
 	return false, nil

@@ -77,7 +77,7 @@ func TestViewListsAsTheMerge(t *testing.T) {
 				if !ok || len(walked) == c.max {
 					break
 				}
-				walked = append(walked, e)
+				walked = append(walked, *e)
 			}
 			if err := it.Close(); err != nil {
 				t.Fatal(err)

@@ -866,7 +866,7 @@ func (d *Driver) ListObjects(ctx context.Context, in ListObjectsInput) (ListObje
 			}
 			// Filled in place, not copied.
 			res.Objects = res.Objects[:len(res.Objects)+1]
-			setListedInfo(&res.Objects[len(res.Objects)-1], &e)
+			setListedInfo(&res.Objects[len(res.Objects)-1], e)
 			res.NextMarker = e.Key
 			after = e.Key
 			count++
