@@ -226,13 +226,15 @@ func decodeEntry(b []byte) (Entry, error) {
 // or Manifest; Meta may alias b).
 func decodeListing(b []byte) (Entry, error) {
 	var e Entry
-	err := decodeListingInto(&e, b)
+	err := decodeListingInto(&e, b, "")
 	return e, err
 }
 
-// decodeListingInto is decodeListing into *e, which is zero.
-func decodeListingInto(e *Entry, b []byte) error {
-	if fastDecodeInto(e, b, true) {
+// decodeListingInto is decodeListing into *e, which is zero; key, when
+// not "", is the entry's omap key, taken as its Key when they are equal
+// (not copied again).
+func decodeListingInto(e *Entry, b []byte, key string) error {
+	if fastDecodeInto(e, b, true, key) {
 		return nil
 	}
 	var err error

@@ -27,13 +27,14 @@ func fastDecodeListing(b []byte) (Entry, bool) { return fastDecode(b, true) }
 
 func fastDecode(b []byte, listing bool) (Entry, bool) {
 	var e Entry
-	ok := fastDecodeInto(&e, b, listing)
+	ok := fastDecodeInto(&e, b, listing, "")
 	return e, ok
 }
 
 // fastDecodeInto is fastDecode into *e, which is zero (and is left
-// partly set when it reports false).
-func fastDecodeInto(e *Entry, b []byte, listing bool) bool {
+// partly set when it reports false). In a listing, a key equal to known
+// is known, not copied.
+func fastDecodeInto(e *Entry, b []byte, listing bool, known string) bool {
 	p := fastParser{b: b}
 	if !p.lit('{') {
 		return false
@@ -131,7 +132,13 @@ func fastDecodeInto(e *Entry, b []byte, listing bool) bool {
 				return false
 			}
 			if listing {
-				e.Key, e.VersionID, e.ETag, e.Owner, e.Class = spanStrings(b, &spans)
+				if k := spans[0]; known != "" && string(b[k[0]:k[1]]) == known {
+					spans[0] = [2]int{}
+					e.Key = known
+					_, e.VersionID, e.ETag, e.Owner, e.Class = spanStrings(b, &spans)
+				} else {
+					e.Key, e.VersionID, e.ETag, e.Owner, e.Class = spanStrings(b, &spans)
+				}
 			}
 			return true
 		}

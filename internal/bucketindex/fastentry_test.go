@@ -126,6 +126,13 @@ func TestDecodeListing(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(listingView(got), listingView(want)) {
 			t.Fatalf("decodeListing(%s) = %+v, %v; want %+v", b, got, err, listingView(want))
 		}
+		// With the omap key known, or a wrong one: the same entry.
+		for _, known := range []string{want.Key, want.Key + "x"} {
+			var k Entry
+			if err := decodeListingInto(&k, b, known); err != nil || !reflect.DeepEqual(listingView(k), listingView(want)) {
+				t.Fatalf("decodeListingInto(%s, %q) = %+v, %v; want %+v", b, known, k, err, listingView(want))
+			}
+		}
 		if _, ok := fastDecodeListing(b); ok {
 			fast++
 		}
@@ -153,6 +160,10 @@ func FuzzFastDecodeListing(f *testing.F) {
 		}
 		if !reflect.DeepEqual(listingView(got), listingView(want)) {
 			t.Fatalf("%q: listing %+v, full %+v", b, got, want)
+		}
+		var k Entry
+		if !fastDecodeInto(&k, b, true, want.Key) || !reflect.DeepEqual(listingView(k), listingView(want)) {
+			t.Fatalf("%q: listing with the key known %+v, full %+v", b, k, want)
 		}
 	})
 }

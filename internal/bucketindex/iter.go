@@ -24,8 +24,9 @@ type Iter struct {
 	vc    objstore.ViewCursor // the view's cursor, or nil: the merge
 	floor string              // entries <= floor are skipped
 	reads int
-	cur   Entry // the next entry, decoded by Peek, when have
-	have  bool
+	at    bool   // positioned at the next entry (by Peek)
+	key   string // its key, once Peek made it
+	cur   Entry  // the entry Next returned
 }
 
 // NewIter opens an iterator over entries with keys > startAfter that begin
@@ -65,13 +66,13 @@ func (it *Iter) Reads() int { return it.reads }
 
 // SkipPast makes Next skip every entry with a key <= key.
 func (it *Iter) SkipPast(key string) {
-	if key > it.floor {
-		it.floor = key
-		if it.have && it.cur.Key <= key {
-			it.have = false
-			if it.vc == nil {
-				return
-			}
+	if key <= it.floor {
+		return
+	}
+	it.floor = key
+	if it.at && it.key <= key {
+		it.at, it.key = false, ""
+		if it.vc != nil {
 			// Past the whole skipped range in one seek.
 			it.reads++
 			it.vc.SeekAfter(key)
@@ -79,30 +80,47 @@ func (it *Iter) SkipPast(key string) {
 	}
 }
 
-// Peek returns the next entry's key without taking it, or false at the
-// end.
+// Peek returns the next entry's key without taking or decoding it, or
+// false at the end.
 func (it *Iter) Peek(ctx context.Context) (string, bool, error) {
-	if !it.have {
-		ok, err := it.load(ctx)
+	if !it.at {
+		ok, err := it.seek(ctx)
 		if !ok || err != nil {
 			return "", false, err
 		}
 	}
-	return it.cur.Key, true, nil
+	if it.key == "" { // found by Next's seek, which makes no string
+		it.key = string(it.vc.Key())
+	}
+	return it.key, true, nil
 }
 
 // Next returns the next entry, or false at the end. The entry is the
 // iterator's, valid until its next call (not copied: an Entry is large).
 func (it *Iter) Next(ctx context.Context) (*Entry, bool, error) {
-	if _, ok, err := it.Peek(ctx); !ok || err != nil {
-		return nil, false, err
+	if !it.at {
+		ok, err := it.seek(ctx)
+		if !ok || err != nil {
+			return nil, false, err
+		}
 	}
-	it.have = false
+	it.cur = Entry{}
 	if it.vc != nil {
+		// The key Peek made, if any, is reused, not copied again.
+		if err := decodeListingInto(&it.cur, it.vc.Value(), it.key); err != nil {
+			return nil, false, err
+		}
+		// Meta (rarely there: an ACL) aliases the cursor's memory.
+		it.cur.Meta = bytes.Clone(it.cur.Meta)
+		it.at, it.key = false, ""
 		it.vc.Next()
 		return &it.cur, true, nil
 	}
 	c := it.h[0]
+	if err := decodeListingInto(&it.cur, c.buf[0].Value, c.buf[0].Key); err != nil {
+		return nil, false, err
+	}
+	it.at, it.key = false, ""
 	c.buf = c.buf[1:]
 	return &it.cur, true, it.settle(ctx, c)
 }
@@ -116,8 +134,9 @@ func (it *Iter) Close() error {
 	return it.vc.Close()
 }
 
-// load decodes the next entry after the floor into cur.
-func (it *Iter) load(ctx context.Context) (bool, error) {
+// seek moves to the next entry after the floor (at; over the merge, key
+// is its key; over the view, none is made yet).
+func (it *Iter) seek(ctx context.Context) (bool, error) {
 	if it.vc != nil {
 		for it.vc.Valid() {
 			k := it.vc.Key()
@@ -129,13 +148,7 @@ func (it *Iter) load(ctx context.Context) (bool, error) {
 				it.vc.SeekAfter(it.floor)
 				continue
 			}
-			it.cur = Entry{}
-			if err := decodeListingInto(&it.cur, it.vc.Value()); err != nil {
-				return false, err
-			}
-			// Meta (rarely there: an ACL) aliases the cursor's memory.
-			it.cur.Meta = bytes.Clone(it.cur.Meta)
-			it.have = true
+			it.at = true
 			return true, nil
 		}
 		return false, nil
@@ -148,11 +161,7 @@ func (it *Iter) load(ctx context.Context) (bool, error) {
 			}
 			continue
 		}
-		it.cur = Entry{}
-		if err := decodeListingInto(&it.cur, c.buf[0].Value); err != nil {
-			return false, err
-		}
-		it.have = true
+		it.at, it.key = true, c.buf[0].Key
 		return true, nil
 	}
 	return false, nil

@@ -828,23 +828,23 @@ func (d *Driver) ListObjects(ctx context.Context, in ListObjectsInput) (ListObje
 				res.IsTruncated, res.NextMarker = true, after
 				return nil
 			}
-			// Peek, not Next: the entry after a full page only says the
-			// listing goes on, and is neither decoded nor read past.
-			key, ok, err := it.Peek(ctx)
-			if err != nil {
+			if count == in.MaxKeys {
+				// Peek: the entry after a full page only says the listing
+				// goes on, and is neither decoded nor read past.
+				_, more, err := it.Peek(ctx)
+				res.IsTruncated = more
 				return err
 			}
-			if !ok {
-				return nil
-			}
-			if count == in.MaxKeys {
-				res.IsTruncated = true
-				return nil
-			}
 			if in.Delimiter != "" {
+				// The key alone decides whether the entry is in a common
+				// prefix (then it is not decoded).
+				key, ok, err := it.Peek(ctx)
+				if err != nil || !ok {
+					return err
+				}
 				rest := key[len(in.Prefix):]
 				if i := strings.Index(rest, in.Delimiter); i >= 0 {
-					cp := in.Prefix + rest[:i+len(in.Delimiter)]
+					cp := key[:len(in.Prefix)+i+len(in.Delimiter)]
 					if cp != after {
 						res.CommonPrefixes = append(res.CommonPrefixes, cp)
 						res.NextMarker = cp
@@ -857,8 +857,8 @@ func (d *Driver) ListObjects(ctx context.Context, in ListObjectsInput) (ListObje
 					continue
 				}
 			}
-			e, _, err := it.Next(ctx)
-			if err != nil {
+			e, ok, err := it.Next(ctx)
+			if err != nil || !ok {
 				return err
 			}
 			if res.Objects == nil { // grown once
