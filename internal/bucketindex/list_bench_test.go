@@ -78,6 +78,9 @@ func BenchmarkListPage(b *testing.B) {
 								b.Fatalf("entry %d: %v %v", i, ok, err)
 							}
 						}
+						if err := it.Close(); err != nil {
+							b.Fatal(err)
+						}
 					}
 				})
 			}
@@ -249,6 +252,9 @@ func benchPages(b *testing.B, ctx context.Context, ix bucketindex.Index, lat *[]
 			if _, ok, err := it.Next(ctx); !ok || err != nil {
 				b.Fatalf("entry %d after %s: %v %v", i, after, ok, err)
 			}
+		}
+		if err := it.Close(); err != nil {
+			b.Fatal(err)
 		}
 		if lat != nil {
 			*lat = append(*lat, time.Since(t0))
