@@ -177,3 +177,27 @@ func BenchmarkDecodeListing(b *testing.B) {
 		}
 	}
 }
+
+// plain agrees with a byte-by-byte check at every length and position.
+func TestPlain(t *testing.T) {
+	slow := func(b []byte) bool {
+		for _, c := range b {
+			if c == '\\' || c < 0x20 || c >= 0x80 {
+				return false
+			}
+		}
+		return true
+	}
+	base := []byte("o/0123456789abcdef-0123456789")
+	for n := 0; n <= len(base); n++ {
+		for i := 0; i < n; i++ {
+			for _, c := range []byte{0, 0x1f, 0x20, '"', '\\', '[', ']', 0x5b, 0x5d, 0x7f, 0x80, 0xc3, 0xff, 'a'} {
+				b := append([]byte(nil), base[:n]...)
+				b[i] = c
+				if got, want := plain(b), slow(b); got != want {
+					t.Fatalf("plain(%q) = %v, want %v", b, got, want)
+				}
+			}
+		}
+	}
+}
