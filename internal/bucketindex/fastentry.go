@@ -49,8 +49,8 @@ func fastDecodeInto(e *Entry, b []byte, listing bool, known string) bool {
 	var spans [5][2]int // key, version id, etag, owner, class
 	seen := 0           // bit per field: a repeated field goes to encoding/json
 	for {
-		name, ok := p.span()
-		if !ok || !p.lit(':') {
+		name, ok := p.name()
+		if !ok {
 			return false
 		}
 		bit := entryFieldBit(name)
@@ -293,6 +293,24 @@ func plain(b []byte) bool {
 	return true
 }
 
+// name reads a member's name and its colon. An entry's names are one or
+// two letters: those are cut without a scan (a name that is not one of
+// them, escapes included, makes entryFieldBit report 0).
+func (p *fastParser) name() ([]byte, bool) {
+	if b := p.b[p.i:]; len(b) >= 4 && b[0] == '"' {
+		if b[2] == '"' && b[3] == ':' {
+			p.i += 4
+			return b[1:2], true
+		}
+		if len(b) >= 5 && b[3] == '"' && b[4] == ':' {
+			p.i += 5
+			return b[1:3], true
+		}
+	}
+	n, ok := p.span()
+	return n, ok && p.lit(':')
+}
+
 // str is span as a string.
 func (p *fastParser) str() (string, bool) {
 	b, ok := p.span()
@@ -386,7 +404,7 @@ func utcTime(b []byte) (time.Time, bool) {
 	hour, ok4 := num(b[11:13])
 	min, ok5 := num(b[14:16])
 	sec, ok6 := num(b[17:19])
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || min > 59 || sec > 59 {
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || year < 1 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || min > 59 || sec > 59 {
 		return time.Time{}, false
 	}
 	nsec := 0
@@ -404,7 +422,19 @@ func utcTime(b []byte) (time.Time, bool) {
 		}
 		nsec = n
 	}
-	return time.Date(year, time.Month(month), day, hour, min, sec, nsec, time.UTC), true
+	// Days since 1970-01-01 of the proleptic Gregorian date (H. Hinnant's
+	// days_from_civil), cheaper than time.Date's normalization.
+	y := year
+	if month <= 2 {
+		y--
+	}
+	era := y / 400 // y >= 0: no floor needed
+	yoe := y - era*400
+	mp := (month + 9) % 12
+	doy := (153*mp+2)/5 + day - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	days := int64(era)*146097 + int64(doe) - 719468
+	return time.Unix(days*86400+int64(hour*3600+min*60+sec), int64(nsec)).UTC(), true
 }
 
 func daysIn(month, year int) int {

@@ -2,6 +2,7 @@ package bucketindex
 
 import (
 	"encoding/json"
+	"math/rand"
 	"reflect"
 	"testing"
 	"time"
@@ -198,6 +199,43 @@ func TestPlain(t *testing.T) {
 					t.Fatalf("plain(%q) = %v, want %v", b, got, want)
 				}
 			}
+		}
+	}
+}
+
+// utcTime reads what json.Marshal writes for a UTC time exactly as
+// time's own parser does, across years, leap days and fractions.
+func TestUTCTime(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	check := func(tm time.Time) {
+		t.Helper()
+		b, _ := tm.MarshalJSON()
+		got, ok := utcTime(b[1 : len(b)-1])
+		var want time.Time
+		if err := want.UnmarshalJSON(b); err != nil {
+			t.Fatal(err)
+		}
+		if !ok && tm.Year() >= 1 {
+			t.Fatalf("utcTime(%s) refused", b)
+		}
+		if ok && !reflect.DeepEqual(got, want) {
+			t.Fatalf("utcTime(%s) = %v, want %v", b, got, want)
+		}
+	}
+	for _, s := range []string{"0001-01-01T00:00:00Z", "1970-01-01T00:00:00Z", "1969-12-31T23:59:59.999999999Z",
+		"2000-02-29T12:00:00Z", "2024-02-29T23:59:59.5Z", "2100-03-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z"} {
+		tm, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(tm.UTC())
+	}
+	for i := 0; i < 20000; i++ {
+		check(time.Unix(rng.Int63n(253402300799+62135596800)-62135596800, rng.Int63n(1e9)/int64(1+rng.Intn(3)*999)).UTC())
+	}
+	for _, bad := range []string{"0000-01-01T00:00:00Z", "2026-02-29T00:00:00Z", "2026-13-01T00:00:00Z", "2026-01-01T24:00:00Z", "2026-01-01T00:00:60Z"} {
+		if _, ok := utcTime([]byte(bad)); ok {
+			t.Errorf("utcTime(%s) accepted", bad)
 		}
 	}
 }
