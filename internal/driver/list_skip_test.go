@@ -15,7 +15,8 @@ import (
 // holds many keys (the view skips it with one seek, the merge with one
 // read per shard) returns what the model says, from markers before,
 // inside, at and after the prefix, page by page, from the view and from
-// the merge, for ListObjects and ListObjectVersions (two versions a key).
+// the merge, for ListObjects and ListObjectVersions (bare entries from
+// before versioning and version records).
 func TestListSkipsCommonPrefix(t *testing.T) {
 	ctx := context.Background()
 	var keys []string
@@ -29,11 +30,20 @@ func TestListSkipsCommonPrefix(t *testing.T) {
 		if err := d.CreateBucket(ctx, "alice", "skip", "", 0); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.PutBucketVersioning(ctx, "skip", "Enabled"); err != nil {
-			t.Fatal(err)
-		}
-		for _, k := range keys {
-			for v := 0; v < 2; v++ {
+		// Each key's first version is written before versioning (a bare
+		// entry, listed as the null version); every other key gets a
+		// second after it (a version record; the bare entry becomes the
+		// null record), so both kinds are many under big/.
+		for v := 0; v < 2; v++ {
+			if v == 1 {
+				if err := d.PutBucketVersioning(ctx, "skip", "Enabled"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, k := range keys {
+				if v == 1 && i%2 == 1 {
+					continue
+				}
 				if _, err := d.PutObject(ctx, driver.PutObjectInput{Bucket: "skip", Key: k, Body: bytes.NewReader(nil)}); err != nil {
 					t.Fatal(err)
 				}
@@ -95,7 +105,7 @@ func TestListSkipsCommonPrefix(t *testing.T) {
 					}
 					var objs []driver.ListedObject
 					for _, v := range res.Versions {
-						// Two versions of a key: listed once in the model.
+						// A key's versions: listed once in the model.
 						if len(objs) == 0 || objs[len(objs)-1].Key != v.Key {
 							if len(got) == 0 || got[len(got)-1] != "K:"+v.Key {
 								objs = append(objs, v.Listed())
