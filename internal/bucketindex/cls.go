@@ -225,12 +225,22 @@ func decodeEntry(b []byte) (Entry, error) {
 // decodeListing decodes an entry for a listing (fastDecodeListing: no Tag
 // or Manifest; Meta may alias b).
 func decodeListing(b []byte) (Entry, error) {
-	if e, ok := fastDecodeListing(b); ok {
-		return e, nil
-	}
-	e, err := decodeEntry(b)
-	e.Tag, e.Manifest = "", Manifest{}
+	var e Entry
+	err := decodeListingInto(&e, b, "")
 	return e, err
+}
+
+// decodeListingInto is decodeListing into *e, which is zero; key, when
+// not "", is the entry's omap key, taken as its Key when they are equal
+// (not copied again).
+func decodeListingInto(e *Entry, b []byte, key string) error {
+	if fastDecodeInto(e, b, true, key) {
+		return nil
+	}
+	var err error
+	*e, err = decodeEntry(b)
+	e.Tag, e.Manifest = "", Manifest{}
+	return err
 }
 
 func getOld(ctx objstore.MethodContext, key string) (*Entry, []byte, error) {

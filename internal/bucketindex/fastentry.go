@@ -1,9 +1,12 @@
 package bucketindex
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // fastDecodeEntry decodes an entry as json.Marshal wrote it (Entry's own
@@ -26,32 +29,40 @@ func fastDecodeListing(b []byte) (Entry, bool) { return fastDecode(b, true) }
 
 func fastDecode(b []byte, listing bool) (Entry, bool) {
 	var e Entry
+	ok := fastDecodeInto(&e, b, listing, "")
+	return e, ok
+}
+
+// fastDecodeInto is fastDecode into *e, which is zero (and is left
+// partly set when it reports false). In a listing, a key equal to known
+// is known, not copied.
+func fastDecodeInto(e *Entry, b []byte, listing bool, known string) bool {
 	p := fastParser{b: b}
 	if !p.lit('{') {
-		return e, false
+		return false
 	}
 	if p.lit('}') {
-		return e, p.end()
+		return p.end()
 	}
 	// In a listing the strings are spans of b, copied into one string at
 	// the end.
 	var spans [5][2]int // key, version id, etag, owner, class
 	seen := 0           // bit per field: a repeated field goes to encoding/json
 	for {
-		name, ok := p.span()
-		if !ok || !p.lit(':') {
-			return e, false
+		name, ok := p.name()
+		if !ok {
+			return false
 		}
 		bit := entryFieldBit(name)
 		if bit == 0 || seen&bit != 0 {
-			return e, false
+			return false
 		}
 		seen |= bit
 		if listing {
 			if si := listingSpan(bit); si >= 0 {
 				start := p.i + 1
 				if _, ok = p.span(); !ok {
-					return e, false
+					return false
 				}
 				spans[si] = [2]int{start, p.i - 1}
 				goto next
@@ -83,10 +94,14 @@ func fastDecode(b []byte, listing bool) (Entry, bool) {
 			e.Marker, ok = p.bool()
 		case fieldETag:
 			e.ETag, ok = p.str()
-		case fieldModTime: // time.Time's own JSON parser, as encoding/json uses
+		case fieldModTime:
 			start := p.i
-			if _, ok = p.span(); ok {
-				ok = e.ModTime.UnmarshalJSON(p.b[start:p.i]) == nil
+			var s []byte
+			if s, ok = p.span(); ok {
+				if e.ModTime, ok = utcTime(s); !ok {
+					// time.Time's own JSON parser, as encoding/json uses.
+					ok = e.ModTime.UnmarshalJSON(p.b[start:p.i]) == nil
+				}
 			}
 		case fieldOwner:
 			e.Owner, ok = p.str()
@@ -111,20 +126,26 @@ func fastDecode(b []byte, listing bool) (Entry, bool) {
 		}
 	check:
 		if !ok {
-			return e, false
+			return false
 		}
 	next:
 		if p.lit('}') {
 			if !p.end() {
-				return e, false
+				return false
 			}
 			if listing {
-				e.Key, e.VersionID, e.ETag, e.Owner, e.Class = spanStrings(b, &spans)
+				if k := spans[0]; known != "" && string(b[k[0]:k[1]]) == known {
+					spans[0] = [2]int{}
+					e.Key = known
+					_, e.VersionID, e.ETag, e.Owner, e.Class = spanStrings(b, &spans)
+				} else {
+					e.Key, e.VersionID, e.ETag, e.Owner, e.Class = spanStrings(b, &spans)
+				}
 			}
-			return e, true
+			return true
 		}
 		if !p.lit(',') {
-			return e, false
+			return false
 		}
 	}
 }
@@ -242,18 +263,52 @@ func (p *fastParser) span() ([]byte, bool) {
 	if !p.lit('"') {
 		return nil, false
 	}
-	start := p.i
-	for ; p.i < len(p.b); p.i++ {
-		c := p.b[p.i]
-		switch {
-		case c == '"':
-			p.i++
-			return p.b[start : p.i-1], true
-		case c == '\\' || c < 0x20 || c >= 0x80:
-			return nil, false
+	n := bytes.IndexByte(p.b[p.i:], '"')
+	if n < 0 || !plain(p.b[p.i:p.i+n]) {
+		return nil, false
+	}
+	s := p.b[p.i : p.i+n]
+	p.i += n + 1
+	return s, true
+}
+
+// plain reports whether b holds no backslash, control character or
+// non-ASCII byte, eight bytes at a time (listing decodes ~100 bytes of
+// strings per entry).
+func plain(b []byte) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for ; len(b) >= 8; b = b[8:] {
+		w := binary.LittleEndian.Uint64(b)
+		bs := w ^ (lo * '\\') // a backslash becomes a zero byte
+		// Any high bit; else a byte below 0x20; else a zero byte of bs.
+		if w&hi != 0 || (w-lo*0x20)&^w&hi != 0 || (bs-lo)&^bs&hi != 0 {
+			return false
 		}
 	}
-	return nil, false
+	for _, c := range b {
+		if c == '\\' || c < 0x20 || c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// name reads a member's name and its colon. An entry's names are one or
+// two letters: those are cut without a scan (a name that is not one of
+// them, escapes included, makes entryFieldBit report 0).
+func (p *fastParser) name() ([]byte, bool) {
+	if b := p.b[p.i:]; len(b) >= 4 && b[0] == '"' {
+		if b[2] == '"' && b[3] == ':' {
+			p.i += 4
+			return b[1:2], true
+		}
+		if len(b) >= 5 && b[3] == '"' && b[4] == ':' {
+			p.i += 5
+			return b[1:3], true
+		}
+	}
+	n, ok := p.span()
+	return n, ok && p.lit(':')
 }
 
 // str is span as a string.
@@ -286,6 +341,9 @@ func (p *fastParser) int() (int64, bool) {
 	if !ok {
 		return 0, false
 	}
+	if v, ok := small(b); ok {
+		return v, true
+	}
 	v, err := strconv.ParseInt(string(b), 10, 64)
 	return v, err == nil
 }
@@ -295,8 +353,101 @@ func (p *fastParser) uint() (uint64, bool) {
 	if !ok || b[0] == '-' {
 		return 0, false
 	}
+	if v, ok := small(b); ok {
+		return uint64(v), true
+	}
 	v, err := strconv.ParseUint(string(b), 10, 64)
 	return v, err == nil
+}
+
+// small is a number of number's of at most 18 digits, which cannot
+// overflow: strconv for the rest.
+func small(b []byte) (int64, bool) {
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) > 18 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+// utcTime reads the time json.Marshal writes for a UTC time.Time
+// (RFC 3339 with nanoseconds and Z: 2006-01-02T15:04:05.999999999Z)
+// without time.Parse's generality; false for any other form, which the
+// caller leaves to time's own parser.
+func utcTime(b []byte) (time.Time, bool) {
+	if len(b) < 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[len(b)-1] != 'Z' {
+		return time.Time{}, false
+	}
+	num := func(b []byte) (int, bool) {
+		v := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v, true
+	}
+	year, ok1 := num(b[0:4])
+	month, ok2 := num(b[5:7])
+	day, ok3 := num(b[8:10])
+	hour, ok4 := num(b[11:13])
+	min, ok5 := num(b[14:16])
+	sec, ok6 := num(b[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || year < 1 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || min > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	nsec := 0
+	if frac := b[19 : len(b)-1]; len(frac) > 0 {
+		// A fraction of 1 to 9 digits (Marshal trims trailing zeros).
+		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+			return time.Time{}, false
+		}
+		n, ok := num(frac[1:])
+		if !ok {
+			return time.Time{}, false
+		}
+		for i := len(frac) - 1; i < 9; i++ {
+			n *= 10
+		}
+		nsec = n
+	}
+	// Days since 1970-01-01 of the proleptic Gregorian date (H. Hinnant's
+	// days_from_civil), cheaper than time.Date's normalization.
+	y := year
+	if month <= 2 {
+		y--
+	}
+	era := y / 400 // y >= 0: no floor needed
+	yoe := y - era*400
+	mp := (month + 9) % 12
+	doy := (153*mp+2)/5 + day - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	days := int64(era)*146097 + int64(doe) - 719468
+	return time.Unix(days*86400+int64(hour*3600+min*60+sec), int64(nsec)).UTC(), true
+}
+
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }
 
 func (p *fastParser) bool() (bool, bool) {

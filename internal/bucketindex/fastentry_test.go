@@ -2,6 +2,7 @@ package bucketindex
 
 import (
 	"encoding/json"
+	"math/rand"
 	"reflect"
 	"testing"
 	"time"
@@ -56,6 +57,11 @@ func FuzzFastDecodeEntry(f *testing.F) {
 	f.Add([]byte(`{"K":"a"}`))
 	f.Add([]byte(`{"s":01}`))
 	f.Add([]byte(`{"t":"2026-11-26T24:00:00Z"}`))
+	for _, t := range []string{"2026-11-26T10:00:00.5Z", "2026-11-26T10:00:00.123456789Z", "2026-11-26T10:00:00.1234567890Z",
+		"2026-02-29T10:00:00Z", "2028-02-29T10:00:00Z", "1900-02-29T00:00:00Z", "2026-11-26T10:00:00+01:00", "2026-11-26T10:00:00.Z", "-026-11-26T10:00:00Z"} {
+		f.Add([]byte(`{"k":"a","t":"` + t + `"}`))
+	}
+	f.Add([]byte(`{"s":-123456789012345678,"q":1234567890123456789}`))
 	f.Add([]byte(`{"m":{"r":[]},"x":{"a":[1,{"b":"}"}]}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, ok := fastDecodeEntry(b)
@@ -121,6 +127,13 @@ func TestDecodeListing(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(listingView(got), listingView(want)) {
 			t.Fatalf("decodeListing(%s) = %+v, %v; want %+v", b, got, err, listingView(want))
 		}
+		// With the omap key known, or a wrong one: the same entry.
+		for _, known := range []string{want.Key, want.Key + "x"} {
+			var k Entry
+			if err := decodeListingInto(&k, b, known); err != nil || !reflect.DeepEqual(listingView(k), listingView(want)) {
+				t.Fatalf("decodeListingInto(%s, %q) = %+v, %v; want %+v", b, known, k, err, listingView(want))
+			}
+		}
 		if _, ok := fastDecodeListing(b); ok {
 			fast++
 		}
@@ -149,6 +162,10 @@ func FuzzFastDecodeListing(f *testing.F) {
 		if !reflect.DeepEqual(listingView(got), listingView(want)) {
 			t.Fatalf("%q: listing %+v, full %+v", b, got, want)
 		}
+		var k Entry
+		if !fastDecodeInto(&k, b, true, want.Key) || !reflect.DeepEqual(listingView(k), listingView(want)) {
+			t.Fatalf("%q: listing with the key known %+v, full %+v", b, k, want)
+		}
 	})
 }
 
@@ -158,6 +175,67 @@ func BenchmarkDecodeListing(b *testing.B) {
 	for b.Loop() {
 		if _, err := decodeListing(raw); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// plain agrees with a byte-by-byte check at every length and position.
+func TestPlain(t *testing.T) {
+	slow := func(b []byte) bool {
+		for _, c := range b {
+			if c == '\\' || c < 0x20 || c >= 0x80 {
+				return false
+			}
+		}
+		return true
+	}
+	base := []byte("o/0123456789abcdef-0123456789")
+	for n := 0; n <= len(base); n++ {
+		for i := 0; i < n; i++ {
+			for _, c := range []byte{0, 0x1f, 0x20, '"', '\\', '[', ']', 0x5b, 0x5d, 0x7f, 0x80, 0xc3, 0xff, 'a'} {
+				b := append([]byte(nil), base[:n]...)
+				b[i] = c
+				if got, want := plain(b), slow(b); got != want {
+					t.Fatalf("plain(%q) = %v, want %v", b, got, want)
+				}
+			}
+		}
+	}
+}
+
+// utcTime reads what json.Marshal writes for a UTC time exactly as
+// time's own parser does, across years, leap days and fractions.
+func TestUTCTime(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	check := func(tm time.Time) {
+		t.Helper()
+		b, _ := tm.MarshalJSON()
+		got, ok := utcTime(b[1 : len(b)-1])
+		var want time.Time
+		if err := want.UnmarshalJSON(b); err != nil {
+			t.Fatal(err)
+		}
+		if !ok && tm.Year() >= 1 {
+			t.Fatalf("utcTime(%s) refused", b)
+		}
+		if ok && !reflect.DeepEqual(got, want) {
+			t.Fatalf("utcTime(%s) = %v, want %v", b, got, want)
+		}
+	}
+	for _, s := range []string{"0001-01-01T00:00:00Z", "1970-01-01T00:00:00Z", "1969-12-31T23:59:59.999999999Z",
+		"2000-02-29T12:00:00Z", "2024-02-29T23:59:59.5Z", "2100-03-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z"} {
+		tm, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(tm.UTC())
+	}
+	for i := 0; i < 20000; i++ {
+		check(time.Unix(rng.Int63n(253402300799+62135596800)-62135596800, rng.Int63n(1e9)/int64(1+rng.Intn(3)*999)).UTC())
+	}
+	for _, bad := range []string{"0000-01-01T00:00:00Z", "2026-02-29T00:00:00Z", "2026-13-01T00:00:00Z", "2026-01-01T24:00:00Z", "2026-01-01T00:00:60Z"} {
+		if _, ok := utcTime([]byte(bad)); ok {
+			t.Errorf("utcTime(%s) accepted", bad)
 		}
 	}
 }

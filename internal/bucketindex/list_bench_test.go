@@ -78,6 +78,9 @@ func BenchmarkListPage(b *testing.B) {
 								b.Fatalf("entry %d: %v %v", i, ok, err)
 							}
 						}
+						if err := it.Close(); err != nil {
+							b.Fatal(err)
+						}
 					}
 				})
 			}
@@ -250,6 +253,9 @@ func benchPages(b *testing.B, ctx context.Context, ix bucketindex.Index, lat *[]
 				b.Fatalf("entry %d after %s: %v %v", i, after, ok, err)
 			}
 		}
+		if err := it.Close(); err != nil {
+			b.Fatal(err)
+		}
 		if lat != nil {
 			*lat = append(*lat, time.Since(t0))
 		}
@@ -303,6 +309,64 @@ func BenchmarkListUnderWrites(b *testing.B) {
 			if len(lat) > 0 {
 				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 			}
+		})
+	}
+}
+
+// BenchmarkVersionsDelimiter times a version listing's page of 1,000
+// common prefixes (the keys' first three hex digits, o/xxx) over
+// CAIRN_LIST_BENCH_ENTRIES legacy entries (default 300,000) on 11 and 101
+// shards, after a random marker: "restart" merges every shard again after
+// each prefix (ListVersions from the prefix's end, as the driver did),
+// "iter" skips with one VersionIter (only the cursors whose page ends
+// inside the prefix read again). Run with -cpu 1.
+func BenchmarkVersionsDelimiter(b *testing.B) {
+	n := 300_000
+	if v, _ := strconv.Atoi(os.Getenv("CAIRN_LIST_BENCH_ENTRIES")); v > 0 {
+		n = v
+	}
+	ctx := context.Background()
+	for _, shards := range []int{11, 101} {
+		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
+			ix := fillListIndex(b, shards, n)
+			marker := func(z uint64) string { return fmt.Sprintf("o/%03x\xff", z%0x900) }
+			b.Run("restart", func(b *testing.B) {
+				z := uint64(42)
+				b.ReportAllocs()
+				defer reportCPU(b)()
+				for b.Loop() {
+					z = splitmix(z)
+					mark := bucketindex.VersionMark{Key: marker(z)}
+					for cps := 0; cps < 1000; cps++ {
+						vs, _, err := ix.ListVersions(ctx, mark, "", 100)
+						if err != nil || len(vs) == 0 {
+							b.Fatalf("prefix %d: %d versions, %v", cps, len(vs), err)
+						}
+						mark = bucketindex.VersionMark{Key: vs[0].Key[:5] + "\xff"}
+					}
+				}
+			})
+			b.Run("iter", func(b *testing.B) {
+				z := uint64(42)
+				b.ReportAllocs()
+				defer reportCPU(b)()
+				for b.Loop() {
+					z = splitmix(z)
+					it, err := ix.NewVersionIter(ctx, bucketindex.VersionMark{Key: marker(z)}, "", 100)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for cps := 0; cps < 1000; cps++ {
+						k, ok := it.Peek()
+						if !ok {
+							b.Fatalf("prefix %d: end", cps)
+						}
+						if err := it.SkipPast(ctx, k[:5]+"\xff"); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			})
 		})
 	}
 }

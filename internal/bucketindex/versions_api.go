@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"errors"
+	"sort"
 	"strings"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
@@ -200,16 +201,53 @@ func (x Index) ListVersions(ctx context.Context, mark VersionMark, prefix string
 	if max <= 0 {
 		return nil, false, nil
 	}
-	n := x.Layout.NumShards
-	per := 2*max/n + 8
-	if per > max {
-		per = max
+	it, err := x.NewVersionIter(ctx, mark, prefix, max)
+	if err != nil {
+		return nil, false, err
 	}
-	var curs []*vcursor
+	out := make([]ListedVersion, 0, max)
+	for {
+		v, ok, err := it.Next(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			return out, false, nil
+		}
+		out = append(out, v)
+		if len(out) == max {
+			_, more := it.Peek()
+			return out, more, nil
+		}
+	}
+}
+
+// VersionIter walks versions as ListVersions lists them, keeping each
+// shard's two cursors (version records, legacy entries) between calls, so
+// that a caller skipping ahead (SkipPast, past a common prefix) re-reads
+// only the cursors whose buffered page ends before the skip target,
+// instead of restarting the merge over every shard. Not safe for
+// concurrent use.
+type VersionIter struct {
+	h       vheap
+	mark    VersionMark
+	lastKey string
+	started bool
+	reads   int
+}
+
+// NewVersionIter opens an iterator over the versions after mark of keys
+// beginning with prefix, for a caller that expects to take about want:
+// both cursors of every shard are read now, in one batch.
+func (x Index) NewVersionIter(ctx context.Context, mark VersionMark, prefix string, want int) (*VersionIter, error) {
+	n := x.Layout.NumShards
+	want = max(want, 1)
+	per := min(2*want/n+8, want)
 	recStart := verKey(mark.Key, mark.Seq)
 	if mark.Key == "" {
 		recStart = ""
 	}
+	curs := make([]*vcursor, 0, 2*n)
 	for i := 0; i < n; i++ {
 		oid := x.shardOID(i)
 		curs = append(curs,
@@ -217,42 +255,88 @@ func (x Index) ListVersions(ctx context.Context, mark VersionMark, prefix string
 			&vcursor{x: x, oid: oid, after: mark.Key, prefix: prefix, page: per, legacy: true})
 	}
 	if err := fillAllVersions(ctx, x.IO, curs); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	h := &vheap{}
+	it := &VersionIter{mark: mark, reads: len(curs)}
 	for _, c := range curs {
 		if len(c.buf) > 0 {
-			*h = append(*h, c)
+			it.h = append(it.h, c)
 		}
 	}
-	heap.Init(h)
-	out := make([]ListedVersion, 0, max)
-	lastKey, started := "", false
-	for h.Len() > 0 {
-		c := (*h)[0]
-		if len(out) == max {
-			return out, true, nil
+	heap.Init(&it.h)
+	return it, nil
+}
+
+// Reads is the number of cursor reads so far.
+func (it *VersionIter) Reads() int { return it.reads }
+
+// Peek returns the key of the next version, or false at the end.
+func (it *VersionIter) Peek() (string, bool) {
+	if it.h.Len() == 0 {
+		return "", false
+	}
+	return it.h[0].buf[0].e.Key, true
+}
+
+// Next returns the next version, or false at the end. The first version
+// listed of a key is its latest unless the listing resumed inside that key.
+func (it *VersionIter) Next(ctx context.Context) (ListedVersion, bool, error) {
+	if it.h.Len() == 0 {
+		return ListedVersion{}, false, nil
+	}
+	c := it.h[0]
+	v := c.buf[0]
+	latest := !it.started || v.e.Key != it.lastKey
+	if !it.started && it.mark.Seq > 0 && v.e.Key == it.mark.Key {
+		latest = false
+	}
+	it.started, it.lastKey = true, v.e.Key
+	c.buf = c.buf[1:]
+	return ListedVersion{Entry: v.e, IsLatest: latest}, true, it.settle(ctx, c)
+}
+
+// SkipPast skips every version of every key <= key (a key no version
+// has: past a common prefix, the prefix and 0xff).
+func (it *VersionIter) SkipPast(ctx context.Context, key string) error {
+	rec := verKey(key, 0) // after every version of key
+	for it.h.Len() > 0 {
+		c := it.h[0]
+		if c.buf[0].sort > rec {
+			return nil
 		}
-		it := c.buf[0]
-		latest := !started || it.e.Key != lastKey
-		if !started && mark.Seq > 0 && it.e.Key == mark.Key {
-			latest = false
-		}
-		started, lastKey = true, it.e.Key
-		out = append(out, ListedVersion{Entry: it.e, IsLatest: latest})
-		c.buf = c.buf[1:]
+		i := sort.Search(len(c.buf), func(i int) bool { return c.buf[i].sort > rec })
+		c.buf = c.buf[i:]
 		if len(c.buf) == 0 && c.more {
-			if err := c.fill(ctx); err != nil {
-				return nil, false, err
+			// Read on from the target, not through the skipped range.
+			after := rec
+			if c.legacy {
+				after = key
+			}
+			if c.after < after {
+				c.after = after
 			}
 		}
-		if len(c.buf) == 0 {
-			heap.Pop(h)
-		} else {
-			heap.Fix(h, 0)
+		if err := it.settle(ctx, c); err != nil {
+			return err
 		}
 	}
-	return out, false, nil
+	return nil
+}
+
+// settle refills c (the top) if its buffer ran out and restores the heap.
+func (it *VersionIter) settle(ctx context.Context, c *vcursor) error {
+	if len(c.buf) == 0 && c.more {
+		it.reads++
+		if err := c.fill(ctx); err != nil {
+			return err
+		}
+	}
+	if len(c.buf) == 0 {
+		heap.Pop(&it.h)
+	} else {
+		heap.Fix(&it.h, 0)
+	}
+	return nil
 }
 
 type vitem struct {

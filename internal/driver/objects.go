@@ -805,7 +805,7 @@ func (d *Driver) ListObjects(ctx context.Context, in ListObjectsInput) (ListObje
 	}
 	in.MaxKeys = min(in.MaxKeys, MaxListKeys)
 	after := in.StartAfter
-	err := d.withIndex(ctx, in.Bucket, func(_ Instance, ix bucketindex.Index) error {
+	err := d.withIndex(ctx, in.Bucket, func(_ Instance, ix bucketindex.Index) (err error) {
 		res = ListObjectsResult{}
 		after := after
 		want := in.MaxKeys
@@ -816,6 +816,8 @@ func (d *Driver) ListObjects(ctx context.Context, in ListObjectsInput) (ListObje
 		if err != nil {
 			return err
 		}
+		// Over the view, Close says whether what the page read is durable.
+		defer func() { err = errors.Join(err, it.Close()) }()
 		count := 0
 		for {
 			// Past the read budget the page ends early, truncated, as S3
@@ -826,37 +828,45 @@ func (d *Driver) ListObjects(ctx context.Context, in ListObjectsInput) (ListObje
 				res.IsTruncated, res.NextMarker = true, after
 				return nil
 			}
-			e, ok, err := it.Next(ctx)
-			if err != nil {
+			if count == in.MaxKeys {
+				// Peek: the entry after a full page only says the listing
+				// goes on, and is neither decoded nor read past.
+				_, more, err := it.Peek(ctx)
+				res.IsTruncated = more
 				return err
 			}
-			if !ok {
-				return nil
-			}
-			if count == in.MaxKeys {
-				res.IsTruncated = true
-				return nil
-			}
 			if in.Delimiter != "" {
-				rest := e.Key[len(in.Prefix):]
+				// The key alone decides whether the entry is in a common
+				// prefix (then it is not decoded).
+				key, ok, err := it.Peek(ctx)
+				if err != nil || !ok {
+					return err
+				}
+				rest := key[len(in.Prefix):]
 				if i := strings.Index(rest, in.Delimiter); i >= 0 {
-					cp := in.Prefix + rest[:i+len(in.Delimiter)]
+					cp := key[:len(in.Prefix)+i+len(in.Delimiter)]
 					if cp != after {
 						res.CommonPrefixes = append(res.CommonPrefixes, cp)
 						res.NextMarker = cp
 						count++
 					}
-					// Skip every key under this prefix: no valid key
-					// continues with 0xff.
+					// Skip every key under this prefix (one seek on the
+					// view): no valid key continues with 0xff.
 					after = cp + "\xff"
 					it.SkipPast(after)
 					continue
 				}
 			}
-			if res.Objects == nil { // ObjectInfo is large: grow it once
-				res.Objects = make([]ObjectInfo, 0, in.MaxKeys-count)
+			e, ok, err := it.Next(ctx)
+			if err != nil || !ok {
+				return err
 			}
-			res.Objects = append(res.Objects, listedInfo(in.Bucket, e))
+			if res.Objects == nil { // grown once
+				res.Objects = make([]ListedObject, 0, in.MaxKeys-count)
+			}
+			// Filled in place, not copied.
+			res.Objects = res.Objects[:len(res.Objects)+1]
+			setListedInfo(&res.Objects[len(res.Objects)-1], e)
 			res.NextMarker = e.Key
 			after = e.Key
 			count++

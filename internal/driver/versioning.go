@@ -83,65 +83,60 @@ func (d *Driver) ListObjectVersions(ctx context.Context, in ListVersionsInput) (
 			}
 			mark.Seq = seq
 		}
+		want := in.MaxKeys + 1 // one more: is there anything after the page?
+		if in.Delimiter != "" {
+			want = max(want, 100) // common prefixes may swallow many versions
+		}
+		it, err := ix.NewVersionIter(ctx, mark, in.Prefix, want)
+		if err != nil {
+			return err
+		}
 		count := 0
 		lastCP := ""
 		for {
-			want := in.MaxKeys - count + 1 // one more: is there anything after the page?
-			if in.Delimiter != "" && want < 100 {
-				want = 100
+			key, ok := it.Peek()
+			if !ok {
+				return nil
 			}
-			vs, more, err := ix.ListVersions(ctx, mark, in.Prefix, want)
+			if in.Delimiter != "" {
+				rest := key[len(in.Prefix):]
+				if j := strings.Index(rest, in.Delimiter); j >= 0 {
+					cp := in.Prefix + rest[:j+len(in.Delimiter)]
+					if cp != lastCP && cp != in.KeyMarker {
+						if count == in.MaxKeys {
+							res.IsTruncated = true
+							return nil
+						}
+						res.CommonPrefixes = append(res.CommonPrefixes, cp)
+						res.NextKeyMarker, res.NextVersionIDMarker = cp, ""
+						lastCP = cp
+						count++
+					}
+					// Skip every version under this prefix (only the shard
+					// cursors whose page ends inside it read again): no key
+					// continues with 0xff.
+					if err := it.SkipPast(ctx, cp+"\xff"); err != nil {
+						return err
+					}
+					continue
+				}
+			}
+			if count == in.MaxKeys {
+				res.IsTruncated = true
+				return nil
+			}
+			v, _, err := it.Next(ctx)
 			if err != nil {
 				return err
 			}
-			skipped := false
-			for i, v := range vs {
-				if in.Delimiter != "" {
-					rest := v.Key[len(in.Prefix):]
-					if j := strings.Index(rest, in.Delimiter); j >= 0 {
-						cp := in.Prefix + rest[:j+len(in.Delimiter)]
-						if cp != lastCP && cp != in.KeyMarker {
-							if count == in.MaxKeys {
-								res.IsTruncated = true
-								return nil
-							}
-							res.CommonPrefixes = append(res.CommonPrefixes, cp)
-							res.NextKeyMarker, res.NextVersionIDMarker = cp, ""
-							lastCP = cp
-							count++
-						}
-						// Skip every version under this prefix: no key
-						// continues with 0xff.
-						mark = bucketindex.VersionMark{Key: cp + "\xff"}
-						skipped = true
-						break
-					}
-				}
-				if count == in.MaxKeys {
-					res.IsTruncated = true
-					return nil
-				}
-				// IsLatest of a page's first version inside a key needs the
-				// key's newest version: ListVersions cannot know it.
-				oi := versionInfo(in.Bucket, inst.Versioning, v.Entry)
-				oi.IsLatest = v.IsLatest
-				if i == 0 && mark.Seq > 0 && v.Key == mark.Key {
-					oi.IsLatest = false
-				}
-				res.Versions = append(res.Versions, oi)
-				res.NextKeyMarker, res.NextVersionIDMarker = v.Key, oi.VersionID
-				if oi.VersionID == "" {
-					res.NextVersionIDMarker = bucketindex.NullVersion
-				}
-				mark = bucketindex.VersionMark{Key: v.Key, Seq: v.Seq}
-				count++
+			oi := versionInfo(in.Bucket, inst.Versioning, v.Entry)
+			oi.IsLatest = v.IsLatest
+			res.Versions = append(res.Versions, oi)
+			res.NextKeyMarker, res.NextVersionIDMarker = v.Key, oi.VersionID
+			if oi.VersionID == "" {
+				res.NextVersionIDMarker = bucketindex.NullVersion
 			}
-			if skipped {
-				continue
-			}
-			if !more {
-				return nil
-			}
+			count++
 		}
 	})
 	return res, err

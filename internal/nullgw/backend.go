@@ -517,7 +517,8 @@ func (b *Backend) ListObjects(ctx context.Context, in driver.ListObjectsInput) (
 		if isPrefix {
 			res.CommonPrefixes = append(res.CommonPrefixes, entry)
 		} else {
-			res.Objects = append(res.Objects, bk.objects[k])
+			oi := bk.objects[k]
+			res.Objects = append(res.Objects, oi.Listed())
 		}
 	}
 	return res, nil

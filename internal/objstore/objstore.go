@@ -291,7 +291,33 @@ type Viewer interface {
 	// after startAfter that begin with prefix, in key order, and whether
 	// more exist. An unknown view is empty.
 	ReadView(ctx context.Context, name, startAfter, prefix string, max int) ([]KV, bool, error)
+	// OpenView opens a cursor over the keys of view name after startAfter
+	// that begin with prefix, in key order, at one consistent moment: a
+	// walk that reads a page in place, without copying it, and skips
+	// ahead with a seek. The caller must Close it, and must not act on
+	// what it read before Close returns nil (a write still in flight may
+	// yet be lost). While it is open the caller makes no other call on
+	// the backend (it holds the pool's read lock).
+	OpenView(ctx context.Context, name, startAfter, prefix string) (ViewCursor, error)
 	// RemoveView drops every key of view name (not its members'
 	// membership; they should be gone or have left first).
 	RemoveView(ctx context.Context, name string) error
+}
+
+// ViewCursor walks a view (Viewer.OpenView). Key and Value are the
+// cursor's memory, valid until its next call: copy what you keep. Not safe
+// for concurrent use.
+type ViewCursor interface {
+	// Valid reports whether the cursor is at a pair (false at the end).
+	Valid() bool
+	// Key is the current key; Value its value.
+	Key() []byte
+	Value() []byte
+	// Next steps to the next pair.
+	Next()
+	// SeekAfter moves to the first pair with a key > key; key is at or
+	// after the current one (a cursor does not go back).
+	SeekAfter(key string)
+	// Close ends the walk: nil means every pair it showed is durable.
+	Close() error
 }

@@ -455,7 +455,8 @@ func (f *fakeBackend) ListObjects(ctx context.Context, in driver.ListObjectsInpu
 		if isPrefix {
 			res.CommonPrefixes = append(res.CommonPrefixes, entry)
 		} else {
-			res.Objects = append(res.Objects, b.objects[k].info)
+			oi := b.objects[k].info
+			res.Objects = append(res.Objects, oi.Listed())
 		}
 	}
 	return res, nil

@@ -3,7 +3,10 @@ package embedded
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
 )
@@ -75,4 +78,87 @@ func (c *ioctx) checkView(ctx context.Context, name string) error {
 		return err
 	}
 	return ctx.Err()
+}
+
+// OpenView implements objstore.Viewer: one pebble iterator over the view's
+// key range; Close waits, as ReadView does, for the sync of every write in
+// flight to the keys the walk covered.
+func (c *ioctx) OpenView(ctx context.Context, name, startAfter, prefix string) (objstore.ViewCursor, error) {
+	if err := c.checkView(ctx, name); err != nil {
+		return nil, err
+	}
+	if err := c.rlockPool(); err != nil {
+		return nil, err
+	}
+	base := viewPrefix(c.pool.id, c.ns, name)
+	lower := append(bytes.Clone(base), prefix...)
+	upper := succ(lower)
+	it, err := c.s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		c.pool.mu.RUnlock()
+		return nil, err
+	}
+	vc := &viewCursor{c: c, it: it, base: base, upper: upper, seek: lower}
+	if startAfter != "" {
+		// The least key after startAfter: keys never contain NUL.
+		if s := append(append(bytes.Clone(base), startAfter...), 0); bytes.Compare(s, lower) > 0 {
+			vc.seek = s
+		}
+	}
+	vc.valid = it.SeekGE(vc.seek)
+	return vc, nil
+}
+
+type viewCursor struct {
+	c       *ioctx
+	it      *pebble.Iterator
+	base    []byte // the view's key prefix, cut from keys
+	upper   []byte
+	seek    []byte // where the walk began
+	scratch []byte
+	valid   bool
+	steps   int // pairs shown, for the dead-range heuristic
+	closed  bool
+}
+
+var _ objstore.ViewCursor = (*viewCursor)(nil)
+
+func (v *viewCursor) Valid() bool   { return v.valid }
+func (v *viewCursor) Key() []byte   { return v.it.Key()[len(v.base):] }
+func (v *viewCursor) Value() []byte { return v.it.Value() }
+
+func (v *viewCursor) Next() {
+	v.steps++
+	v.valid = v.it.Next()
+}
+
+func (v *viewCursor) SeekAfter(key string) {
+	v.steps++
+	v.scratch = append(append(append(v.scratch[:0], v.base...), key...), 0)
+	if !v.valid || bytes.Compare(v.scratch, v.it.Key()) <= 0 {
+		return // at or past it already (or at the end)
+	}
+	v.valid = v.it.SeekGE(v.scratch)
+}
+
+func (v *viewCursor) Close() error {
+	if v.closed {
+		return objstore.Errorf(objstore.ErrInvalid, "view cursor closed twice")
+	}
+	v.closed = true
+	// The walk covered [seek, the current key], or up to upper at the end.
+	hi := v.upper
+	if v.valid {
+		hi = append(bytes.Clone(v.it.Key()), 0)
+	}
+	points := v.it.Stats().InternalStats.PointCount // before Close resets it
+	err := errors.Join(v.it.Error(), v.it.Close())
+	v.c.pool.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	if points > uint64(v.steps)+deadScanMin {
+		v.c.s.noteDead(v.seek, hi, points, v.steps)
+	}
+	return v.c.s.waitInflight(&keySpan{lo: v.seek, hi: hi})
 }
