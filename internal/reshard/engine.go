@@ -666,15 +666,31 @@ func (e *engine) commitChunk(ctx context.Context, load *bucketindex.CopyLoad, rr
 		return nil
 	}
 	lower()
-	n, skipped, err := e.rangeReplayRound(ctx, rr, curs, bound, final)
-	raise()
-	e.res.EarlyReplayed += n
-	e.res.ReplaySkipped += skipped
-	if err != nil {
-		return err
+	// Read the logs to their end, not one round's worth: a record read
+	// before the copy reaches its key is skipped for nothing, one left
+	// for after the copy is applied by an op. At 163 sources one round
+	// (maxRoundRecords over all of them) per chunk fell behind the fill
+	// and left 10.2M records for after the copy (docs/bench/scale.md,
+	// "Stop 35"). Bounded, so writers faster than the replay cannot hold
+	// the copy here.
+	for r := 0; r < maxChunkRounds; r++ {
+		n, skipped, more, err := e.rangeReplayRound(ctx, rr, curs, bound, final)
+		e.res.EarlyReplayed += n
+		e.res.ReplaySkipped += skipped
+		if err != nil {
+			raise()
+			return err
+		}
+		if !more {
+			break
+		}
 	}
+	raise()
 	return e.failpoint("load-replayed")
 }
+
+// maxChunkRounds bounds the range replay rounds after one chunk.
+const maxChunkRounds = 32
 
 // rangeReplay is a loaded copy's replay state between chunks: per
 // source, the records read from its log whose keys the copy has read but
@@ -704,8 +720,9 @@ const maxDeferred = 256 << 10
 //     for K overwrite it at the ingest.
 //
 // A key's records fall in one class per round, so per key the order of
-// the log is kept. It returns the records applied and skipped.
-func (e *engine) rangeReplayRound(ctx context.Context, rr *rangeReplay, curs []*loadCursor, bound string, final bool) (applied, skipped uint64, err error) {
+// the log is kept. It returns the records applied and skipped, and more
+// if a log it read has records past the round's pages.
+func (e *engine) rangeReplayRound(ctx context.Context, rr *rangeReplay, curs []*loadCursor, bound string, final bool) (applied, skipped uint64, more bool, err error) {
 	srcs := e.sources()
 	ns := len(srcs)
 	var read []int
@@ -714,9 +731,9 @@ func (e *engine) rangeReplayRound(ctx context.Context, rr *rangeReplay, curs []*
 			read = append(read, i)
 		}
 	}
-	logs, _, err := e.readLogs(ctx, e.replayed, read, e.m.cfg.Workers)
+	logs, drained, err := e.readLogs(ctx, e.replayed, read, e.m.cfg.Workers)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	apply := make([][]bucketindex.RawLogRecord, ns)
 	for _, i := range srcs {
@@ -738,14 +755,14 @@ func (e *engine) rangeReplayRound(ctx context.Context, rr *rangeReplay, curs []*
 	}
 	applied, err = e.applyLogs(ctx, apply, e.m.cfg.Workers, true)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	for i, recs := range logs {
 		if len(recs) > 0 {
 			e.replayed[i] = recs[len(recs)-1].Seq
 		}
 	}
-	return applied, skipped, nil
+	return applied, skipped, !drained, nil
 }
 
 // loadRateFactor raises the copy's rate ceiling for a loaded copy's

@@ -871,3 +871,51 @@ func TestLoadChunksReplayByRange(t *testing.T) {
 	}
 	e.verify("bkt", md)
 }
+
+// TestLoadChunkRoundsDrainLog: after each chunk the range replay reads the
+// sources' logs to their end, not one round's pages: more is logged per
+// chunk here than a round reads (16 pages of 16 per source), and nothing
+// may be left for the replay after the copy. With one round per chunk the
+// backlog grew with every chunk (the stop-35 30M run: 10.2M records
+// replayed after a copy at 163 sources).
+func TestLoadChunkRoundsDrainLog(t *testing.T) {
+	e := newEnv(t)
+	e.bucket("bkt", 3)
+	md := fill(e, "bkt", 600)
+	ctx := context.Background()
+	hits := 0
+	m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 16, Workers: 2, CopyLoad: true, LoadChunk: 128,
+		LeaseDuration: 5 * time.Second,
+		Failpoints: &reshard.Failpoints{Hit: func(_, p string) bool {
+			if p != "load-ingested" {
+				return false
+			}
+			hits++
+			for round := 0; round < 2; round++ {
+				for i := 0; i < 600; i++ {
+					k := fmt.Sprintf("obj/%05d", i)
+					size := 10 + 2*hits + round
+					if err := e.put("bkt", k, size); err != nil {
+						t.Errorf("put %s: %v", k, err)
+					}
+					md[k] = size
+				}
+			}
+			return false
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Reshard(ctx, "bkt", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d chunks, %d records replayed during the copy, %d skipped, %d replayed after it", res.LoadChunks, res.EarlyReplayed, res.ReplaySkipped, res.Replayed)
+	if res.LoadChunks < 3 || hits != res.LoadChunks {
+		t.Fatalf("loaded in %d chunks (%d hits), want several", res.LoadChunks, hits)
+	}
+	if res.Replayed != 0 {
+		t.Fatalf("%d records left for the replay after the copy, want 0 (the chunks' rounds read every log to its end)", res.Replayed)
+	}
+	e.verify("bkt", md)
+}
