@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Copy the scale runs' reports into docs/bench and redraw their plots and
-# tables. Usage: docs/bench/scale_regen.sh [RUN_DIR]   (default /work/scale-run)
+# tables. Usage: docs/bench/scale_regen.sh RUN_DIR
 # RUN_DIR holds scale.json (driver run), scale-s3.json (HTTP run) and,
 # optionally, the comparison runs (scale-before.json, ab-*.json).
 set -euo pipefail
-run=${1:-/work/scale-run}
+run=${1:?usage: docs/bench/scale_regen.sh RUN_DIR (the directory the runs wrote their reports to)}
 cd "$(dirname "$0")"
 for f in scale.json scale-s3.json scale-before.json scale-22m.json scale-20m.json; do
   [ -f "$run/$f" ] && cp "$run/$f" "$f"

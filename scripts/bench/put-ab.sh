@@ -9,7 +9,8 @@ set -u
 NEW=${NEW:-bin/cairn}; OLD=${OLD:?OLD=path to the baseline cairn binary}
 ROUNDS=${ROUNDS:-2}; DURATION=${DURATION:-10s}
 export CAIRN_ACCESS_KEY=benchadmin CAIRN_SECRET_KEY=benchsecret123
-work=$(mktemp -d /work/put-ab.XXXXXX 2>/dev/null || mktemp -d)
+# Data on a real disk (WORK_DIR, default the current directory), not a tmpfs /tmp.
+work=$(mktemp -d -p "${WORK_DIR:-$PWD}" put-ab.XXXXXX)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait; rm -rf "$work"' EXIT
 "$NEW" serve --backend null --data-dir "$work/null" --listen 127.0.0.1:17591 --log-level warn & pids+=($!)
