@@ -441,6 +441,12 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.ProfileDir != "" {
+		// Now, not after the first round's fill.
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+			return nil, fmt.Errorf("bench scale: profile dir: %w", err)
+		}
+	}
 	r := &scaleRun{cfg: cfg, start: time.Now(), body: pattern(cfg.Size, 11), doneResults: make(chan reshard.Result, 64)}
 	res := &ScaleResult{Mode: "driver", Command: cfg.Command, StartedAt: r.start.UTC().Format(time.RFC3339), GOMAXPROCS: runtime.GOMAXPROCS(0)}
 	res.Config.Clients, res.Config.Size, res.Config.RWLDSec, res.Config.AgingSec = cfg.Clients, cfg.Size, cfg.RWLD.Seconds(), cfg.Aging.Seconds()
