@@ -826,43 +826,27 @@ func TestLoadChunksReplayByRange(t *testing.T) {
 	md := fill(e, "bkt", 600)
 	ctx := context.Background()
 	rng := rand.New(rand.NewSource(7))
-	hits := 0
-	m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 16, Workers: 2, CopyLoad: true, LoadChunk: 64,
-		LeaseDuration: 5 * time.Second,
-		Failpoints: &reshard.Failpoints{Hit: func(_, p string) bool {
-			if p != "load-ingested" {
-				return false
-			}
-			hits++
-			for i := 0; i < 600; i++ {
-				k := fmt.Sprintf("obj/%05d", i)
-				switch rng.Intn(6) {
-				case 0:
-					if err := e.d.DeleteObject(ctx, "bkt", k); err != nil {
-						t.Errorf("delete %s: %v", k, err)
-					}
-					delete(md, k)
-				case 1, 2:
-					size := 20 + hits
-					if err := e.put("bkt", k, size); err != nil {
-						t.Errorf("put %s: %v", k, err)
-					}
-					md[k] = size
+	res, hits := reshardInChunks(t, e, 64, func(hit int) {
+		for i := 0; i < 600; i++ {
+			k := fmt.Sprintf("obj/%05d", i)
+			switch rng.Intn(6) {
+			case 0:
+				if err := e.d.DeleteObject(ctx, "bkt", k); err != nil {
+					t.Errorf("delete %s: %v", k, err)
 				}
+				delete(md, k)
+			case 1, 2:
+				size := 20 + hit
+				if err := e.put("bkt", k, size); err != nil {
+					t.Errorf("put %s: %v", k, err)
+				}
+				md[k] = size
 			}
-			k := fmt.Sprintf("new/%03d", hits)
-			e.mustPut("bkt", k, 5)
-			md[k] = 5
-			return false
-		}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := m.Reshard(ctx, "bkt", 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d chunks, %d records replayed during the copy, %d skipped, %d replayed after it", res.LoadChunks, res.EarlyReplayed, res.ReplaySkipped, res.Replayed)
+		}
+		k := fmt.Sprintf("new/%03d", hit)
+		e.mustPut("bkt", k, 5)
+		md[k] = 5
+	})
 	if !res.CopyLoaded || res.LoadChunks < 5 || hits != res.LoadChunks {
 		t.Fatalf("loaded %v in %d chunks (%d hits), want several", res.CopyLoaded, res.LoadChunks, hits)
 	}
@@ -882,24 +866,41 @@ func TestLoadChunkRoundsDrainLog(t *testing.T) {
 	e := newEnv(t)
 	e.bucket("bkt", 3)
 	md := fill(e, "bkt", 600)
+	res, hits := reshardInChunks(t, e, 128, func(hit int) {
+		for round := 0; round < 2; round++ {
+			for i := 0; i < 600; i++ {
+				k := fmt.Sprintf("obj/%05d", i)
+				size := 10 + 2*hit + round
+				if err := e.put("bkt", k, size); err != nil {
+					t.Errorf("put %s: %v", k, err)
+				}
+				md[k] = size
+			}
+		}
+	})
+	if res.LoadChunks < 3 || hits != res.LoadChunks {
+		t.Fatalf("loaded in %d chunks (%d hits), want several", res.LoadChunks, hits)
+	}
+	if res.Replayed != 0 {
+		t.Fatalf("%d records left for the replay after the copy, want 0 (the chunks' rounds read every log to its end)", res.Replayed)
+	}
+	e.verify("bkt", md)
+}
+
+// reshardInChunks reshards bkt from 3 to 7 shards as a bulk load committed
+// every chunk entries, calling afterChunk (with the chunk's number, from 1)
+// after each chunk's ingest, before its range replay. It returns the
+// result and how many chunks it saw.
+func reshardInChunks(t *testing.T, e *env, chunk int, afterChunk func(hit int)) (reshard.Result, int) {
+	t.Helper()
 	ctx := context.Background()
 	hits := 0
-	m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 16, Workers: 2, CopyLoad: true, LoadChunk: 128,
+	m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 16, Workers: 2, CopyLoad: true, LoadChunk: chunk,
 		LeaseDuration: 5 * time.Second,
 		Failpoints: &reshard.Failpoints{Hit: func(_, p string) bool {
-			if p != "load-ingested" {
-				return false
-			}
-			hits++
-			for round := 0; round < 2; round++ {
-				for i := 0; i < 600; i++ {
-					k := fmt.Sprintf("obj/%05d", i)
-					size := 10 + 2*hits + round
-					if err := e.put("bkt", k, size); err != nil {
-						t.Errorf("put %s: %v", k, err)
-					}
-					md[k] = size
-				}
+			if p == "load-ingested" {
+				hits++
+				afterChunk(hits)
 			}
 			return false
 		}}})
@@ -911,11 +912,5 @@ func TestLoadChunkRoundsDrainLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d chunks, %d records replayed during the copy, %d skipped, %d replayed after it", res.LoadChunks, res.EarlyReplayed, res.ReplaySkipped, res.Replayed)
-	if res.LoadChunks < 3 || hits != res.LoadChunks {
-		t.Fatalf("loaded in %d chunks (%d hits), want several", res.LoadChunks, hits)
-	}
-	if res.Replayed != 0 {
-		t.Fatalf("%d records left for the replay after the copy, want 0 (the chunks' rounds read every log to its end)", res.Replayed)
-	}
-	e.verify("bkt", md)
+	return res, hits
 }
