@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -112,4 +113,113 @@ func BenchmarkStatAbsent(b *testing.B) {
 			b.Fatal(err, st.Exists)
 		}
 	}
+}
+
+// TestReadOneChunk: a read within one chunk is a point lookup (bloom
+// filtered), not a bounded scan, and returns the same bytes: whole, partial,
+// past a short chunk's end, and from a hole.
+func TestReadOneChunk(t *testing.T) {
+	s, err := Open(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ioc := mustIO(t, s, "p")
+	small := []byte("a small object's bytes")
+	mustOp(t, ioc, "small", objstore.NewWriteOp().WriteFull(small))
+	// Chunk 0 holds 3 bytes, the rest of the 100 is a hole.
+	mustOp(t, ioc, "sparse", objstore.NewWriteOp().WriteFull([]byte("abc")).Truncate(100))
+	// Chunk 1 only: chunk 0 is a hole.
+	mustOp(t, ioc, "tail", objstore.NewWriteOp().Write([]byte("xyz"), chunkSize+5))
+	two := bytes.Repeat([]byte("0123456789"), chunkSize/5)
+	mustOp(t, ioc, "two", objstore.NewWriteOp().WriteFull(two))
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	read := func(oid string, off, n int64) ([]byte, uint64) {
+		t.Helper()
+		st := objstore.NewReadOp()
+		st.Stat()
+		g0 := s.PointGets()
+		if err := ioc.OperateRead(bg, oid, st); err != nil {
+			t.Fatal(err)
+		}
+		statGets := s.PointGets() - g0
+		op := objstore.NewReadOp()
+		r := op.Read(off, n)
+		g0 = s.PointGets()
+		if err := ioc.OperateRead(bg, oid, op); err != nil {
+			t.Fatal(err)
+		}
+		return r.Data, s.PointGets() - g0 - statGets
+	}
+	sparse := append([]byte("abc"), make([]byte, 97)...)
+	tail := append(make([]byte, chunkSize+5), "xyz"...)
+	for _, c := range []struct {
+		oid    string
+		off, n int64
+		want   []byte
+		gets   uint64 // point lookups beyond a Stat's
+	}{
+		{"small", 0, 0, small, 1},
+		{"small", 2, 5, small[2:7], 1},
+		{"sparse", 0, 0, sparse, 1},
+		{"sparse", 1, 10, sparse[1:11], 1},
+		{"sparse", 50, 10, sparse[50:60], 1},
+		{"tail", 0, 10, tail[:10], 1},
+		{"tail", chunkSize, 0, tail[chunkSize:], 1},
+		{"tail", chunkSize - 2, 8, tail[chunkSize-2 : chunkSize+6], 0}, // two chunks: a scan
+		{"two", 0, 0, two, 0},
+		{"two", chunkSize + 1, 10, two[chunkSize+1 : chunkSize+11], 1},
+	} {
+		got, gets := read(c.oid, c.off, c.n)
+		if !bytes.Equal(got, c.want) {
+			t.Errorf("%s [%d,+%d): %d bytes, want %d, or wrong bytes", c.oid, c.off, c.n, len(got), len(c.want))
+		}
+		if gets != c.gets {
+			t.Errorf("%s [%d,+%d): %d point lookups beyond a stat's, want %d", c.oid, c.off, c.n, gets, c.gets)
+		}
+	}
+}
+
+// BenchmarkReadSmallCPU reads random 64-byte objects (a Stat and a Read,
+// as a GET's data read) from a store whose 200k objects sit in several
+// levels of sstables. cpu-µs/op is the process's CPU time, so the figure
+// holds on a loaded machine.
+func BenchmarkReadSmallCPU(b *testing.B) {
+	s, err := Open(Options{Dir: b.TempDir(), MemTableSize: 2 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ioc := mustIO(b, s, "p")
+	const n = 200000
+	val := make([]byte, 64)
+	// Written in random order: older writes sink to deeper levels, so a
+	// random object may sit in any of them.
+	for _, i := range rand.Perm(n) {
+		op := objstore.NewWriteOp().WriteFull(val)
+		if err := ioc.Operate(bg, fmt.Sprintf("obj-%08d", i), op); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	// Compactions settled, so that they are not in the figure and every
+	// run reads the same shape of tree.
+	for m := s.db.Metrics(); m.Compact.EstimatedDebt > 0 || m.Compact.NumInProgress > 0; m = s.db.Metrics() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.ReportAllocs()
+	c0 := cpuNow()
+	for i := 0; b.Loop(); i++ {
+		op := objstore.NewReadOp()
+		op.Stat()
+		r := op.Read(0, 0)
+		if err := ioc.OperateRead(bg, fmt.Sprintf("obj-%08d", rand.IntN(n)), op); err != nil || len(r.Data) != len(val) {
+			b.Fatal(err, len(r.Data))
+		}
+	}
+	b.ReportMetric(float64(cpuNow()-c0)/float64(b.N)/1e3, "cpu-µs/op")
 }

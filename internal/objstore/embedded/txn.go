@@ -210,6 +210,19 @@ func (t *txn) readData(off, n int64) ([]byte, error) {
 		return out, t.s.readBlob(t.cur.blob, off, out)
 	}
 	lo, hi := off/chunkSize, (end-1)/chunkSize
+	if lo == hi {
+		// One chunk (every object under chunkSize): a point lookup, which
+		// the bloom filters serve, where a bounded scan would seek every
+		// level whose tables span the key. A missing chunk is a hole.
+		v, ok, err := t.get(t.chunkKey(lo))
+		if ok {
+			cs := lo * chunkSize
+			if s, e := off, min(cs+int64(len(v)), end); s < e {
+				copy(out, v[s-cs:e-cs])
+			}
+		}
+		return out, err
+	}
 	it, err := t.iter(t.chunkKey(lo), t.chunkKey(hi+1))
 	if err != nil {
 		return nil, err
