@@ -207,7 +207,7 @@ func (d *Driver) GetObjectLockConfiguration(ctx context.Context, bucket string) 
 
 // Retention returns a version's retention from its metadata.
 func Retention(m ObjectMeta) objectlock.Retention {
-	return objectlock.Retention{Mode: m.LockMode, Until: m.LockUntil}
+	return objectlock.Retention{Mode: m.LockMode, Until: m.RetainUntil()}
 }
 
 // PutObjectRetention sets a version's retention under objectlock's rules
@@ -220,7 +220,7 @@ func (d *Driver) PutObjectRetention(ctx context.Context, bucket, key, vid string
 		if err := objectlock.CheckRetentionChange(Retention(*m), r, bypass, d.opts.Now()); err != nil {
 			return err
 		}
-		m.LockMode, m.LockUntil = r.Mode, r.Until
+		m.LockMode, m.LockUntil = r.Mode, LockDate(r.Until)
 		return nil
 	})
 }
@@ -306,7 +306,7 @@ func (d *Driver) lockForWrite(inst Instance, m *ObjectMeta) error {
 			DefaultRetention *objectlock.DefaultRetention `xml:"DefaultRetention"`
 		}{DefaultRetention: inst.LockDefault}
 		r := cfg.Default(d.opts.Now())
-		m.LockMode, m.LockUntil = r.Mode, r.Until
+		m.LockMode, m.LockUntil = r.Mode, LockDate(r.Until)
 	}
 	return nil
 }

@@ -106,7 +106,7 @@ func TestObjectLockInTheDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := put(t, d, "lbk", "k", []byte("x"))
-	if v.Meta.LockMode != objectlock.Governance || v.Meta.LockUntil.Before(time.Now().Add(23*time.Hour)) {
+	if v.Meta.LockMode != objectlock.Governance || v.Meta.RetainUntil().Before(time.Now().Add(23*time.Hour)) {
 		t.Fatalf("default retention not applied: %+v", v.Meta)
 	}
 	before := versions(t, d, "lbk")

@@ -41,7 +41,7 @@ func TestRoundTrippedMeta(t *testing.T) {
 			}
 		}
 	}
-	for i, m := range []ObjectMeta{{ACL: &authz.ACL{}}, {SSE: &SSERecord{}}, {LockUntil: time.Now()}} {
+	for i, m := range []ObjectMeta{{ACL: &authz.ACL{}}, {SSE: &SSERecord{}}, {LockUntil: LockDate(time.Now())}} {
 		if _, ok := roundTripped(m); ok {
 			t.Fatalf("declinable meta %d taken", i)
 		}

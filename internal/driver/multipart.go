@@ -403,7 +403,7 @@ func (d *Driver) CompleteMultipartUploadCond(ctx context.Context, bucket, key, u
 		ModTime: d.opts.Now().UTC(), Owner: inst.Owner, Tag: "mp_" + uploadID, Parts: len(parts), Manifest: m,
 		Class: ui.StorageClass,
 	}
-	e.Meta, _ = json.Marshal(ui.Meta)
+	e.Meta = metaJSON(ui.Meta)
 	// On failure the parts stay with the upload: link must not delete them.
 	oi, err := d.link(ctx, bucket, e, putCond(c.IfNoneMatch, c.IfMatch), res, false, qt, nil)
 	if err != nil {

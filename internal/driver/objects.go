@@ -170,7 +170,7 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 		Owner: inst.Owner, Tag: tag, Manifest: bucketindex.Manifest{Runs: []bucketindex.Run{run}},
 		Class: classField(pl.class),
 	}
-	e.Meta, _ = json.Marshal(in.Meta)
+	e.Meta = metaJSON(in.Meta)
 	pw := &putWrite{held: held}
 	if m, ok := roundTripped(in.Meta); ok {
 		pw.meta = &m
@@ -187,12 +187,22 @@ type putWrite struct {
 	meta *ObjectMeta
 }
 
+// metaJSON is m as an index entry stores it: nothing for no metadata
+// (readers and the class's meta guards take absent as empty).
+func metaJSON(m ObjectMeta) []byte {
+	b, _ := json.Marshal(m)
+	if string(b) == "{}" {
+		return nil
+	}
+	return b
+}
+
 // roundTripped returns m as decoding json.Marshal(m) gives it, for the
 // common metadata whose round trip is plain copying (input-only fields
 // cleared, empty maps and lists dropped); false for the rest (ACL, SSE,
 // retention dates), which the caller decodes.
 func roundTripped(m ObjectMeta) (ObjectMeta, bool) {
-	if m.ACL != nil || m.SSE != nil || !m.LockUntil.IsZero() {
+	if m.ACL != nil || m.SSE != nil || !m.RetainUntil().IsZero() {
 		return ObjectMeta{}, false
 	}
 	m.StorageClass = ""

@@ -223,7 +223,10 @@ type ObjectMeta struct {
 	// Object lock of this version: retention mode (GOVERNANCE, COMPLIANCE
 	// or "") and date, legal hold ("ON", "OFF", or "" never set).
 	LockMode  string    `json:"lm,omitempty"`
-	LockUntil time.Time `json:"lu,omitzero"`
+	// LockUntil is nil without a retention date (a pointer: goccy/go-json,
+	// which stores this record, ignores omitzero and would write the zero
+	// time into every index entry).
+	LockUntil *time.Time `json:"lu,omitempty"`
 	LegalHold string    `json:"lh,omitempty"`
 	// SSE is the object's server-side encryption (sse.go); nil = clear.
 	SSE *SSERecord `json:"sse,omitempty"`
@@ -231,6 +234,22 @@ type ObjectMeta struct {
 	// "" = STANDARD). Input only: the index entry keeps the class, and
 	// ObjectInfo.StorageClass reports it.
 	StorageClass string `json:"-"`
+}
+
+// RetainUntil is the version's retention date; zero if none.
+func (m ObjectMeta) RetainUntil() time.Time {
+	if m.LockUntil == nil {
+		return time.Time{}
+	}
+	return *m.LockUntil
+}
+
+// LockDate is ObjectMeta.LockUntil for a retention date t (nil when zero).
+func LockDate(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // ObjectInfo describes a stored object.

@@ -58,7 +58,7 @@ func lockMeta(h http.Header, m *driver.ObjectMeta) error {
 	if err != nil || !present {
 		return err
 	}
-	m.LockMode, m.LockUntil = hs.Retention.Mode, hs.Retention.Until
+	m.LockMode, m.LockUntil = hs.Retention.Mode, driver.LockDate(hs.Retention.Until)
 	if hs.LegalHold != nil {
 		m.LegalHold = "OFF"
 		if *hs.LegalHold {
@@ -72,7 +72,7 @@ func lockMeta(h http.Header, m *driver.ObjectMeta) error {
 func lockHeaders(h http.Header, m driver.ObjectMeta) {
 	if m.LockMode != "" {
 		h.Set("X-Amz-Object-Lock-Mode", m.LockMode)
-		h.Set("X-Amz-Object-Lock-Retain-Until-Date", m.LockUntil.UTC().Format(time.RFC3339))
+		h.Set("X-Amz-Object-Lock-Retain-Until-Date", m.RetainUntil().UTC().Format(time.RFC3339))
 	}
 	if m.LegalHold != "" {
 		h.Set("X-Amz-Object-Lock-Legal-Hold", m.LegalHold)

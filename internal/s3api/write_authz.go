@@ -75,7 +75,7 @@ func writeActions(meta driver.ObjectMeta, setsACL, setsTags bool) []authz.Action
 	if setsTags && meta.Tags != nil {
 		out = append(out, authz.S3PutObjectTagging)
 	}
-	if meta.LockMode != "" || !meta.LockUntil.IsZero() {
+	if meta.LockMode != "" || !meta.RetainUntil().IsZero() {
 		out = append(out, authz.S3PutObjectRetention)
 	}
 	if meta.LegalHold != "" {
