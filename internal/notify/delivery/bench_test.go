@@ -131,6 +131,11 @@ func benchDelivery(b *testing.B, rcv *benchReceiver, mode string, shards int) {
 		b.ReportMetric(float64(rc1-rc0)/float64(b.N)/1e3, "rcv-cpu-µs/op")
 		ops := counter(b, reg, "cairn_notify_delivery_shard_ops_total", nil)
 		b.ReportMetric(float64(b.N)/ops, "events/shard-op")
+		for _, op := range []string{"list", "remove", "list_remove"} {
+			n := counter(b, reg, "cairn_notify_delivery_shard_ops_total", map[string]string{"op": op})
+			b.ReportMetric(n*1000/float64(b.N), op+"-ops/kev")
+		}
+		b.ReportMetric(float64(b.N)/float64(m.met.nExchanges.Load()), "events/exchange")
 		if got := n1 - n0; got < int64(b.N) {
 			b.Fatalf("receiver got %d POSTs for %d events", got, b.N)
 		}

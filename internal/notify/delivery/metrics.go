@@ -28,6 +28,9 @@ type metrics struct {
 	nOK, nFailed, nExpired, nLost, nInflight atomic.Int64
 	maxInflight                              atomic.Int64
 	nHeld, maxHeld                           atomic.Int64
+	// nExchanges counts push exchanges (a pipelined batch or a single
+	// push): events per exchange is what a push costs per event.
+	nExchanges atomic.Int64
 }
 
 const ns, sub = "cairn", "notify_delivery"

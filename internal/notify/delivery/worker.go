@@ -646,6 +646,7 @@ func (w *worker) tryAcquire(sem chan struct{}) bool {
 // push does.
 func (w *worker) pushBatch(bt push.Batcher, sem chan struct{}, items []*item, msgs []push.Message) {
 	defer w.pushes.Done()
+	w.m.met.nExchanges.Add(1)
 	for range items {
 		w.m.met.pushStart()
 	}
@@ -661,6 +662,7 @@ func (w *worker) pushBatch(bt push.Batcher, sem chan struct{}, items []*item, ms
 
 func (w *worker) push(ep push.Endpoint, sem chan struct{}, it *item, msg push.Message) {
 	defer w.pushes.Done()
+	w.m.met.nExchanges.Add(1)
 	w.m.met.pushStart()
 	ctx, cancel := context.WithTimeout(w.pushCtx, w.m.cfg.PushTimeout)
 	err := ep.Push(ctx, msg)
