@@ -630,7 +630,7 @@ func (w *worker) endpoint(st *topicState, now time.Time) bool {
 // so waiting cannot deadlock), n cut to both bounds. It returns how many,
 // 0 when the worker stops first.
 func (w *worker) acquire(sem *slots, n int) int {
-	n = min(n, w.m.global.size)
+	n = max(min(n, w.m.global.size), 1)
 	done := w.stopCtx.Done()
 	got := sem.acquire(done, n)
 	if got == 0 {
