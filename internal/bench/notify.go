@@ -305,6 +305,7 @@ type NotifyCell struct {
 	ListOps       float64 `json:"list_ops,omitempty"`
 	RemoveOps     float64 `json:"remove_ops,omitempty"`
 	ListRemoveOps float64 `json:"list_remove_ops,omitempty"`
+	PushExchanges float64 `json:"push_exchanges,omitempty"` // cairn_notify_delivery_push_exchanges_total delta
 	// ReserveOps: reservations that took a store op on the PUT's path
 	// (the shard's pool of ready reservations was empty).
 	ReserveOps float64 `json:"reserve_ops,omitempty"`
@@ -844,6 +845,7 @@ func (b *notifyBench) cell(ctx context.Context, round int, mode, op string, size
 		n1 := b.gw.counters(ctx)
 		c.PushesOK, c.PushesFailed = n1.ok-n0.ok, n1.failed-n0.failed
 		c.ListOps, c.RemoveOps, c.ListRemoveOps = n1.listOps-n0.listOps, n1.removeOps-n0.removeOps, n1.listRemoveOps-n0.listRemoveOps
+		c.PushExchanges = n1.pushExchanges - n0.pushExchanges
 		c.CommitOps, c.CommitEvents = n1.commitOps-n0.commitOps, n1.commitEvents-n0.commitEvents
 		c.ReserveOps = n1.reserveOps - n0.reserveOps
 	}
@@ -872,8 +874,8 @@ func (b *notifyBench) cell(ctx context.Context, round int, mode, op string, size
 	c.DepthSlope = depthSlope(c.Depth)
 	c.Lag = b.rv.lag(c.Bucket)
 	if c.Topic != "" {
-		fmt.Fprintf(out, "  store ops: %.0f commits for %.0f events, %.0f reserves; %.0f lists, %.0f removals, %.0f lists with removals\n",
-			c.CommitOps, c.CommitEvents, c.ReserveOps, c.ListOps, c.RemoveOps, c.ListRemoveOps)
+		fmt.Fprintf(out, "  store ops: %.0f commits for %.0f events, %.0f reserves; %.0f lists, %.0f removals, %.0f lists with removals; %.0f push exchanges\n",
+			c.CommitOps, c.CommitEvents, c.ReserveOps, c.ListOps, c.RemoveOps, c.ListRemoveOps, c.PushExchanges)
 		fmt.Fprintf(out, "  delivered %d events (pushes ok %.0f failed %.0f), lag p50 %.1f p99 %.1f max %.1f ms, max depth %d, slope %.1f/s, drained %v in %.1fs, CPU/op: gateway %.0f µs, client+receiver %.0f µs; other jobs %.1f CPU-s, load %.1f\n",
 			c.Lag.Events, c.PushesOK, c.PushesFailed, c.Lag.P50Ms, c.Lag.P99Ms, c.Lag.MaxMs, c.MaxDepth, c.DepthSlope, c.Drained, c.DrainSeconds, c.GatewayUsOp, c.BenchUsOp, c.OtherCPU, c.LoadAvg)
 		if !c.Drained {
@@ -1348,6 +1350,7 @@ func (g *notifyGateway) topicStats(ctx context.Context, name string) (topicStats
 type notifyCounters struct {
 	ok, failed                        float64
 	listOps, removeOps, listRemoveOps float64 // cairn_notify_delivery_shard_ops_total by op
+	pushExchanges                     float64 // cairn_notify_delivery_push_exchanges_total
 	commitOps, commitEvents           float64 // cairn_notify_queue_commit_{ops,events}_total
 	reserveOps                        float64 // cairn_notify_queue_reserve_ops_total
 	// cairn_store_*: the embedded store's writes.
@@ -1372,6 +1375,7 @@ func (g *notifyGateway) counters(ctx context.Context) notifyCounters {
 		{`cairn_notify_delivery_shard_ops_total{op="list"}`, &n.listOps},
 		{`cairn_notify_delivery_shard_ops_total{op="remove"}`, &n.removeOps},
 		{`cairn_notify_delivery_shard_ops_total{op="list_remove"}`, &n.listRemoveOps},
+		{"cairn_notify_delivery_push_exchanges_total", &n.pushExchanges},
 		{"cairn_notify_queue_commit_ops_total", &n.commitOps},
 		{"cairn_notify_queue_commit_events_total", &n.commitEvents},
 		{"cairn_notify_queue_reserve_ops_total", &n.reserveOps},

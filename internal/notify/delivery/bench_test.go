@@ -135,7 +135,7 @@ func benchDelivery(b *testing.B, rcv *benchReceiver, mode string, shards int) {
 			n := counter(b, reg, "cairn_notify_delivery_shard_ops_total", map[string]string{"op": op})
 			b.ReportMetric(n*1000/float64(b.N), op+"-ops/kev")
 		}
-		b.ReportMetric(float64(b.N)/float64(m.met.nExchanges.Load()), "events/exchange")
+		b.ReportMetric(float64(b.N)/counter(b, reg, "cairn_notify_delivery_push_exchanges_total", nil), "events/exchange")
 		b.ReportMetric(meanLatency(b, reg)*1e3, "lat-ms")
 		if got := n1 - n0; got < int64(b.N) {
 			b.Fatalf("receiver got %d POSTs for %d events", got, b.N)

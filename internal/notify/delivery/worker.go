@@ -648,7 +648,7 @@ func (w *worker) acquire(sem *slots, n int) int {
 // push does.
 func (w *worker) pushBatch(bt push.Batcher, sem *slots, items []*item, msgs []push.Message) {
 	defer w.pushes.Done()
-	w.m.met.nExchanges.Add(1)
+	w.m.met.exchanges.Inc()
 	for range items {
 		w.m.met.pushStart()
 	}
@@ -664,7 +664,7 @@ func (w *worker) pushBatch(bt push.Batcher, sem *slots, items []*item, msgs []pu
 
 func (w *worker) push(ep push.Endpoint, sem *slots, it *item, msg push.Message) {
 	defer w.pushes.Done()
-	w.m.met.nExchanges.Add(1)
+	w.m.met.exchanges.Inc()
 	w.m.met.pushStart()
 	ctx, cancel := context.WithTimeout(w.pushCtx, w.m.cfg.PushTimeout)
 	err := ep.Push(ctx, msg)
