@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-s3/cairn/internal/notify/push"
 	nq "github.com/cairn-s3/cairn/internal/notify/queue"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestSlotsFIFOWholeRequests(t *testing.T) {
@@ -185,5 +186,41 @@ func TestBatchSlotsUnderContention(t *testing.T) {
 	}
 	if len(sizes) != total/batch || slices.Min(sizes) != batch {
 		t.Errorf("exchange sizes %v, want %d exchanges of %d", sizes, total/batch, batch)
+	}
+}
+
+// An 11-shard backlog through the real HTTP endpoint: every shard's
+// entries go out in full pipelined batches, whichever worker waits for
+// the endpoint's slots (a third of them: 11 x 32 > the 96 slots here).
+// With one slot taken at a time the backlog went out a few events per
+// exchange.
+func TestBacklogExchangesAreFull(t *testing.T) {
+	e := newEnv(t)
+	rcv := newReceiver(t)
+	const shards, perShard, batch = 11, 64, 32
+	tp := e.createTopic("full", rcv.url(), shards, nil)
+	count := make([]int, shards)
+	want := map[string][]uint64{}
+	for i := 0; slices.Min(count) < perShard; i++ {
+		key := fmt.Sprintf("k%d", i)
+		sh := nq.ShardIndex("b", key, shards)
+		if count[sh] < perShard {
+			count[sh]++
+			want["b/"+key] = append(want["b/"+key], e.publish(tp, "b", key))
+		}
+	}
+	reg := prometheus.NewRegistry()
+	m := e.manager("gw1", e.endpoints(nil), func(c *Config) {
+		c.MaxInFlightPerEndpoint, c.PushBatch, c.Registerer = 3*batch, batch, reg
+	})
+	total := shards * perShard
+	eventually(t, 60*time.Second, "every event delivered and removed", func() bool {
+		return m.Stats().PushesOK == int64(total) && e.entries(tp) == 0
+	})
+	if dups := rcv.checkOrder(t, want); dups != 0 {
+		t.Errorf("%d duplicates", dups)
+	}
+	if got := counter(t, reg, "cairn_notify_delivery_push_exchanges_total", nil); got != float64(total/batch) {
+		t.Errorf("%v exchanges for %d events, want %d (full batches of %d)", got, total, total/batch, batch)
 	}
 }
