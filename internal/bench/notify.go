@@ -127,6 +127,10 @@ type NotifyConfig struct {
 	// PushPipeline is the gateway's --notif-push-pipeline (0: not passed,
 	// the gateway's default).
 	PushPipeline int
+	// WakeBatch and MaxWakeGap are the gateway's --notif-wake-batch and
+	// --notif-max-wake-gap (0: not passed).
+	WakeBatch  int
+	MaxWakeGap time.Duration
 	// Command is recorded in the result.
 	Command string
 	Out     io.Writer
@@ -421,6 +425,8 @@ func NotifyMain(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "repeat the matrix; the summary takes medians")
 	fs.DurationVar(&cfg.ScanInterval, "notif-scan-interval", time.Second, "gateway --notif-scan-interval")
 	fs.IntVar(&cfg.PushPipeline, "notif-push-pipeline", 0, "gateway --notif-push-pipeline (0: not passed)")
+	fs.IntVar(&cfg.WakeBatch, "notif-wake-batch", 0, "gateway --notif-wake-batch (0: not passed)")
+	fs.DurationVar(&cfg.MaxWakeGap, "notif-max-wake-gap", 0, "gateway --notif-max-wake-gap (0: not passed)")
 	fs.DurationVar(&cfg.CommitLinger, "notif-commit-linger", 50*time.Millisecond, "gateway --notif-commit-linger (0: not passed; commit before the reply)")
 	jsonOut := fs.String("json", "", "also write the JSON result (indented) to this file")
 	mdOut := fs.String("md", "", "write the tables into this markdown file (between its notify:begin/end markers)")
@@ -546,7 +552,8 @@ func RunNotify(ctx context.Context, cfg NotifyConfig) (*NotifyResult, error) {
 	fmt.Fprintf(out, "endpoint: %s %s\n", cfg.EndpointKind, res.Endpoint)
 
 	ak, sk := "notifybench", fmt.Sprintf("s%016x", time.Now().UnixNano())
-	gcfg := gwConfig{bin: cfg.Bin, inProcess: cfg.InProcess, dir: dir, ak: ak, sk: sk, scan: cfg.ScanInterval, linger: cfg.CommitLinger, pipeline: cfg.PushPipeline}
+	gcfg := gwConfig{bin: cfg.Bin, inProcess: cfg.InProcess, dir: dir, ak: ak, sk: sk, scan: cfg.ScanInterval, linger: cfg.CommitLinger, pipeline: cfg.PushPipeline,
+		wakeBatch: cfg.WakeBatch, maxWakeGap: cfg.MaxWakeGap}
 
 	// Topic bench1 on a gateway with --notif-shards 1, then bench11.
 	topics := map[string]string{} // mode → topic name
@@ -1153,6 +1160,9 @@ type gwConfig struct {
 	scan      time.Duration
 	linger    time.Duration
 	pipeline  int
+	// wakeBatch, maxWakeGap: --notif-wake-batch, --notif-max-wake-gap (0: not passed)
+	wakeBatch  int
+	maxWakeGap time.Duration
 }
 
 func freePort() (string, error) {
@@ -1177,6 +1187,12 @@ func startGateway(ctx context.Context, gc gwConfig, shards int, out io.Writer) (
 	}
 	if gc.pipeline > 0 {
 		args = append(args, "--notif-push-pipeline", strconv.Itoa(gc.pipeline))
+	}
+	if gc.wakeBatch > 0 {
+		args = append(args, "--notif-wake-batch", strconv.Itoa(gc.wakeBatch))
+	}
+	if gc.maxWakeGap > 0 {
+		args = append(args, "--notif-max-wake-gap", gc.maxWakeGap.String())
 	}
 	g := &notifyGateway{
 		url: "http://" + addr, inProcess: gc.inProcess, done: make(chan error, 1),
