@@ -127,6 +127,10 @@ type NotifyConfig struct {
 	// PushPipeline is the gateway's --notif-push-pipeline (0: not passed,
 	// the gateway's default).
 	PushPipeline int
+	// WakeBatch and MaxWakeGap are the gateway's --notif-wake-batch and
+	// --notif-max-wake-gap (0: not passed).
+	WakeBatch  int
+	MaxWakeGap time.Duration
 	// Command is recorded in the result.
 	Command string
 	Out     io.Writer
@@ -305,6 +309,7 @@ type NotifyCell struct {
 	ListOps       float64 `json:"list_ops,omitempty"`
 	RemoveOps     float64 `json:"remove_ops,omitempty"`
 	ListRemoveOps float64 `json:"list_remove_ops,omitempty"`
+	PushExchanges float64 `json:"push_exchanges,omitempty"` // cairn_notify_delivery_push_exchanges_total delta
 	// ReserveOps: reservations that took a store op on the PUT's path
 	// (the shard's pool of ready reservations was empty).
 	ReserveOps float64 `json:"reserve_ops,omitempty"`
@@ -420,6 +425,8 @@ func NotifyMain(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "repeat the matrix; the summary takes medians")
 	fs.DurationVar(&cfg.ScanInterval, "notif-scan-interval", time.Second, "gateway --notif-scan-interval")
 	fs.IntVar(&cfg.PushPipeline, "notif-push-pipeline", 0, "gateway --notif-push-pipeline (0: not passed)")
+	fs.IntVar(&cfg.WakeBatch, "notif-wake-batch", 0, "gateway --notif-wake-batch (0: not passed)")
+	fs.DurationVar(&cfg.MaxWakeGap, "notif-max-wake-gap", 0, "gateway --notif-max-wake-gap (0: not passed)")
 	fs.DurationVar(&cfg.CommitLinger, "notif-commit-linger", 50*time.Millisecond, "gateway --notif-commit-linger (0: not passed; commit before the reply)")
 	jsonOut := fs.String("json", "", "also write the JSON result (indented) to this file")
 	mdOut := fs.String("md", "", "write the tables into this markdown file (between its notify:begin/end markers)")
@@ -545,7 +552,8 @@ func RunNotify(ctx context.Context, cfg NotifyConfig) (*NotifyResult, error) {
 	fmt.Fprintf(out, "endpoint: %s %s\n", cfg.EndpointKind, res.Endpoint)
 
 	ak, sk := "notifybench", fmt.Sprintf("s%016x", time.Now().UnixNano())
-	gcfg := gwConfig{bin: cfg.Bin, inProcess: cfg.InProcess, dir: dir, ak: ak, sk: sk, scan: cfg.ScanInterval, linger: cfg.CommitLinger, pipeline: cfg.PushPipeline}
+	gcfg := gwConfig{bin: cfg.Bin, inProcess: cfg.InProcess, dir: dir, ak: ak, sk: sk, scan: cfg.ScanInterval, linger: cfg.CommitLinger, pipeline: cfg.PushPipeline,
+		wakeBatch: cfg.WakeBatch, maxWakeGap: cfg.MaxWakeGap}
 
 	// Topic bench1 on a gateway with --notif-shards 1, then bench11.
 	topics := map[string]string{} // mode → topic name
@@ -844,6 +852,7 @@ func (b *notifyBench) cell(ctx context.Context, round int, mode, op string, size
 		n1 := b.gw.counters(ctx)
 		c.PushesOK, c.PushesFailed = n1.ok-n0.ok, n1.failed-n0.failed
 		c.ListOps, c.RemoveOps, c.ListRemoveOps = n1.listOps-n0.listOps, n1.removeOps-n0.removeOps, n1.listRemoveOps-n0.listRemoveOps
+		c.PushExchanges = n1.pushExchanges - n0.pushExchanges
 		c.CommitOps, c.CommitEvents = n1.commitOps-n0.commitOps, n1.commitEvents-n0.commitEvents
 		c.ReserveOps = n1.reserveOps - n0.reserveOps
 	}
@@ -872,8 +881,8 @@ func (b *notifyBench) cell(ctx context.Context, round int, mode, op string, size
 	c.DepthSlope = depthSlope(c.Depth)
 	c.Lag = b.rv.lag(c.Bucket)
 	if c.Topic != "" {
-		fmt.Fprintf(out, "  store ops: %.0f commits for %.0f events, %.0f reserves; %.0f lists, %.0f removals, %.0f lists with removals\n",
-			c.CommitOps, c.CommitEvents, c.ReserveOps, c.ListOps, c.RemoveOps, c.ListRemoveOps)
+		fmt.Fprintf(out, "  store ops: %.0f commits for %.0f events, %.0f reserves; %.0f lists, %.0f removals, %.0f lists with removals; %.0f push exchanges\n",
+			c.CommitOps, c.CommitEvents, c.ReserveOps, c.ListOps, c.RemoveOps, c.ListRemoveOps, c.PushExchanges)
 		fmt.Fprintf(out, "  delivered %d events (pushes ok %.0f failed %.0f), lag p50 %.1f p99 %.1f max %.1f ms, max depth %d, slope %.1f/s, drained %v in %.1fs, CPU/op: gateway %.0f µs, client+receiver %.0f µs; other jobs %.1f CPU-s, load %.1f\n",
 			c.Lag.Events, c.PushesOK, c.PushesFailed, c.Lag.P50Ms, c.Lag.P99Ms, c.Lag.MaxMs, c.MaxDepth, c.DepthSlope, c.Drained, c.DrainSeconds, c.GatewayUsOp, c.BenchUsOp, c.OtherCPU, c.LoadAvg)
 		if !c.Drained {
@@ -1151,6 +1160,9 @@ type gwConfig struct {
 	scan      time.Duration
 	linger    time.Duration
 	pipeline  int
+	// wakeBatch, maxWakeGap: --notif-wake-batch, --notif-max-wake-gap (0: not passed)
+	wakeBatch  int
+	maxWakeGap time.Duration
 }
 
 func freePort() (string, error) {
@@ -1175,6 +1187,12 @@ func startGateway(ctx context.Context, gc gwConfig, shards int, out io.Writer) (
 	}
 	if gc.pipeline > 0 {
 		args = append(args, "--notif-push-pipeline", strconv.Itoa(gc.pipeline))
+	}
+	if gc.wakeBatch > 0 {
+		args = append(args, "--notif-wake-batch", strconv.Itoa(gc.wakeBatch))
+	}
+	if gc.maxWakeGap > 0 {
+		args = append(args, "--notif-max-wake-gap", gc.maxWakeGap.String())
 	}
 	g := &notifyGateway{
 		url: "http://" + addr, inProcess: gc.inProcess, done: make(chan error, 1),
@@ -1348,6 +1366,7 @@ func (g *notifyGateway) topicStats(ctx context.Context, name string) (topicStats
 type notifyCounters struct {
 	ok, failed                        float64
 	listOps, removeOps, listRemoveOps float64 // cairn_notify_delivery_shard_ops_total by op
+	pushExchanges                     float64 // cairn_notify_delivery_push_exchanges_total
 	commitOps, commitEvents           float64 // cairn_notify_queue_commit_{ops,events}_total
 	reserveOps                        float64 // cairn_notify_queue_reserve_ops_total
 	// cairn_store_*: the embedded store's writes.
@@ -1372,6 +1391,7 @@ func (g *notifyGateway) counters(ctx context.Context) notifyCounters {
 		{`cairn_notify_delivery_shard_ops_total{op="list"}`, &n.listOps},
 		{`cairn_notify_delivery_shard_ops_total{op="remove"}`, &n.removeOps},
 		{`cairn_notify_delivery_shard_ops_total{op="list_remove"}`, &n.listRemoveOps},
+		{"cairn_notify_delivery_push_exchanges_total", &n.pushExchanges},
 		{"cairn_notify_queue_commit_ops_total", &n.commitOps},
 		{"cairn_notify_queue_commit_events_total", &n.commitEvents},
 		{"cairn_notify_queue_reserve_ops_total", &n.reserveOps},

@@ -66,6 +66,11 @@ type Config struct {
 	// NotifPushPipeline bounds the HTTP POSTs a queue shard's delivery
 	// writes on one connection before reading their answers.
 	NotifPushPipeline int
+	// NotifWakeBatch and NotifMaxWakeGap set how a busy queue shard's
+	// lists are spaced (delivery.Config.WakeBatch, MaxWakeGap): larger
+	// means fewer store ops per event and a longer delivery lag.
+	NotifWakeBatch  int
+	NotifMaxWakeGap time.Duration
 	// TopicRequirePublishPolicy refuses attaching another user's topic to
 	// a bucket unless the topic's Policy allows sns:Publish to the caller.
 	TopicRequirePublishPolicy bool
@@ -294,6 +299,8 @@ var options = []option{
 	{"notif-lease", "how long a gateway owns a queue shard without renewing (a dead gateway's shards move after this)", "90s", durOpt(func(c *Config) *time.Duration { return &c.NotifLease })},
 	{"notif-scan-interval", "how often delivery reads the queue registry, heartbeats and rebalances shards", "30s", durOpt(func(c *Config) *time.Duration { return &c.NotifScan })},
 	{"notif-commit-linger", "a persistent event is durable in its write's index op (link intent); its queue commit follows the reply, batched per queue shard for up to this long (0 = commit before the reply, one op per write or group; embedded backend only; auto = 50ms on embedded, 0 on rados)", "auto", lingerOpt},
+	{"notif-wake-batch", "events a busy queue shard's list aims to carry: its lists are spaced (20ms up to notif-max-wake-gap) until each carries about this many; larger = fewer store ops per event, longer delivery lag", "32", intOpt(func(c *Config) *int { return &c.NotifWakeBatch })},
+	{"notif-max-wake-gap", "longest spacing of a busy queue shard's lists (bounds the lag notif-wake-batch adds)", "200ms", durOpt(func(c *Config) *time.Duration { return &c.NotifMaxWakeGap })},
 	{"notif-push-pipeline", "HTTP notification POSTs of one queue shard pipelined on one connection (written together, answers read in order; 1 = one request per round trip)", "32", intOpt(func(c *Config) *int { return &c.NotifPushPipeline })},
 	{"topic-require-publish-policy", "attaching another user's topic to a bucket notification needs sns:Publish in the topic's Policy (rgw_topic_require_publish_policy)", "true", boolOpt(func(c *Config) *bool { return &c.TopicRequirePublishPolicy })},
 	{"notif-event-source", "eventSource of event records (RGW's ceph:s3; AWS sends aws:s3)", "ceph:s3", strOpt(func(c *Config) *string { return &c.NotifEventSource })},
@@ -505,6 +512,8 @@ func (c *Config) Validate() error {
 	// Checked here, not only by delivery: a bad pair must fail before a
 	// new data directory is initialised.
 	check(c.NotifPushPipeline >= 1 && c.NotifPushPipeline <= 1024, "notif-push-pipeline %d outside 1..1024", c.NotifPushPipeline)
+	check(c.NotifWakeBatch >= 1 && c.NotifWakeBatch <= 10000, "notif-wake-batch %d outside 1..10000", c.NotifWakeBatch)
+	check(c.NotifMaxWakeGap >= 20*time.Millisecond && c.NotifMaxWakeGap <= 10*time.Second, "notif-max-wake-gap %s outside 20ms..10s", c.NotifMaxWakeGap)
 	check(c.NotifCommitLinger >= 0 && c.NotifCommitLinger <= 10*time.Second, "notif-commit-linger %s outside 0..10s", c.NotifCommitLinger)
 	// Only the writer resolves its intents: with several gateways on one
 	// cluster, a dead one's answered events would wait for its restart.

@@ -170,3 +170,27 @@ func TestCommitLingerNeedsEmbedded(t *testing.T) {
 		}
 	}
 }
+
+// The list spacing of busy shards: defaults as delivery's, set by flag or
+// environment, bounds checked.
+func TestWakeFlags(t *testing.T) {
+	c, err := Load(nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NotifWakeBatch != 32 || c.NotifMaxWakeGap != 200*time.Millisecond {
+		t.Errorf("defaults %d %v, want 32 200ms", c.NotifWakeBatch, c.NotifMaxWakeGap)
+	}
+	c, err = Load([]string{"--notif-wake-batch", "96"}, env(map[string]string{"CAIRN_NOTIF_MAX_WAKE_GAP": "400ms"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NotifWakeBatch != 96 || c.NotifMaxWakeGap != 400*time.Millisecond {
+		t.Errorf("set %d %v, want 96 400ms", c.NotifWakeBatch, c.NotifMaxWakeGap)
+	}
+	for _, args := range [][]string{{"--notif-wake-batch", "0"}, {"--notif-max-wake-gap", "5ms"}, {"--notif-max-wake-gap", "1m"}} {
+		if _, err := Load(args, env(nil)); err == nil || !strings.Contains(err.Error(), args[0][2:]) {
+			t.Errorf("%v: %v, want an error naming it", args, err)
+		}
+	}
+}

@@ -207,6 +207,7 @@ func (g *Gateway) mountNotifications(cfg *config.Config, svc *service.Service, d
 		}),
 		MaxRetries: cfg.PersistMaxRetries, TTL: cfg.PersistTTL, RetrySleep: cfg.PersistSleep,
 		LeaseDuration: cfg.NotifLease, ScanInterval: cfg.NotifScan, PushBatch: cfg.NotifPushPipeline, FailureLog: svc.FailureLog(),
+		WakeBatch: cfg.NotifWakeBatch, MaxWakeGap: cfg.NotifMaxWakeGap,
 		Logger: g.Log.With("component", "delivery"), Registerer: g.Registry,
 	})
 	if err != nil {

@@ -131,6 +131,12 @@ func benchDelivery(b *testing.B, rcv *benchReceiver, mode string, shards int) {
 		b.ReportMetric(float64(rc1-rc0)/float64(b.N)/1e3, "rcv-cpu-µs/op")
 		ops := counter(b, reg, "cairn_notify_delivery_shard_ops_total", nil)
 		b.ReportMetric(float64(b.N)/ops, "events/shard-op")
+		for _, op := range []string{"list", "remove", "list_remove"} {
+			n := counter(b, reg, "cairn_notify_delivery_shard_ops_total", map[string]string{"op": op})
+			b.ReportMetric(n*1000/float64(b.N), op+"-ops/kev")
+		}
+		b.ReportMetric(float64(b.N)/counter(b, reg, "cairn_notify_delivery_push_exchanges_total", nil), "events/exchange")
+		b.ReportMetric(meanLatency(b, reg)*1e3, "lat-ms")
 		if got := n1 - n0; got < int64(b.N) {
 			b.Fatalf("receiver got %d POSTs for %d events", got, b.N)
 		}
@@ -140,6 +146,29 @@ func benchDelivery(b *testing.B, rcv *benchReceiver, mode string, shards int) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// meanLatency is the mean commit -> acknowledgement time in seconds.
+func meanLatency(b *testing.B, reg prometheus.Gatherer) float64 {
+	fams, err := reg.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sum float64
+	var n uint64
+	for _, f := range fams {
+		if f.GetName() != "cairn_notify_delivery_latency_seconds" {
+			continue
+		}
+		for _, m := range f.Metric {
+			sum += m.Histogram.GetSampleSum()
+			n += m.Histogram.GetSampleCount()
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
 }
 
 // benchRecord is a stored record as the gateway writes it for a 4 KiB PUT

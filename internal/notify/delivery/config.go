@@ -108,7 +108,9 @@ type Config struct {
 
 	// MaxInFlightTotal bounds pushes in flight over all shards (default
 	// 1024); MaxInFlightPerEndpoint bounds them per endpoint URL (default
-	// 256).
+	// 256). A pipelined batch takes its slots at once, first come first
+	// served, so shards competing for a full endpoint still send full
+	// batches.
 	MaxInFlightTotal       int
 	MaxInFlightPerEndpoint int
 	// ShardWindow bounds the entries of one shard held in memory (listed,

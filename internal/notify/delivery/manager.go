@@ -23,10 +23,10 @@ import (
 type Manager struct {
 	cfg    Config
 	met    *metrics
-	global chan struct{} // MaxInFlightTotal slots
+	global *slots // MaxInFlightTotal
 
 	semMu sync.Mutex
-	sems  map[string]chan struct{} // per endpoint key
+	sems  map[string]*slots // per endpoint key
 
 	mu       sync.Mutex
 	workers  map[string]*worker // by shard OID
@@ -54,8 +54,8 @@ func New(cfg Config) (*Manager, error) {
 		cfg:      cfg,
 		met:      newMetrics(cfg.Registerer),
 		flog:     cfg.FailureLog,
-		global:   make(chan struct{}, cfg.MaxInFlightTotal),
-		sems:     map[string]chan struct{}{},
+		global:   newSlots(cfg.MaxInFlightTotal),
+		sems:     map[string]*slots{},
 		workers:  map[string]*worker{},
 		known:    map[string]bool{},
 		lastLive: 1,
@@ -231,12 +231,12 @@ func (m *Manager) leaseHorizon() time.Duration {
 	return m.cfg.LeaseDuration - m.cfg.LeaseDuration/10
 }
 
-func (m *Manager) endpointSem(key string) chan struct{} {
+func (m *Manager) endpointSem(key string) *slots {
 	m.semMu.Lock()
 	defer m.semMu.Unlock()
 	s := m.sems[key]
 	if s == nil {
-		s = make(chan struct{}, m.cfg.MaxInFlightPerEndpoint)
+		s = newSlots(m.cfg.MaxInFlightPerEndpoint)
 		m.sems[key] = s
 	}
 	return s

@@ -21,6 +21,9 @@ type metrics struct {
 	owned    prometheus.Gauge
 	lost     prometheus.Counter
 	shardOps *prometheus.CounterVec
+	// exchanges counts push exchanges (one pipelined batch or one single
+	// push): events per exchange is what a push costs per event.
+	exchanges prometheus.Counter
 	// shardOps by op, resolved once (one per store op).
 	opsList, opsRemove, opsListRemove prometheus.Counter
 
@@ -57,12 +60,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Shard leases lost without releasing them (renewal failed or fenced op)."}),
 		shardOps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "shard_ops_total",
 			Help: "Store ops delivery sent to queue shards: list, remove (acks and retry states), list_remove (both in one op)."}, []string{"op"}),
+		exchanges: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "push_exchanges_total",
+			Help: "Push exchanges with endpoints: one pipelined batch or one single push."}),
 	}
 	m.opsList = m.shardOps.WithLabelValues("list")
 	m.opsRemove = m.shardOps.WithLabelValues("remove")
 	m.opsListRemove = m.shardOps.WithLabelValues("list_remove")
 	if reg != nil {
-		reg.MustRegister(m.entries, m.bytes, m.oldest, m.latency, m.ok, m.failed, m.expired, m.inflight, m.owned, m.lost, m.shardOps)
+		reg.MustRegister(m.entries, m.bytes, m.oldest, m.latency, m.ok, m.failed, m.expired, m.inflight, m.owned, m.lost, m.shardOps, m.exchanges)
 	}
 	return m
 }

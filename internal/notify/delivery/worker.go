@@ -470,13 +470,23 @@ func (w *worker) drop(kq *keyQ, reason string, now time.Time, cause error) {
 }
 
 // dispatch pushes every due head the in-flight bounds allow. It blocks on
-// the endpoint's and the global semaphore (acks keep arriving into the
-// buffered results meanwhile).
+// the endpoint's and the global slots (acks keep arriving into the
+// buffered results meanwhile), taking a batch's worth at once.
 func (w *worker) dispatch() error {
 	st := w.state.Load()
 	now := w.m.cfg.Now()
 	cfg := &w.m.cfg
 	b := &batch{w: w}
+	// credit: slots taken (endpoint and global) for pushes not started
+	// yet; what is left when dispatch ends goes back.
+	var sem *slots
+	credit := 0
+	defer func() {
+		if credit > 0 {
+			sem.release(credit)
+			w.m.global.release(credit)
+		}
+	}()
 	for len(w.waiting) > 0 && !w.waiting[0].due.After(now) {
 		kq := heap.Pop(&w.waiting).(*keyQ)
 		w.ready = append(w.ready, kq)
@@ -512,16 +522,22 @@ func (w *worker) dispatch() error {
 			return b.send()
 		}
 		msg := push.StoredMessage(st.t.Name, it.key, it.rec, it.e.Data, st.t.Settings.CloudEvents)
-		sem := w.m.endpointSem(st.epKey)
 		bt, batching := w.ep.(push.Batcher)
 		batching = batching && cfg.PushBatch > 1
-		if batching && len(b.items) > 0 && !w.tryAcquire(sem) {
-			// No slot free now: send what is gathered before waiting.
+		if credit == 0 {
+			// Send what is gathered (its slots are used up), then take
+			// the slots of the next batch in one go.
 			b.send()
+			want := 1
+			if batching {
+				want = min(cfg.PushBatch, len(w.ready))
+			}
+			sem = w.m.endpointSem(st.epKey)
+			if credit = w.acquire(sem, want); credit == 0 {
+				return w.stopCtx.Err()
+			}
 		}
-		if (!batching || len(b.items) == 0) && !w.acquire(sem) {
-			return w.stopCtx.Err()
-		}
+		credit--
 		w.unready()
 		it.flight = true
 		w.inflight++
@@ -543,12 +559,12 @@ func (w *worker) dispatch() error {
 type batch struct {
 	w     *worker
 	bt    push.Batcher
-	sem   chan struct{}
+	sem   *slots
 	items []*item
 	msgs  []push.Message
 }
 
-func (b *batch) add(bt push.Batcher, sem chan struct{}, it *item, msg push.Message) {
+func (b *batch) add(bt push.Batcher, sem *slots, it *item, msg push.Message) {
 	b.bt, b.sem = bt, sem
 	b.items = append(b.items, it)
 	b.msgs = append(b.msgs, msg)
@@ -558,8 +574,8 @@ func (b *batch) add(bt push.Batcher, sem chan struct{}, it *item, msg push.Messa
 func (b *batch) abandon(now time.Time) {
 	w := b.w
 	for _, it := range b.items {
-		<-w.m.global
-		<-b.sem
+		w.m.global.release(1)
+		b.sem.release(1)
 		it.flight = false
 		w.inflight--
 		if kq := w.keys[it.key]; kq != nil {
@@ -610,42 +626,29 @@ func (w *worker) endpoint(st *topicState, now time.Time) bool {
 	return true
 }
 
-func (w *worker) acquire(sem chan struct{}) bool {
-	select {
-	case sem <- struct{}{}:
-	case <-w.stopCtx.Done():
-		return false
+// acquire takes n endpoint slots and as many global ones (endpoint first,
+// so waiting cannot deadlock), n cut to both bounds. It returns how many,
+// 0 when the worker stops first.
+func (w *worker) acquire(sem *slots, n int) int {
+	n = max(min(n, w.m.global.size), 1)
+	done := w.stopCtx.Done()
+	got := sem.acquire(done, n)
+	if got == 0 {
+		return 0
 	}
-	select {
-	case w.m.global <- struct{}{}:
-		return true
-	case <-w.stopCtx.Done():
-		<-sem
-		return false
+	if w.m.global.acquire(done, got) == 0 {
+		sem.release(got)
+		return 0
 	}
-}
-
-// tryAcquire takes an endpoint and a global slot if both are free now.
-func (w *worker) tryAcquire(sem chan struct{}) bool {
-	select {
-	case sem <- struct{}{}:
-	default:
-		return false
-	}
-	select {
-	case w.m.global <- struct{}{}:
-		return true
-	default:
-		<-sem
-		return false
-	}
+	return got
 }
 
 // pushBatch sends items (one endpoint and one global slot each) in one
 // exchange and hands each outcome to the loop as soon as it is known, as
 // push does.
-func (w *worker) pushBatch(bt push.Batcher, sem chan struct{}, items []*item, msgs []push.Message) {
+func (w *worker) pushBatch(bt push.Batcher, sem *slots, items []*item, msgs []push.Message) {
 	defer w.pushes.Done()
+	w.m.met.exchanges.Inc()
 	for range items {
 		w.m.met.pushStart()
 	}
@@ -653,21 +656,22 @@ func (w *worker) pushBatch(bt push.Batcher, sem chan struct{}, items []*item, ms
 	defer cancel()
 	bt.PushBatch(ctx, msgs, func(i int, err error) {
 		w.m.met.pushEnd()
-		<-w.m.global
-		<-sem
+		w.m.global.release(1)
+		sem.release(1)
 		w.results <- result{it: items[i], err: err}
 	})
 }
 
-func (w *worker) push(ep push.Endpoint, sem chan struct{}, it *item, msg push.Message) {
+func (w *worker) push(ep push.Endpoint, sem *slots, it *item, msg push.Message) {
 	defer w.pushes.Done()
+	w.m.met.exchanges.Inc()
 	w.m.met.pushStart()
 	ctx, cancel := context.WithTimeout(w.pushCtx, w.m.cfg.PushTimeout)
 	err := ep.Push(ctx, msg)
 	cancel()
 	w.m.met.pushEnd()
-	<-w.m.global
-	<-sem
+	w.m.global.release(1)
+	sem.release(1)
 	// Never blocks: results holds ShardWindow and at most one push per
 	// held entry is in flight.
 	w.results <- result{it: it, err: err}
