@@ -178,6 +178,10 @@ func (s *Store) open() error {
 		}
 	}
 	tuneReads(po)
+	separateValues(po, s.opts.ValueSeparation)
+	if n := s.opts.CompactionConcurrency; n > 1 {
+		po.CompactionConcurrencyRange = func() (int, int) { return 1, n }
+	}
 	po.EnsureDefaults()
 	s.po = po
 	db, err := pebble.Open(fs.PathJoin(s.opts.Dir, "db"), po)

@@ -55,6 +55,14 @@ type LSMStats struct {
 	DebtBytes   uint64 `json:"compaction_debt_bytes"`
 	// CompactionsRunning: compactions in progress now.
 	CompactionsRunning int64 `json:"compactions_running"`
+	// BlobFileBytes: live blob files of value separation (on disk);
+	// BlobValueBytes the values they hold, BlobLiveValueBytes those still
+	// referenced: BlobValueBytes / BlobLiveValueBytes is their space
+	// amplification (garbage a blob file rewrite would reclaim).
+	BlobFiles          uint64 `json:"blob_files,omitempty"`
+	BlobFileBytes      uint64 `json:"blob_file_bytes,omitempty"`
+	BlobValueBytes     uint64 `json:"blob_value_bytes,omitempty"`
+	BlobLiveValueBytes uint64 `json:"blob_live_value_bytes,omitempty"`
 }
 
 // LSMStats reports pebble's metrics in the terms benchmarks publish.
@@ -78,6 +86,8 @@ func (s *Store) LSMStats() LSMStats {
 	out.Compactions = m.Compact.Count
 	out.DebtBytes = m.Compact.EstimatedDebt
 	out.CompactionsRunning = m.Compact.NumInProgress
+	out.BlobFiles, out.BlobFileBytes = m.BlobFiles.LiveCount, m.BlobFiles.LiveSize
+	out.BlobValueBytes, out.BlobLiveValueBytes = m.BlobFiles.ValueSize, m.BlobFiles.ReferencedValueSize
 	return out
 }
 
@@ -101,11 +111,15 @@ type LSMCounters struct {
 	Commits, CommitNanos, SemWaitNanos, WALQueueNanos, StallWaitNanos, SyncWaitNanos int64
 	// Flushes and compactions begun and finished (pebble's EventListener;
 	// begun minus finished is what runs now).
-	FlushesBegun, FlushesDone           int64
-	CompactionsBegun, CompactionsDone   int64
-	FlushedBytes, CompactedBytes        uint64
-	WriteStalls, WriteStallNanos        int64
-	MemtableBytes, L0Files, L0Sublevels int64
+	FlushesBegun, FlushesDone         int64
+	CompactionsBegun, CompactionsDone int64
+	// FlushedBytes and CompactedBytes: sstables written; BlobFlushedBytes
+	// and BlobCompactedBytes: blob files written (value separation) by
+	// flushes and by compactions (blob file rewrites included).
+	FlushedBytes, CompactedBytes         uint64
+	BlobFlushedBytes, BlobCompactedBytes uint64
+	WriteStalls, WriteStallNanos         int64
+	MemtableBytes, L0Files, L0Sublevels  int64
 }
 
 // LSMCounters reads the counters (one pebble Metrics call).
@@ -128,6 +142,8 @@ func (s *Store) LSMCounters() LSMCounters {
 	for l := range m.Levels {
 		out.FlushedBytes += m.Levels[l].TableBytesFlushed
 		out.CompactedBytes += m.Levels[l].TableBytesCompacted
+		out.BlobFlushedBytes += m.Levels[l].BlobBytesFlushed
+		out.BlobCompactedBytes += m.Levels[l].BlobBytesCompacted
 	}
 	out.WALBytes = m.WAL.BytesWritten
 	out.Commits, out.CommitNanos, out.SemWaitNanos = s.commits.Load(), s.commitNanos.Load(), s.semNanos.Load()
