@@ -60,7 +60,7 @@ func (c *lsmCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.commits, prometheus.CounterValue, float64(m.Commits))
 	ch <- prometheus.MustNewConstMetric(c.syncs, prometheus.CounterValue, float64(m.WALSyncs))
 	ch <- prometheus.MustNewConstMetric(c.blobFlushed, prometheus.CounterValue, float64(m.BlobFlushedBytes))
-	ch <- prometheus.MustNewConstMetric(c.blobCompacted, prometheus.CounterValue, float64(m.BlobCompactedBytes))
+	ch <- prometheus.MustNewConstMetric(c.blobCompacted, prometheus.CounterValue, float64(m.BlobCompactedBytes+m.BlobRewrittenBytes))
 	ch <- prometheus.MustNewConstMetric(c.blobBytes, prometheus.GaugeValue, float64(st.BlobFileBytes))
 	asked, _ := c.s.DeadRangeCompactions()
 	ch <- prometheus.MustNewConstMetric(c.dead, prometheus.CounterValue, float64(asked))

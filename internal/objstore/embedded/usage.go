@@ -113,13 +113,15 @@ type LSMCounters struct {
 	// begun minus finished is what runs now).
 	FlushesBegun, FlushesDone         int64
 	CompactionsBegun, CompactionsDone int64
-	// FlushedBytes and CompactedBytes: sstables written; BlobFlushedBytes
-	// and BlobCompactedBytes: blob files written (value separation) by
-	// flushes and by compactions (blob file rewrites included).
-	FlushedBytes, CompactedBytes         uint64
-	BlobFlushedBytes, BlobCompactedBytes uint64
-	WriteStalls, WriteStallNanos         int64
-	MemtableBytes, L0Files, L0Sublevels  int64
+	// FlushedBytes and CompactedBytes: sstables written; BlobFlushedBytes,
+	// BlobCompactedBytes and BlobRewrittenBytes: blob files written (value
+	// separation) by flushes, by compactions (values moved out of old
+	// sstables or out of too many blob files) and by rewrites of blob
+	// files that hold garbage.
+	FlushedBytes, CompactedBytes                             uint64
+	BlobFlushedBytes, BlobCompactedBytes, BlobRewrittenBytes uint64
+	WriteStalls, WriteStallNanos                             int64
+	MemtableBytes, L0Files, L0Sublevels                      int64
 }
 
 // LSMCounters reads the counters (one pebble Metrics call).
@@ -145,6 +147,9 @@ func (s *Store) LSMCounters() LSMCounters {
 		out.BlobFlushedBytes += m.Levels[l].BlobBytesFlushed
 		out.BlobCompactedBytes += m.Levels[l].BlobBytesCompacted
 	}
+	// pebble counts a flush's blob bytes as compacted too.
+	out.BlobCompactedBytes -= min(out.BlobFlushedBytes, out.BlobCompactedBytes)
+	out.BlobRewrittenBytes = s.blobRewritten.Load()
 	out.WALBytes = m.WAL.BytesWritten
 	out.Commits, out.CommitNanos, out.SemWaitNanos = s.commits.Load(), s.commitNanos.Load(), s.semNanos.Load()
 	out.WALQueueNanos, out.StallWaitNanos, out.SyncWaitNanos = s.walQueueNanos.Load(), s.stallWaitNanos.Load(), s.syncWaitNanos.Load()

@@ -19,8 +19,11 @@ import (
 const (
 	// maxBlobDepth bounds how many blob files one sstable's key range may
 	// draw values from (pebble's MaxBlobReferenceDepth; CockroachDB uses
-	// 10): a scan over a table opens at most this many blob files.
-	maxBlobDepth = 10
+	// 10; measured: 10 rewrites ~1.5 KB of blob values per 4 KiB PUT in
+	// compactions, 30 none, docs/bench/notify-issue25.md round 8): a scan
+	// over a table opens at most this many blob files, and chunk values are
+	// only read by point reads and short scans of one object.
+	maxBlobDepth = 30
 	// blobGarbageRatio: once this fraction of the values in blob files is
 	// unreferenced (overwritten or deleted objects), pebble rewrites the
 	// files with the most garbage, so disk space tracks live data.
