@@ -47,7 +47,8 @@ type LSMStats struct {
 	BottomBytes uint64  `json:"bottom_level_bytes"`
 	SpaceAmp    float64 `json:"space_amp"`
 	// WriteAmp is bytes written to WAL, flushes and compactions divided by
-	// bytes written to the WAL (pebble's Total().WriteAmp()).
+	// bytes written to the WAL (pebble's Total().WriteAmp(), blob files
+	// counted once).
 	WriteAmp float64 `json:"write_amp"`
 	// L0Sublevels: read amplification in L0 (compaction debt shows here).
 	L0Sublevels int32  `json:"l0_sublevels"`
@@ -81,7 +82,12 @@ func (s *Store) LSMStats() LSMStats {
 		out.SpaceAmp = float64(out.TablesBytes) / float64(out.BottomBytes)
 	}
 	tot := m.Total()
-	out.WriteAmp = tot.WriteAmp()
+	if tot.TableBytesIn > 0 {
+		// pebble's WriteAmp counts a flush's blob bytes twice (as flushed
+		// and as compacted) and blob file rewrites not at all.
+		w := tot.TableBytesFlushed + tot.TableBytesCompacted + tot.BlobBytesCompacted + s.blobRewritten.Load()
+		out.WriteAmp = float64(w) / float64(tot.TableBytesIn)
+	}
 	out.L0Sublevels = m.Levels[0].Sublevels
 	out.Compactions = m.Compact.Count
 	out.DebtBytes = m.Compact.EstimatedDebt

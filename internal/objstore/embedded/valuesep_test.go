@@ -106,6 +106,9 @@ func TestValueSeparation(t *testing.T) {
 			if sep > 0 && (c.BlobFlushedBytes < 50*4<<10 || st.BlobFiles == 0 || st.BlobFileBytes == 0) {
 				t.Fatalf("4 KiB chunks, separation on: %d blob bytes flushed, %d blob files of %d bytes", c.BlobFlushedBytes, st.BlobFiles, st.BlobFileBytes)
 			}
+			if c.BlobCompactedBytes != 0 { // pebble also counts a flush's blob bytes as compacted
+				t.Fatalf("flushes only: %d blob bytes counted as compacted", c.BlobCompactedBytes)
+			}
 			if sep < 0 && (c.BlobFlushedBytes != 0 || st.BlobFiles != 0) {
 				t.Fatalf("separation off: %d blob bytes flushed, %d blob files", c.BlobFlushedBytes, st.BlobFiles)
 			}
