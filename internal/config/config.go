@@ -81,6 +81,11 @@ type Config struct {
 	NotifConfigMode       string // aws (replace on PUT) or rgw (merge by Id)
 
 	CacheSize int64 // embedded block cache; 0 = automatic
+	// ValueSeparation: values of at least this size go to the embedded
+	// store's blob files, out of compactions; 0 = off.
+	ValueSeparation int64
+	// CompactionConcurrency: the embedded store's most concurrent compactions.
+	CompactionConcurrency int
 
 	// StorageClasses are the storage classes besides STANDARD, each with a
 	// data pool of its own: NAME[=LOCATION],... (ParseStorageClasses).
@@ -307,6 +312,8 @@ var options = []option{
 	{"notif-kafka-compression", "compression of Kafka batches: none (as RGW; every consumer reads it), gzip, snappy, lz4 or zstd", "none", strOpt(func(c *Config) *string { return &c.NotifKafkaCompression })},
 	{"notification-config-mode", "PutBucketNotificationConfiguration semantics: aws (replaces the whole configuration) or rgw (adds or updates by Id; only an empty configuration deletes all)", "aws", strOpt(func(c *Config) *string { return &c.NotifConfigMode })},
 	{"cache-size", "block cache of the embedded backend (0 = an eighth of RAM, 64 MiB to 2 GiB); index lookups miss to disk when it is smaller than the hot index and filter blocks", "0", sizeOpt(func(c *Config) *int64 { return &c.CacheSize })},
+	{"value-separation", "embedded backend: values of at least this size (object data chunks) are kept in blob files beside the LSM's tables, so compactions move a short handle instead of the bytes (0 = off; index entries and notification records, below 1KiB, stay in the tables either way; switching it never needs a migration)", "1KiB", sizeOpt(func(c *Config) *int64 { return &c.ValueSeparation })},
+	{"compaction-concurrency", "embedded backend: most compactions at once; the store runs one and adds more only while L0 or its compaction debt grows", "1", intOpt(func(c *Config) *int { return &c.CompactionConcurrency })},
 	{"storage-classes", "storage classes besides STANDARD, NAME[=LOCATION],...: each stores its data in a pool of its own (default.rgw.<name>.data; LOCATION is a data directory of its own on the embedded backend, a pool name on rados), as RGW's placement storage classes", "", strOpt(func(c *Config) *string { return &c.StorageClasses })},
 	{"lc-debug-interval", "length of a lifecycle day for tests (rgw_lc_debug_interval); 0 = real days", "0", durOpt(func(c *Config) *time.Duration { return &c.LCDebugInterval })},
 	{"lc-max-objs", "lifecycle registry shards, leased by gateways (rgw_lc_max_objs)", "32", intOpt(func(c *Config) *int { return &c.LCMaxObjs })},
@@ -483,6 +490,8 @@ func (c *Config) Validate() error {
 	check(c.NotifShards >= 1 && c.NotifShards <= 1024, "notif-shards %d outside 1..1024", c.NotifShards)
 	check(c.NotifQueueSize >= 64<<10, "notif-queue-size must be at least 64KB")
 	check(c.CacheSize == 0 || c.CacheSize >= 1<<20, "cache-size must be 0 (automatic) or at least 1MB")
+	check(c.ValueSeparation == 0 || (c.ValueSeparation >= 64 && c.ValueSeparation <= 1<<30), "value-separation must be 0 (off) or 64B to 1GiB")
+	check(c.CompactionConcurrency >= 1 && c.CompactionConcurrency <= 64, "compaction-concurrency %d outside 1..64", c.CompactionConcurrency)
 	check(c.PersistMaxRetries >= 0, "topic-persistency-max-retries must not be negative")
 	check(c.PersistTTL >= 0 && c.PersistSleep >= 0, "topic persistency durations must not be negative")
 	check(c.LCDebugInterval >= 0 && c.LCRate >= 0 && c.LCTransitionRate >= 0 && c.LCTransitionBusyRate >= 0, "lc-debug-interval, lc-rate, lc-transition-rate and lc-transition-busy-rate must not be negative")

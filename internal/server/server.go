@@ -52,6 +52,16 @@ func Classes() *objstore.Registry {
 // directory (`cairn rados --data-dir` opens the same path).
 func StoreDir(dataDir string) string { return filepath.Join(dataDir, "store") }
 
+// embeddedOptions are the embedded backend's options for a store in dir.
+func embeddedOptions(cfg *config.Config, dir string, log *slog.Logger) embedded.Options {
+	o := embedded.Options{Dir: dir, Classes: Classes(), CacheSize: cfg.CacheSize, Logger: log,
+		ValueSeparation: int(cfg.ValueSeparation), CompactionConcurrency: cfg.CompactionConcurrency}
+	if o.ValueSeparation == 0 {
+		o.ValueSeparation = -1 // off; the store's 0 means its default
+	}
+	return o
+}
+
 // Gateway is a running gateway: everything Run starts, so tests can run
 // several in one process.
 type Gateway struct {
@@ -273,7 +283,7 @@ func openStore(cfg *config.Config, log *slog.Logger) (objstore.Store, error) {
 		}
 		return st, nil
 	}
-	st, err := embedded.Open(embedded.Options{Dir: StoreDir(cfg.DataDir), Classes: Classes(), CacheSize: cfg.CacheSize, Logger: log.With("component", "embedded")})
+	st, err := embedded.Open(embeddedOptions(cfg, StoreDir(cfg.DataDir), log.With("component", "embedded")))
 	if err != nil {
 		return nil, fmt.Errorf("open data directory %s: %w", cfg.DataDir, err)
 	}
@@ -302,8 +312,7 @@ func (g *Gateway) openStorageClasses(cfg *config.Config, log *slog.Logger) ([]dr
 			if err := os.MkdirAll(sp.Location, 0o700); err != nil {
 				return nil, fmt.Errorf("storage class %s: %w", sp.Name, err)
 			}
-			st, err := embedded.Open(embedded.Options{Dir: StoreDir(sp.Location), Classes: Classes(), CacheSize: cfg.CacheSize,
-				Logger: log.With("component", "embedded", "storage_class", sp.Name)})
+			st, err := embedded.Open(embeddedOptions(cfg, StoreDir(sp.Location), log.With("component", "embedded", "storage_class", sp.Name)))
 			if err != nil {
 				return nil, fmt.Errorf("storage class %s: open data directory %s: %w", sp.Name, sp.Location, err)
 			}

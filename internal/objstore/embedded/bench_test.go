@@ -31,9 +31,8 @@ func diskWriteBytes() int64 {
 
 // lsmWriteBytes is what pebble wrote: WAL, flushes and compactions.
 func lsmWriteBytes(s *Store) int64 {
-	m := s.db.Metrics()
-	t := m.Total()
-	return int64(m.WAL.BytesWritten + t.TableBytesFlushed + t.TableBytesCompacted + t.BlobBytesFlushed + t.BlobBytesCompacted)
+	c := s.LSMCounters()
+	return int64(c.WALBytes + c.FlushedBytes + c.CompactedBytes + c.BlobFlushedBytes + c.BlobCompactedBytes + c.BlobRewrittenBytes)
 }
 
 // BenchmarkOmapSet: one synced SetOmap per op on a real disk, each

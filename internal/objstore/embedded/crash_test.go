@@ -31,7 +31,9 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("run by TestCrashKill")
 	}
 	base, _ := strconv.ParseInt(os.Getenv(crashBaseEnv), 10, 64)
-	s, err := Open(Options{Dir: dir, BlobThreshold: 32 << 10})
+	// A 1 MiB memtable: the kill lands among flushes and compactions,
+	// which write separated values (Options.ValueSeparation) to blob files.
+	s, err := Open(Options{Dir: dir, BlobThreshold: 32 << 10, MemTableSize: 1 << 20})
 	if err != nil {
 		fmt.Println("OPEN-FAILED", err)
 		os.Exit(2)
@@ -101,7 +103,7 @@ func TestCrashKill(t *testing.T) {
 		}
 		acked, total := child.kill(time.Duration(r.Intn(300)) * time.Millisecond)
 
-		s, err := Open(Options{Dir: dir, BlobThreshold: 32 << 10})
+		s, err := Open(Options{Dir: dir, BlobThreshold: 32 << 10, MemTableSize: 1 << 20})
 		if err != nil {
 			t.Fatalf("round %d: reopen after kill: %v", round, err)
 		}
@@ -138,7 +140,7 @@ func TestCrashKill(t *testing.T) {
 		if files := blobFiles(t, s); len(files) != refs {
 			t.Fatalf("round %d: %d blob files for %d references", round, len(files), refs)
 		}
-		t.Logf("round %d: acknowledged %v (%d ops), recovered consistently", round, acked, total)
+		t.Logf("round %d: acknowledged %v (%d ops), recovered consistently; %d pebble blob files", round, acked, total, s.LSMStats().BlobFiles)
 		s.Close()
 	}
 }

@@ -48,6 +48,18 @@ type Options struct {
 	// MaxCachedObjects bounds how many idle objects keep class cache
 	// entries (MethodContext.SetCached). Default 65536.
 	MaxCachedObjects int
+	// ValueSeparation is the value size from which pebble keeps a value
+	// (in practice: an inline object's data chunk) in a blob file beside
+	// the sstables, so compactions move a short handle instead of the
+	// bytes (docs/design/embedded.md, "Value separation"). Default (0):
+	// DefaultValueSeparation; negative: off, every value in sstables.
+	// Either way the directory stays readable by builds with the other
+	// setting: pebble reads separated values whatever its policy.
+	ValueSeparation int
+	// CompactionConcurrency is the most compactions pebble runs at once;
+	// it runs one and adds more only when L0 or its compaction debt grows.
+	// Default (0): 1, pebble's default.
+	CompactionConcurrency int
 	// CheckFresh makes a WriteOp with Fresh read the object's meta anyway
 	// and fail with ErrExists when the object exists (tests: it proves a
 	// caller's names are new). Off, a fresh op skips that read.
@@ -61,6 +73,12 @@ const (
 	MaxDefaultCacheSize     = 2 << 30
 	DefaultMemTableSize     = 64 << 20
 	DefaultMaxCachedObjects = 1 << 16
+	// DefaultValueSeparation keeps bucket-index entries, metas and
+	// notification records (< 1 KiB) in sstables and separates data
+	// chunks of 1 KiB and more.
+	DefaultValueSeparation = 1 << 10
+	// MinValueSeparation: smaller values cost more as handles than they save.
+	MinValueSeparation = 64
 )
 
 // EnsureDefaults fills in zero fields and returns o.
@@ -86,6 +104,12 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.MaxCachedObjects == 0 {
 		o.MaxCachedObjects = DefaultMaxCachedObjects
 	}
+	if o.ValueSeparation == 0 {
+		o.ValueSeparation = DefaultValueSeparation
+	}
+	if o.CompactionConcurrency == 0 {
+		o.CompactionConcurrency = 1
+	}
 	return o
 }
 
@@ -106,6 +130,12 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxCachedObjects < 0 {
 		errs = append(errs, fmt.Errorf("embedded: MaxCachedObjects %d is negative", o.MaxCachedObjects))
+	}
+	if o.ValueSeparation > 0 && o.ValueSeparation < MinValueSeparation {
+		errs = append(errs, fmt.Errorf("embedded: ValueSeparation %d below %d bytes (negative: off)", o.ValueSeparation, MinValueSeparation))
+	}
+	if o.CompactionConcurrency < 0 {
+		errs = append(errs, fmt.Errorf("embedded: CompactionConcurrency %d is negative", o.CompactionConcurrency))
 	}
 	return errors.Join(errs...)
 }

@@ -56,6 +56,9 @@ type Store struct {
 	// Flushes and compactions begun and finished (the EventListener's
 	// counts, read by LSMCounters).
 	flushBegun, flushDone, compBegun, compDone atomic.Int64
+	// Bytes of blob files written by blob file rewrites (pebble's level
+	// metrics leave them out).
+	blobRewritten atomic.Uint64
 	// Synced commits and where they waited (pebble's BatchCommitStats,
 	// summed in nanoseconds; read by LSMCounters).
 	commits                                              atomic.Int64
@@ -170,6 +173,11 @@ func (s *Store) open() error {
 			FlushEnd:        func(pebble.FlushInfo) { s.flushDone.Add(1) },
 			CompactionBegin: func(pebble.CompactionInfo) { s.compBegun.Add(1) },
 			CompactionEnd:   func(pebble.CompactionInfo) { s.compDone.Add(1) },
+			BlobFileRewriteEnd: func(i pebble.BlobFileRewriteInfo) {
+				if i.Done && i.Err == nil {
+					s.blobRewritten.Add(i.Output.Size)
+				}
+			},
 		},
 	}
 	if n := s.opts.TargetFileSize; n > 0 {
@@ -178,6 +186,10 @@ func (s *Store) open() error {
 		}
 	}
 	tuneReads(po)
+	separateValues(po, s.opts.ValueSeparation)
+	if n := s.opts.CompactionConcurrency; n > 1 {
+		po.CompactionConcurrencyRange = func() (int, int) { return 1, n }
+	}
 	po.EnsureDefaults()
 	s.po = po
 	db, err := pebble.Open(fs.PathJoin(s.opts.Dir, "db"), po)

@@ -47,7 +47,8 @@ type LSMStats struct {
 	BottomBytes uint64  `json:"bottom_level_bytes"`
 	SpaceAmp    float64 `json:"space_amp"`
 	// WriteAmp is bytes written to WAL, flushes and compactions divided by
-	// bytes written to the WAL (pebble's Total().WriteAmp()).
+	// bytes written to the WAL (pebble's Total().WriteAmp(), blob files
+	// counted once).
 	WriteAmp float64 `json:"write_amp"`
 	// L0Sublevels: read amplification in L0 (compaction debt shows here).
 	L0Sublevels int32  `json:"l0_sublevels"`
@@ -55,6 +56,14 @@ type LSMStats struct {
 	DebtBytes   uint64 `json:"compaction_debt_bytes"`
 	// CompactionsRunning: compactions in progress now.
 	CompactionsRunning int64 `json:"compactions_running"`
+	// BlobFileBytes: live blob files of value separation (on disk);
+	// BlobValueBytes the values they hold, BlobLiveValueBytes those still
+	// referenced: BlobValueBytes / BlobLiveValueBytes is their space
+	// amplification (garbage a blob file rewrite would reclaim).
+	BlobFiles          uint64 `json:"blob_files,omitempty"`
+	BlobFileBytes      uint64 `json:"blob_file_bytes,omitempty"`
+	BlobValueBytes     uint64 `json:"blob_value_bytes,omitempty"`
+	BlobLiveValueBytes uint64 `json:"blob_live_value_bytes,omitempty"`
 }
 
 // LSMStats reports pebble's metrics in the terms benchmarks publish.
@@ -73,11 +82,18 @@ func (s *Store) LSMStats() LSMStats {
 		out.SpaceAmp = float64(out.TablesBytes) / float64(out.BottomBytes)
 	}
 	tot := m.Total()
-	out.WriteAmp = tot.WriteAmp()
+	if tot.TableBytesIn > 0 {
+		// pebble's WriteAmp counts a flush's blob bytes twice (as flushed
+		// and as compacted) and blob file rewrites not at all.
+		w := tot.TableBytesFlushed + tot.TableBytesCompacted + tot.BlobBytesCompacted + s.blobRewritten.Load()
+		out.WriteAmp = float64(w) / float64(tot.TableBytesIn)
+	}
 	out.L0Sublevels = m.Levels[0].Sublevels
 	out.Compactions = m.Compact.Count
 	out.DebtBytes = m.Compact.EstimatedDebt
 	out.CompactionsRunning = m.Compact.NumInProgress
+	out.BlobFiles, out.BlobFileBytes = m.BlobFiles.LiveCount, m.BlobFiles.LiveSize
+	out.BlobValueBytes, out.BlobLiveValueBytes = m.BlobFiles.ValueSize, m.BlobFiles.ReferencedValueSize
 	return out
 }
 
@@ -101,11 +117,17 @@ type LSMCounters struct {
 	Commits, CommitNanos, SemWaitNanos, WALQueueNanos, StallWaitNanos, SyncWaitNanos int64
 	// Flushes and compactions begun and finished (pebble's EventListener;
 	// begun minus finished is what runs now).
-	FlushesBegun, FlushesDone           int64
-	CompactionsBegun, CompactionsDone   int64
-	FlushedBytes, CompactedBytes        uint64
-	WriteStalls, WriteStallNanos        int64
-	MemtableBytes, L0Files, L0Sublevels int64
+	FlushesBegun, FlushesDone         int64
+	CompactionsBegun, CompactionsDone int64
+	// FlushedBytes and CompactedBytes: sstables written; BlobFlushedBytes,
+	// BlobCompactedBytes and BlobRewrittenBytes: blob files written (value
+	// separation) by flushes, by compactions (values moved out of old
+	// sstables or out of too many blob files) and by rewrites of blob
+	// files that hold garbage.
+	FlushedBytes, CompactedBytes                             uint64
+	BlobFlushedBytes, BlobCompactedBytes, BlobRewrittenBytes uint64
+	WriteStalls, WriteStallNanos                             int64
+	MemtableBytes, L0Files, L0Sublevels                      int64
 }
 
 // LSMCounters reads the counters (one pebble Metrics call).
@@ -128,7 +150,12 @@ func (s *Store) LSMCounters() LSMCounters {
 	for l := range m.Levels {
 		out.FlushedBytes += m.Levels[l].TableBytesFlushed
 		out.CompactedBytes += m.Levels[l].TableBytesCompacted
+		out.BlobFlushedBytes += m.Levels[l].BlobBytesFlushed
+		out.BlobCompactedBytes += m.Levels[l].BlobBytesCompacted
 	}
+	// pebble counts a flush's blob bytes as compacted too.
+	out.BlobCompactedBytes -= min(out.BlobFlushedBytes, out.BlobCompactedBytes)
+	out.BlobRewrittenBytes = s.blobRewritten.Load()
 	out.WALBytes = m.WAL.BytesWritten
 	out.Commits, out.CommitNanos, out.SemWaitNanos = s.commits.Load(), s.commitNanos.Load(), s.semNanos.Load()
 	out.WALQueueNanos, out.StallWaitNanos, out.SyncWaitNanos = s.walQueueNanos.Load(), s.stallWaitNanos.Load(), s.syncWaitNanos.Load()
