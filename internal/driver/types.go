@@ -222,12 +222,12 @@ type ObjectMeta struct {
 	ACL *authz.ACL `json:"acl,omitempty"`
 	// Object lock of this version: retention mode (GOVERNANCE, COMPLIANCE
 	// or "") and date, legal hold ("ON", "OFF", or "" never set).
-	LockMode  string    `json:"lm,omitempty"`
+	LockMode string `json:"lm,omitempty"`
 	// LockUntil is nil without a retention date (a pointer: goccy/go-json,
 	// which stores this record, ignores omitzero and would write the zero
 	// time into every index entry).
 	LockUntil *time.Time `json:"lu,omitempty"`
-	LegalHold string    `json:"lh,omitempty"`
+	LegalHold string     `json:"lh,omitempty"`
 	// SSE is the object's server-side encryption (sse.go); nil = clear.
 	SSE *SSERecord `json:"sse,omitempty"`
 	// StorageClass is the class a write asks for (x-amz-storage-class;
