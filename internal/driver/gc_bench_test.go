@@ -60,3 +60,35 @@ func BenchmarkGCCollect(b *testing.B) {
 	b.ReportMetric(float64(putCPU)/float64(b.N)/1e3, "put-cpu-µs")
 	b.ReportMetric(float64(gcCPU)/float64(putCPU), "gc/put")
 }
+
+// BenchmarkGCCollectShards collects the replaced data of b.N overwrites
+// spread over a 1,021-shard bucket, on a store on disk (each shard's
+// record clear is a synced write): records collected per second, what
+// bounds the aging's GC backlog at scale (docs/bench/scale.md, stop 36).
+func BenchmarkGCCollectShards(b *testing.B) {
+	ctx := context.Background()
+	st := openStore(b, embedded.Options{Dir: b.TempDir()})
+	d, err := driver.New(ctx, driver.Options{Store: st, GCMinWait: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { d.Close(); st.Close() }()
+	if err := d.CreateBucket(ctx, "o", "gcb", "", 1021); err != nil {
+		b.Fatal(err)
+	}
+	body := []byte("x")
+	for range 2 { // the second round replaces the first: b.N records
+		for i := range b.N {
+			if _, err := d.PutObject(ctx, driver.PutObjectInput{Bucket: "gcb", Key: fmt.Sprintf("k%07d", i), Body: bytes.NewReader(body), Size: 1}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ResetTimer()
+	t0 := time.Now()
+	n, err := d.GCProcess(ctx, true)
+	if err != nil || n < b.N {
+		b.Fatalf("collected %d of %d: %v", n, b.N, err)
+	}
+	b.ReportMetric(float64(n)/time.Since(t0).Seconds(), "records/s")
+}
