@@ -125,6 +125,12 @@ type ScaleConfig struct {
 	Log io.Writer
 	// Command is recorded in the report.
 	Command string
+	// Resume (driver mode) is the directory of a store an earlier run kept
+	// (--keep): its bucket is opened as it is, no rounds run, and the
+	// walks, final reshard and aging run on it as configured. The live key
+	// range is found by probing (keys are deleted oldest first), and the
+	// store's GC records are counted exactly before and after.
+	Resume string
 }
 
 // DefaultScaleTargets are the seed's fill rounds up to 30M objects.
@@ -190,6 +196,9 @@ func (c *ScaleConfig) Validate() error {
 	if c.Endpoint != "" && (c.VersionsWalk || c.FinalReshard > 0) {
 		errs = append(errs, errors.New("bench scale: the versions walk and the final reshard run in driver mode only"))
 	}
+	if c.Endpoint != "" && c.Resume != "" {
+		errs = append(errs, errors.New("bench scale: --resume opens a kept store: driver mode only"))
+	}
 	if c.Endpoint != "" && (c.AccessKey == "" || c.SecretKey == "") {
 		errs = append(errs, errors.New("bench scale: HTTP mode needs an admin's access and secret key"))
 	}
@@ -223,6 +232,8 @@ type ScaleDisk struct {
 	TotalBytesPerObj float64            `json:"total_bytes_per_object"`
 	LSM              *embedded.LSMStats `json:"lsm,omitempty"`
 	GCBacklog        *int               `json:"gc_backlog,omitempty"`
+	// GCCollected: records the collector removed since the run began.
+	GCCollected *int64 `json:"gc_collected,omitempty"`
 	// DeadRangeCompactions: compactions the store's scans asked for so
 	// far because they stepped over many deleted keys (driver mode).
 	DeadRangeCompactions *int64 `json:"dead_range_compactions,omitempty"`
@@ -297,6 +308,22 @@ type ScaleAging struct {
 	Disk        []ScaleDisk `json:"disk_per_minute"`
 	Objects     uint64      `json:"objects_at_end"`
 	RSSBytes    []uint64    `json:"rss_per_minute"`
+	// Resumed runs: the store's GC records counted by a walk of every
+	// shard before the aging and after it (the clients stopped).
+	GCRecordsStart *int `json:"gc_records_start,omitempty"`
+	GCRecordsEnd   *int `json:"gc_records_end,omitempty"`
+}
+
+// ScaleResume describes the kept store a resumed run opened.
+type ScaleResume struct {
+	Dir     string `json:"dir"`
+	Objects uint64 `json:"objects"`
+	Shards  int    `json:"shards"`
+	// The live key range found by probing: scaleKey(i), del ≤ i < put.
+	DelNext uint64  `json:"del_next"`
+	PutNext uint64  `json:"put_next"`
+	Probes  int     `json:"probes"`
+	OpenSec float64 `json:"open_sec"`
 }
 
 // ScaleWalk is the full listing and the stats call after the rounds.
@@ -357,6 +384,7 @@ type ScaleResult struct {
 	ReshardList []ScaleReshard `json:"reshard_events"`
 	Aging       *ScaleAging    `json:"aging,omitempty"`
 	Walk        *ScaleWalk     `json:"walk,omitempty"`
+	Resumed     *ScaleResume   `json:"resumed,omitempty"`
 	// Driver mode: the ListObjectVersions walk, the final manual reshard,
 	// the per-second LSM and GC series and the fill's noise attribution.
 	WalkVersions *ScaleVersionsWalk `json:"walk_versions,omitempty"`
@@ -495,7 +523,12 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	if cfg.FillFor > 0 {
 		rctx, rcancel = context.WithTimeout(ctx, cfg.FillFor)
 	}
-	runErr := r.rounds(rctx)
+	var runErr error
+	if cfg.Resume != "" {
+		runErr = r.resume(rctx)
+	} else {
+		runErr = r.rounds(rctx)
+	}
 	if rctx.Err() != nil && ctx.Err() == nil && errors.Is(runErr, rctx.Err()) {
 		r.logf("fill time (%v) is up: %s", cfg.FillFor, "the rounds stop here")
 		res.Note = fmt.Sprintf("rounds stopped after --fill-for %v", cfg.FillFor)
@@ -1061,9 +1094,87 @@ func (r *scaleRun) walkKeys(ctx context.Context, label string) (*ScaleWalk, erro
 	return w, ctx.Err()
 }
 
+// resume finds the live key range of a kept store's bucket: the run
+// deleted keys oldest first and wrote new ones at the top, so the live
+// indexes are one range [del, put) (up to the few ops in flight when the
+// run that wrote it stopped). Index objects/2 is inside it as long as
+// fewer keys were deleted than are live; two binary searches find its ends.
+func (r *scaleRun) resume(ctx context.Context) error {
+	t0 := time.Now()
+	shards, objs, _, err := r.t.stats(ctx)
+	if err != nil {
+		return err
+	}
+	probes := 0
+	live := func(i uint64) (bool, error) {
+		probes++
+		return r.t.head(ctx, scaleKey(i))
+	}
+	mid := objs / 2
+	if ok, err := live(mid); err != nil || !ok {
+		return fmt.Errorf("bench scale: resume: key %d of %d objects is not live (err %v): not a bucket this bench filled", mid, objs, err)
+	}
+	// First live index in [0, mid], first absent one in (mid, 2·objs+1].
+	lo, hi := uint64(0), mid
+	for lo < hi {
+		m := lo + (hi-lo)/2
+		ok, err := live(m)
+		if err != nil {
+			return err
+		}
+		if ok {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	del := lo
+	lo, hi = mid+1, 2*objs+1
+	for lo < hi {
+		m := lo + (hi-lo)/2
+		ok, err := live(m)
+		if err != nil {
+			return err
+		}
+		if ok {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	r.delNext.Store(del)
+	r.putNext.Store(lo)
+	rs := &ScaleResume{Dir: r.cfg.Resume, Objects: objs, Shards: shards, DelNext: del, PutNext: lo, Probes: probes, OpenSec: time.Since(t0).Seconds()}
+	r.mu.Lock()
+	r.res.Resumed = rs
+	r.curShards = shards
+	r.mu.Unlock()
+	r.logf("resumed %s: %d objects in %d shards, live keys [%d, %d) (%d probes)", rs.Dir, objs, shards, del, lo, probes)
+	return r.publish()
+}
+
+// gcRecords counts the store's GC records (driver mode; nil otherwise).
+func (r *scaleRun) gcRecords(ctx context.Context) *int {
+	s, ok := r.t.(*scaleDriver)
+	if !ok {
+		return nil
+	}
+	t0 := time.Now()
+	n, err := s.d.GCRecords(ctx)
+	if err != nil {
+		r.logf("count GC records: %v", err)
+		return nil
+	}
+	r.logf("GC records: %d (counted in %.1f s)", n, time.Since(t0).Seconds())
+	return &n
+}
+
 // age runs the aging mix for cfg.Aging, minute by minute.
 func (r *scaleRun) age(ctx context.Context) error {
 	a := &ScaleAging{Ops: map[string]ScaleOp{}}
+	if r.cfg.Resume != "" {
+		a.GCRecordsStart = r.gcRecords(ctx)
+	}
 	all := newLatRec()
 	var total time.Duration
 	r.logf("aging for %v", r.cfg.Aging)
@@ -1088,6 +1199,12 @@ func (r *scaleRun) age(ctx context.Context) error {
 		r.mu.Lock()
 		r.res.Aging = a
 		r.mu.Unlock()
+		if err := r.publish(); err != nil {
+			r.logf("write report: %v", err)
+		}
+	}
+	if r.cfg.Resume != "" && ctx.Err() == nil {
+		a.GCRecordsEnd = r.gcRecords(ctx)
 		if err := r.publish(); err != nil {
 			r.logf("write report: %v", err)
 		}
@@ -1334,19 +1451,26 @@ type scaleDriver struct {
 }
 
 func newScaleDriver(ctx context.Context, cfg ScaleConfig, done chan<- reshard.Result) (*scaleDriver, error) {
-	dir, err := os.MkdirTemp(cfg.Dir, "cairn-bench-scale-")
-	if err != nil {
-		return nil, err
+	dir := cfg.Resume
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp(cfg.Dir, "cairn-bench-scale-"); err != nil {
+			return nil, err
+		}
+	} else if _, err := os.Stat(filepath.Join(dir, "db")); err != nil {
+		return nil, fmt.Errorf("bench scale: resume: no store in %s: %w", dir, err)
 	}
 	reg := objstore.NewRegistry()
 	cls.RegisterAll(reg)
 	bucketindex.Register(reg)
 	st, err := embedded.Open(embedded.Options{Dir: dir, Classes: reg, CacheSize: cfg.CacheSize})
 	if err != nil {
-		os.RemoveAll(dir)
+		if cfg.Resume == "" {
+			os.RemoveAll(dir)
+		}
 		return nil, err
 	}
-	s := &scaleDriver{dir: dir, keep: cfg.Keep, st: st, bucket: cfg.Bucket}
+	s := &scaleDriver{dir: dir, keep: cfg.Keep || cfg.Resume != "", st: st, bucket: cfg.Bucket}
 	if s.d, err = driver.New(ctx, driver.Options{Store: st, DefaultShards: cfg.InitialShards, NoIndexView: cfg.NoIndexView}); err != nil {
 		s.close()
 		return nil, err
@@ -1355,7 +1479,12 @@ func newScaleDriver(ctx context.Context, cfg ScaleConfig, done chan<- reshard.Re
 	if cfg.PreShards > 0 {
 		shards = cfg.PreShards
 	}
-	if err := s.d.CreateBucket(ctx, "bench", cfg.Bucket, "", shards); err != nil {
+	if cfg.Resume != "" {
+		if _, err := s.d.BucketStats(ctx, cfg.Bucket); err != nil {
+			s.close()
+			return nil, fmt.Errorf("bench scale: resume: bucket %s: %w", cfg.Bucket, err)
+		}
+	} else if err := s.d.CreateBucket(ctx, "bench", cfg.Bucket, "", shards); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -1442,6 +1571,8 @@ func (s *scaleDriver) disk(objects uint64) ScaleDisk {
 	out.LSM = &lsm
 	gc := s.d.GCBacklog()
 	out.GCBacklog = &gc
+	col := s.d.GCCollected()
+	out.GCCollected = &col
 	dead, _ := s.st.DeadRangeCompactions()
 	out.DeadRangeCompactions = &dead
 	if objects > 0 {

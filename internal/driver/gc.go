@@ -679,6 +679,22 @@ func (c *collector) due(r bucketindex.GCRecord, now time.Time) time.Time {
 	return w.Add(c.d.opts.GCMinWait)
 }
 
+// GCRecords counts the GC records of every bucket, due or not (what gc
+// list --include-all would list), by a walk over every index shard: the
+// exact backlog that GCBacklog estimates.
+func (d *Driver) GCRecords(ctx context.Context) (int, error) {
+	n := 0
+	err := d.eachGCRecord(ctx, func(Instance, bucketindex.GCRecord) bool {
+		n++
+		return true
+	})
+	return n, err
+}
+
+// GCCollected is how many records this driver's collector has removed
+// since it started.
+func (d *Driver) GCCollected() int64 { return d.gc.collected.Load() }
+
 // GCBacklog is how many replaced manifests wait for collection (due or
 // not yet due): benchmarks report it to show collection keeps up. Records
 // spilled past the queue's bound are an estimate (see collector.spilled),
