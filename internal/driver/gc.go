@@ -346,11 +346,13 @@ func (c *collector) run() {
 
 // gcChunk is how many due items one round removes before their GC
 // records are cleared; a stop is honoured between rounds, so shutdown never
-// waits for a whole backlog. gcBatch bounds the removals of one
-// OperateMany call.
+// waits for a whole backlog.
 const (
 	gcChunk = 512
-	gcBatch = 1024
+	// A round's removals go out in up to gcRemoveConcurrency calls of at
+	// least gcRemoveMin objects each.
+	gcRemoveConcurrency = 16
+	gcRemoveMin         = 16
 )
 
 // collectDue removes the data of due items (all items when force) and then
@@ -442,10 +444,10 @@ func (c *collector) requeue(items []gcItem) {
 // collectRound removes the data of items and then clears their records;
 // false when some records stay (a failed removal or clear).
 //
-// The removals of a round go to the store in one OperateMany call per
-// data pool (gcBatch objects at most): the embedded store applies them as
-// one batch with one WAL sync, instead of an Operate and a commit each
-// (most of a collected record's CPU); RADOS runs them as concurrent ops.
+// The removals of a round go to the store in OperateMany calls per data
+// pool, a few side by side: the embedded store applies each as one batch
+// with one WAL sync, instead of an Operate and a commit each (most of a
+// collected record's CPU); RADOS runs them as concurrent ops.
 // Every removal reported done is durable, so the records can go.
 func (c *collector) collectRound(ctx context.Context, items []gcItem) bool {
 	byPool := map[string][]objstore.WriteReq{}
@@ -468,19 +470,31 @@ func (c *collector) collectRound(ctx context.Context, items []gcItem) bool {
 			}
 			continue
 		}
-		for from := 0; from < len(reqs); from += gcBatch {
-			batch := reqs[from:min(from+gcBatch, len(reqs))]
-			objstore.OperateMany(ctx, io, batch)
-			logged := false
-			for j, r := range batch {
-				if r.Err == nil || errors.Is(r.Err, objstore.ErrNotFound) {
-					continue
-				}
-				failed[owners[pool][from+j]] = true
-				if !logged { // one line per batch: a failing store fails them all
-					c.d.log.Warn("gc: remove data object", "pool", pool, "oid", r.OID, "err", r.Err)
-					logged = true
-				}
+		// Side by side in slices: a removal reads the object's keys first,
+		// and replaced data is cold (on disk, not cached), so one call
+		// reading them one after another waited on the disk for each: ~460
+		// records/s in the 30M aging (stop 37). The calls' syncs
+		// group-commit.
+		per := max(gcRemoveMin, (len(reqs)+gcRemoveConcurrency-1)/gcRemoveConcurrency)
+		var wg sync.WaitGroup
+		for from := 0; from < len(reqs); from += per {
+			batch := reqs[from:min(from+per, len(reqs))]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				objstore.OperateMany(ctx, io, batch)
+			}()
+		}
+		wg.Wait()
+		logged := false
+		for j, r := range reqs {
+			if r.Err == nil || errors.Is(r.Err, objstore.ErrNotFound) {
+				continue
+			}
+			failed[owners[pool][j]] = true
+			if !logged { // one line per pool: a failing store fails them all
+				c.d.log.Warn("gc: remove data object", "pool", pool, "oid", r.OID, "err", r.Err)
+				logged = true
 			}
 		}
 	}
