@@ -1426,10 +1426,11 @@ func (g *notifyGateway) counters(ctx context.Context) notifyCounters {
 	return n
 }
 
-// settle waits, up to max, until the store reports no compaction debt
-// and no flush or compaction running in two polls in a row; it returns
-// the wait and whether that happened (false at once without the
-// embedded store's counters).
+// settle waits, up to max, until the store runs no flush or compaction
+// in two polls in a row with no compaction debt, or in ten (2 s) with
+// some: pebble may estimate a debt too small to schedule a compaction
+// for, and waited for it until max. It returns the wait and whether
+// either happened (false at once without the embedded store's counters).
 func (g *notifyGateway) settle(ctx context.Context, max time.Duration) (float64, bool) {
 	t0 := time.Now()
 	quiet := 0
@@ -1438,8 +1439,8 @@ func (g *notifyGateway) settle(ctx context.Context, max time.Duration) (float64,
 		if n.walBytes == 0 {
 			return 0, false
 		}
-		if n.debtBytes == 0 && n.bgJobs == 0 {
-			if quiet++; quiet == 2 {
+		if n.bgJobs == 0 {
+			if quiet++; quiet == 2 && n.debtBytes == 0 || quiet == 10 {
 				return time.Since(t0).Seconds(), true
 			}
 		} else {
