@@ -131,6 +131,9 @@ type ScaleConfig struct {
 	// range is found by probing (keys are deleted oldest first), and the
 	// store's GC records are counted exactly before and after.
 	Resume string
+	// ResumeRWLD > 0: a resumed run first runs one RWLD phase this long
+	// and times the list pages, as after a round.
+	ResumeRWLD time.Duration
 }
 
 // DefaultScaleTargets are the seed's fill rounds up to 30M objects.
@@ -324,6 +327,12 @@ type ScaleResume struct {
 	PutNext uint64  `json:"put_next"`
 	Probes  int     `json:"probes"`
 	OpenSec float64 `json:"open_sec"`
+	// One RWLD phase (--resume-rwld, as after a round) and the list pages timed
+	// after it, on the bucket as it was opened.
+	RWLD       map[string]ScaleOp `json:"rwld,omitempty"`
+	RWLDPerSec float64            `json:"rwld_ops_per_sec,omitempty"`
+	List       *ScaleList         `json:"list,omitempty"`
+	Disk       *ScaleDisk         `json:"disk,omitempty"`
 }
 
 // ScaleWalk is the full listing and the stats call after the rounds.
@@ -1150,6 +1159,32 @@ func (r *scaleRun) resume(ctx context.Context) error {
 	r.curShards = shards
 	r.mu.Unlock()
 	r.logf("resumed %s: %d objects in %d shards, live keys [%d, %d) (%d probes)", rs.Dir, objs, shards, del, lo, probes)
+	if err := r.publish(); err != nil {
+		return err
+	}
+	if r.cfg.ResumeRWLD <= 0 {
+		return nil
+	}
+	stopProf, err := r.startProfile(fmt.Sprintf("rwld-resumed-%d.pprof", objs))
+	if err != nil {
+		return err
+	}
+	ops, rate, _, _, err := r.mixed(ctx, r.cfg.ResumeRWLD, phRWLD, rwldPick)
+	stopProf()
+	if err != nil {
+		return err
+	}
+	r.logf("resumed: RWLD %.0f ops/s: %s", rate, fmtOps(ops))
+	list, err := r.listTimes(ctx)
+	if err != nil {
+		return err
+	}
+	_, objs, _, _ = r.t.stats(ctx)
+	disk := r.t.disk(objs)
+	r.logf("resumed: list start %.2f / prefix %.2f / token %.2f ms", list.StartMs, list.PrefixMs, list.ContinuationMs)
+	r.mu.Lock()
+	rs.RWLD, rs.RWLDPerSec, rs.List, rs.Disk = ops, rate, &list, &disk
+	r.mu.Unlock()
 	return r.publish()
 }
 
