@@ -106,8 +106,13 @@ func (it *Iter) Next(ctx context.Context) (*Entry, bool, error) {
 	}
 	it.cur = Entry{}
 	if it.vc != nil {
-		// The key Peek made, if any, is reused, not copied again.
-		if err := decodeListingInto(&it.cur, it.vc.Value(), it.key); err != nil {
+		// The key Peek made, if any, is reused, not copied again; a
+		// listing record holds none.
+		v := it.vc.Value()
+		if it.key == "" && isListingRecord(v) {
+			it.key = string(it.vc.Key())
+		}
+		if err := decodeListingInto(&it.cur, v, it.key); err != nil {
 			return nil, false, err
 		}
 		// Meta (rarely there: an ACL) aliases the cursor's memory.
