@@ -210,12 +210,19 @@ func (p *fastParser) keyIs(key string) bool {
 // key into *e (zero): Meta aliases b, and the strings share one
 // allocation.
 func decodeListingRecord(e *Entry, b []byte, key string) error {
+	return decodeListingRecordKey(e, b, key, nil)
+}
+
+// decodeListingRecordKey is decodeListingRecord with the key as key, or,
+// when key is "", as keyb, copied into the strings' one allocation (a view
+// cursor's key is pebble's memory).
+func decodeListingRecordKey(e *Entry, b []byte, key string, keyb []byte) error {
 	r := recReader{b: b, i: 2}
 	if len(b) < 2 || b[0] != listingRecord {
 		return objstore.Errorf(objstore.ErrInvalid, "index listing record of %d bytes", len(b))
 	}
 	flags := b[1]
-	e.Key = key
+	e.Key = key // or keyb, below
 	e.Marker = flags&lrMarker != 0
 	e.Size = r.varint()
 	if flags&lrSeq != 0 {
@@ -257,8 +264,12 @@ func decodeListingRecord(e *Entry, b []byte, key string) error {
 		return objstore.Errorf(objstore.ErrInvalid, "index listing record of key %q is corrupt", key)
 	}
 	e.ModTime = time.Unix(sec, int64(nsec)).UTC()
+	if key != "" {
+		keyb = nil
+	}
 	var sb strings.Builder
-	sb.Grow(len(vid) + 2*len(etagHex) + len(etag) + len(owner) + len(class))
+	sb.Grow(len(keyb) + len(vid) + 2*len(etagHex) + len(etag) + len(owner) + len(class))
+	sb.Write(keyb)
 	sb.Write(vid)
 	var hx [32]byte
 	hex.Encode(hx[:], etagHex)
@@ -269,6 +280,9 @@ func decodeListingRecord(e *Entry, b []byte, key string) error {
 	all := sb.String()
 	off := 0
 	cut := func(n int) string { s := all[off : off+n]; off += n; return s }
+	if keyb != nil {
+		e.Key = cut(len(keyb))
+	}
 	e.VersionID = cut(len(vid))
 	e.ETag = cut(2*len(etagHex) + len(etag))
 	e.Owner = cut(len(owner))
