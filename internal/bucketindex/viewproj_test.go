@@ -188,3 +188,41 @@ func BenchmarkProjectListing(b *testing.B) {
 		projectListing(e.Key, full)
 	}
 }
+
+// Whatever bytes a listing record holds, its decode does not panic, and
+// what it decodes to encodes (through an entry's JSON and the projection)
+// to a record that decodes to the same listing.
+func FuzzDecodeListingRecord(f *testing.F) {
+	for _, e := range projectionSamples() {
+		full, _ := encodeEntry(&e)
+		if p := projectListing(e.Key, full); isListingRecord(p) {
+			f.Add(p)
+		}
+	}
+	f.Add([]byte{listingRecord, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 || b[0] != listingRecord {
+			b = append([]byte{listingRecord}, b...)
+		}
+		var e Entry
+		if decodeListingRecord(&e, b, "k") != nil {
+			return
+		}
+		var viaKey Entry
+		if err := decodeListingRecordKey(&viaKey, b, "", []byte("k")); err != nil || !reflect.DeepEqual(viaKey, e) {
+			t.Fatalf("%q: with the key as bytes %+v, %v; as a string %+v", b, viaKey, err, e)
+		}
+		full, err := json.Marshal(e)
+		if err != nil || len(e.Meta) > 0 && !bytes.Contains(full, e.Meta) {
+			return // a Meta that is not (compact) JSON: the record carries it as it is
+		}
+		p := projectListing("k", full)
+		if !isListingRecord(p) {
+			return // the JSON holds what a record does not (escapes)
+		}
+		got, err := decodeListing("k", p)
+		if err != nil || !reflect.DeepEqual(shown(got), shown(e)) {
+			t.Fatalf("%q decodes to %+v; its entry's record %q to %+v, %v", b, e, p, got, err)
+		}
+	})
+}

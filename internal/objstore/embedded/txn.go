@@ -73,6 +73,12 @@ func (t *txn) load() error {
 		if err := m.decodeView(v); err != nil {
 			return err
 		}
+		if t.b == nil {
+			// A read (under the object's read lock: the meta is the
+			// store's) of a view member, an index shard: hot and few,
+			// so later reads skip both gets, as after its writes.
+			t.entry.meta.Store(&cachedMeta{m: m, exists: true})
+		}
 	}
 	t.orig, t.cur, t.origExists, t.exists = m, m, true, true
 	return nil
