@@ -31,8 +31,12 @@ const shardStateXattr = "cairn.index.state"
 const shardEpochXattr = "cairn.index.epoch"
 
 // Register adds the class to reg.
-func Register(reg *objstore.Registry) {
-	reg.RegisterProjection(ClassName, "listing", projectListing)
+func Register(reg *objstore.Registry) { register(reg, projectListing) }
+
+// register adds the class with listing projection proj (a test gives an
+// earlier build's).
+func register(reg *objstore.Registry, proj objstore.Projection) {
+	reg.RegisterProjection(ClassName, "listing", proj)
 	reg.Register(ClassName, "init", objstore.MethodWrite, clsInit)
 	reg.Register(ClassName, "link", objstore.MethodWrite, clsLink)
 	reg.Register(ClassName, "unlink", objstore.MethodWrite, clsUnlink)
@@ -222,18 +226,22 @@ func decodeEntry(b []byte) (Entry, error) {
 	return e, nil
 }
 
-// decodeListing decodes an entry for a listing (fastDecodeListing: no Tag
-// or Manifest; Meta may alias b).
-func decodeListing(b []byte) (Entry, error) {
+// decodeListing decodes an entry (or a listing record) under omap key key
+// for a listing (fastDecodeListing: no Tag or Manifest; Meta may alias b).
+func decodeListing(key string, b []byte) (Entry, error) {
 	var e Entry
-	err := decodeListingInto(&e, b, "")
+	err := decodeListingInto(&e, b, key)
 	return e, err
 }
 
 // decodeListingInto is decodeListing into *e, which is zero; key, when
 // not "", is the entry's omap key, taken as its Key when they are equal
-// (not copied again).
+// (not copied again). A listing record (ListingProjection) holds no key:
+// key must be its omap key.
 func decodeListingInto(e *Entry, b []byte, key string) error {
+	if isListingRecord(b) {
+		return decodeListingRecord(e, b, key)
+	}
 	if fastDecodeInto(e, b, true, key) {
 		return nil
 	}

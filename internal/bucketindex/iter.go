@@ -106,8 +106,17 @@ func (it *Iter) Next(ctx context.Context) (*Entry, bool, error) {
 	}
 	it.cur = Entry{}
 	if it.vc != nil {
-		// The key Peek made, if any, is reused, not copied again.
-		if err := decodeListingInto(&it.cur, it.vc.Value(), it.key); err != nil {
+		// The key Peek made, if any, is reused, not copied again; a
+		// listing record holds none: the cursor's key is copied with
+		// its strings.
+		v := it.vc.Value()
+		var err error
+		if isListingRecord(v) {
+			err = decodeListingRecordKey(&it.cur, v, it.key, it.vc.Key())
+		} else {
+			err = decodeListingInto(&it.cur, v, it.key)
+		}
+		if err != nil {
 			return nil, false, err
 		}
 		// Meta (rarely there: an ACL) aliases the cursor's memory.

@@ -1,6 +1,7 @@
 package bucketindex
 
 import (
+	"bytes"
 	"container/heap"
 	"context"
 	"errors"
@@ -44,13 +45,26 @@ func (x Index) List(ctx context.Context, startAfter, prefix string, max int) ([]
 		if err != nil {
 			return nil, false, err
 		}
-		e, err := decodeEntry(projectListing(kv.Key, kv.Value))
+		e, err := listEntry(kv.Key, kv.Value)
 		if err != nil {
 			return nil, false, err
 		}
 		out = append(out, e)
 	}
 	return out, false, nil
+}
+
+// listEntry is what List returns of value v under key k: a shard's entry
+// or a view's JSON member through the JSON projection, a view's listing
+// record as it is (both hold the same fields).
+func listEntry(k string, v []byte) (Entry, error) {
+	if !isListingRecord(v) {
+		return decodeEntry(projectListingJSON(v))
+	}
+	var e Entry
+	err := decodeListingRecord(&e, v, k)
+	e.Meta = bytes.Clone(e.Meta) // the page's memory
+	return e, err
 }
 
 // next takes the smallest buffered entry (h not empty), refilling its

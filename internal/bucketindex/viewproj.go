@@ -16,11 +16,26 @@ const ListingProjection = ClassName + ".listing"
 // stays opaque here.
 const MetaACLField = `"acl"`
 
-// projectListing is ListingProjection: the entry's JSON with only the
+// projectListing is ListingProjection: the entry's listing record
+// (appendListingRecord: its listing fields, without the key, binary), or,
+// for an entry the record cannot hold exactly, its JSON with only the
 // members k, s, q, i, dm, e, t, o, p and sc, and x when it may hold an
 // ACL, in their order. It keeps anything it cannot read as a flat JSON
-// object unchanged, and a projected entry projects to itself.
-func projectListing(_ string, val []byte) []byte {
+// object unchanged, and a projected entry projects to itself: a listing
+// record is kept, and the JSON it falls back to fails the record again.
+func projectListing(key string, val []byte) []byte {
+	if isListingRecord(val) {
+		return val
+	}
+	if out, ok := appendListingRecord(key, val); ok {
+		return out
+	}
+	return projectListingJSON(val)
+}
+
+// projectListingJSON is the JSON projection (the only one before listing
+// records): the listing's members of val.
+func projectListingJSON(val []byte) []byte {
 	if out, ok := filterMembers(val); ok {
 		return out
 	}

@@ -25,6 +25,7 @@ const (
 	partData   = 'd' // d <chunk index u32 BE> → chunk bytes
 	partHeader = 'h' // h                      → omap header
 	partOmap   = 'm' // m <key>                → omap value
+	partView   = 'v' // v                      → a view member's view (meta format 4)
 	partXattr  = 'x' // x <name>               → xattr value
 )
 
@@ -37,10 +38,11 @@ var (
 )
 
 // formatVersion is written at every Open. 2 added ordered views (V keys,
-// meta format 2), 3 their projections (meta format 3); an older directory
-// reads unchanged and is marked 3, so that older builds refuse it instead
-// of meeting records they cannot read.
-const formatVersion = 3
+// meta format 2), 3 their projections (meta format 3), 4 the view part
+// (meta format 4); an older directory reads unchanged and is marked 4, so
+// that older builds refuse it instead of meeting records they cannot
+// read.
+const formatVersion = 4
 
 func u64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }
 
@@ -102,13 +104,18 @@ func succ(p []byte) []byte {
 
 // meta is an object's record under its M key.
 //
-//	[0]     format (1, or 2 for a view member)
+//	[0]     format (1; 4 for a view member; 2 and 3 as earlier builds wrote them)
 //	[1:9]   version   u64 BE
 //	[9:17]  size      u64 BE
 //	[17:25] mtime     i64 BE, Unix nanoseconds
 //	[25:33] blob id   u64 BE, 0 = data inline in chunks
 //	format 2: uvarint length, view name, uvarint length, view bound
 //	format 3: format 2's, then uvarint length, view projection
+//	format 4: no more: the view, bound and projection are in the object's
+//	          v part (encodeView), written only when they change
+//
+// The meta is written at every op on the object; a bucket index shard's
+// view names (bucket id, bound, projection: ~50 bytes) were most of it.
 type meta struct {
 	version uint64
 	size    int64
@@ -118,57 +125,83 @@ type meta struct {
 	// "" for none, the bound below which keys are copied ("" = all), and
 	// the projection of their values ("" = the values themselves).
 	view, below, proj string
+	// viewPart: the object's v part holds view, below and proj (a format
+	// 4 meta); else a commit of a member writes it.
+	viewPart bool
 }
 
 const metaLen = 33
 
 func (m meta) encode() []byte {
-	b := make([]byte, 1, metaLen+6+len(m.view)+len(m.below)+len(m.proj))
+	b := make([]byte, 1, metaLen)
 	b[0] = 1
+	if m.view != "" {
+		b[0] = 4
+	}
 	b = u64(b, m.version)
 	b = u64(b, uint64(m.size))
 	b = u64(b, uint64(m.mtime))
-	b = u64(b, m.blob)
-	if m.view != "" {
-		b[0] = 2
-		b = append(binary.AppendUvarint(b, uint64(len(m.view))), m.view...)
-		b = append(binary.AppendUvarint(b, uint64(len(m.below))), m.below...)
-		if m.proj != "" {
-			b[0] = 3
-			b = append(binary.AppendUvarint(b, uint64(len(m.proj))), m.proj...)
-		}
-	}
-	return b
+	return u64(b, m.blob)
 }
 
+// decodeMeta decodes a meta record; a format 4 record's view fields are
+// left for the caller to read from the v part (decodeView).
 func decodeMeta(b []byte) (meta, error) {
 	bad := objstore.Errorf(objstore.ErrInvalid, "embedded: corrupt object meta (%d bytes)", len(b))
-	if len(b) < metaLen || b[0] < 1 || b[0] > 3 || b[0] == 1 && len(b) != metaLen {
+	if len(b) < metaLen || b[0] < 1 || b[0] > 4 || (b[0] == 1 || b[0] == 4) && len(b) != metaLen {
 		return meta{}, bad
 	}
 	be := binary.BigEndian
 	m := meta{
-		version: be.Uint64(b[1:]),
-		size:    int64(be.Uint64(b[9:])),
-		mtime:   int64(be.Uint64(b[17:])),
-		blob:    be.Uint64(b[25:]),
+		version:  be.Uint64(b[1:]),
+		size:     int64(be.Uint64(b[9:])),
+		mtime:    int64(be.Uint64(b[17:])),
+		blob:     be.Uint64(b[25:]),
+		viewPart: b[0] == 4,
 	}
-	if b[0] >= 2 {
-		rest := b[metaLen:]
-		var strs [3]string
-		for i := range strs[:b[0]] { // format 2: two strings, 3: three
-			n, k := binary.Uvarint(rest)
-			if k <= 0 || n > uint64(len(rest)-k) {
-				return meta{}, bad
-			}
-			strs[i], rest = string(rest[k:k+int(n)]), rest[k+int(n):]
-		}
-		if len(rest) != 0 || strs[0] == "" || b[0] == 3 && strs[2] == "" {
+	if b[0] == 2 || b[0] == 3 {
+		var err error
+		if m.view, m.below, m.proj, err = decodeViewFields(b[metaLen:], int(b[0])); err != nil || b[0] == 3 && m.proj == "" {
 			return meta{}, bad
 		}
-		m.view, m.below, m.proj = strs[0], strs[1], strs[2]
 	}
 	return m, nil
+}
+
+// encodeView is the v part of a view member: the view's name, its bound
+// and its projection, each a uvarint length and the bytes (format 3's
+// tail).
+func (m meta) encodeView() []byte {
+	b := make([]byte, 0, 3+len(m.view)+len(m.below)+len(m.proj))
+	b = append(binary.AppendUvarint(b, uint64(len(m.view))), m.view...)
+	b = append(binary.AppendUvarint(b, uint64(len(m.below))), m.below...)
+	return append(binary.AppendUvarint(b, uint64(len(m.proj))), m.proj...)
+}
+
+// decodeView sets m's view fields from its v part.
+func (m *meta) decodeView(b []byte) error {
+	var err error
+	if m.view, m.below, m.proj, err = decodeViewFields(b, 3); err != nil {
+		return objstore.Errorf(objstore.ErrInvalid, "embedded: corrupt view part (%d bytes)", len(b))
+	}
+	return nil
+}
+
+// decodeViewFields reads n (2 or 3) length-prefixed strings, all of b:
+// the view (not empty), its bound and, for 3, its projection ("" = none).
+func decodeViewFields(rest []byte, n int) (view, below, proj string, err error) {
+	var strs [3]string
+	for i := range strs[:n] {
+		l, k := binary.Uvarint(rest)
+		if k <= 0 || l > uint64(len(rest)-k) {
+			return "", "", "", objstore.ErrInvalid
+		}
+		strs[i], rest = string(rest[k:k+int(l)]), rest[k+int(l):]
+	}
+	if len(rest) != 0 || strs[0] == "" {
+		return "", "", "", objstore.ErrInvalid
+	}
+	return strs[0], strs[1], strs[2], nil
 }
 
 func (m meta) stat() objstore.Stat {

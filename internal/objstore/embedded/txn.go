@@ -62,6 +62,24 @@ func (t *txn) load() error {
 	if err != nil {
 		return err
 	}
+	if m.viewPart {
+		v, ok, err := t.get(t.part(partView))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return objstore.Errorf(objstore.ErrInvalid, "embedded: view member without its view part")
+		}
+		if err := m.decodeView(v); err != nil {
+			return err
+		}
+		if t.b == nil {
+			// A read (under the object's read lock: the meta is the
+			// store's) of a view member, an index shard: hot and few,
+			// so later reads skip both gets, as after its writes.
+			t.entry.meta.Store(&cachedMeta{m: m, exists: true})
+		}
+	}
 	t.orig, t.cur, t.origExists, t.exists = m, m, true, true
 	return nil
 }
@@ -399,6 +417,7 @@ func (t *txn) remove(plain bool) error {
 	t.exists = false
 	t.cur.size, t.cur.blob = 0, 0
 	t.cur.view, t.cur.below, t.cur.proj = "", "", "" // its keys stay in the view (objstore.Viewer)
+	t.cur.viewPart = false                           // cleared with the other parts
 	return nil
 }
 
@@ -596,9 +615,12 @@ func (t *txn) SetView(name, below, proj string) error {
 		}
 	}
 	t.touch(true)
-	t.cur.view, t.cur.below, t.cur.proj = name, below, proj
 	if name == "" {
-		t.cur.below, t.cur.proj = "", ""
+		below, proj = "", ""
+	}
+	if t.cur.view != name || t.cur.below != below || t.cur.proj != proj {
+		t.cur.view, t.cur.below, t.cur.proj = name, below, proj
+		t.cur.viewPart = false // commit writes the v part
 	}
 	return nil
 }
@@ -735,6 +757,21 @@ func (t *txn) remember() {
 	}
 }
 
+// commitView writes the v part of an object that joined a view or
+// changed it, and removes it from one that left (a removed object's parts
+// are gone already): only then, not at every op (meta format 4).
+func (t *txn) commitView() error {
+	switch {
+	case t.cur.view != "" && !t.cur.viewPart:
+		t.cur.viewPart = true
+		return t.set(t.part(partView), t.cur.encodeView())
+	case t.cur.view == "" && t.origExists && t.orig.viewPart:
+		t.cur.viewPart = false
+		return t.del(t.part(partView))
+	}
+	return nil
+}
+
 // commit adds the object's meta (or its deletion) and blob references to
 // the batch, with version v.
 func (t *txn) commit(v uint64) error {
@@ -743,6 +780,9 @@ func (t *txn) commit(v uint64) error {
 		t.cur.mtime = t.now.UnixNano()
 		if t.mtime != nil {
 			t.cur.mtime = t.mtime.UnixNano()
+		}
+		if err := t.commitView(); err != nil {
+			return err
 		}
 		if err := t.set(t.mkey, t.cur.encode()); err != nil {
 			return err

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
 	"strings"
 	"testing"
@@ -211,9 +212,24 @@ func TestViewKeepsMembersOmap(t *testing.T) {
 	}
 }
 
-// TestViewMetaFormat: formats 2 and 3 round-trip, format 1 is unchanged,
-// and truncated or padded records are corrupt, as is a format 3 record
-// with an empty projection.
+// legacyMeta is m as an earlier build wrote it (meta format 2 or 3: the
+// view's names in the record).
+func legacyMeta(m meta) []byte {
+	b := (meta{version: m.version, size: m.size, mtime: m.mtime, blob: m.blob}).encode()
+	b[0] = 2
+	b = append(binary.AppendUvarint(b, uint64(len(m.view))), m.view...)
+	b = append(binary.AppendUvarint(b, uint64(len(m.below))), m.below...)
+	if m.proj != "" {
+		b[0] = 3
+		b = append(binary.AppendUvarint(b, uint64(len(m.proj))), m.proj...)
+	}
+	return b
+}
+
+// TestViewMetaFormat: format 1 and 4 records are 33 bytes and round-trip
+// (format 4's view in the v part), formats 2 and 3 as earlier builds wrote
+// them still decode, and truncated or padded records are corrupt, as is a
+// format 3 record with an empty projection.
 func TestViewMetaFormat(t *testing.T) {
 	for _, m := range []meta{
 		{version: 7, size: 3, mtime: 9, blob: 0},
@@ -222,24 +238,144 @@ func TestViewMetaFormat(t *testing.T) {
 		{version: 7, size: 3, view: "bucket-id", below: "\xff", proj: "cls.listing"},
 	} {
 		b := m.encode()
-		if m.view == "" && len(b) != metaLen {
-			t.Fatalf("format 1 record of %d bytes", len(b))
+		if len(b) != metaLen || b[0] != map[bool]byte{false: 1, true: 4}[m.view != ""] {
+			t.Fatalf("%+v: record %x", m, b)
 		}
 		got, err := decodeMeta(b)
+		if err == nil && m.view != "" {
+			if !got.viewPart {
+				t.Fatalf("%+v: format 4 without its view part", m)
+			}
+			err = got.decodeView(m.encodeView())
+			got.viewPart = false
+		}
 		if err != nil || got != m {
 			t.Fatalf("decode(encode(%+v)) = %+v, %v", m, got, err)
 		}
-		for _, bad := range [][]byte{b[:len(b)-1], append(slices.Clone(b), 0)} {
-			if _, err := decodeMeta(bad); err == nil {
-				t.Fatalf("corrupt record %q of %+v decoded", bad, m)
+		records := [][]byte{b}
+		if m.view != "" {
+			if got, err := decodeMeta(legacyMeta(m)); err != nil || got != m {
+				t.Fatalf("an earlier build's record of %+v: %+v, %v", m, got, err)
+			}
+			records = append(records, legacyMeta(m))
+			v := m.encodeView()
+			for _, bad := range [][]byte{v[:len(v)-1], append(slices.Clone(v), 0), nil} {
+				var x meta
+				if x.decodeView(bad) == nil {
+					t.Fatalf("corrupt view part %q of %+v decoded", bad, m)
+				}
+			}
+		}
+		for _, b := range records {
+			for _, bad := range [][]byte{b[:len(b)-1], append(slices.Clone(b), 0)} {
+				if _, err := decodeMeta(bad); err == nil {
+					t.Fatalf("corrupt record %q of %+v decoded", bad, m)
+				}
 			}
 		}
 	}
-	empty := append((meta{view: "v", below: "b"}).encode(), 0)
+	empty := append(legacyMeta(meta{view: "v", below: "b"}), 0)
 	empty[0] = 3
 	if _, err := decodeMeta(empty); err == nil {
 		t.Fatal("a format 3 record with an empty projection decoded")
 	}
+}
+
+// TestViewPartWrittenOnJoin: a member's meta is 33 bytes (format 4) and
+// its view is written to its v part when it joins or changes views, not
+// at every op; a member an earlier build recorded (format 3, the names in
+// every meta) keeps its view and projection through a restart and is
+// rewritten to format 4 by its next op; leaving the view or removing the
+// object removes the part.
+func TestViewPartWrittenOnJoin(t *testing.T) {
+	fs := vfs.NewMem()
+	reg := viewRegistry()
+	s, io, v := openViewStore(t, fs, reg)
+	raw := func(key []byte) []byte {
+		t.Helper()
+		b, ok, err := s.getSys(key) // any key: a point read of the store
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return nil
+		}
+		return b
+	}
+	pid := io.(*ioctx).pool.id
+	mkey := func(oid string) []byte { return metaKey(pid, "", oid) }
+	vkey := func(oid string) []byte { return append(objPrefix(pid, "", oid), partView) }
+	exec := func(kv string, join bool) *objstore.WriteOp {
+		op := objstore.NewWriteOp()
+		if join {
+			op.SetView("V", "\xff", "vt.upper")
+		}
+		op.Exec("vt", "set", []byte(kv))
+		return op
+	}
+	// Joined by a class method's op, whose meta the store keeps cached
+	// (a hot object's, as index shards are), so that later ops read
+	// neither meta nor part.
+	mustOp(t, io, "a", exec("a1=x", true))
+	if m := raw(mkey("a")); len(m) != metaLen || m[0] != 4 {
+		t.Fatalf("member's meta %x", m)
+	}
+	part := raw(vkey("a"))
+	if want := (meta{view: "V", below: "\xff", proj: "vt.upper"}).encodeView(); !bytes.Equal(part, want) {
+		t.Fatalf("view part %q, want %q", part, want)
+	}
+	// Ops that do not change the membership do not write the part: a
+	// marker put in its place stays.
+	marker := []byte("not rewritten")
+	if err := s.db.Set(vkey("a"), marker, syncOpts); err != nil {
+		t.Fatal(err)
+	}
+	mustOp(t, io, "a", exec("a2=m", false))
+	mustOp(t, io, "a", exec("a3=y", true)) // joins again: unchanged
+	if got := raw(vkey("a")); !bytes.Equal(got, marker) {
+		t.Fatalf("the view part was rewritten: %q", got)
+	}
+	if err := s.db.Set(vkey("a"), part, syncOpts); err != nil {
+		t.Fatal(err)
+	}
+	wantView(t, v, "V", "a1=X", "a2=M", "a3=Y")
+
+	// A member as an earlier build left it: format 3, no v part.
+	if err := s.db.Set(mkey("b"), legacyMeta(meta{version: 1, view: "V", below: "\xff", proj: "vt.upper"}), syncOpts); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, io, v = openViewStore(t, fs, reg)
+	defer s.Close()
+	// A read of a member keeps its meta, view included, for the next op:
+	// a marker in its part's place goes unread.
+	omapOf(t, io, "a")
+	if err := s.db.Set(vkey("a"), marker, syncOpts); err != nil {
+		t.Fatal(err)
+	}
+	mustOp(t, io, "a", exec("a5=u", false))
+	if err := s.db.Set(vkey("a"), part, syncOpts); err != nil {
+		t.Fatal(err)
+	}
+	mustOp(t, io, "b", objstore.NewWriteOp().SetOmap(kv("b1", "z")))
+	mustOp(t, io, "a", objstore.NewWriteOp().SetOmap(kv("a4", "w"))) // format 4, read back from disk
+	wantView(t, v, "V", "a1=X", "a2=M", "a3=Y", "a4=W", "a5=U", "b1=Z")
+	if m, p := raw(mkey("b")), raw(vkey("b")); len(m) != metaLen || m[0] != 4 || !bytes.Equal(p, part) {
+		t.Fatalf("an earlier build's member after a write: meta %x, view part %q", m, p)
+	}
+	// Leaving the view, and removing a member, remove the part.
+	mustOp(t, io, "a", objstore.NewWriteOp().SetView("", "", ""))
+	mustOp(t, io, "b", objstore.NewWriteOp().Remove())
+	for _, oid := range []string{"a", "b"} {
+		if p := raw(vkey(oid)); p != nil {
+			t.Fatalf("%s: view part %q left", oid, p)
+		}
+	}
+	if m := raw(mkey("a")); len(m) != metaLen || m[0] != 1 {
+		t.Fatalf("meta after leaving %x", m)
+	}
+	mustOp(t, io, "a", objstore.NewWriteOp().SetOmap(kv("a6", "v")))
+	wantView(t, v, "V", "a1=X", "a2=M", "a3=Y", "a4=W", "a5=U", "b1=Z")
 }
 
 // TestViewValidation: bad names and bounds, and SetView in a fresh op,
