@@ -81,17 +81,21 @@ func decodeBlock(key string, v []byte) (resBlock, error) {
 // The block cache (class cache slot resCacheSlot) holds blocks this
 // process wrote, so a commit on the PUT's path reads no omap (on RADOS a
 // round trip). It is partial: a cached block is authoritative for the ids
-// it covers; an id no cached block covers is looked up in the omap. Every
-// class path that changes a block replaces or removes it here (expire
-// drops all); the backend drops the slot on any other change. Values are
-// immutable: a change makes a new slice.
+// it covers (a deleted one is kept in the overlay with no open id until
+// the next fold); an id no cached block covers is looked up in the omap.
+// Every class path that changes a block replaces or removes it here
+// (expire drops all); the backend drops the slot on any other change.
+// Values are immutable: a change makes a new value, copying only a short
+// overlay of changes and folding it into a new base every resOverlayMax.
 const (
-	resCacheSlot = "2pc_queue.blocks"
-	resCacheMax  = 256 // blocks; more are simply not cached
+	resCacheSlot  = "2pc_queue.blocks"
+	resCacheMax   = 256 // blocks in the base; more are simply not cached
+	resOverlayMax = 32
 )
 
 type blockCache struct {
-	blocks []resBlock // by first, disjoint
+	base []resBlock // by first, disjoint, each with an open id
+	ovl  []resBlock // later versions, newest last; open 0: deleted
 }
 
 // find returns the cached block covering id.
@@ -99,23 +103,31 @@ func (c *blockCache) find(id uint64) (resBlock, bool) {
 	if c == nil {
 		return resBlock{}, false
 	}
-	i := sort.Search(len(c.blocks), func(i int) bool { return c.blocks[i].last() >= id })
-	if i < len(c.blocks) && c.blocks[i].covers(id) {
-		return c.blocks[i], true
+	for i := len(c.ovl) - 1; i >= 0; i-- {
+		if c.ovl[i].covers(id) {
+			return c.ovl[i], true
+		}
+	}
+	i := sort.Search(len(c.base), func(i int) bool { return c.base[i].last() >= id })
+	if i < len(c.base) && c.base[i].covers(id) {
+		return c.base[i], true
 	}
 	return resBlock{}, false
 }
 
-// with returns a cache with each of chs stored (or removed when none is
-// open); c is unchanged.
+// with returns a cache with each of chs stored (removed when none of its
+// ids is open); c is unchanged.
 func (c *blockCache) with(chs []resBlock) *blockCache {
-	var old []resBlock
-	if c != nil {
-		old = c.blocks
+	if c == nil {
+		c = &blockCache{}
 	}
-	out := make([]resBlock, 0, len(old)+len(chs))
-	out = append(out, old...)
-	for _, b := range chs {
+	if len(c.ovl)+len(chs) <= resOverlayMax {
+		ovl := make([]resBlock, 0, len(c.ovl)+len(chs))
+		return &blockCache{base: c.base, ovl: append(append(ovl, c.ovl...), chs...)}
+	}
+	out := make([]resBlock, 0, len(c.base)+len(c.ovl)+len(chs))
+	out = append(out, c.base...)
+	for _, b := range append(append([]resBlock(nil), c.ovl...), chs...) {
 		i := sort.Search(len(out), func(i int) bool { return out[i].first >= b.first })
 		has := i < len(out) && out[i].first == b.first
 		switch {
@@ -130,7 +142,7 @@ func (c *blockCache) with(chs []resBlock) *blockCache {
 			out[i] = b
 		}
 	}
-	return &blockCache{blocks: out}
+	return &blockCache{base: out}
 }
 
 func cachedBlocks(ctx objstore.MethodContext) *blockCache {

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"math/rand/v2"
+	"sort"
 	"testing"
 )
 
@@ -18,25 +19,27 @@ func TestBlockCacheMatchesMap(t *testing.T) {
 	}
 	var snaps []snap
 	next := uint64(1)
-	for step := range 2000 {
-		if len(c.list()) > 0 && rng.IntN(2) == 0 {
-			// consume a random open id of a random block
-			bs := c.list()
-			b := bs[rng.IntN(len(bs))]
+	for step := range 4000 {
+		live := c.list()
+		if len(live) > 0 && (rng.IntN(2) == 0 || len(live) >= resCacheMax-8) {
+			// consume one open id of a random block, or all of them
+			b := live[rng.IntN(len(live))]
+			all := rng.IntN(4) == 0
 			for id := b.first; id <= b.last(); id++ {
 				if b.isOpen(id) {
 					b.open &^= 1 << (id - b.first)
 					delete(model, id)
-					break
+					if !all {
+						break
+					}
 				}
 			}
 			c = c.with([]resBlock{b})
 		} else {
 			n := 1 + rng.IntN(blockMax)
-			full := len(c.list()) >= resCacheMax
 			c = c.with([]resBlock{newBlock(next, n, reservation{bytes: 10, entries: 1})})
 			for i := range uint64(n) {
-				model[next+i] = !full // a full cache takes no more blocks
+				model[next+i] = true
 			}
 			next += uint64(n)
 		}
@@ -58,11 +61,26 @@ func TestBlockCacheMatchesMap(t *testing.T) {
 	}
 }
 
+// list is the cache's open blocks.
 func (c *blockCache) list() []resBlock {
 	if c == nil {
 		return nil
 	}
-	return c.blocks
+	m := map[uint64]resBlock{}
+	for _, b := range c.base {
+		m[b.first] = b
+	}
+	for _, b := range c.ovl {
+		m[b.first] = b
+	}
+	var out []resBlock
+	for _, b := range m {
+		if b.open != 0 {
+			out = append(out, b)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].first < out[j].first })
+	return out
 }
 
 // BenchmarkBlockCacheCommitRefill is one commit and one refill block on a
@@ -77,7 +95,7 @@ func BenchmarkBlockCacheCommitRefill(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		old := c.blocks[0]
+		old := c.list()[0]
 		old.open &^= old.open & -old.open
 		c = c.with([]resBlock{old, newBlock(next, 1, r)})
 		next++
