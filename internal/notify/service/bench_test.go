@@ -85,7 +85,8 @@ func BenchmarkPut4K(b *testing.B) {
 // and GC included, so it holds under load with -cpu 1; a mode's cost per
 // event is its cpu-µs/op minus none's. point-gets/op counts the store's
 // point reads (the index shard's header comes from the class cache),
-// reserve-ops/op the PUTs that found the reservation pool empty.
+// reserve-ops/op the PUTs that found the reservation pool empty, wal-B/op
+// the bytes written to the WAL (every key set or deleted is a record).
 // Run: go test ./internal/notify/service -run '^$' -bench PutCPU -cpu 1 -benchtime 20000x -count 5
 func BenchmarkPutCPU(b *testing.B) {
 	for _, c := range []struct {
@@ -114,7 +115,7 @@ func BenchmarkPutCPU(b *testing.B) {
 				put(-1 - i)
 			}
 			var n atomic.Int64
-			g0, r0, c0 := st.PointGets(), e.svc.Queues().ReserveOps(), cpuTime(b)
+			g0, r0, w0, c0 := st.PointGets(), e.svc.Queues().ReserveOps(), st.LSMCounters().WALBytes, cpuTime(b)
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.SetParallelism(32) // closed-loop clients, as cairn bench notify
@@ -129,6 +130,7 @@ func BenchmarkPutCPU(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(cpuTime(b)-c0)/float64(b.N)/1e3, "cpu-µs/op")
 			b.ReportMetric(float64(st.PointGets()-g0)/float64(b.N), "point-gets/op")
+			b.ReportMetric(float64(st.LSMCounters().WALBytes-w0)/float64(b.N), "wal-B/op")
 			if c.shards > 0 {
 				// reserve ops: PUTs that found the pool empty
 				b.ReportMetric(float64(e.svc.Queues().ReserveOps()-r0)/float64(b.N), "reserve-ops/op")
