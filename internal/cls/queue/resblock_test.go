@@ -206,3 +206,25 @@ func TestBlockEncoding(t *testing.T) {
 		t.Error("block reaching below id 0 accepted")
 	}
 }
+
+// FuzzDecodeBlock: any value decodes or errors without panicking, and a
+// decoded block encodes back to a value that decodes to the same block.
+func FuzzDecodeBlock(f *testing.F) {
+	b := newBlock(7, 3, reservation{bytes: 4096, entries: 1, created: time.Unix(7, 8).UTC()})
+	f.Add(uint64(9), b.encode())
+	f.Add(uint64(0), []byte{1, 0})
+	f.Add(uint64(1<<64-1), []byte{1, 64, 1, 1, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1})
+	f.Fuzz(func(t *testing.T, last uint64, v []byte) {
+		got, err := decodeBlock(blockKey(last), v)
+		if err != nil {
+			return
+		}
+		if got.last() != last || got.n < 1 || got.n > blockMax || got.open&^fullMask(got.n) != 0 {
+			t.Fatalf("decoded %+v for last %d", got, last)
+		}
+		again, err := decodeBlock(got.key(), got.encode())
+		if err != nil || again != got {
+			t.Fatalf("round trip %+v: %+v %v", got, again, err)
+		}
+	})
+}
