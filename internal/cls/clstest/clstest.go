@@ -119,6 +119,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("QueueConcurrent", func(t *testing.T) { testQueueConcurrent(t, newEnv(t, f)) })
 	t.Run("QueueReservationCache", func(t *testing.T) { testQueueReservationCache(t, newEnv(t, f)) })
 	t.Run("QueueCommitBatch", func(t *testing.T) { testQueueCommitBatch(t, newEnv(t, f)) })
+	t.Run("QueueReservationBlocks", func(t *testing.T) { testQueueReservationBlocks(t, newEnv(t, f)) })
 	t.Run("LogEpochs", func(t *testing.T) { testLogEpochs(t, newEnv(t, f)) })
 	t.Run("LogCache", func(t *testing.T) { testLogCache(t, newEnv(t, f)) })
 	t.Run("LogConcurrentSeal", func(t *testing.T) { testLogConcurrentSeal(t, newEnv(t, f)) })

@@ -448,3 +448,58 @@ func testQueueCommitBatch(t *testing.T, e *env) {
 		t.Fatalf("at the end: %+v", st)
 	}
 }
+
+// testQueueReservationBlocks: refills made together share an omap key (a
+// block); ids of a block commit one at a time and several in one call,
+// from the cache and after a restart (found by the block's key range), each
+// exactly once, and the block's key goes with its last id.
+func testQueueReservationBlocks(t *testing.T, e *env) {
+	is(t, queue.Init(e.ctx, e.io, "q", 1<<20), nil)
+	run := func(ids []uint64, refills int) ([]uint64, error) {
+		op := objstore.NewWriteOp()
+		cs := make([]queue.BatchCommit, len(ids))
+		for i, id := range ids {
+			cs[i] = queue.BatchCommit{ID: id, Entries: [][]byte{[]byte("ev")}}
+		}
+		s := queue.AddCommitBatch(op, cs, refills, 100, 1)
+		if err := e.io.Operate(e.ctx, "q", op); err != nil {
+			return nil, err
+		}
+		return s.ReserveIDs()
+	}
+	resKeys := func() (n int) {
+		for _, kv := range e.omap("q") {
+			if kv.Key[0] != 'e' {
+				n++
+			}
+		}
+		return n
+	}
+	ids, err := run(nil, 70) // blocks of 64 and 6
+	is(t, err, nil)
+	if n := resKeys(); n != 2 {
+		t.Fatalf("70 refills: %d reservation keys, want 2", n)
+	}
+	_, err = run(ids[3:5], 0) // cached
+	is(t, err, nil)
+	e.reopen()
+	_, err = queue.Commit(e.ctx, e.io, "q", ids[40], []byte("x")) // from the omap
+	is(t, err, nil)
+	for _, id := range []uint64{ids[3], ids[40]} {
+		_, err = queue.Commit(e.ctx, e.io, "q", id, []byte("x"))
+		is(t, err, objstore.ErrNotFound)
+	}
+	_, err = run([]uint64{ids[65], ids[65]}, 0)
+	is(t, err, objstore.ErrNotFound)
+	is(t, queue.Abort(e.ctx, e.io, "q", ids[66]), nil)
+	is(t, queue.Abort(e.ctx, e.io, "q", ids[66]), nil)
+	_, err = run(append([]uint64{ids[64], ids[65]}, ids[67:]...), 0) // the rest of the second block
+	is(t, err, nil)
+	if n := resKeys(); n != 1 {
+		t.Fatalf("second block used up: %d reservation keys, want 1", n)
+	}
+	st := ok[queue.Stats](t)(queue.GetStats(e.ctx, e.io, "q"))
+	if st.Reservations != 61 || st.ReservedBytes != 6100 || st.Entries != 8 {
+		t.Fatalf("stats %+v", st)
+	}
+}

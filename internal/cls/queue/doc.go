@@ -6,7 +6,9 @@
 //
 // Layout (docs/format/cls.md): the omap header holds the counters (so stats
 // is O(1)); entries are omap keys "e<16 hex seq>" in commit order, whose
-// 16-hex part is the entry's marker; reservations are "r<16 hex id>".
+// 16-hex part is the entry's marker; reservations are blocks of up to 64
+// consecutive ids, "b<16 hex last id>" (resblock.go; "r<16 hex id>", one
+// per reservation, from earlier binaries is still read).
 // Data bytes count toward capacity; keys and per-entry metadata do not.
 //
 // Errors by method:

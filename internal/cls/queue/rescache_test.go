@@ -1,75 +1,103 @@
 package queue
 
 import (
-	"maps"
 	"math/rand/v2"
+	"sort"
 	"testing"
 )
 
-// resCache against a plain map over random adds and removals, through
-// several overlay compactions; every older value stays as it was (values
-// are shared by ops and must be immutable).
-func TestResCacheMatchesMap(t *testing.T) {
+// blockCache against a plain map of open ids over random block adds and
+// consumptions; every older value stays as it was (values are shared by
+// ops and must be immutable).
+func TestBlockCacheMatchesMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var c *resCache
-	model := map[uint64]reservation{}
+	var c *blockCache
+	model := map[uint64]bool{}
 	type snap struct {
-		c *resCache
-		m map[uint64]reservation
+		c *blockCache
+		m map[uint64]bool
 	}
 	var snaps []snap
 	next := uint64(1)
-	for step := range 2000 {
-		if len(model) > 0 && rng.IntN(2) == 0 {
-			// remove a random cached id
-			var id uint64
-			k := rng.IntN(len(model))
-			for i := range model {
-				if k == 0 {
-					id = i
-					break
+	for step := range 4000 {
+		live := c.list()
+		if len(live) > 0 && (rng.IntN(2) == 0 || len(live) >= resCacheMax-8) {
+			// consume one open id of a random block, or all of them
+			b := live[rng.IntN(len(live))]
+			all := rng.IntN(4) == 0
+			for id := b.first; id <= b.last(); id++ {
+				if b.isOpen(id) {
+					b.open &^= 1 << (id - b.first)
+					delete(model, id)
+					if !all {
+						break
+					}
 				}
-				k--
 			}
-			c = c.with(resChange{id: id, del: true}, -1)
-			delete(model, id)
+			c = c.with([]resBlock{b})
 		} else {
-			r := reservation{bytes: next * 10, entries: 1}
-			c = c.with(resChange{id: next, r: r}, 1)
-			model[next] = r
-			next++
-		}
-		if c.n != len(model) {
-			t.Fatalf("step %d: n = %d, want %d", step, c.n, len(model))
+			n := 1 + rng.IntN(blockMax)
+			c = c.with([]resBlock{newBlock(next, n, reservation{bytes: 10, entries: 1})})
+			for i := range uint64(n) {
+				model[next+i] = true
+			}
+			next += uint64(n)
 		}
 		if step%50 == 0 {
-			snaps = append(snaps, snap{c, maps.Clone(model)})
+			m := map[uint64]bool{}
+			for k, v := range model {
+				m[k] = v
+			}
+			snaps = append(snaps, snap{c, m})
 		}
 	}
 	for si, s := range snaps {
 		for id := uint64(0); id <= next; id++ {
-			r, ok := s.c.get(id)
-			want, wok := s.m[id]
-			if ok != wok || r != want {
-				t.Fatalf("snapshot %d, id %d: %v %v, want %v %v", si, id, r, ok, want, wok)
+			b, ok := s.c.find(id)
+			if got := ok && b.isOpen(id); got != s.m[id] {
+				t.Fatalf("snapshot %d, id %d: open %v, want %v", si, id, got, s.m[id])
 			}
 		}
 	}
 }
 
-// BenchmarkResCacheCommitRefill is one commit and one refill on a cache of
-// 256 reservations (-cpu 1).
-func BenchmarkResCacheCommitRefill(b *testing.B) {
-	var c *resCache
-	for id := uint64(1); id <= 256; id++ {
-		c = c.with(resChange{id: id, r: reservation{bytes: 4096, entries: 1}}, 1)
+// list is the cache's open blocks.
+func (c *blockCache) list() []resBlock {
+	if c == nil {
+		return nil
 	}
-	old, next := uint64(1), uint64(257)
+	m := map[uint64]resBlock{}
+	for _, b := range c.base {
+		m[b.first] = b
+	}
+	for _, b := range c.ovl {
+		m[b.first] = b
+	}
+	var out []resBlock
+	for _, b := range m {
+		if b.open != 0 {
+			out = append(out, b)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].first < out[j].first })
+	return out
+}
+
+// BenchmarkBlockCacheCommitRefill is one commit and one refill block on a
+// cache of 8 blocks (-cpu 1).
+func BenchmarkBlockCacheCommitRefill(b *testing.B) {
+	var c *blockCache
+	r := reservation{bytes: 4096, entries: 1}
+	next := uint64(1)
+	for range 8 {
+		c = c.with([]resBlock{newBlock(next, blockMax, r)})
+		next += blockMax
+	}
 	b.ReportAllocs()
 	for b.Loop() {
-		c = c.with(resChange{id: old, del: true}, -1)
-		c = c.with(resChange{id: next, r: reservation{bytes: 4096, entries: 1}}, 1)
-		old++
+		old := c.list()[0]
+		old.open &^= old.open & -old.open
+		c = c.with([]resBlock{old, newBlock(next, 1, r)})
 		next++
 	}
 }

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"errors"
-	"maps"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/cls/internal/wire"
@@ -102,151 +101,26 @@ func reserveMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	h.nextRes++
 	h.reservations++
 	h.reservedBytes += bytes
-	r := reservation{bytes: bytes, entries: entries, created: ctx.Now()}
-	if err := ctx.SetOmap(objstore.KV{Key: resKey(id), Value: r.encode()}); err != nil {
+	rs := newResSet(ctx)
+	rs.add(id, 1, reservation{bytes: bytes, entries: entries, created: ctx.Now()})
+	if err := rs.flush(); err != nil {
 		return nil, err
 	}
 	if err := storeHead(ctx, h); err != nil {
 		return nil, err
 	}
-	cacheReservation(ctx, id, r)
 	return encodeU64s(id), nil
 }
 
-// The reservation cache (class cache slot resCacheSlot) maps ids this
-// gateway reserved to their records, so commit and abort skip the omap
-// read (on RADOS a round trip on the PUT's path). It is partial: a hit is
-// authoritative, a miss reads the omap. Every path that deletes a
-// reservation key removes its id (commit, abort) or drops the whole map
-// (expire); the backend drops it on any other change to the object.
-// Cached values are immutable: a change makes a new one (resCache).
-const (
-	resCacheSlot = "2pc_queue.res"
-	resCacheMax  = 512 // ids beyond this are simply not cached
-)
-
-// resCache is the cache's value: an immutable base map and a short
-// overlay of later changes, so a commit or reserve step copies at most
-// resOverlayMax changes, not the whole map. (A deferred commit op carries
-// up to 64 commits and as many refills, and cloning a map of a few hundred
-// ids per step cost 14 µs per event with one shard: docs/bench/notify-issue25.md.)
-type resCache struct {
-	base map[uint64]reservation
-	ovl  []resChange // newest last
-	n    int         // ids cached
-}
-
-type resChange struct {
-	id  uint64
-	r   reservation
-	del bool
-}
-
-const resOverlayMax = 32
-
-func (c *resCache) get(id uint64) (reservation, bool) {
-	if c == nil {
-		return reservation{}, false
-	}
-	for i := len(c.ovl) - 1; i >= 0; i-- {
-		if ch := &c.ovl[i]; ch.id == id {
-			return ch.r, !ch.del
-		}
-	}
-	r, ok := c.base[id]
-	return r, ok
-}
-
-// with returns a new value with ch applied; c is unchanged.
-func (c *resCache) with(ch resChange, dn int) *resCache {
-	if c == nil {
-		c = &resCache{}
-	}
-	nc := &resCache{base: c.base, n: c.n + dn}
-	if len(c.ovl) < resOverlayMax {
-		// The full slice expression makes append copy: c's array is shared.
-		nc.ovl = append(c.ovl[:len(c.ovl):len(c.ovl)], ch)
-		return nc
-	}
-	nc.base = make(map[uint64]reservation, nc.n)
-	maps.Copy(nc.base, c.base)
-	for _, o := range append(c.ovl, ch) {
-		if o.del {
-			delete(nc.base, o.id)
-		} else {
-			nc.base[o.id] = o.r
-		}
-	}
-	return nc
-}
-
-// withAll returns a new value with chs applied (deletes of cached ids,
-// adds up to resCacheMax) at the cost of one overlay copy or one fold.
-func (c *resCache) withAll(chs []resChange) *resCache {
-	if c == nil {
-		c = &resCache{}
-	}
-	nc := &resCache{base: c.base, n: c.n}
-	keep := chs[:0:0]
-	for _, ch := range chs {
-		switch {
-		case ch.del:
-			nc.n--
-		case nc.n >= resCacheMax:
-			continue
-		default:
-			nc.n++
-		}
-		keep = append(keep, ch)
-	}
-	if len(c.ovl)+len(keep) <= resOverlayMax {
-		nc.ovl = append(append(make([]resChange, 0, len(c.ovl)+len(keep)), c.ovl...), keep...)
-		return nc
-	}
-	nc.base = make(map[uint64]reservation, nc.n)
-	maps.Copy(nc.base, c.base)
-	for _, o := range append(append([]resChange(nil), c.ovl...), keep...) {
-		if o.del {
-			delete(nc.base, o.id)
-		} else {
-			nc.base[o.id] = o.r
-		}
-	}
-	return nc
-}
-
-func cachedReservations(ctx objstore.MethodContext) *resCache {
-	if v, ok := ctx.Cached(resCacheSlot); ok {
-		c, _ := v.(*resCache)
-		return c
-	}
-	return nil
-}
-
-func cacheReservation(ctx objstore.MethodContext, id uint64, r reservation) {
-	old := cachedReservations(ctx)
-	if old != nil && old.n >= resCacheMax {
-		return
-	}
-	ctx.SetCached(resCacheSlot, old.with(resChange{id: id, r: r}, 1))
-}
-
-func uncacheReservation(ctx objstore.MethodContext, id uint64) {
-	old := cachedReservations(ctx)
-	if _, ok := old.get(id); !ok {
-		return
-	}
-	ctx.SetCached(resCacheSlot, old.with(resChange{id: id, del: true}, -1))
-}
-
-// commitFits loads reservation id and checks that entries fit in it;
-// consumed: an earlier commit of the same op took it already.
-func commitFits(ctx objstore.MethodContext, id uint64, entries [][]byte, consumed bool) (reservation, uint64, error) {
-	r, ok, err := loadReservation(ctx, id)
+// commitFits looks up reservation id in rs and checks that entries fit in
+// it. ErrNotFound when it is not open (unknown, committed, aborted or
+// expired).
+func commitFits(rs *resSet, id uint64, entries [][]byte) (reservation, uint64, error) {
+	r, ok, err := rs.get(id)
 	if err != nil {
 		return reservation{}, 0, err
 	}
-	if !ok || consumed {
+	if !ok {
 		return reservation{}, 0, objstore.Errorf(objstore.ErrNotFound, "2pc_queue: no reservation %d", id)
 	}
 	var size uint64
@@ -258,21 +132,6 @@ func commitFits(ctx objstore.MethodContext, id uint64, entries [][]byte, consume
 			len(entries), size, id, r.entries, r.bytes)
 	}
 	return r, size, nil
-}
-
-func loadReservation(ctx objstore.MethodContext, id uint64) (reservation, bool, error) {
-	if r, ok := cachedReservations(ctx).get(id); ok {
-		return r, true, nil
-	}
-	b, err := ctx.GetOmapVal(resKey(id))
-	if errors.Is(err, objstore.ErrNotFound) {
-		return reservation{}, false, nil
-	}
-	if err != nil {
-		return reservation{}, false, err
-	}
-	r, err := decodeReservation(b)
-	return r, err == nil, err
 }
 
 // commitMethod turns reservation id into entries. ErrNotFound for an unknown
@@ -289,10 +148,12 @@ func commitMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, size, err := commitFits(ctx, id, entries, false)
+	rs := newResSet(ctx)
+	r, size, err := commitFits(rs, id, entries)
 	if err != nil {
 		return nil, err
 	}
+	rs.consume(id)
 	now := ctx.Now()
 	first := h.nextSeq
 	kvs := make([]objstore.KV, len(entries))
@@ -302,10 +163,9 @@ func commitMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if err := ctx.SetOmap(kvs...); err != nil {
 		return nil, err
 	}
-	if err := ctx.RmOmapKeys(resKey(id)); err != nil {
+	if err := rs.flush(); err != nil {
 		return nil, err
 	}
-	uncacheReservation(ctx, id)
 	h.nextSeq += uint64(len(entries))
 	h.entries += uint64(len(entries))
 	h.bytes += size
@@ -319,10 +179,10 @@ func commitMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 
 // commitBatchMethod is commit for each of k reservations in order, then
 // reserve m times, in one call: the gateway's deferred and group commit ops
-// (docs/bench/notify-issue25.md, round 4). As separate steps each commit
-// and refill wrote the header again and copied the reservation cache; here
-// both happen once. Any failure fails the call (and so the op) as the
-// first failing step would; the errors are commit's and reserve's.
+// (docs/bench/notify-issue25.md, round 4). The header is written once, each
+// reservation block touched once, and the m refills share blocks. Any
+// failure fails the call (and so the op) as the first failing step would;
+// the errors are commit's and reserve's.
 func commitBatchMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	b, err := decodeCommitBatch(in)
 	if err != nil {
@@ -334,38 +194,30 @@ func commitBatchMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if b.refills > 0 && b.refillEntries == 0 {
 		return nil, objstore.Errorf(objstore.ErrInvalid, "2pc_queue commit_batch: zero entries")
 	}
+	if b.refills > MaxBatchRefills {
+		return nil, objstore.Errorf(objstore.ErrInvalid, "2pc_queue commit_batch: %d refills, at most %d", b.refills, MaxBatchRefills)
+	}
 	h, err := loadHead(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cache := cachedReservations(ctx)
-	var chs []resChange
-	var consumed map[uint64]bool
-	if len(b.ids) > 1 {
-		consumed = make(map[uint64]bool, len(b.ids))
-	}
+	rs := newResSet(ctx)
 	now := ctx.Now()
 	first := h.nextSeq
 	kvs := make([]objstore.KV, 0, len(b.entries))
-	rmKeys := make([]string, 0, len(b.ids))
 	e := 0
 	for i, id := range b.ids {
 		ents := b.entries[e : e+b.counts[i]]
 		e += b.counts[i]
-		r, size, err := commitFits(ctx, id, ents, consumed[id])
+		// An id given twice is gone the second time: consume marks it.
+		r, size, err := commitFits(rs, id, ents)
 		if err != nil {
 			return nil, err
 		}
-		if consumed != nil {
-			consumed[id] = true
-		}
+		rs.consume(id)
 		for _, d := range ents {
 			kvs = append(kvs, objstore.KV{Key: entryKey(h.nextSeq), Value: encodeEntryValue(now, 0, time.Time{}, d)})
 			h.nextSeq++
-		}
-		rmKeys = append(rmKeys, resKey(id))
-		if _, ok := cache.get(id); ok {
-			chs = append(chs, resChange{id: id, del: true})
 		}
 		h.entries += uint64(len(ents))
 		h.bytes += size
@@ -373,39 +225,27 @@ func commitBatchMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 		h.reservedBytes -= r.bytes
 	}
 	firstRes := h.nextRes
-	if b.refills > MaxBatchRefills {
-		return nil, objstore.Errorf(objstore.ErrInvalid, "2pc_queue commit_batch: %d refills, at most %d", b.refills, MaxBatchRefills)
-	}
 	rv := reservation{bytes: b.refillBytes, entries: b.refillEntries, created: now}
-	var rvb []byte
-	for range b.refills {
-		if h.bytes+h.reservedBytes+rv.bytes > h.capacity || rv.bytes > h.capacity {
-			return nil, objstore.Errorf(objstore.ErrNoSpace, "2pc_queue: %d bytes requested, %d used, %d reserved, capacity %d",
-				rv.bytes, h.bytes, h.reservedBytes, h.capacity)
+	if b.refills > 0 {
+		if rv.bytes > h.capacity || h.bytes+h.reservedBytes+b.refills*rv.bytes > h.capacity {
+			return nil, objstore.Errorf(objstore.ErrNoSpace, "2pc_queue: %d×%d bytes requested, %d used, %d reserved, capacity %d",
+				b.refills, rv.bytes, h.bytes, h.reservedBytes, h.capacity)
 		}
-		if rvb == nil {
-			rvb = rv.encode()
-		}
-		id := h.nextRes
-		h.nextRes++
-		h.reservations++
-		h.reservedBytes += rv.bytes
-		kvs = append(kvs, objstore.KV{Key: resKey(id), Value: rvb})
-		chs = append(chs, resChange{id: id, r: rv})
+		rs.add(firstRes, b.refills, rv)
+		h.nextRes += b.refills
+		h.reservations += b.refills
+		h.reservedBytes += b.refills * rv.bytes
 	}
-	if err := ctx.SetOmap(kvs...); err != nil {
-		return nil, err
-	}
-	if len(rmKeys) > 0 {
-		if err := ctx.RmOmapKeys(rmKeys...); err != nil {
+	if len(kvs) > 0 {
+		if err := ctx.SetOmap(kvs...); err != nil {
 			return nil, err
 		}
 	}
-	if err := storeHead(ctx, h); err != nil {
+	if err := rs.flush(); err != nil {
 		return nil, err
 	}
-	if len(chs) > 0 {
-		ctx.SetCached(resCacheSlot, cache.withAll(chs))
+	if err := storeHead(ctx, h); err != nil {
+		return nil, err
 	}
 	return encodeU64s(first, h.nextSeq-first, firstRes, b.refills), nil
 }
@@ -421,14 +261,15 @@ func abortMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, ok, err := loadReservation(ctx, id)
+	rs := newResSet(ctx)
+	r, ok, err := rs.get(id)
 	if err != nil || !ok {
 		return nil, err
 	}
-	if err := ctx.RmOmapKeys(resKey(id)); err != nil {
+	rs.consume(id)
+	if err := rs.flush(); err != nil {
 		return nil, err
 	}
-	uncacheReservation(ctx, id)
 	h.reservations--
 	h.reservedBytes -= r.bytes
 	return nil, storeHead(ctx, h)
@@ -627,7 +468,8 @@ func updateMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 }
 
 // expireMethod drops reservations created more than olderThan (ns) before
-// the op's time. Output: the count dropped.
+// the op's time: blocks and, from earlier binaries, "r" keys. Output: the
+// count of ids dropped.
 func expireMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	var olderThan uint64
 	if err := decodeU64s(in, "queue expire", &olderThan); err != nil {
@@ -639,26 +481,36 @@ func expireMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	}
 	cutoff := ctx.Now().Add(-time.Duration(olderThan))
 	var keys []string
-	var size uint64
-	after := resPrefix
-	for {
-		kvs, more, err := ctx.GetOmapVals(after, resPrefix, 1024)
-		if err != nil {
-			return nil, err
-		}
-		for _, kv := range kvs {
-			r, err := decodeReservation(kv.Value)
+	var n, size uint64
+	for _, prefix := range []string{blockPrefix, resPrefix} {
+		after := prefix
+		for {
+			kvs, more, err := ctx.GetOmapVals(after, prefix, 1024)
 			if err != nil {
 				return nil, err
 			}
-			if r.created.Before(cutoff) {
-				keys = append(keys, kv.Key)
-				size += r.bytes
+			for _, kv := range kvs {
+				var r reservation
+				count := uint64(1)
+				if prefix == blockPrefix {
+					b, err := decodeBlock(kv.Key, kv.Value)
+					if err != nil {
+						return nil, err
+					}
+					r, count = b.res(), b.openCount()
+				} else if r, err = decodeReservation(kv.Value); err != nil {
+					return nil, err
+				}
+				if r.created.Before(cutoff) {
+					keys = append(keys, kv.Key)
+					n += count
+					size += count * r.bytes
+				}
+				after = kv.Key
 			}
-			after = kv.Key
-		}
-		if !more || len(kvs) == 0 {
-			break
+			if !more || len(kvs) == 0 {
+				break
+			}
 		}
 	}
 	if len(keys) == 0 {
@@ -667,13 +519,13 @@ func expireMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 	if err := ctx.RmOmapKeys(keys...); err != nil {
 		return nil, err
 	}
-	ctx.SetCached(resCacheSlot, (*resCache)(nil)) // drop it all: rare
-	h.reservations -= uint64(len(keys))
+	ctx.SetCached(resCacheSlot, (*blockCache)(nil)) // drop it all: rare
+	h.reservations -= n
 	h.reservedBytes -= size
 	if err := storeHead(ctx, h); err != nil {
 		return nil, err
 	}
-	return encodeU64s(uint64(len(keys))), nil
+	return encodeU64s(n), nil
 }
 
 // statsMethod reads the header and the first entry: O(1).

@@ -26,8 +26,9 @@ const (
 	MethodStats         = "stats"
 )
 
-// Omap key prefixes: entries sort by sequence under "e", reservations by id
-// under "r". Both are followed by 16 lowercase hex digits.
+// Omap key prefixes: entries sort by sequence under "e"; reservations of
+// earlier binaries by id under "r" (read only; new ones are blocks, "b",
+// resblock.go). All are followed by 16 lowercase hex digits.
 const (
 	entryPrefix = "e"
 	resPrefix   = "r"

@@ -255,10 +255,14 @@ func (q *Queues) Reserve(ctx context.Context, name string, shard int, bytes uint
 	}
 	for {
 		op := objstore.NewWriteOp()
-		mine := clsq.AddReserve(op, want, 1)
-		more := make([]clsq.ReserveStep, extra)
-		for i := range more {
-			more[i] = clsq.AddReserve(op, slot, 1)
+		var ids func() ([]uint64, error)
+		if want == slot {
+			// One call for the slot and the pool's: one reservation block.
+			s := clsq.AddCommitBatch(op, nil, 1+extra, slot, 1)
+			ids = s.ReserveIDs
+		} else {
+			s := clsq.AddReserve(op, want, 1)
+			ids = func() ([]uint64, error) { id, err := s.ID(); return []uint64{id}, err }
 		}
 		q.reserveOps.Add(1)
 		err := q.io.Operate(ctx, oid, op)
@@ -273,12 +277,13 @@ func (q *Queues) Reserve(ctx context.Context, name string, shard int, bytes uint
 		if err != nil {
 			return nil, fmt.Errorf("queue: reserve %d bytes on %s: %w", want, oid, err)
 		}
-		if r.id, err = mine.ID(); err != nil {
-			return nil, err
+		got, err := ids()
+		if err != nil || len(got) == 0 {
+			return nil, fmt.Errorf("queue: reserve on %s: %d ids, %v", oid, len(got), err)
 		}
-		r.bytes, r.created = want, now
-		for _, s := range more {
-			if id, err := s.ID(); err == nil && !p.put(pooled{id, now}, q.opts.PoolMax) {
+		r.id, r.bytes, r.created = got[0], want, now
+		for _, id := range got[1:] {
+			if !p.put(pooled{id, now}, q.opts.PoolMax) {
 				p.addStale(id) // lost a race to fill the pool; abort later
 			}
 		}

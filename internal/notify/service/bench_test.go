@@ -84,7 +84,9 @@ func BenchmarkPut4K(b *testing.B) {
 // the process's CPU (getrusage) per PUT, pebble's flushes and compactions
 // and GC included, so it holds under load with -cpu 1; a mode's cost per
 // event is its cpu-µs/op minus none's. point-gets/op counts the store's
-// point reads (the index shard's header comes from the class cache).
+// point reads (the index shard's header comes from the class cache),
+// reserve-ops/op the PUTs that found the reservation pool empty, wal-B/op
+// the bytes written to the WAL (every key set or deleted is a record).
 // Run: go test ./internal/notify/service -run '^$' -bench PutCPU -cpu 1 -benchtime 20000x -count 5
 func BenchmarkPutCPU(b *testing.B) {
 	for _, c := range []struct {
@@ -93,7 +95,10 @@ func BenchmarkPutCPU(b *testing.B) {
 	}{{"none", 0}, {"shards=1", 1}, {"shards=11", 11}} {
 		b.Run(c.name, func(b *testing.B) {
 			st := openStore(b, "/db", vfs.NewMem())
-			e := newEnvOn(b, st, Options{NumShards: max(c.shards, 1), DeferCommits: true, Queue: queue.Options{DeferLinger: 50 * time.Millisecond}})
+			// The pool as the gateway sizes it with deferred commits
+			// (server.openNotifications).
+			e := newEnvOn(b, st, Options{NumShards: max(c.shards, 1), DeferCommits: true,
+				Queue: queue.Options{DeferLinger: 50 * time.Millisecond, PoolMax: 2 * queue.DefaultPoolMax}})
 			e.svc.SetOwner("gw1", true) // link intents, as a gateway writes them
 			if c.shards > 0 {
 				e.topic(b, "bench", map[string]string{"persistent": "true", "push-endpoint": "http://127.0.0.1:1/"})
@@ -110,7 +115,7 @@ func BenchmarkPutCPU(b *testing.B) {
 				put(-1 - i)
 			}
 			var n atomic.Int64
-			g0, c0 := st.PointGets(), cpuTime(b)
+			g0, r0, w0, c0 := st.PointGets(), e.svc.Queues().ReserveOps(), st.LSMCounters().WALBytes, cpuTime(b)
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.SetParallelism(32) // closed-loop clients, as cairn bench notify
@@ -125,7 +130,10 @@ func BenchmarkPutCPU(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(cpuTime(b)-c0)/float64(b.N)/1e3, "cpu-µs/op")
 			b.ReportMetric(float64(st.PointGets()-g0)/float64(b.N), "point-gets/op")
+			b.ReportMetric(float64(st.LSMCounters().WALBytes-w0)/float64(b.N), "wal-B/op")
 			if c.shards > 0 {
+				// reserve ops: PUTs that found the pool empty
+				b.ReportMetric(float64(e.svc.Queues().ReserveOps()-r0)/float64(b.N), "reserve-ops/op")
 				stt, _ := e.svc.TopicStats(context.Background(), "bench")
 				if int(stt.Entries) != b.N+100 {
 					b.Fatalf("%d entries for %d PUTs", stt.Entries, b.N+100)

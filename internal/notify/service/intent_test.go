@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"math"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"github.com/cairn-s3/cairn/internal/driver"
 	"github.com/cairn-s3/cairn/internal/notify/event"
 	"github.com/cairn-s3/cairn/internal/notify/queue"
+	"github.com/cairn-s3/cairn/internal/notify/topic"
+	"github.com/cairn-s3/cairn/internal/objstore"
 )
 
 // RecoverIntent commits the event of a linked write whose commit never
@@ -292,4 +295,83 @@ func BenchmarkIntentEncode(b *testing.B) {
 			_, _ = json.Marshal(in)
 		}
 	})
+}
+
+// A crash under an earlier binary left link intents whose reservations
+// are one "r" key each (docs/format/cls.md, before reservation blocks):
+// raw v1 keys, as that binary wrote them. Recovery commits the event of
+// the one still reserved, once, and adds nothing for the one its writer
+// had committed (its key gone while young).
+func TestRecoverIntentOfLegacyReservation(t *testing.T) {
+	e := newEnv(t, Options{NumShards: 1})
+	ctx := context.Background()
+	e.topic(t, "t1", map[string]string{"push-endpoint": "http://127.0.0.1:1/", "persistent": "true"})
+	e.configure(t, notifConf(topicConf("c1", "t1", "")))
+	e.svc.SetOwner("gw1", true)
+	io, err := e.store.IOContext(ctx, queue.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io = io.WithNamespace(queue.Namespace)
+	oid := queue.ShardOID(e.svc.queueName(mustTopic(t, e, "t1")), 0)
+	now := time.Now()
+	// Header: reservations +1, reserved +4096, next_res past ids 901, 902.
+	rd := objstore.NewReadOp()
+	hs := rd.GetOmapHeader()
+	if err := io.OperateRead(ctx, oid, rd); err != nil {
+		t.Fatal(err)
+	}
+	h := hs.Header
+	var f [7]uint64
+	p := h[1:]
+	for i := range f {
+		v, n := binary.Uvarint(p)
+		f[i], p = v, p[n:]
+	}
+	f[3]++
+	f[4] += 4096
+	f[5] = 903
+	nh := []byte{1}
+	for _, v := range f {
+		nh = binary.AppendUvarint(nh, v)
+	}
+	rv := binary.AppendVarint(binary.AppendUvarint(binary.AppendUvarint([]byte{1}, 4096), 1), now.UnixNano())
+	op := objstore.NewWriteOp().SetOmapHeader(nh).SetOmap(objstore.KV{Key: "r0000000000000385", Value: rv}) // id 901
+	if err := io.Operate(ctx, oid, op); err != nil {
+		t.Fatal(err)
+	}
+	intentFor := func(key string, res uint64) []byte {
+		in := intent{V: 1, Owner: "gw1", EventName: "ObjectCreated:Put", Bucket: "bk1", BOwner: e.b.Owner, BucketID: e.b.ID,
+			Targets: []intentTarget{{Queue: e.svc.queueName(mustTopic(t, e, "t1")), Config: "c1", OID: oid, Res: res,
+				Bytes: 4096, Created: now.UnixNano(), EventID: "legacy-" + key}}}
+		return in.append(nil)
+	}
+	obj := func(key string) driver.ObjectInfo {
+		return driver.ObjectInfo{Bucket: "bk1", Key: key, Size: 3, ETag: "abc", ModTime: now}
+	}
+	for i, c := range []struct {
+		key string
+		res uint64
+	}{{"reserved", 901}, {"reserved", 901}, {"committed", 902}} {
+		if done, err := e.svc.RecoverIntent(ctx, intentFor(c.key, c.res), obj(c.key), true, true); err != nil || !done {
+			t.Fatalf("recovery %d: %v %v", i, done, err)
+		}
+	}
+	recs := e.events(t, "t1")
+	if len(recs) != 1 || recs[0].ObjectKey() != "reserved" || recs[0].EventID != "legacy-reserved" {
+		t.Fatalf("recovered %d records %+v", len(recs), recs)
+	}
+	st, err := e.svc.TopicStats(ctx, "t1")
+	if err != nil || st.Reservations != 0 || st.ReservedBytes != 0 || st.Entries != 1 {
+		t.Fatalf("stats %+v %v", st, err)
+	}
+}
+
+func mustTopic(t *testing.T, e *env, name string) *topic.Topic {
+	t.Helper()
+	tp, err := e.svc.GetTopic(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
 }
