@@ -260,6 +260,19 @@ func (c *ioctx) OperateRead(ctx context.Context, oid string, op *objstore.ReadOp
 		prefix: objPrefix(c.pool.id, c.ns, oid),
 		mkey:   metaKey(c.pool.id, c.ns, oid),
 	}
+	if rs := chunkRead(op); rs != nil && e.meta.Load() == nil {
+		// A small object's GET: one point read, not two (readCovered).
+		ok, err := t.readCovered(rs)
+		if ok || err != nil {
+			pending := e.pending.Load()
+			e.rw.RUnlock()
+			c.pool.mu.RUnlock()
+			if werr := pending.wait(); err == nil {
+				err = werr
+			}
+			return err
+		}
+	}
 	err := t.load()
 	if err == nil && !t.exists && !op.TolerantOfAbsence() {
 		err = objstore.Errorf(objstore.ErrNotFound, "object %q", oid)
