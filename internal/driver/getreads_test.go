@@ -88,3 +88,48 @@ func TestGetPointReads(t *testing.T) {
 		check(t, d, st, "bkt", true)
 	})
 }
+
+// TestHeadPointReadsReopened: on a store just opened, where no write has
+// cached an index shard's meta yet, the first read of the shard caches it,
+// and every later HEAD reads one key.
+func TestHeadPointReadsReopened(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	open := func() (*embedded.Store, *driver.Driver) {
+		st := openStore(t, embedded.Options{Dir: "/d", FS: fs})
+		d, err := driver.New(ctx, driver.Options{Store: st, DefaultShards: 1, GCMinWait: -1, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, d
+	}
+	st, d := open()
+	if _, err := d.CreateUser(ctx, driver.User{ID: "u"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CreateBucket(ctx, "u", "reads-b", "", 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := d.PutObject(ctx, driver.PutObjectInput{Bucket: "reads-b", Key: "k" + strconv.Itoa(i), Body: bytes.NewReader([]byte("small")), Size: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close()
+	st.Close()
+	st, d = open()
+	t.Cleanup(func() { d.Close(); st.Close() })
+	if _, err := d.HeadObject(ctx, "reads-b", "k0"); err != nil { // the bucket, the shard
+		t.Fatal(err)
+	}
+	for i := 1; i < 10; i++ {
+		g0 := st.PointGets()
+		if _, err := d.HeadObject(ctx, "reads-b", "k"+strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+		if got := st.PointGets() - g0; got != 1 {
+			t.Errorf("HEAD k%d: %d point reads, want 1", i, got)
+		}
+	}
+}

@@ -274,6 +274,16 @@ func (c *ioctx) OperateRead(ctx context.Context, oid string, op *objstore.ReadOp
 		}
 	}
 	err := t.load()
+	if err == nil && t.cm == nil && t.exists && xattrGuarded(op) {
+		// Reads guarded by an xattr are of shared objects (an index
+		// shard's state is checked by every GET, HEAD and listing of its
+		// keys): cache the meta, as a class write would (remember), so
+		// that the next op reads neither it nor, through it, the xattr.
+		// Under the shared lock no write is between apply and publish.
+		if c := (&cachedMeta{m: t.cur, exists: true}); e.meta.CompareAndSwap(nil, c) {
+			t.cm = c
+		}
+	}
 	if err == nil && !t.exists && !op.TolerantOfAbsence() {
 		err = objstore.Errorf(objstore.ErrNotFound, "object %q", oid)
 	}
@@ -404,6 +414,16 @@ func (c *ioctx) scanSynced(lower, upper, seek []byte, max int, vals, view bool) 
 		return nil, false, err
 	}
 	return out, more, nil
+}
+
+// xattrGuarded reports whether op compares an xattr.
+func xattrGuarded(op *objstore.ReadOp) bool {
+	for _, st := range op.Steps {
+		if _, ok := st.(*objstore.CmpXattr); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // snapshotRead reports whether op can run on a snapshot without the
