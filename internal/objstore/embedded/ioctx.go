@@ -280,8 +280,8 @@ func (c *ioctx) OperateRead(ctx context.Context, oid string, op *objstore.ReadOp
 		// keys): cache the meta, as a class write would (remember), so
 		// that the next op reads neither it nor, through it, the xattr.
 		// Under the shared lock no write is between apply and publish.
-		if c := (&cachedMeta{m: t.cur, exists: true}); e.meta.CompareAndSwap(nil, c) {
-			t.cm = c
+		if cm := (&cachedMeta{m: t.cur, exists: true}); e.meta.CompareAndSwap(nil, cm) {
+			t.cm = cm
 		}
 	}
 	if err == nil && !t.exists && !op.TolerantOfAbsence() {
