@@ -274,15 +274,8 @@ func (c *ioctx) OperateRead(ctx context.Context, oid string, op *objstore.ReadOp
 		}
 	}
 	err := t.load()
-	if err == nil && t.cm == nil && t.exists && xattrGuarded(op) {
-		// Reads guarded by an xattr are of shared objects (an index
-		// shard's state is checked by every GET, HEAD and listing of its
-		// keys): cache the meta, as a class write would (remember), so
-		// that the next op reads neither it nor, through it, the xattr.
-		// Under the shared lock no write is between apply and publish.
-		if cm := (&cachedMeta{m: t.cur, exists: true}); e.meta.CompareAndSwap(nil, cm) {
-			t.cm = cm
-		}
+	if err == nil {
+		t.keepMeta(op)
 	}
 	if err == nil && !t.exists && !op.TolerantOfAbsence() {
 		err = objstore.Errorf(objstore.ErrNotFound, "object %q", oid)
@@ -414,6 +407,22 @@ func (c *ioctx) scanSynced(lower, upper, seek []byte, max int, vals, view bool) 
 		return nil, false, err
 	}
 	return out, more, nil
+}
+
+// keepMeta caches the meta t loaded from the LSM when op is guarded by an
+// xattr: such reads are of shared objects (an index shard's state is
+// checked by every GET, HEAD and listing of its keys), so, as after a
+// class write (remember), the next op reads neither the meta nor, through
+// it, the xattr. Called under the object's shared lock, where no write is
+// between apply and publish: the meta is the committed one, and every
+// later write replaces or clears it under the write lock.
+func (t *txn) keepMeta(op *objstore.ReadOp) {
+	if t.cm != nil || !t.exists || !xattrGuarded(op) {
+		return
+	}
+	if cm := (&cachedMeta{m: t.cur, exists: true}); t.entry.meta.CompareAndSwap(nil, cm) {
+		t.cm = cm
+	}
 }
 
 // xattrGuarded reports whether op compares an xattr.

@@ -233,6 +233,29 @@ func TestGuardedReadCachesMeta(t *testing.T) {
 	if _, _, err := guarded(); objstore.Code(err) != objstore.ErrCanceled {
 		t.Fatalf("recreated closed: %v, want ErrCanceled", err)
 	}
+	// Through OperateReadMany (a listing page over the shards) too.
+	mustOp(t, io, "shard2", objstore.NewWriteOp().SetXattr("state", []byte("open")).SetOmap(objstore.KV{Key: "k", Value: []byte("3")}))
+	many := func() (uint64, error) {
+		reqs := make([]objstore.ReadReq, 2)
+		for i := range reqs {
+			op := objstore.NewReadOp()
+			op.CmpXattr("state", objstore.CmpNE, []byte("closed"))
+			op.GetOmapValuesByKeys("k")
+			reqs[i] = objstore.ReadReq{OID: []string{"shard2", "shard3"}[i], Op: op}
+		}
+		mustOp(t, io, "shard3", objstore.NewWriteOp().SetXattr("state", []byte("open")))
+		g0 := s.PointGets()
+		objstore.OperateReadMany(bg, io, reqs)
+		return s.PointGets() - g0, errors.Join(reqs[0].Err, reqs[1].Err)
+	}
+	if gets, err := many(); err != nil || gets != 4 {
+		t.Fatalf("first read of two: %d point reads (want 4: metas, omap keys), %v", gets, err)
+	}
+	if gets, err := many(); err != nil || gets != 3 {
+		// shard3 was written in between (a plain write clears its meta).
+		t.Fatalf("second read of two: %d point reads, want 3, %v", gets, err)
+	}
+
 	// A stat through the cached meta agrees with the object.
 	mustOp(t, io, "shard", objstore.NewWriteOp().SetXattr("state", []byte("open")).WriteFull([]byte("abc")))
 	guarded()
