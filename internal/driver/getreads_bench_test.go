@@ -16,9 +16,12 @@ import (
 )
 
 // BenchmarkGetObjectDeep is the driver's HEAD and GET (the whole body) of
-// random 64-byte objects in a settled store of many, the store of
-// BenchmarkPutObjectDeep: $CAIRN_BENCH_GET_DIR (on tmpfs), filled once
-// with $CAIRN_BENCH_DEEP_OBJECTS (default 200,000) objects over 11 shards.
+// random 64-byte objects in a settled store of many, filled as
+// BenchmarkPutObjectDeep's (fillDeep): $CAIRN_BENCH_GET_DIR (on tmpfs),
+// filled once with $CAIRN_BENCH_DEEP_OBJECTS (default 200,000) objects over
+// 11 shards, with small memtables and tables so that they sit in several
+// levels. Runs that compare builds should each read a copy of one filled
+// and settled directory (reads may trigger compactions).
 // $CAIRN_BENCH_GET_CACHE_MB bounds pebble's block cache (default the
 // store's), so that, as at scale, not every block stays cached.
 // Sub-benchmarks: readonly/* before any write (the shards' metas not yet
