@@ -2,13 +2,68 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
+
+// chunkRead returns op's step when op is a single ReadStep of a non-empty
+// range within one chunk (a read of a small object, or of a part of one
+// chunk), else nil.
+func chunkRead(op *objstore.ReadOp) *objstore.ReadStep {
+	if len(op.Steps) != 1 {
+		return nil
+	}
+	rs, ok := op.Steps[0].(*objstore.ReadStep)
+	if !ok || rs.Offset < 0 || rs.Length <= 0 || rs.Offset/chunkSize != (rs.Offset+rs.Length-1)/chunkSize {
+		return nil
+	}
+	return rs
+}
+
+// readCovered serves rs from its chunk alone, without the object's meta,
+// when the chunk holds every byte of the range: a stored chunk means the
+// object exists with inline data (its meta and chunks change in one batch;
+// a removed or blob-backed object has no chunks), and no chunk holds bytes
+// at or past the object's size, so the range lies within the object and
+// reads as the chunk's bytes. ok is false (rs untouched) when the chunk is
+// missing or shorter than the range: the caller reads the meta then, for
+// the right error, a blob, the zeros of a hole or a short read at the end,
+// and readData takes the chunk from t.seen rather than read it again. The
+// caller holds the object's shared lock, under which a snapshot taken
+// later still agrees with what was read here.
+func (t *txn) readCovered(rs *objstore.ReadStep) (ok bool, err error) {
+	idx := rs.Offset / chunkSize
+	t.s.pointGets.Add(1)
+	v, closer, err := t.r.Get(t.chunkKey(idx))
+	if errors.Is(err, pebble.ErrNotFound) {
+		t.seen = &seenChunk{idx: idx}
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	s, e := rs.Offset-idx*chunkSize, rs.Offset+rs.Length-idx*chunkSize
+	if int64(len(v)) >= e {
+		rs.Data = append(make([]byte, 0, e-s), v[s:e]...)
+		ok = true
+	} else {
+		t.seen = &seenChunk{idx: idx, v: append(make([]byte, 0, len(v)), v...), found: true}
+	}
+	return ok, closer.Close()
+}
+
+// seenChunk is a chunk a read op has already looked up (readCovered).
+type seenChunk struct {
+	idx   int64
+	v     []byte
+	found bool
+}
 
 // OpenData opens [off, off+n) of an object's data for streaming, when the
 // data lives in a blob file on the real disk: f is an *os.File positioned

@@ -260,7 +260,23 @@ func (c *ioctx) OperateRead(ctx context.Context, oid string, op *objstore.ReadOp
 		prefix: objPrefix(c.pool.id, c.ns, oid),
 		mkey:   metaKey(c.pool.id, c.ns, oid),
 	}
+	if rs := chunkRead(op); rs != nil && e.meta.Load() == nil {
+		// A small object's GET: one point read, not two (readCovered).
+		ok, err := t.readCovered(rs)
+		if ok || err != nil {
+			pending := e.pending.Load()
+			e.rw.RUnlock()
+			c.pool.mu.RUnlock()
+			if werr := pending.wait(); err == nil {
+				err = werr
+			}
+			return err
+		}
+	}
 	err := t.load()
+	if err == nil {
+		t.keepMeta(op)
+	}
 	if err == nil && !t.exists && !op.TolerantOfAbsence() {
 		err = objstore.Errorf(objstore.ErrNotFound, "object %q", oid)
 	}
@@ -391,6 +407,32 @@ func (c *ioctx) scanSynced(lower, upper, seek []byte, max int, vals, view bool) 
 		return nil, false, err
 	}
 	return out, more, nil
+}
+
+// keepMeta caches the meta t loaded from the LSM when op is guarded by an
+// xattr: such reads are of shared objects (an index shard's state is
+// checked by every GET, HEAD and listing of its keys), so, as after a
+// class write (remember), the next op reads neither the meta nor, through
+// it, the xattr. Called under the object's shared lock, where no write is
+// between apply and publish: the meta is the committed one, and every
+// later write replaces or clears it under the write lock.
+func (t *txn) keepMeta(op *objstore.ReadOp) {
+	if t.cm != nil || !t.exists || !xattrGuarded(op) {
+		return
+	}
+	if cm := (&cachedMeta{m: t.cur, exists: true}); t.entry.meta.CompareAndSwap(nil, cm) {
+		t.cm = cm
+	}
+}
+
+// xattrGuarded reports whether op compares an xattr.
+func xattrGuarded(op *objstore.ReadOp) bool {
+	for _, st := range op.Steps {
+		if _, ok := st.(*objstore.CmpXattr); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // snapshotRead reports whether op can run on a snapshot without the

@@ -194,3 +194,74 @@ func TestXattrCacheFollowsWrites(t *testing.T) {
 		}
 	}
 }
+
+// A read guarded by an xattr caches the object's meta (and, through it,
+// its xattrs), so the next such read makes one point read, the omap key's;
+// plain writes of the xattr, a removal and a recreate between reads are
+// seen as they are.
+func TestGuardedReadCachesMeta(t *testing.T) {
+	s := openMem(t, testRegistry())
+	io := mustIO(t, s, "p")
+	guarded := func() ([]objstore.KV, uint64, error) {
+		op := objstore.NewReadOp()
+		op.CmpXattr("state", objstore.CmpNE, []byte("closed"))
+		st := op.GetOmapValuesByKeys("k")
+		g0 := s.PointGets()
+		err := io.OperateRead(bg, "shard", op)
+		return st.Pairs, s.PointGets() - g0, err
+	}
+	mustOp(t, io, "shard", objstore.NewWriteOp().SetXattr("state", []byte("open")).SetOmap(objstore.KV{Key: "k", Value: []byte("1")}))
+	if kvs, gets, err := guarded(); err != nil || len(kvs) != 1 || gets != 2 {
+		t.Fatalf("first read: %v, %d point reads (want 2: meta, omap; the xattrs a scan), %v", kvs, gets, err)
+	}
+	if kvs, gets, err := guarded(); err != nil || len(kvs) != 1 || gets != 1 {
+		t.Fatalf("second read: %v, %d point reads, want 1, %v", kvs, gets, err)
+	}
+	mustOp(t, io, "shard", objstore.NewWriteOp().SetXattr("state", []byte("closed")))
+	if _, _, err := guarded(); objstore.Code(err) != objstore.ErrCanceled {
+		t.Fatalf("after closing: %v, want ErrCanceled", err)
+	}
+	mustOp(t, io, "shard", objstore.NewWriteOp().SetXattr("state", []byte("open")).SetOmap(objstore.KV{Key: "k", Value: []byte("2")}))
+	if kvs, _, err := guarded(); err != nil || len(kvs) != 1 || string(kvs[0].Value) != "2" {
+		t.Fatalf("reopened: %v, %v", kvs, err)
+	}
+	mustOp(t, io, "shard", objstore.NewWriteOp().Remove())
+	if _, _, err := guarded(); objstore.Code(err) != objstore.ErrNotFound {
+		t.Fatalf("after removal: %v, want ErrNotFound", err)
+	}
+	mustOp(t, io, "shard", objstore.NewWriteOp().SetXattr("state", []byte("closed")))
+	if _, _, err := guarded(); objstore.Code(err) != objstore.ErrCanceled {
+		t.Fatalf("recreated closed: %v, want ErrCanceled", err)
+	}
+	// Through OperateReadMany (a listing page over the shards) too.
+	mustOp(t, io, "shard2", objstore.NewWriteOp().SetXattr("state", []byte("open")).SetOmap(objstore.KV{Key: "k", Value: []byte("3")}))
+	many := func() (uint64, error) {
+		reqs := make([]objstore.ReadReq, 2)
+		for i := range reqs {
+			op := objstore.NewReadOp()
+			op.CmpXattr("state", objstore.CmpNE, []byte("closed"))
+			op.GetOmapValuesByKeys("k")
+			reqs[i] = objstore.ReadReq{OID: []string{"shard2", "shard3"}[i], Op: op}
+		}
+		mustOp(t, io, "shard3", objstore.NewWriteOp().SetXattr("state", []byte("open")))
+		g0 := s.PointGets()
+		objstore.OperateReadMany(bg, io, reqs)
+		return s.PointGets() - g0, errors.Join(reqs[0].Err, reqs[1].Err)
+	}
+	if gets, err := many(); err != nil || gets != 4 {
+		t.Fatalf("first read of two: %d point reads (want 4: metas, omap keys), %v", gets, err)
+	}
+	if gets, err := many(); err != nil || gets != 3 {
+		// shard3 was written in between (a plain write clears its meta).
+		t.Fatalf("second read of two: %d point reads, want 3, %v", gets, err)
+	}
+
+	// A stat through the cached meta agrees with the object.
+	mustOp(t, io, "shard", objstore.NewWriteOp().SetXattr("state", []byte("open")).WriteFull([]byte("abc")))
+	guarded()
+	op := objstore.NewReadOp()
+	st := op.Stat()
+	if err := io.OperateRead(bg, "shard", op); err != nil || st.Stat.Size != 3 {
+		t.Fatalf("stat: %+v %v", st.Stat, err)
+	}
+}

@@ -69,6 +69,9 @@ func (c *ioctx) OperateReadMany(ctx context.Context, reqs []objstore.ReadReq) {
 			mkey:   metaKey(c.pool.id, c.ns, it.r.OID),
 		}
 		err := it.t.load()
+		if err == nil {
+			it.t.keepMeta(it.r.Op)
+		}
 		if err == nil && !it.t.exists && !it.r.Op.TolerantOfAbsence() {
 			err = objstore.Errorf(objstore.ErrNotFound, "object %q", it.r.OID)
 		}

@@ -286,6 +286,36 @@ func TestReadWaitsForSync(t *testing.T) {
 	s.locks.release(e)
 }
 
+// TestCoveredReadWaitsForSync: a read answered by its chunk alone
+// (readCovered) waits for the pending sync too, and returns the bytes.
+func TestCoveredReadWaitsForSync(t *testing.T) {
+	s := openMem(t, nil)
+	io := mustIO(t, s, "p")
+	mustOp(t, io, "d", objstore.NewWriteOp().WriteFull([]byte("some bytes")))
+	e := s.locks.acquire(io.(*ioctx).lockKey("d"))
+	defer s.locks.release(e)
+	tk := newTicket()
+	e.pending.Store(tk) // as if an applied write were waiting for its sync
+	op := objstore.NewReadOp()
+	r := op.Read(5, 5)
+	done := make(chan error)
+	g0 := s.PointGets()
+	go func() { done <- io.OperateRead(bg, "d", op) }()
+	select {
+	case <-done:
+		t.Fatal("read returned before the pending sync")
+	case <-time.After(50 * time.Millisecond):
+	}
+	e.pending.CompareAndSwap(tk, nil)
+	close(tk.done)
+	if err := <-done; err != nil || string(r.Data) != "bytes" {
+		t.Fatalf("read %q, %v", r.Data, err)
+	}
+	if got := s.PointGets() - g0; got != 1 {
+		t.Fatalf("%d point reads, want 1 (the chunk)", got)
+	}
+}
+
 // TestCacheOtherClass: a write by another class's method drops this
 // class's cache entries (the backend cannot know what they depend on).
 func TestCacheOtherClass(t *testing.T) {

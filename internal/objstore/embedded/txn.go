@@ -46,6 +46,7 @@ type txn struct {
 	views    keySpan                        // the view keys steps set or removed
 	proj     objstore.Projection            // cur.proj's function, once looked up
 	projName string
+	seen     *seenChunk // a read op's chunk, looked up before the meta
 }
 
 func (t *txn) load() error {
@@ -232,7 +233,14 @@ func (t *txn) readData(off, n int64) ([]byte, error) {
 		// One chunk (every object under chunkSize): a point lookup, which
 		// the bloom filters serve, where a bounded scan would seek every
 		// level whose tables span the key. A missing chunk is a hole.
-		v, ok, err := t.get(t.chunkKey(lo))
+		var v []byte
+		var ok bool
+		var err error
+		if c := t.seen; c != nil && c.idx == lo {
+			v, ok = c.v, c.found
+		} else {
+			v, ok, err = t.get(t.chunkKey(lo))
+		}
 		if ok {
 			cs := lo * chunkSize
 			if s, e := off, min(cs+int64(len(v)), end); s < e {
