@@ -1276,6 +1276,8 @@ func (r *scaleRun) publish() error {
 	res.MaxRSSBytes = max(r.maxRSS, r.t.maxRSS())
 	if n := len(res.Rounds); n > 0 {
 		res.Objects = res.Rounds[n-1].Objects
+	} else if res.Resumed != nil {
+		res.Objects = res.Resumed.Objects
 	}
 	if res.Aging != nil && res.Aging.Objects > 0 {
 		res.Objects = res.Aging.Objects
