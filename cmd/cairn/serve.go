@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/cairn-s3/cairn/internal/config"
@@ -35,6 +36,10 @@ func runServe(args []string) int {
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	log := redact.Logger(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: humanDurations})))
 	log.Info("C allocator", "malloc", cfg.Malloc, "in_use", allocatorInUse())
+	if cfg.GOMAXPROCS > 0 {
+		runtime.GOMAXPROCS(cfg.GOMAXPROCS)
+	}
+	log.Info("Go processors", "gomaxprocs", runtime.GOMAXPROCS(0))
 	privateUmask()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

@@ -194,3 +194,18 @@ func TestWakeFlags(t *testing.T) {
 		}
 	}
 }
+
+// gomaxprocs: 0 keeps the runtime's default, a count sets it, a negative
+// count is refused.
+func TestGOMAXPROCSOption(t *testing.T) {
+	c, err := Load([]string{"--gomaxprocs", "4"}, env(nil))
+	if err != nil || c.GOMAXPROCS != 4 {
+		t.Fatalf("--gomaxprocs 4: %v, %d", err, c.GOMAXPROCS)
+	}
+	if c, err = Load(nil, env(nil)); err != nil || c.GOMAXPROCS != 0 {
+		t.Fatalf("default: %v, %d", err, c.GOMAXPROCS)
+	}
+	if _, err = Load([]string{"--gomaxprocs", "-1"}, env(nil)); err == nil || !strings.Contains(err.Error(), "gomaxprocs") {
+		t.Fatalf("--gomaxprocs -1: %v", err)
+	}
+}
