@@ -895,6 +895,18 @@ func (r *scaleRun) one(ctx context.Context, op string, rng *rand.Rand, buf []byt
 	return false, fmt.Errorf("unknown op %q", op)
 }
 
+// rwld runs one RWLD phase of length d, profiled into profile when
+// ProfileDir is set.
+func (r *scaleRun) rwld(ctx context.Context, d time.Duration, profile string) (map[string]ScaleOp, float64, error) {
+	stopProf, err := r.startProfile(profile)
+	if err != nil {
+		return nil, 0, err
+	}
+	ops, rate, _, _, err := r.mixed(ctx, d, phRWLD, rwldPick)
+	stopProf()
+	return ops, rate, err
+}
+
 // rwldPick: 70 % GET, 20 % PUT, 5 % LIST, 5 % DELETE (the seed's mix).
 func rwldPick(p int) string {
 	switch {
@@ -995,12 +1007,7 @@ func (r *scaleRun) rounds(ctx context.Context) error {
 			r.addRound(rd)
 			return ctx.Err()
 		}
-		stopProf, err := r.startProfile(fmt.Sprintf("rwld-%d.pprof", target))
-		if err != nil {
-			return err
-		}
-		ops, rate, _, _, err := r.mixed(ctx, r.cfg.RWLD, phRWLD, rwldPick)
-		stopProf()
+		ops, rate, err := r.rwld(ctx, r.cfg.RWLD, fmt.Sprintf("rwld-%d.pprof", target))
 		if err != nil && ctx.Err() == nil {
 			return err
 		}
@@ -1165,12 +1172,7 @@ func (r *scaleRun) resume(ctx context.Context) error {
 	if r.cfg.ResumeRWLD <= 0 {
 		return nil
 	}
-	stopProf, err := r.startProfile(fmt.Sprintf("rwld-resumed-%d.pprof", objs))
-	if err != nil {
-		return err
-	}
-	ops, rate, _, _, err := r.mixed(ctx, r.cfg.ResumeRWLD, phRWLD, rwldPick)
-	stopProf()
+	ops, rate, err := r.rwld(ctx, r.cfg.ResumeRWLD, fmt.Sprintf("rwld-resumed-%d.pprof", objs))
 	if err != nil {
 		return err
 	}

@@ -33,13 +33,7 @@ func BenchmarkPutObjectDeep(b *testing.B) {
 	if dir == "" {
 		b.Skip("CAIRN_BENCH_DEEP_DIR not set")
 	}
-	n := 1_500_000
-	if v := os.Getenv("CAIRN_BENCH_DEEP_OBJECTS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil {
-			b.Fatal(err)
-		}
-	}
+	n := benchEnvInt(b, "CAIRN_BENCH_DEEP_OBJECTS", 1_500_000)
 	ctx := context.Background()
 	st := openStore(b, embedded.Options{Dir: dir})
 	defer st.Close()
@@ -156,4 +150,18 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchEnvInt is the integer in environment variable name, or def when it
+// is unset; a malformed value fails the benchmark.
+func benchEnvInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		b.Fatalf("%s: %v", name, err)
+	}
+	return n
 }

@@ -33,19 +33,9 @@ func BenchmarkGetObjectDeep(b *testing.B) {
 	if dir == "" {
 		b.Skip("CAIRN_BENCH_GET_DIR not set")
 	}
-	n := 200_000
-	if v := os.Getenv("CAIRN_BENCH_DEEP_OBJECTS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil {
-			b.Fatal(err)
-		}
-	}
+	n := benchEnvInt(b, "CAIRN_BENCH_DEEP_OBJECTS", 200_000)
 	o := embedded.Options{Dir: dir, MemTableSize: 8 << 20, TargetFileSize: 512 << 10}
-	if v := os.Getenv("CAIRN_BENCH_GET_CACHE_MB"); v != "" {
-		mb, err := strconv.Atoi(v)
-		if err != nil {
-			b.Fatal(err)
-		}
+	if mb := benchEnvInt(b, "CAIRN_BENCH_GET_CACHE_MB", 0); mb > 0 {
 		o.CacheSize = int64(mb) << 20
 	}
 	ctx := context.Background()

@@ -67,20 +67,7 @@ func TestGetPointReads(t *testing.T) {
 		}
 	}
 	t.Run("plain", func(t *testing.T) {
-		st := openStore(t, embedded.Options{Dir: "/d", FS: vfs.NewMem()})
-		// A stopped clock: the bucket's cached instance never expires mid-test.
-		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		d, err := driver.New(ctx, driver.Options{Store: st, DefaultShards: 1, GCMinWait: -1, Now: func() time.Time { return now }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close(); st.Close() })
-		if _, err := d.CreateUser(ctx, driver.User{ID: "u"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := d.CreateBucket(ctx, "u", "reads-b", "", 0); err != nil {
-			t.Fatal(err)
-		}
+		d, st := readsDriver(t)
 		check(t, d, st, "reads-b", false)
 	})
 	t.Run("sse", func(t *testing.T) {

@@ -18,20 +18,7 @@ import (
 // (docs/bench/putcpu.md, "Store reads per PUT").
 func TestPutPointReads(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t, embedded.Options{Dir: "/d", FS: vfs.NewMem()})
-	// A stopped clock: the bucket's cached instance never expires mid-test.
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	d, err := driver.New(ctx, driver.Options{Store: st, DefaultShards: 1, GCMinWait: -1, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close(); st.Close() })
-	if _, err := d.CreateUser(ctx, driver.User{ID: "u"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.CreateBucket(ctx, "u", "reads-b", "", 0); err != nil {
-		t.Fatal(err)
-	}
+	d, st := readsDriver(t)
 	body := make([]byte, 4096)
 	putN := func(from, n int) {
 		for i := from; i < from+n; i++ {
@@ -46,4 +33,27 @@ func TestPutPointReads(t *testing.T) {
 	if got := st.PointGets() - before; got != 20 {
 		t.Fatalf("20 PUTs of new keys made %d point reads, want 20", got)
 	}
+}
+
+// readsDriver is a driver on an in-memory store with one user and the
+// one-shard bucket "reads-b", for the tests that count a request's store
+// reads.
+func readsDriver(t *testing.T) (*driver.Driver, *embedded.Store) {
+	t.Helper()
+	ctx := context.Background()
+	st := openStore(t, embedded.Options{Dir: "/d", FS: vfs.NewMem()})
+	// A stopped clock: the bucket's cached instance never expires mid-test.
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	d, err := driver.New(ctx, driver.Options{Store: st, DefaultShards: 1, GCMinWait: -1, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close(); st.Close() })
+	if _, err := d.CreateUser(ctx, driver.User{ID: "u"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CreateBucket(ctx, "u", "reads-b", "", 0); err != nil {
+		t.Fatal(err)
+	}
+	return d, st
 }
