@@ -35,17 +35,8 @@ func BenchmarkPutObjectDeep(b *testing.B) {
 	}
 	n := benchEnvInt(b, "CAIRN_BENCH_DEEP_OBJECTS", 1_500_000)
 	ctx := context.Background()
-	st := openStore(b, embedded.Options{Dir: dir})
-	defer st.Close()
-	d, err := driver.New(ctx, driver.Options{Store: st, DefaultShards: 11, GCMinWait: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
+	st, d := openDeep(b, embedded.Options{Dir: dir}, n)
 	const bucket = "deep"
-	if _, err := d.Instance(ctx, bucket); err != nil {
-		fillDeep(b, ctx, st, d, bucket, n)
-	}
 	body := make([]byte, 4096)
 	var seq atomic.Int64
 	run := time.Now().UnixNano()
@@ -164,4 +155,22 @@ func benchEnvInt(b *testing.B, name string, def int) int {
 		b.Fatalf("%s: %v", name, err)
 	}
 	return n
+}
+
+// openDeep opens the deep benchmarks' store with o and a driver on it,
+// filling bucket "deep" with n objects (fillDeep) unless it exists; both
+// close when b ends.
+func openDeep(b *testing.B, o embedded.Options, n int) (*embedded.Store, *driver.Driver) {
+	ctx := context.Background()
+	st := openStore(b, o)
+	d, err := driver.New(ctx, driver.Options{Store: st, DefaultShards: 11, GCMinWait: -1})
+	if err != nil {
+		st.Close()
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { d.Close(); st.Close() })
+	if _, err := d.Instance(ctx, "deep"); err != nil {
+		fillDeep(b, ctx, st, d, "deep", n)
+	}
+	return st, d
 }

@@ -39,17 +39,8 @@ func BenchmarkGetObjectDeep(b *testing.B) {
 		o.CacheSize = int64(mb) << 20
 	}
 	ctx := context.Background()
-	st := openStore(b, o)
-	defer st.Close()
-	d, err := driver.New(ctx, driver.Options{Store: st, DefaultShards: 11, GCMinWait: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
+	st, d := openDeep(b, o, n)
 	const bucket = "deep"
-	if _, err := d.Instance(ctx, bucket); err != nil {
-		fillDeep(b, ctx, st, d, bucket, n)
-	}
 	// Compactions settled (none running or begun for a second), so they
 	// are not in the figure.
 	for last, quiet := int64(-1), 0; quiet < 20; time.Sleep(50 * time.Millisecond) {
