@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"slices"
@@ -112,18 +113,19 @@ func TestClientsDoc(t *testing.T) {
 	const doc = "../docs/clients.md"
 	preamble, sections := parseDocSections(t, doc)
 	type client struct {
-		tools [][]string // each: command and arguments that must succeed
-		want  []string   // in the section's output
+		tools  [][]string // each: command and arguments that must succeed
+		want   []string   // in the section's output
+		npmDir string     // gets tests/node's lockfile (seedNodeLock)
 	}
 	clients := map[string]client{
-		"aws CLI": {[][]string{{"aws", "--version"}, {"curl", "--version"}}, []string{"hello from the aws CLI"}},
-		"boto3": {[][]string{{"python3", "-c", "import boto3, awscrt"}},
-			[]string{"CRC32C ", "CRC64NVME ", "b'hello from boto3'", "presigned PUT: 200\nimage/png\n"}},
-		"aws-sdk-go-v2": {[][]string{{"go", "version"}}, []string{"hello from aws-sdk-go-v2 (crc32c ", "presigned GET: 200"}},
-		"Node SDK (AWS SDK for JavaScript v3)": {[][]string{{"node", "--version"}, {"npm", "--version"}},
-			[]string{"hello from the Node SDK", "presigned GET: 200"}},
-		"rclone":                           {[][]string{{"rclone", "version"}, {"curl", "--version"}}, []string{"tree/sub/b c.txt", "one\n"}},
-		"s3cmd":                            {[][]string{{"s3cmd", "--version"}, {"curl", "--version"}}, []string{"hello from s3cmd\nhello from s3cmd\n"}},
+		"aws CLI": {tools: [][]string{{"aws", "--version"}, {"curl", "--version"}}, want: []string{"hello from the aws CLI"}},
+		"boto3": {tools: [][]string{{"python3", "-c", "import boto3, awscrt"}},
+			want: []string{"CRC32C ", "CRC64NVME ", "b'hello from boto3'", "presigned PUT: 200\nimage/png\n"}},
+		"aws-sdk-go-v2": {tools: [][]string{{"go", "version"}}, want: []string{"hello from aws-sdk-go-v2 (crc32c ", "presigned GET: 200"}},
+		"Node SDK (AWS SDK for JavaScript v3)": {tools: [][]string{{"node", "--version"}, {"npm", "--version"}},
+			want: []string{"hello from the Node SDK", "presigned GET: 200"}, npmDir: "cairn-node"},
+		"rclone":                           {tools: [][]string{{"rclone", "version"}, {"curl", "--version"}}, want: []string{"tree/sub/b c.txt", "one\n"}},
+		"s3cmd":                            {tools: [][]string{{"s3cmd", "--version"}, {"curl", "--version"}}, want: []string{"hello from s3cmd\nhello from s3cmd\n"}},
 		"mc (MinIO client) — not executed": {},
 		"warp (MinIO benchmark) — not executed": {},
 	}
@@ -180,6 +182,9 @@ func TestClientsDoc(t *testing.T) {
 			}
 			env = append(env, goEnv...)
 			dir := t.TempDir()
+			if c.npmDir != "" {
+				seedNodeLock(t, s.blocks, dir+"/"+c.npmDir)
+			}
 			script := docScript(preamble, g.Addr) + docScript(s.blocks, g.Addr)
 			out, err := runDocScriptEnv(t, dir, script, env)
 			if err != nil {
@@ -192,5 +197,65 @@ func TestClientsDoc(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// seedNodeLock puts tests/node's package.json and lockfile into dir
+// before the doc's "npm install NAME@VERSION ..." runs there, after
+// checking that every package the doc pins is locked at that version.
+// Without it npm resolves the SDK's inner ranges against the registry
+// of the day, and a registry that lists a release whose dependencies it
+// does not yet serve fails the section (ETARGET) with no change of ours.
+func seedNodeLock(t *testing.T, blocks []docBlock, dir string) {
+	t.Helper()
+	lockRaw, err := os.ReadFile("node/package-lock.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lock struct {
+		Packages map[string]struct{ Version string } `json:"packages"`
+	}
+	if err := json.Unmarshal(lockRaw, &lock); err != nil {
+		t.Fatalf("node/package-lock.json: %v", err)
+	}
+	pinned := 0
+	for _, b := range blocks {
+		for _, line := range strings.Split(b.body, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "npm install") {
+				continue
+			}
+			for _, f := range strings.Fields(line) {
+				at := strings.LastIndexByte(f, '@')
+				if !strings.HasPrefix(f, "@") || at <= 0 {
+					if strings.HasPrefix(f, "@") {
+						t.Errorf("docs/clients.md: npm installs %s without a version", f)
+					}
+					continue
+				}
+				name, ver := f[:at], f[at+1:]
+				if got := lock.Packages["node_modules/"+name].Version; got != ver {
+					t.Errorf("docs/clients.md pins %s@%s, tests/node/package-lock.json has %q", name, ver, got)
+				}
+				pinned++
+			}
+		}
+	}
+	if pinned == 0 {
+		t.Errorf("docs/clients.md: the Node section pins no package version")
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"package.json", "package-lock.json"} {
+		raw, err := os.ReadFile("node/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dir+"/"+f, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
