@@ -467,6 +467,7 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 	fs.BoolVar(&cfg.VersionsWalk, "versions-walk", true, "driver mode: after the walk, a full ListObjectVersions walk (1000 per page) that must see every live key")
 	fs.StringVar(&cfg.Resume, "resume", "", "driver mode: open the store a run kept (--keep; the cairn-bench-scale-* directory) instead of filling one: no rounds; the walks, final reshard and aging run on its bucket")
 	fs.DurationVar(&cfg.ResumeRWLD, "resume-rwld", 0, "with --resume: first one RWLD phase this long and the list pages timed, as after a round (0: none)")
+	fs.DurationVar(&cfg.ResumeWarmup, "resume-warmup", 0, "with --resume-rwld: an RWLD phase this long before it, reported only as warmup_ops_per_sec (fills the block cache a reopened store starts without)")
 	fs.IntVar(&cfg.FinalReshard, "final-reshard", 0, "driver mode: after the walks, reshard the bucket to this many shards as `admin bucket reshard` does, timed, then walk it (0: none)")
 	fs.DurationVar(&cfg.FillFor, "fill-for", 0, "end the rounds after this long and go on to aging (0: no limit)")
 	fs.StringVar(&cfg.Out, "out", "", "JSON report path, rewritten after every round")

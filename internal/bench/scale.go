@@ -134,6 +134,11 @@ type ScaleConfig struct {
 	// ResumeRWLD > 0: a resumed run first runs one RWLD phase this long
 	// and times the list pages, as after a round.
 	ResumeRWLD time.Duration
+	// ResumeWarmup > 0: before that phase, an RWLD phase this long whose
+	// figures only go to the log (ScaleResume.WarmupPerSec): a reopened
+	// store starts with an empty block cache, where a round's RWLD phase
+	// runs on the cache the fill left.
+	ResumeWarmup time.Duration
 }
 
 // DefaultScaleTargets are the seed's fill rounds up to 30M objects.
@@ -331,8 +336,10 @@ type ScaleResume struct {
 	// after it, on the bucket as it was opened.
 	RWLD       map[string]ScaleOp `json:"rwld,omitempty"`
 	RWLDPerSec float64            `json:"rwld_ops_per_sec,omitempty"`
-	List       *ScaleList         `json:"list,omitempty"`
-	Disk       *ScaleDisk         `json:"disk,omitempty"`
+	// WarmupPerSec: the ops/s of the --resume-warmup phase before it.
+	WarmupPerSec float64    `json:"warmup_ops_per_sec,omitempty"`
+	List         *ScaleList `json:"list,omitempty"`
+	Disk         *ScaleDisk `json:"disk,omitempty"`
 }
 
 // ScaleWalk is the full listing and the stats call after the rounds.
@@ -1171,6 +1178,16 @@ func (r *scaleRun) resume(ctx context.Context) error {
 	}
 	if r.cfg.ResumeRWLD <= 0 {
 		return nil
+	}
+	if r.cfg.ResumeWarmup > 0 {
+		_, wrate, _, _, err := r.mixed(ctx, r.cfg.ResumeWarmup, phRWLD, rwldPick)
+		if err != nil {
+			return err
+		}
+		r.logf("resumed: warm-up RWLD %.0f ops/s", wrate)
+		r.mu.Lock()
+		rs.WarmupPerSec = wrate
+		r.mu.Unlock()
 	}
 	ops, rate, err := r.rwld(ctx, r.cfg.ResumeRWLD, fmt.Sprintf("rwld-resumed-%d.pprof", objs))
 	if err != nil {

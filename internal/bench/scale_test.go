@@ -346,7 +346,7 @@ func TestScaleResume(t *testing.T) {
 	filled := first.Rounds[0].Objects
 	out := filepath.Join(t.TempDir(), "resumed.json")
 	res, err := RunScale(context.Background(), ScaleConfig{
-		Resume: dirs[0], Clients: 4, Aging: 2 * time.Second, Walk: true, Out: out, ResumeRWLD: 500 * time.Millisecond, ListRepeats: 1,
+		Resume: dirs[0], Clients: 4, Aging: 2 * time.Second, Walk: true, Out: out, ResumeRWLD: 500 * time.Millisecond, ResumeWarmup: 300 * time.Millisecond, ListRepeats: 1,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -354,6 +354,9 @@ func TestScaleResume(t *testing.T) {
 	rs := res.Resumed
 	if rs == nil || len(res.Rounds) != 0 || !res.Done {
 		t.Fatalf("resumed %+v, rounds %d, done %v", rs, len(res.Rounds), res.Done)
+	}
+	if rs.WarmupPerSec <= 0 || rs.RWLDPerSec <= 0 {
+		t.Errorf("warm-up %.0f ops/s, RWLD %.0f ops/s: want both measured", rs.WarmupPerSec, rs.RWLDPerSec)
 	}
 	// RWLD deleted keys 0.. oldest first and put new ones after the fill,
 	// so the range starts above 0, ends above the fill and holds exactly
