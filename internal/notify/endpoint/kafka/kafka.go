@@ -68,7 +68,7 @@ type Endpoint struct {
 	closed atomic.Bool
 }
 
-var _ push.Endpoint = (*Endpoint)(nil)
+var _ push.Batcher = (*Endpoint)(nil)
 
 // New builds the client; brokers are dialled lazily.
 func New(o Options) (*Endpoint, error) {
@@ -158,7 +158,7 @@ func (e *Endpoint) Push(ctx context.Context, msg push.Message) error {
 			}
 		})
 		close(done)
-		return classify(sync)
+		return classify(context.Background(), sync)
 	}
 	// Wait for the ack, but never past ctx or the timeout: franz-go keeps
 	// retrying a record it already sent (an idempotent producer must), so
@@ -170,18 +170,87 @@ func (e *Endpoint) Push(ctx context.Context, msg push.Message) error {
 	e.client.Produce(ctx, rec, func(_ *kgo.Record, err error) { done <- err })
 	select {
 	case err := <-done:
-		return classify(err)
+		return classify(ctx, err)
 	case <-ctx.Done():
 		return push.Retryable(fmt.Errorf("kafka endpoint: no ack: %w", ctx.Err()))
 	}
 }
 
+// PushBatch produces every message at once and waits for their promises:
+// the records of one partition leave in the same produce requests (franz-go
+// batches what is buffered while a request is in flight), and the batch
+// costs one wait and one timeout instead of one per message. done(i, err)
+// gets each record's own outcome, classified as by Push, as its promise
+// arrives; what has none when ctx or the timeout ends fails retryably (such
+// a record may still be written later: at-least-once, as with Push).
+//
+// Order: franz-go keeps a partition's records in produce order and, when
+// it must fail one (ctx, timeout, retries), fails every record buffered
+// behind it in that partition too, so a record is never acknowledged after
+// an earlier one of its partition failed. Delivery passes distinct keys
+// only; a key's next event waits for this one's outcome.
+//
+// Ack level none: each message goes as Push sends it (buffered, not waited
+// for).
+func (e *Endpoint) PushBatch(ctx context.Context, msgs []push.Message, done func(i int, err error)) {
+	if e.closed.Load() {
+		for i := range msgs {
+			done(i, push.ErrClosed)
+		}
+		return
+	}
+	if e.opts.AckLevel == topic.AckNone || len(msgs) == 1 {
+		for i := range msgs {
+			done(i, e.Push(ctx, msgs[i]))
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	defer cancel()
+	type outcome struct {
+		i   int
+		err error
+	}
+	// Buffered for all: promises never block franz-go's promise
+	// goroutine, also after a timeout returned early.
+	outcomes := make(chan outcome, len(msgs))
+	recs := make([]kgo.Record, len(msgs))
+	for i := range msgs {
+		m := &msgs[i]
+		recs[i] = kgo.Record{Topic: m.Topic, Key: []byte(m.Key), Value: append([]byte(nil), m.Body...)}
+		e.client.Produce(ctx, &recs[i], func(_ *kgo.Record, err error) { outcomes <- outcome{i, err} })
+	}
+	answered := make([]bool, len(msgs))
+	for range msgs {
+		select {
+		case o := <-outcomes:
+			answered[o.i] = true
+			done(o.i, classify(ctx, o.err))
+		case <-ctx.Done():
+			err := push.Retryable(fmt.Errorf("kafka endpoint: no ack: %w", ctx.Err()))
+			for i, a := range answered {
+				if !a {
+					done(i, err)
+				}
+			}
+			return
+		}
+	}
+}
+
 // classify maps franz-go errors: records the broker can never take are
 // permanent; everything else (unreachable broker, leader moves, timeouts,
-// authorisation an operator may fix) is retryable.
-func classify(err error) error {
+// authorisation an operator may fix) is retryable. A record failed with a
+// context's error while its own ctx is live was failed by franz-go
+// because an earlier record of its partition was cancelled (another
+// shard's push that timed out or stopped): not its own failure, so
+// push.ErrQueuedBehind (delivery sends it again without charging a retry).
+func classify(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
+	}
+	if ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return push.Retryable(fmt.Errorf("kafka endpoint: %w (%w)", push.ErrQueuedBehind, err))
 	}
 	err = fmt.Errorf("kafka endpoint: %w", err)
 	switch {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -313,4 +315,143 @@ func sequencer(t *testing.T, seq uint64) string {
 		t.Fatal(err)
 	}
 	return m.Records[0].S3.Object.Sequencer
+}
+
+// pushBatch runs PushBatch and returns each message's outcome, failing t
+// unless done came exactly once per message and before PushBatch returned.
+func pushBatch(t *testing.T, ep *Endpoint, ctx context.Context, msgs []push.Message, onDone func(i int, err error)) []error {
+	t.Helper()
+	errs := make([]error, len(msgs))
+	calls := make([]int, len(msgs))
+	ep.PushBatch(ctx, msgs, func(i int, err error) {
+		calls[i]++
+		errs[i] = err
+		if onDone != nil {
+			onDone(i, err)
+		}
+	})
+	for i, n := range calls {
+		if n != 1 {
+			t.Fatalf("message %d: done called %d times", i, n)
+		}
+	}
+	return errs
+}
+
+// A batch of distinct keys over three partitions: every record
+// acknowledged once, and every one of them in Kafka.
+func TestPushBatch(t *testing.T) {
+	addr := testenv.StartKafka(t)
+	tn := fresh("t-batch")
+	createWritable(t, addr, tn, 3)
+	ep, err := New(Options{Brokers: []string{addr}, Timeout: safety})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	var msgs []push.Message
+	for i := range 64 {
+		msgs = append(msgs, msg(t, tn, "bk", fmt.Sprintf("k%02d", i), uint64(i+1)))
+	}
+	for i, err := range pushBatch(t, ep, context.Background(), msgs, nil) {
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	want := map[string]string{}
+	for _, m := range msgs {
+		want[m.Key] = string(m.Body)
+	}
+	for _, r := range consume(t, addr, tn, len(msgs)) {
+		if body, ok := want[string(r.Key)]; !ok || body != string(r.Value) {
+			t.Fatalf("record %q: unexpected or changed (%v)", r.Key, ok)
+		}
+		delete(want, string(r.Key))
+	}
+	if len(want) != 0 {
+		t.Fatalf("%d records missing", len(want))
+	}
+}
+
+// The broker goes away while a batch is in flight (killed from the first
+// record's done, then the batch's context ends): every message gets one
+// outcome; the acknowledged ones are a prefix of the batch in produce
+// order (one partition: nothing acknowledged behind a failure) and are
+// all in Kafka after the restart; the failed ones are retryable and go
+// through once the broker is back.
+func TestPushBatchBrokerGoesAway(t *testing.T) {
+	b := testenv.NewKafka(t)
+	tn := fresh("t-away")
+	createWritable(t, b.Addr, tn, 1)
+	ep, err := New(Options{Brokers: []string{b.Addr}, Timeout: safety})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	// 1000 records of ~4 KiB: several produce requests (1 MiB batches, one
+	// request in flight per broker), so the stop lands between them.
+	pad := strings.Repeat(" ", 4000)
+	var msgs []push.Message
+	for i := range 1000 {
+		m := msg(t, tn, "bk", fmt.Sprintf("k%04d", i), uint64(i+1))
+		m.Body = append(m.Body, pad...) // JSON still
+		msgs = append(msgs, m)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stopped := false
+	errs := pushBatch(t, ep, ctx, msgs, func(int, error) {
+		if !stopped {
+			stopped = true
+			if err := syscall.Kill(b.Pid(), syscall.SIGKILL); err != nil {
+				t.Error(err)
+			}
+			if err := b.Stop(); err != nil { // waits until it is gone
+				t.Error(err)
+			}
+			cancel()
+		}
+	})
+	acked := 0
+	for acked < len(errs) && errs[acked] == nil {
+		acked++
+	}
+	var failed []push.Message
+	for i, err := range errs[acked:] {
+		if err == nil {
+			t.Fatalf("message %d acknowledged after message %d failed", acked+i, acked)
+		}
+		if !push.IsRetryable(err) {
+			t.Fatalf("message %d: permanent: %v", acked+i, err)
+		}
+		failed = append(failed, msgs[acked+i])
+	}
+	t.Logf("%d acknowledged before the broker went away, %d failed (%v)", acked, len(failed), errs[len(errs)-1])
+	if err := b.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// The failed ones, again, as delivery would (retryable failures only).
+	deadline := time.Now().Add(safety)
+	for len(failed) > 0 {
+		var again []push.Message
+		for i, err := range pushBatch(t, ep, context.Background(), failed, nil) {
+			if err != nil {
+				if !push.IsRetryable(err) || time.Now().After(deadline) {
+					t.Fatalf("after restart: %v", err)
+				}
+				again = append(again, failed[i])
+			}
+		}
+		failed = again
+	}
+	want := map[string]bool{}
+	for _, m := range msgs {
+		want[m.Key] = true
+	}
+	consumeUntil(t, b.Addr, tn, func(recs []*kgo.Record) bool {
+		for _, r := range recs {
+			delete(want, string(r.Key))
+		}
+		return len(want) == 0
+	})
 }
