@@ -225,7 +225,7 @@ func TestRabbitMQUnroutableThenRoutable(t *testing.T) {
 // warmKafka pushes one record to topicName until the broker takes it, so
 // the topic exists with a serving leader before a test counts exchanges
 // (an auto-created topic fails the first produces retryably).
-func warmKafka(t *testing.T, addr, topicName string) {
+func warmKafka(t testing.TB, addr, topicName string) {
 	t.Helper()
 	ep, err := kafkaep.New(kafkaep.Options{Brokers: []string{addr}, Timeout: brokerPushTimeout})
 	if err != nil {

@@ -455,3 +455,45 @@ func TestPushBatchBrokerGoesAway(t *testing.T) {
 		return len(want) == 0
 	})
 }
+
+// franz-go fails every record buffered behind one whose context ended
+// (they share a partition batch): the record behind gets the other's
+// context error, which is not its own failure, so classify makes it
+// push.ErrQueuedBehind (delivery resends it without charging a retry).
+func TestQueuedBehindCancelled(t *testing.T) {
+	b := testenv.NewKafka(t)
+	tn := fresh("t-behind")
+	createWritable(t, b.Addr, tn, 1)
+	ep, err := New(Options{Brokers: []string{b.Addr}, Timeout: safety})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	if err := ep.Push(context.Background(), msg(t, tn, "bk", "a", 1)); err != nil {
+		t.Fatal(err) // the client knows the partition's leader now
+	}
+	if err := b.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// Two records of the partition's next batch (nothing can be sent), the
+	// first with a context of its own that ends.
+	first, cancel := context.WithCancel(context.Background())
+	live := context.Background()
+	errs := make(chan error, 2)
+	for i, ctx := range []context.Context{first, live} {
+		m := msg(t, tn, "bk", fmt.Sprint(i), uint64(i+2))
+		ep.client.Produce(ctx, &kgo.Record{Topic: tn, Key: []byte(m.Key), Value: m.Body},
+			func(_ *kgo.Record, err error) { errs <- err })
+	}
+	cancel()
+	if err := <-errs; !errors.Is(err, context.Canceled) {
+		t.Fatalf("first record: %v, want context.Canceled", err)
+	}
+	err = classify(live, <-errs)
+	if !errors.Is(err, push.ErrQueuedBehind) || !push.IsRetryable(err) {
+		t.Fatalf("record behind it: %v, want retryable ErrQueuedBehind", err)
+	}
+	if err := classify(first, context.Canceled); errors.Is(err, push.ErrQueuedBehind) || !push.IsRetryable(err) {
+		t.Fatalf("own context: %v, want a retryable failure of its own", err)
+	}
+}
