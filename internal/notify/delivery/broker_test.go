@@ -392,3 +392,75 @@ func TestKafkaKilledMidBatch(t *testing.T) {
 	dups := checkKafka(t, b.Addr, "kkill", want)
 	t.Logf("%d events left at the kill, %d failed pushes, %d duplicates", left, m.Stats().PushesFailed, dups)
 }
+
+// A backlog goes to RabbitMQ in full batches (push.Batcher: one exchange
+// per PushBatch of the configured size, confirms waited for together),
+// every event once.
+func TestRabbitMQBacklogBatched(t *testing.T) {
+	url := testenv.StartRabbitMQ(t)
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exchange := fmt.Sprintf("cairn-batch-%d", time.Now().UnixNano()) // the broker is shared
+	if err := ch.ExchangeDeclare(exchange, "topic", false, true, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind(q.Name, "rbatch", exchange, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	deliveries, err := ch.Consume(q.Name, "", true, true, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	const shards, perShard, batch = 3, 64, 32
+	tp := e.createTopic("rbatch", url, shards, func(s *topic.Settings) { s.AMQPExchange = exchange })
+	count := make([]int, shards)
+	want := map[string]bool{}
+	for i := 0; slices.Min(count) < perShard; i++ {
+		key := fmt.Sprintf("k%d", i)
+		sh := nq.ShardIndex("b", key, shards)
+		if count[sh] < perShard {
+			count[sh]++
+			want[fmt.Sprintf("ev-%d", e.publish(tp, "b", key))] = true
+		}
+	}
+	reg := prometheus.NewRegistry()
+	m := e.manager("gw1", e.endpoints(amqpEndpoint), func(c *Config) {
+		c.MaxInFlightPerEndpoint, c.PushBatch, c.Registerer = 3*batch, batch, reg
+	})
+	total := shards * perShard
+	eventually(t, brokerSafety, "every event delivered and removed", func() bool {
+		return m.Stats().PushesOK == int64(total) && e.entries(tp) == 0
+	})
+	timeout := time.After(brokerSafety)
+	for len(want) > 0 {
+		select {
+		case d := <-deliveries:
+			msg, err := event.UnmarshalMessage(d.Body)
+			if err != nil || len(msg.Records) != 1 {
+				t.Fatalf("bad message: %v", err)
+			}
+			if id := msg.Records[0].EventID; !want[id] {
+				t.Fatalf("event %s unexpected or twice", id)
+			} else {
+				delete(want, id)
+			}
+		case <-timeout:
+			t.Fatalf("%d events not received", len(want))
+		}
+	}
+	if got := counter(t, reg, "cairn_notify_delivery_push_exchanges_total", nil); got != float64(total/batch) {
+		t.Errorf("%v exchanges for %d events, want %d (full batches of %d)", got, total, total/batch, batch)
+	}
+}
