@@ -212,7 +212,7 @@ func (e *Endpoint) listen(ch *amqp.Channel, confirms <-chan amqp.Confirmation, r
 // Push publishes msg. See the package comment for ack levels.
 func (e *Endpoint) Push(ctx context.Context, msg push.Message) error {
 	var err error
-	e.PushBatch(ctx, []push.Message{msg}, func(_ int, e error) { err = e })
+	e.PushBatch(ctx, []push.Message{msg}, func(_ int, perr error) { err = perr })
 	return err
 }
 

@@ -25,6 +25,16 @@ import (
 // DefaultTimeout bounds one push when Options.Timeout is zero.
 const DefaultTimeout = 10 * time.Second
 
+// maxBatchBytes caps a produce batch (franz-go's default, set explicitly
+// because classify relies on it): a record that cannot fit in a batch on
+// its own is refused by the client, permanently.
+const maxBatchBytes = 1_000_012
+
+// batchOverhead is more than a record batch's header plus one record's
+// framing: a record whose key and value exceed maxBatchBytes minus this
+// cannot fit in a batch alone.
+const batchOverhead = 1 << 10
+
 // Options configure a Kafka endpoint.
 type Options struct {
 	Brokers    []string // host:port bootstrap list
@@ -88,6 +98,7 @@ func New(o Options) (*Endpoint, error) {
 		kgo.ProducerBatchCompression(cc),
 		kgo.AllowAutoTopicCreation(),
 		kgo.ProducerLinger(0),
+		kgo.ProducerBatchMaxBytes(maxBatchBytes),
 		kgo.DialTimeout(o.Timeout),
 		// Give up on a record rather than retrying forever inside the
 		// client: the delivery manager owns retries.
@@ -158,7 +169,7 @@ func (e *Endpoint) Push(ctx context.Context, msg push.Message) error {
 			}
 		})
 		close(done)
-		return classify(context.Background(), sync)
+		return classify(context.Background(), sync, recordSize(rec))
 	}
 	// Wait for the ack, but never past ctx or the timeout: franz-go keeps
 	// retrying a record it already sent (an idempotent producer must), so
@@ -170,7 +181,7 @@ func (e *Endpoint) Push(ctx context.Context, msg push.Message) error {
 	e.client.Produce(ctx, rec, func(_ *kgo.Record, err error) { done <- err })
 	select {
 	case err := <-done:
-		return classify(ctx, err)
+		return classify(ctx, err, recordSize(rec))
 	case <-ctx.Done():
 		return push.Retryable(fmt.Errorf("kafka endpoint: no ack: %w", ctx.Err()))
 	}
@@ -225,7 +236,7 @@ func (e *Endpoint) PushBatch(ctx context.Context, msgs []push.Message, done func
 		select {
 		case o := <-outcomes:
 			answered[o.i] = true
-			done(o.i, classify(ctx, o.err))
+			done(o.i, classify(ctx, o.err, recordSize(&recs[o.i])))
 		case <-ctx.Done():
 			err := push.Retryable(fmt.Errorf("kafka endpoint: no ack: %w", ctx.Err()))
 			for i, a := range answered {
@@ -238,14 +249,25 @@ func (e *Endpoint) PushBatch(ctx context.Context, msgs []push.Message, done func
 	}
 }
 
-// classify maps franz-go errors: records the broker can never take are
-// permanent; everything else (unreachable broker, leader moves, timeouts,
-// authorisation an operator may fix) is retryable. A record failed with a
-// context's error while its own ctx is live was failed by franz-go
-// because an earlier record of its partition was cancelled (another
-// shard's push that timed out or stopped): not its own failure, so
-// push.ErrQueuedBehind (delivery sends it again without charging a retry).
-func classify(ctx context.Context, err error) error {
+// classify maps franz-go errors for a record of size bytes (key and
+// value): records the broker can never take are permanent; everything
+// else (unreachable broker, leader moves, timeouts, authorisation an
+// operator may fix) is retryable.
+//
+// MESSAGE_TOO_LARGE is permanent only for a record that cannot fit in a
+// batch on its own. The broker answers it for a whole record batch that
+// exceeds the topic's max.message.bytes, failing every record in it, and a
+// batch holds the records of many events (several shards' pushes and a
+// delivery batch's): those fit alone and go again, spread by the retry
+// backoff's jitter. One that is too large alone for the topic retries
+// until the topic's max retries or TTL drop it.
+//
+// A record failed with a context's error while its own ctx is live was
+// failed by franz-go because an earlier record of its partition was
+// cancelled (another shard's push that timed out or stopped): not its own
+// failure, so push.ErrQueuedBehind (delivery sends it again without
+// charging a retry).
+func classify(ctx context.Context, err error, size int) error {
 	if err == nil {
 		return nil
 	}
@@ -254,8 +276,12 @@ func classify(ctx context.Context, err error) error {
 	}
 	err = fmt.Errorf("kafka endpoint: %w", err)
 	switch {
-	case errors.Is(err, kerr.MessageTooLarge),
-		errors.Is(err, kerr.RecordListTooLarge),
+	case errors.Is(err, kerr.MessageTooLarge):
+		if size > maxBatchBytes-batchOverhead {
+			return push.Permanent(err)
+		}
+		return push.Retryable(err)
+	case errors.Is(err, kerr.RecordListTooLarge),
 		errors.Is(err, kerr.InvalidRecord),
 		errors.Is(err, kerr.InvalidTopicException),
 		errors.Is(err, kerr.CorruptMessage):
@@ -263,6 +289,8 @@ func classify(ctx context.Context, err error) error {
 	}
 	return push.Retryable(err)
 }
+
+func recordSize(r *kgo.Record) int { return len(r.Key) + len(r.Value) }
 
 // Close flushes nothing: records not yet acknowledged fail (their pushes
 // already returned or get push errors).

@@ -76,7 +76,9 @@ func consumeUntil(t *testing.T, addr, topicName string, done func([]*kgo.Record)
 // manager takes the partition; a produce in between gets
 // NOT_LEADER_OR_FOLLOWER, which an acks=0 producer never sees (the broker
 // drops the batch and closes the connection).
-func createWritable(t *testing.T, addr, topicName string, partitions int32) {
+//
+// configs are topic configs, "name=value".
+func createWritable(t *testing.T, addr, topicName string, partitions int32, configs ...string) {
 	t.Helper()
 	c, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
@@ -88,6 +90,12 @@ func createWritable(t *testing.T, addr, topicName string, partitions int32) {
 	create := kmsg.NewPtrCreateTopicsRequest()
 	ct := kmsg.NewCreateTopicsRequestTopic()
 	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topicName, partitions, 1
+	for _, c := range configs {
+		name, value, _ := strings.Cut(c, "=")
+		cc := kmsg.NewCreateTopicsRequestTopicConfig()
+		cc.Name, cc.Value = name, kmsg.StringPtr(value)
+		ct.Configs = append(ct.Configs, cc)
+	}
 	create.Topics = append(create.Topics, ct)
 	create.TimeoutMillis = int32(safety / time.Millisecond)
 	for {
@@ -489,11 +497,68 @@ func TestQueuedBehindCancelled(t *testing.T) {
 	if err := <-errs; !errors.Is(err, context.Canceled) {
 		t.Fatalf("first record: %v, want context.Canceled", err)
 	}
-	err = classify(live, <-errs)
+	err = classify(live, <-errs, 0)
 	if !errors.Is(err, push.ErrQueuedBehind) || !push.IsRetryable(err) {
 		t.Fatalf("record behind it: %v, want retryable ErrQueuedBehind", err)
 	}
-	if err := classify(first, context.Canceled); errors.Is(err, push.ErrQueuedBehind) || !push.IsRetryable(err) {
+	if err := classify(first, context.Canceled, 0); errors.Is(err, push.ErrQueuedBehind) || !push.IsRetryable(err) {
 		t.Fatalf("own context: %v, want a retryable failure of its own", err)
+	}
+}
+
+// A topic whose max.message.bytes is below a produce batch: the broker
+// refuses whole batches (MESSAGE_TOO_LARGE for every record in them),
+// though each record fits alone. That is retryable, and the records get
+// through when they go again; only a record too large for any batch is
+// permanent.
+func TestBatchTooLargeForTopic(t *testing.T) {
+	addr := testenv.StartKafka(t)
+	tn := fresh("t-small")
+	createWritable(t, addr, tn, 1, "max.message.bytes=6000")
+	ep, err := New(Options{Brokers: []string{addr}, Timeout: safety})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	// Three of these exceed the topic's limit together, not alone.
+	pad := strings.Repeat(" ", 2500)
+	var msgs []push.Message
+	for i := range 12 {
+		m := msg(t, tn, "bk", fmt.Sprintf("k%02d", i), uint64(i+1))
+		m.Body = append(m.Body, pad...)
+		msgs = append(msgs, m)
+	}
+	left := msgs
+	refused := 0
+	for round := 0; len(left) > 0; round++ {
+		if round == 100 {
+			t.Fatalf("%d records still refused", len(left))
+		}
+		var again []push.Message
+		for i, err := range pushBatch(t, ep, context.Background(), left, nil) {
+			if err != nil {
+				if !errors.Is(err, kerr.MessageTooLarge) || !push.IsRetryable(err) {
+					t.Fatalf("%s: %v, want a retryable MESSAGE_TOO_LARGE", left[i].Key, err)
+				}
+				refused++
+				again = append(again, left[i])
+			}
+		}
+		// As delivery retries: one at a time once batches are refused.
+		if len(again) > 0 && len(again) == len(left) {
+			again = again[1:]
+			if err := ep.Push(context.Background(), left[0]); err != nil {
+				t.Fatalf("%s alone: %v", left[0].Key, err)
+			}
+		}
+		left = again
+	}
+	t.Logf("%d refusals of records that fit alone", refused)
+	consume(t, addr, tn, len(msgs))
+
+	big := msg(t, tn, "bk", "big", 100)
+	big.Body = append(big.Body, strings.Repeat(" ", maxBatchBytes)...)
+	if err := ep.Push(context.Background(), big); !errors.Is(err, kerr.MessageTooLarge) || push.IsRetryable(err) {
+		t.Fatalf("a record larger than a batch: %v, want a permanent MESSAGE_TOO_LARGE", err)
 	}
 }
