@@ -271,7 +271,11 @@ func classify(ctx context.Context, err error, size int) error {
 	if err == nil {
 		return nil
 	}
-	if ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+	// Only the bare context errors: franz-go fails a partition's records
+	// with the first record's ctx.Err() as it is, and a wrapped deadline
+	// (a dial timeout, say) must stay a charged failure, or a broker that
+	// is down would be retried without backoff.
+	if ctx.Err() == nil && (err == context.Canceled || err == context.DeadlineExceeded) {
 		return push.Retryable(fmt.Errorf("kafka endpoint: %w (%w)", push.ErrQueuedBehind, err))
 	}
 	err = fmt.Errorf("kafka endpoint: %w", err)
