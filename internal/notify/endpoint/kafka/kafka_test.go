@@ -381,8 +381,8 @@ func TestPushBatch(t *testing.T) {
 	}
 }
 
-// The broker goes away while a batch is in flight (killed from the first
-// record's done, then the batch's context ends): every message gets one
+// The broker goes away while a batch is in flight (killed from a done
+// call, then the batch's context ends): every message gets one
 // outcome; the acknowledged ones are a prefix of the batch in produce
 // order (one partition: nothing acknowledged behind a failure) and are
 // all in Kafka after the restart; the failed ones are retryable and go
@@ -407,10 +407,11 @@ func TestPushBatchBrokerGoesAway(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stopped := false
+	// The first record leaves alone (linger 0), the rest in requests of
+	// ~1 MiB: kill on the second outcome, the first of the second request.
+	outcomes := 0
 	errs := pushBatch(t, ep, ctx, msgs, func(int, error) {
-		if !stopped {
-			stopped = true
+		if outcomes++; outcomes == 2 {
 			if err := syscall.Kill(b.Pid(), syscall.SIGKILL); err != nil {
 				t.Error(err)
 			}
