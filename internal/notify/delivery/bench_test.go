@@ -17,10 +17,14 @@ import (
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/notify/event"
+	"github.com/cairn-s3/cairn/internal/notify/push"
 	nq "github.com/cairn-s3/cairn/internal/notify/queue"
+	"github.com/cairn-s3/cairn/internal/notify/topic"
 	"github.com/cairn-s3/cairn/internal/objstore/embedded"
+	"github.com/cairn-s3/cairn/internal/testenv"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
+	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 // benchReceiverEnv makes the test binary a receiver process (TestMain).
@@ -47,20 +51,75 @@ const benchReceiverEnv = "CAIRN_DELIVERY_BENCH_RECEIVER"
 //	./dlv.test -test.run '^$' -test.bench DeliveryCPU -test.cpu 1 -test.benchtime 10000x
 func BenchmarkDeliveryCPU(b *testing.B) {
 	rcv := startBenchReceiver(b)
+	to := benchTarget{url: rcv.url, stats: rcv.stats}
 	for _, mode := range []string{"backlog", "stream", "publish"} {
 		for _, shards := range []int{1, 11} {
 			b.Run(fmt.Sprintf("%s/shards=%d", mode, shards), func(b *testing.B) {
-				benchDelivery(b, rcv, mode, shards)
+				benchDelivery(b, to, mode, shards)
 			})
 		}
 	}
 }
 
+// BenchmarkDeliveryCPUBroker is BenchmarkDeliveryCPU's backlog and stream
+// cells with a Kafka or RabbitMQ endpoint (the tests' shared brokers,
+// internal/testenv; skipped when not installed) at the default ack level
+// (broker): cpu-µs/op is the gateway side's delivery, the broker client
+// included; the broker is another process and not counted.
+//
+//	./dlv.test -test.run '^$' -test.bench DeliveryCPUBroker -test.cpu 1 -test.benchtime 10000x
+func BenchmarkDeliveryCPUBroker(b *testing.B) {
+	for _, kind := range []string{"kafka", "amqp"} {
+		for _, mode := range []string{"backlog", "stream"} {
+			for _, shards := range []int{1, 11} {
+				b.Run(fmt.Sprintf("%s/%s/shards=%d", kind, mode, shards), func(b *testing.B) {
+					benchDelivery(b, brokerTarget(b, kind), mode, shards)
+				})
+			}
+		}
+	}
+}
+
+// benchTarget is the endpoint a delivery benchmark pushes to.
+type benchTarget struct {
+	url   string                                    // the topic's push-endpoint
+	mod   func(*topic.Settings)                     // more topic settings, or nil
+	extra func(*topic.Topic) (push.Endpoint, error) // non-HTTP endpoints, or nil
+	// stats reports the receiver's requests and CPU time; nil for brokers.
+	stats func(testing.TB) (posts, cpuNs int64)
+}
+
+func brokerTarget(b *testing.B, kind string) benchTarget {
+	switch kind {
+	case "kafka":
+		addr := testenv.StartKafka(b)
+		warmKafka(b, addr, "bench") // the Kafka topic is the Cairn topic's name
+		return benchTarget{url: "kafka://" + addr, extra: kafkaEndpoint}
+	default:
+		url := testenv.StartRabbitMQ(b)
+		conn, err := amqp.Dial(url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close()
+		ch, err := conn.Channel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		const exchange = "cairn-bench"
+		if err := ch.ExchangeDeclare(exchange, "topic", false, false, false, false, nil); err != nil {
+			b.Fatal(err)
+		}
+		return benchTarget{url: url, extra: amqpEndpoint,
+			mod: func(s *topic.Settings) { s.AMQPExchange = exchange }}
+	}
+}
+
 const benchRate = 4000 // events per second in stream and publish cells
 
-func benchDelivery(b *testing.B, rcv *benchReceiver, mode string, shards int) {
+func benchDelivery(b *testing.B, to benchTarget, mode string, shards int) {
 	e := newEnvOn(b, embedded.Options{Dir: b.TempDir(), FS: vfs.Default})
-	tp := e.createTopic("bench", rcv.url, shards, nil)
+	tp := e.createTopic("bench", to.url, shards, to.mod)
 	data := make([][]byte, b.N)
 	for i := range data {
 		data[i] = benchRecord(b, i)
@@ -85,7 +144,7 @@ func benchDelivery(b *testing.B, rcv *benchReceiver, mode string, shards int) {
 	start := func() {
 		var err error
 		m, err = New(Config{Owner: "gw1", IO: e.q.IO(), Registry: e.q, Topics: e,
-			Endpoints: e.endpoints(nil), Registerer: reg, Logger: testLogger()})
+			Endpoints: e.endpoints(to.extra), Registerer: reg, Logger: testLogger()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -99,7 +158,10 @@ func benchDelivery(b *testing.B, rcv *benchReceiver, mode string, shards int) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	n0, rc0 := rcv.stats(b)
+	var n0, rc0 int64
+	if to.stats != nil {
+		n0, rc0 = to.stats(b)
+	}
 	c0 := cpuTime(b)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -125,10 +187,15 @@ func benchDelivery(b *testing.B, rcv *benchReceiver, mode string, shards int) {
 		}
 	}
 	b.StopTimer()
-	n1, rc1 := rcv.stats(b)
+	var n1, rc1 int64
+	if to.stats != nil {
+		n1, rc1 = to.stats(b)
+	}
 	b.ReportMetric(float64(cpuTime(b)-c0)/float64(b.N)/1e3, "cpu-µs/op")
 	if m != nil {
-		b.ReportMetric(float64(rc1-rc0)/float64(b.N)/1e3, "rcv-cpu-µs/op")
+		if to.stats != nil {
+			b.ReportMetric(float64(rc1-rc0)/float64(b.N)/1e3, "rcv-cpu-µs/op")
+		}
 		ops := counter(b, reg, "cairn_notify_delivery_shard_ops_total", nil)
 		b.ReportMetric(float64(b.N)/ops, "events/shard-op")
 		for _, op := range []string{"list", "remove", "list_remove"} {
@@ -137,7 +204,7 @@ func benchDelivery(b *testing.B, rcv *benchReceiver, mode string, shards int) {
 		}
 		b.ReportMetric(float64(b.N)/counter(b, reg, "cairn_notify_delivery_push_exchanges_total", nil), "events/exchange")
 		b.ReportMetric(meanLatency(b, reg)*1e3, "lat-ms")
-		if got := n1 - n0; got < int64(b.N) {
+		if got := n1 - n0; to.stats != nil && got < int64(b.N) {
 			b.Fatalf("receiver got %d POSTs for %d events", got, b.N)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -232,7 +299,7 @@ func startBenchReceiver(b *testing.B) *benchReceiver {
 	return r
 }
 
-func (r *benchReceiver) stats(b *testing.B) (posts, cpuNs int64) {
+func (r *benchReceiver) stats(b testing.TB) (posts, cpuNs int64) {
 	if _, err := io.WriteString(r.in, "?\n"); err != nil {
 		b.Fatal(err)
 	}

@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -14,6 +18,7 @@ import (
 	kafkaep "github.com/cairn-s3/cairn/internal/notify/endpoint/kafka"
 	"github.com/cairn-s3/cairn/internal/notify/event"
 	"github.com/cairn-s3/cairn/internal/notify/push"
+	nq "github.com/cairn-s3/cairn/internal/notify/queue"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
 	"github.com/cairn-s3/cairn/internal/testenv"
 )
@@ -215,4 +220,247 @@ func TestRabbitMQUnroutableThenRoutable(t *testing.T) {
 	}
 	eventually(t, brokerSafety, "queue drained", func() bool { return e.entries(tp) == 0 })
 	t.Logf("rabbitmq: %d failed (unroutable) pushes before the bind, then 200 events in key order", m.Stats().PushesFailed)
+}
+
+// warmKafka pushes one record to topicName until the broker takes it, so
+// the topic exists with a serving leader before a test counts exchanges
+// (an auto-created topic fails the first produces retryably).
+func warmKafka(t testing.TB, addr, topicName string) {
+	t.Helper()
+	ep, err := kafkaep.New(kafkaep.Options{Brokers: []string{addr}, Timeout: brokerPushTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	rec := event.New(event.Params{Type: event.ObjectCreatedPut, Time: time.Now(), Region: "default",
+		Bucket: "warm", Key: "up", Sequencer: 1, EventID: "warm-up"})
+	m, err := push.NewMessage(topicName, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(brokerSafety)
+	for {
+		err := ep.Push(context.Background(), m)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("warm-up push: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// checkKafka consumes topicName until n distinct events (the warm-up
+// record aside) arrived and checks them against want: every event there,
+// first occurrences in sequencer order per key. It returns the duplicates.
+func checkKafka(t *testing.T, addr, topicName string, want map[string][]uint64) (dups int) {
+	t.Helper()
+	n := 0
+	for _, seqs := range want {
+		n += len(seqs)
+	}
+	seen := map[string]bool{}
+	got := map[string][]uint64{}
+	for _, r := range consumeKafka(t, addr, topicName, n) {
+		msg, err := event.UnmarshalMessage(r.Value)
+		if err != nil || len(msg.Records) != 1 {
+			t.Fatalf("bad message %q: %v", r.Value, err)
+		}
+		rec := msg.Records[0]
+		if rec.EventID == "warm-up" {
+			continue
+		}
+		key := rec.S3.Bucket.Name + "/" + rec.ObjectKey()
+		if string(r.Key) != key {
+			t.Errorf("kafka key %q, want %q", r.Key, key)
+		}
+		if seen[rec.EventID] {
+			dups++
+			continue
+		}
+		seen[rec.EventID] = true
+		seq, _ := event.ParseSequencer(rec.S3.Object.Sequencer)
+		got[key] = append(got[key], seq)
+	}
+	for key, seqs := range want {
+		if fmt.Sprint(got[key]) != fmt.Sprint(seqs) {
+			t.Errorf("key %s: got %v, want %v", key, got[key], seqs)
+		}
+	}
+	return dups
+}
+
+// A backlog goes to Kafka in full batches (push.Batcher: one exchange per
+// PushBatch of the configured size), every event once and in order. Each
+// key has one event, so every listed entry is a head and ready at once.
+func TestKafkaBacklogBatched(t *testing.T) {
+	addr := testenv.StartKafka(t)
+	e := newEnv(t)
+	name := fmt.Sprintf("kbatch-%d", time.Now().UnixNano()) // the Kafka topic; the broker is shared
+	warmKafka(t, addr, name)
+	const shards, perShard, batch = 3, 64, 32
+	tp := e.createTopic(name, "kafka://"+addr, shards, nil)
+	count := make([]int, shards)
+	want := map[string][]uint64{}
+	for i := 0; slices.Min(count) < perShard; i++ {
+		key := fmt.Sprintf("k%d", i)
+		sh := nq.ShardIndex("b", key, shards)
+		if count[sh] < perShard {
+			count[sh]++
+			want["b/"+key] = append(want["b/"+key], e.publish(tp, "b", key))
+		}
+	}
+	reg := prometheus.NewRegistry()
+	m := e.manager("gw1", e.endpoints(kafkaEndpoint), func(c *Config) {
+		c.MaxInFlightPerEndpoint, c.PushBatch, c.Registerer = 3*batch, batch, reg
+	})
+	total := shards * perShard
+	eventually(t, brokerSafety, "every event delivered and removed", func() bool {
+		return m.Stats().PushesOK == int64(total) && e.entries(tp) == 0
+	})
+	if dups := checkKafka(t, addr, name, want); dups != 0 {
+		t.Errorf("%d duplicates", dups)
+	}
+	if got := counter(t, reg, "cairn_notify_delivery_push_exchanges_total", nil); got != float64(total/batch) {
+		t.Errorf("%v exchanges for %d events, want %d (full batches of %d)", got, total, total/batch, batch)
+	}
+}
+
+// killAt is a Kafka endpoint that SIGKILLs its broker when the first
+// outcome of its at-th batch arrives: the broker goes away with that batch
+// (and other shards' batches) in flight.
+type killAt struct {
+	*kafkaep.Endpoint
+	b       *testenv.Broker
+	at      int32
+	batches atomic.Int32
+	killed  atomic.Bool
+}
+
+func (k *killAt) PushBatch(ctx context.Context, msgs []push.Message, done func(int, error)) {
+	n := k.batches.Add(1)
+	k.Endpoint.PushBatch(ctx, msgs, func(i int, err error) {
+		if n == k.at && k.killed.CompareAndSwap(false, true) {
+			if pid := k.b.Pid(); pid != 0 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			if err := k.b.Stop(); err != nil { // waits until it is gone
+				panic(err)
+			}
+		}
+		done(i, err)
+	})
+}
+
+// Kafka is killed while batches are in flight and comes back: nothing is
+// lost (every event arrives, the queue drains) and per-key order holds
+// (first occurrences; a record in flight at the kill may arrive twice).
+func TestKafkaKilledMidBatch(t *testing.T) {
+	b := testenv.NewKafka(t)
+	e := newEnv(t)
+	warmKafka(t, b.Addr, "kkill")
+	tp := e.createTopic("kkill", "kafka://"+b.Addr, 3, nil)
+	want := map[string][]uint64{}
+	for i := range 1000 {
+		key := fmt.Sprintf("k%d", i%20)
+		want["b/"+key] = append(want["b/"+key], e.publish(tp, "b", key))
+	}
+	ep := &killAt{b: b, at: 3}
+	m := e.manager("gw1", e.endpoints(func(t *topic.Topic) (push.Endpoint, error) {
+		inner, err := kafkaEndpoint(t)
+		if err != nil {
+			return nil, err
+		}
+		ep.Endpoint = inner.(*kafkaep.Endpoint)
+		return ep, nil
+	}), func(c *Config) {
+		c.InitialBackoff, c.MaxBackoff = 50*time.Millisecond, 500*time.Millisecond
+		c.PushTimeout = 5 * time.Second // the batches in flight at the kill fail by this
+	})
+	eventually(t, brokerSafety, "pushes failing after the kill", func() bool {
+		return ep.killed.Load() && m.Stats().PushesFailed >= 1
+	})
+	left := e.entries(tp)
+	if left == 0 {
+		t.Fatal("every event delivered before the kill")
+	}
+	if err := b.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, brokerSafety, "queue drained after restart", func() bool { return e.entries(tp) == 0 })
+	dups := checkKafka(t, b.Addr, "kkill", want)
+	t.Logf("%d events left at the kill, %d failed pushes, %d duplicates", left, m.Stats().PushesFailed, dups)
+}
+
+// A backlog goes to RabbitMQ in full batches (push.Batcher: one exchange
+// per PushBatch of the configured size, confirms waited for together),
+// every event once.
+func TestRabbitMQBacklogBatched(t *testing.T) {
+	url := testenv.StartRabbitMQ(t)
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exchange := fmt.Sprintf("cairn-batch-%d", time.Now().UnixNano()) // the broker is shared
+	if err := ch.ExchangeDeclare(exchange, "topic", false, true, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind(q.Name, "rbatch", exchange, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	deliveries, err := ch.Consume(q.Name, "", true, true, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	const shards, perShard, batch = 3, 64, 32
+	tp := e.createTopic("rbatch", url, shards, func(s *topic.Settings) { s.AMQPExchange = exchange })
+	count := make([]int, shards)
+	want := map[string]bool{}
+	for i := 0; slices.Min(count) < perShard; i++ {
+		key := fmt.Sprintf("k%d", i)
+		sh := nq.ShardIndex("b", key, shards)
+		if count[sh] < perShard {
+			count[sh]++
+			want[fmt.Sprintf("ev-%d", e.publish(tp, "b", key))] = true
+		}
+	}
+	reg := prometheus.NewRegistry()
+	m := e.manager("gw1", e.endpoints(amqpEndpoint), func(c *Config) {
+		c.MaxInFlightPerEndpoint, c.PushBatch, c.Registerer = 3*batch, batch, reg
+	})
+	total := shards * perShard
+	eventually(t, brokerSafety, "every event delivered and removed", func() bool {
+		return m.Stats().PushesOK == int64(total) && e.entries(tp) == 0
+	})
+	timeout := time.After(brokerSafety)
+	for len(want) > 0 {
+		select {
+		case d := <-deliveries:
+			msg, err := event.UnmarshalMessage(d.Body)
+			if err != nil || len(msg.Records) != 1 {
+				t.Fatalf("bad message: %v", err)
+			}
+			if id := msg.Records[0].EventID; !want[id] {
+				t.Fatalf("event %s unexpected or twice", id)
+			} else {
+				delete(want, id)
+			}
+		case <-timeout:
+			t.Fatalf("%d events not received", len(want))
+		}
+	}
+	if got := counter(t, reg, "cairn_notify_delivery_push_exchanges_total", nil); got != float64(total/batch) {
+		t.Errorf("%v exchanges for %d events, want %d (full batches of %d)", got, total, total/batch, batch)
+	}
 }

@@ -117,8 +117,8 @@ type Config struct {
 	// not yet removed); default 1024.
 	ShardWindow int
 	// PushBatch bounds the pushes of one shard sent in one exchange to an
-	// endpoint that batches (push.Batcher: HTTP pipelining); default 32,
-	// 1 sends every event in its own exchange.
+	// endpoint that batches (push.Batcher: HTTP pipelining, Kafka and AMQP
+	// batches); default 32, 1 sends every event in its own exchange.
 	PushBatch int
 	// RemoveBatch bounds the markers of one removal op (default 256).
 	// Acknowledged entries are removed at once, sharing an op only with

@@ -56,12 +56,21 @@ type Endpoint struct {
 	pending map[*amqp.Channel]map[uint64]*waiter
 }
 
+// waiter is one published message waiting for its confirm: the listener
+// sends its outcome, tagged i, on out (buffered for every message that
+// can be answered on it, so the listener never blocks).
 type waiter struct {
-	done     chan error // buffered 1
+	out      chan<- outcome
+	i        int
 	returned bool
 }
 
-var _ push.Endpoint = (*Endpoint)(nil)
+type outcome struct {
+	i   int
+	err error
+}
+
+var _ push.Batcher = (*Endpoint)(nil)
 
 // New validates options; the broker is dialled on the first push.
 func New(o Options) (*Endpoint, error) {
@@ -168,7 +177,7 @@ func (e *Endpoint) listen(ch *amqp.Channel, confirms <-chan amqp.Confirmation, r
 			if !ok {
 				e.pmu.Lock()
 				for _, w := range e.pending[ch] {
-					w.done <- push.Retryablef("amqp endpoint: channel closed before the broker confirmed")
+					w.out <- outcome{w.i, push.Retryablef("amqp endpoint: channel closed before the broker confirmed")}
 				}
 				delete(e.pending, ch)
 				e.pmu.Unlock()
@@ -188,69 +197,118 @@ func (e *Endpoint) listen(ch *amqp.Channel, confirms <-chan amqp.Confirmation, r
 			if w == nil {
 				continue
 			}
+			var err error
 			switch {
 			case !c.Ack:
-				w.done <- push.Retryable(push.ErrNacked)
+				err = push.Retryable(push.ErrNacked)
 			case w.returned:
-				w.done <- push.Retryable(push.ErrUnroutable)
-			default:
-				w.done <- nil
+				err = push.Retryable(push.ErrUnroutable)
 			}
+			w.out <- outcome{w.i, err}
 		}
 	}
 }
 
 // Push publishes msg. See the package comment for ack levels.
 func (e *Endpoint) Push(ctx context.Context, msg push.Message) error {
+	var err error
+	e.PushBatch(ctx, []push.Message{msg}, func(_ int, perr error) { err = perr })
+	return err
+}
+
+// PushBatch publishes every message on the channel in one hold of it (the
+// delivery tags follow the batch's order) and then waits for their
+// confirms: one wait and one timeout for the batch instead of one per
+// message and no handing of the channel between pushes. done(i, err) gets
+// each message's own outcome as its confirm (or return) arrives, with
+// Push's errors. A publish that fails (the channel or connection closed)
+// fails that message and the rest unsent, retryably; what has no confirm
+// when ctx or the timeout ends fails retryably (the broker may have it:
+// at-least-once). Delivery passes distinct keys only, so the confirms'
+// order does not matter.
+func (e *Endpoint) PushBatch(ctx context.Context, msgs []push.Message, done func(i int, err error)) {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
-	pub := amqp.Publishing{
-		ContentType:  "application/json",
-		DeliveryMode: amqp.Persistent,
-		Timestamp:    time.Now(),
-		Body:         msg.Body,
+	confirm := e.opts.AckLevel != topic.AckNone
+	mandatory := e.opts.AckLevel == topic.AckRoutable
+	// Outcomes of confirmed messages; buffered for all of them, so a
+	// listener answering after a timeout never blocks.
+	var outs chan outcome
+	if confirm {
+		outs = make(chan outcome, len(msgs))
 	}
+	now := time.Now()
+	sent := 0 // msgs[:sent] were published
+	var failure error
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return push.ErrClosed
+		for i := range msgs {
+			done(i, push.ErrClosed)
+		}
+		return
 	}
 	ch, err := e.channel()
 	if err != nil {
-		e.mu.Unlock()
-		return push.Retryable(fmt.Errorf("amqp endpoint: connect: %w", err))
+		failure = push.Retryable(fmt.Errorf("amqp endpoint: connect: %w", err))
 	}
-	var w *waiter
-	if e.opts.AckLevel != topic.AckNone {
-		tag := ch.GetNextPublishSeqNo()
-		pub.MessageId = strconv.FormatUint(tag, 10)
-		w = &waiter{done: make(chan error, 1)}
-		e.pmu.Lock()
-		p := e.pending[ch]
-		if p != nil {
-			p[tag] = w
+	for ; failure == nil && sent < len(msgs); sent++ {
+		pub := amqp.Publishing{
+			ContentType:  "application/json",
+			DeliveryMode: amqp.Persistent,
+			Timestamp:    now,
+			Body:         msgs[sent].Body,
 		}
-		e.pmu.Unlock()
-		if p == nil { // the channel closed under us; reconnect next time
-			e.ch = nil
-			e.mu.Unlock()
-			return push.Retryablef("amqp endpoint: channel closed")
+		if confirm {
+			tag := ch.GetNextPublishSeqNo()
+			pub.MessageId = strconv.FormatUint(tag, 10)
+			e.pmu.Lock()
+			p := e.pending[ch]
+			if p != nil {
+				p[tag] = &waiter{out: outs, i: sent}
+			}
+			e.pmu.Unlock()
+			if p == nil { // the channel closed under us; reconnect next time
+				e.ch = nil
+				failure = push.Retryablef("amqp endpoint: channel closed")
+				break
+			}
+		}
+		if err := ch.PublishWithContext(ctx, e.opts.Exchange, msgs[sent].Topic, mandatory, false, pub); err != nil {
+			// Its waiter may still be answered (the channel's close
+			// fails it); that answer is ignored below.
+			failure = push.Retryable(fmt.Errorf("amqp endpoint: publish: %w", err))
+			break
 		}
 	}
-	mandatory := e.opts.AckLevel == topic.AckRoutable
-	err = ch.PublishWithContext(ctx, e.opts.Exchange, msg.Topic, mandatory, false, pub)
 	e.mu.Unlock()
-	if err != nil {
-		return push.Retryable(fmt.Errorf("amqp endpoint: publish: %w", err))
+	for i := sent; i < len(msgs); i++ {
+		done(i, failure)
 	}
-	if w == nil {
-		return nil
+	if !confirm {
+		for i := range sent {
+			done(i, nil)
+		}
+		return
 	}
-	select {
-	case err := <-w.done:
-		return err
-	case <-ctx.Done():
-		return push.Retryable(fmt.Errorf("amqp endpoint: no confirm: %w", ctx.Err()))
+	answered := make([]bool, sent)
+	for left := sent; left > 0; {
+		select {
+		case o := <-outs:
+			if o.i < sent && !answered[o.i] {
+				answered[o.i] = true
+				left--
+				done(o.i, o.err)
+			}
+		case <-ctx.Done():
+			err := push.Retryable(fmt.Errorf("amqp endpoint: no confirm: %w", ctx.Err()))
+			for i, a := range answered {
+				if !a {
+					done(i, err)
+				}
+			}
+			return
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -244,5 +245,170 @@ func TestReconnect(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("the push after the restart is not in the durable queue")
+	}
+}
+
+// pushBatch runs PushBatch and returns each message's outcome, failing t
+// unless done came exactly once per message and before PushBatch returned.
+func pushBatch(t *testing.T, ep *Endpoint, msgs []push.Message, onDone func(i int, err error)) []error {
+	t.Helper()
+	errs := make([]error, len(msgs))
+	calls := make([]int, len(msgs))
+	ep.PushBatch(context.Background(), msgs, func(i int, err error) {
+		calls[i]++
+		errs[i] = err
+		if onDone != nil {
+			onDone(i, err)
+		}
+	})
+	for i, n := range calls {
+		if n != 1 {
+			t.Fatalf("message %d: done called %d times", i, n)
+		}
+	}
+	return errs
+}
+
+// A batch at every ack level: each message confirmed once and delivered;
+// unroutable with routable, each on its own, when no queue is bound.
+func TestPushBatch(t *testing.T) {
+	url := testenv.StartRabbitMQ(t)
+	for _, level := range []string{topic.AckNone, topic.AckBroker, topic.AckRoutable} {
+		t.Run(level, func(t *testing.T) {
+			ex := fresh("ex-batch-" + level)
+			d := setup(t, url, ex, "t1")
+			ep := newEP(t, Options{URL: url, Exchange: ex, AckLevel: level})
+			var msgs []push.Message
+			want := map[string]bool{}
+			for i := range 40 {
+				m := msg(t, "t1", fmt.Sprintf("k%d", i))
+				msgs = append(msgs, m)
+				want[string(m.Body)] = true
+			}
+			for i, err := range pushBatch(t, ep, msgs, nil) {
+				if err != nil {
+					t.Fatalf("message %d: %v", i, err)
+				}
+			}
+			for range msgs {
+				got := receive(t, d)
+				if !want[string(got.Body)] || got.RoutingKey != "t1" {
+					t.Fatalf("delivery %q (routing key %s): unexpected or twice", got.Body, got.RoutingKey)
+				}
+				delete(want, string(got.Body))
+			}
+		})
+	}
+	t.Run("unroutable", func(t *testing.T) {
+		ex := fresh("ex-batch-unroutable")
+		setup(t, url, ex, "")
+		ep := newEP(t, Options{URL: url, Exchange: ex, AckLevel: topic.AckRoutable})
+		msgs := []push.Message{msg(t, "t1", "a"), msg(t, "t1", "b"), msg(t, "t1", "c")}
+		for i, err := range pushBatch(t, ep, msgs, nil) {
+			if !errors.Is(err, push.ErrUnroutable) || !push.IsRetryable(err) {
+				t.Fatalf("message %d: %v, want retryable ErrUnroutable", i, err)
+			}
+		}
+	})
+}
+
+// The broker is killed while a batch waits for its confirms (from the
+// first message's done): every message gets one outcome, the failed ones
+// retryable; after the restart they go again, and then every message
+// confirmed before or after the kill is in the durable queue.
+func TestPushBatchBrokerGoesAway(t *testing.T) {
+	b := testenv.NewRabbitMQ(t)
+	// A durable exchange and queue, nobody consuming: the queue keeps
+	// what was confirmed.
+	func() {
+		conn, err := amqp.Dial(b.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		ch, err := conn.Channel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.ExchangeDeclare("ex-away", "topic", true, false, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ch.QueueDeclare("ex-away-q", true, false, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.QueueBind("ex-away-q", "t1", "ex-away", false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	ep := newEP(t, Options{URL: b.URL, Exchange: "ex-away"})
+	pad := strings.Repeat(" ", 4000)
+	var msgs []push.Message
+	for i := range 500 {
+		m := msg(t, "t1", fmt.Sprintf("k%03d", i))
+		m.Body = append(m.Body, pad...)
+		msgs = append(msgs, m)
+	}
+	killed := false
+	errs := pushBatch(t, ep, msgs, func(int, error) {
+		if !killed {
+			killed = true
+			if err := syscall.Kill(b.Pid(), syscall.SIGKILL); err != nil {
+				t.Error(err)
+			}
+			if err := b.Stop(); err != nil { // waits until it is gone
+				t.Error(err)
+			}
+		}
+	})
+	var failed []push.Message
+	for i, err := range errs {
+		if err != nil {
+			if !push.IsRetryable(err) {
+				t.Fatalf("message %d: permanent: %v", i, err)
+			}
+			failed = append(failed, msgs[i])
+		}
+	}
+	t.Logf("%d confirmed before the kill, %d failed", len(msgs)-len(failed), len(failed))
+	if err := b.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(safety); len(failed) > 0; {
+		var again []push.Message
+		for i, err := range pushBatch(t, ep, failed, nil) {
+			if err != nil {
+				if !push.IsRetryable(err) || time.Now().After(deadline) {
+					t.Fatalf("after restart: %v", err)
+				}
+				again = append(again, failed[i])
+			}
+		}
+		failed = again
+	}
+	conn, err := amqp.Dial(b.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, m := range msgs {
+		want[string(m.Body)] = true
+	}
+	for {
+		d, ok, err := ch.Get("ex-away-q", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		delete(want, string(d.Body)) // a copy may be there twice: at least once
+	}
+	if len(want) != 0 {
+		t.Fatalf("%d confirmed messages not in the durable queue", len(want))
 	}
 }

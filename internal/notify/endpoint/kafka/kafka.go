@@ -25,6 +25,16 @@ import (
 // DefaultTimeout bounds one push when Options.Timeout is zero.
 const DefaultTimeout = 10 * time.Second
 
+// maxBatchBytes caps a produce batch (franz-go's default, set explicitly
+// because classify relies on it): a record that cannot fit in a batch on
+// its own is refused by the client, permanently.
+const maxBatchBytes = 1_000_012
+
+// batchOverhead is more than a record batch's header plus one record's
+// framing: a record whose key and value exceed maxBatchBytes minus this
+// cannot fit in a batch alone.
+const batchOverhead = 1 << 10
+
 // Options configure a Kafka endpoint.
 type Options struct {
 	Brokers    []string // host:port bootstrap list
@@ -68,7 +78,7 @@ type Endpoint struct {
 	closed atomic.Bool
 }
 
-var _ push.Endpoint = (*Endpoint)(nil)
+var _ push.Batcher = (*Endpoint)(nil)
 
 // New builds the client; brokers are dialled lazily.
 func New(o Options) (*Endpoint, error) {
@@ -88,6 +98,7 @@ func New(o Options) (*Endpoint, error) {
 		kgo.ProducerBatchCompression(cc),
 		kgo.AllowAutoTopicCreation(),
 		kgo.ProducerLinger(0),
+		kgo.ProducerBatchMaxBytes(maxBatchBytes),
 		kgo.DialTimeout(o.Timeout),
 		// Give up on a record rather than retrying forever inside the
 		// client: the delivery manager owns retries.
@@ -158,7 +169,7 @@ func (e *Endpoint) Push(ctx context.Context, msg push.Message) error {
 			}
 		})
 		close(done)
-		return classify(sync)
+		return classify(context.Background(), sync, recordSize(rec))
 	}
 	// Wait for the ack, but never past ctx or the timeout: franz-go keeps
 	// retrying a record it already sent (an idempotent producer must), so
@@ -170,23 +181,111 @@ func (e *Endpoint) Push(ctx context.Context, msg push.Message) error {
 	e.client.Produce(ctx, rec, func(_ *kgo.Record, err error) { done <- err })
 	select {
 	case err := <-done:
-		return classify(err)
+		return classify(ctx, err, recordSize(rec))
 	case <-ctx.Done():
 		return push.Retryable(fmt.Errorf("kafka endpoint: no ack: %w", ctx.Err()))
 	}
 }
 
-// classify maps franz-go errors: records the broker can never take are
-// permanent; everything else (unreachable broker, leader moves, timeouts,
-// authorisation an operator may fix) is retryable.
-func classify(err error) error {
+// PushBatch produces every message at once and waits for their promises:
+// the records of one partition leave in the same produce requests (franz-go
+// batches what is buffered while a request is in flight), and the batch
+// costs one wait and one timeout instead of one per message. done(i, err)
+// gets each record's own outcome, classified as by Push, as its promise
+// arrives; what has none when ctx or the timeout ends fails retryably (such
+// a record may still be written later: at-least-once, as with Push).
+//
+// Order: franz-go keeps a partition's records in produce order and, when
+// it must fail one (ctx, timeout, retries), fails every record buffered
+// behind it in that partition too, so a record is never acknowledged after
+// an earlier one of its partition failed. Delivery passes distinct keys
+// only; a key's next event waits for this one's outcome.
+//
+// Ack level none: each message goes as Push sends it (buffered, not waited
+// for).
+func (e *Endpoint) PushBatch(ctx context.Context, msgs []push.Message, done func(i int, err error)) {
+	if e.closed.Load() {
+		for i := range msgs {
+			done(i, push.ErrClosed)
+		}
+		return
+	}
+	if e.opts.AckLevel == topic.AckNone || len(msgs) == 1 {
+		for i := range msgs {
+			done(i, e.Push(ctx, msgs[i]))
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	defer cancel()
+	type outcome struct {
+		i   int
+		err error
+	}
+	// Buffered for all: promises never block franz-go's promise
+	// goroutine, also after a timeout returned early.
+	outcomes := make(chan outcome, len(msgs))
+	recs := make([]kgo.Record, len(msgs))
+	for i := range msgs {
+		m := &msgs[i]
+		recs[i] = kgo.Record{Topic: m.Topic, Key: []byte(m.Key), Value: append([]byte(nil), m.Body...)}
+		e.client.Produce(ctx, &recs[i], func(_ *kgo.Record, err error) { outcomes <- outcome{i, err} })
+	}
+	answered := make([]bool, len(msgs))
+	for range msgs {
+		select {
+		case o := <-outcomes:
+			answered[o.i] = true
+			done(o.i, classify(ctx, o.err, recordSize(&recs[o.i])))
+		case <-ctx.Done():
+			err := push.Retryable(fmt.Errorf("kafka endpoint: no ack: %w", ctx.Err()))
+			for i, a := range answered {
+				if !a {
+					done(i, err)
+				}
+			}
+			return
+		}
+	}
+}
+
+// classify maps franz-go errors for a record of size bytes (key and
+// value): records the broker can never take are permanent; everything
+// else (unreachable broker, leader moves, timeouts, authorisation an
+// operator may fix) is retryable.
+//
+// MESSAGE_TOO_LARGE is permanent only for a record that cannot fit in a
+// batch on its own. The broker answers it for a whole record batch that
+// exceeds the topic's max.message.bytes, failing every record in it, and a
+// batch holds the records of many events (several shards' pushes and a
+// delivery batch's): those fit alone and go again, spread by the retry
+// backoff's jitter. One that is too large alone for the topic retries
+// until the topic's max retries or TTL drop it.
+//
+// A record failed with a context's error while its own ctx is live was
+// failed by franz-go because an earlier record of its partition was
+// cancelled (another shard's push that timed out or stopped): not its own
+// failure, so push.ErrQueuedBehind (delivery sends it again without
+// charging a retry).
+func classify(ctx context.Context, err error, size int) error {
 	if err == nil {
 		return nil
 	}
+	// Only the bare context errors: franz-go fails a partition's records
+	// with the first record's ctx.Err() as it is, and a wrapped deadline
+	// (a dial timeout, say) must stay a charged failure, or a broker that
+	// is down would be retried without backoff.
+	if ctx.Err() == nil && (err == context.Canceled || err == context.DeadlineExceeded) {
+		return push.Retryable(fmt.Errorf("kafka endpoint: %w (%w)", push.ErrQueuedBehind, err))
+	}
 	err = fmt.Errorf("kafka endpoint: %w", err)
 	switch {
-	case errors.Is(err, kerr.MessageTooLarge),
-		errors.Is(err, kerr.RecordListTooLarge),
+	case errors.Is(err, kerr.MessageTooLarge):
+		if size > maxBatchBytes-batchOverhead {
+			return push.Permanent(err)
+		}
+		return push.Retryable(err)
+	case errors.Is(err, kerr.RecordListTooLarge),
 		errors.Is(err, kerr.InvalidRecord),
 		errors.Is(err, kerr.InvalidTopicException),
 		errors.Is(err, kerr.CorruptMessage):
@@ -194,6 +293,8 @@ func classify(err error) error {
 	}
 	return push.Retryable(err)
 }
+
+func recordSize(r *kgo.Record) int { return len(r.Key) + len(r.Value) }
 
 // Close flushes nothing: records not yet acknowledged fail (their pushes
 // already returned or get push errors).

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,7 +76,9 @@ func consumeUntil(t *testing.T, addr, topicName string, done func([]*kgo.Record)
 // manager takes the partition; a produce in between gets
 // NOT_LEADER_OR_FOLLOWER, which an acks=0 producer never sees (the broker
 // drops the batch and closes the connection).
-func createWritable(t *testing.T, addr, topicName string, partitions int32) {
+//
+// configs are topic configs, "name=value".
+func createWritable(t *testing.T, addr, topicName string, partitions int32, configs ...string) {
 	t.Helper()
 	c, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
@@ -86,6 +90,12 @@ func createWritable(t *testing.T, addr, topicName string, partitions int32) {
 	create := kmsg.NewPtrCreateTopicsRequest()
 	ct := kmsg.NewCreateTopicsRequestTopic()
 	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topicName, partitions, 1
+	for _, c := range configs {
+		name, value, _ := strings.Cut(c, "=")
+		cc := kmsg.NewCreateTopicsRequestTopicConfig()
+		cc.Name, cc.Value = name, kmsg.StringPtr(value)
+		ct.Configs = append(ct.Configs, cc)
+	}
 	create.Topics = append(create.Topics, ct)
 	create.TimeoutMillis = int32(safety / time.Millisecond)
 	for {
@@ -313,4 +323,243 @@ func sequencer(t *testing.T, seq uint64) string {
 		t.Fatal(err)
 	}
 	return m.Records[0].S3.Object.Sequencer
+}
+
+// pushBatch runs PushBatch and returns each message's outcome, failing t
+// unless done came exactly once per message and before PushBatch returned.
+func pushBatch(t *testing.T, ep *Endpoint, ctx context.Context, msgs []push.Message, onDone func(i int, err error)) []error {
+	t.Helper()
+	errs := make([]error, len(msgs))
+	calls := make([]int, len(msgs))
+	ep.PushBatch(ctx, msgs, func(i int, err error) {
+		calls[i]++
+		errs[i] = err
+		if onDone != nil {
+			onDone(i, err)
+		}
+	})
+	for i, n := range calls {
+		if n != 1 {
+			t.Fatalf("message %d: done called %d times", i, n)
+		}
+	}
+	return errs
+}
+
+// A batch of distinct keys over three partitions: every record
+// acknowledged once, and every one of them in Kafka.
+func TestPushBatch(t *testing.T) {
+	addr := testenv.StartKafka(t)
+	tn := fresh("t-batch")
+	createWritable(t, addr, tn, 3)
+	ep, err := New(Options{Brokers: []string{addr}, Timeout: safety})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	var msgs []push.Message
+	for i := range 64 {
+		msgs = append(msgs, msg(t, tn, "bk", fmt.Sprintf("k%02d", i), uint64(i+1)))
+	}
+	for i, err := range pushBatch(t, ep, context.Background(), msgs, nil) {
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	want := map[string]string{}
+	for _, m := range msgs {
+		want[m.Key] = string(m.Body)
+	}
+	for _, r := range consume(t, addr, tn, len(msgs)) {
+		if body, ok := want[string(r.Key)]; !ok || body != string(r.Value) {
+			t.Fatalf("record %q: unexpected or changed (%v)", r.Key, ok)
+		}
+		delete(want, string(r.Key))
+	}
+	if len(want) != 0 {
+		t.Fatalf("%d records missing", len(want))
+	}
+}
+
+// The broker goes away while a batch is in flight (killed from a done
+// call, then the batch's context ends): every message gets one
+// outcome; the acknowledged ones are a prefix of the batch in produce
+// order (one partition: nothing acknowledged behind a failure) and are
+// all in Kafka after the restart; the failed ones are retryable and go
+// through once the broker is back.
+func TestPushBatchBrokerGoesAway(t *testing.T) {
+	b := testenv.NewKafka(t)
+	tn := fresh("t-away")
+	createWritable(t, b.Addr, tn, 1)
+	ep, err := New(Options{Brokers: []string{b.Addr}, Timeout: safety})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	// 1000 records of ~4 KiB: several produce requests (1 MiB batches, one
+	// request in flight per broker), so the stop lands between them.
+	pad := strings.Repeat(" ", 4000)
+	var msgs []push.Message
+	for i := range 1000 {
+		m := msg(t, tn, "bk", fmt.Sprintf("k%04d", i), uint64(i+1))
+		m.Body = append(m.Body, pad...) // JSON still
+		msgs = append(msgs, m)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The first record leaves alone (linger 0), the rest in requests of
+	// ~1 MiB: kill on the second outcome, the first of the second request.
+	outcomes := 0
+	errs := pushBatch(t, ep, ctx, msgs, func(int, error) {
+		if outcomes++; outcomes == 2 {
+			if err := syscall.Kill(b.Pid(), syscall.SIGKILL); err != nil {
+				t.Error(err)
+			}
+			if err := b.Stop(); err != nil { // waits until it is gone
+				t.Error(err)
+			}
+			cancel()
+		}
+	})
+	acked := 0
+	for acked < len(errs) && errs[acked] == nil {
+		acked++
+	}
+	var failed []push.Message
+	for i, err := range errs[acked:] {
+		if err == nil {
+			t.Fatalf("message %d acknowledged after message %d failed", acked+i, acked)
+		}
+		if !push.IsRetryable(err) {
+			t.Fatalf("message %d: permanent: %v", acked+i, err)
+		}
+		failed = append(failed, msgs[acked+i])
+	}
+	t.Logf("%d acknowledged before the broker went away, %d failed (%v)", acked, len(failed), errs[len(errs)-1])
+	if err := b.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// The failed ones, again, as delivery would (retryable failures only).
+	deadline := time.Now().Add(safety)
+	for len(failed) > 0 {
+		var again []push.Message
+		for i, err := range pushBatch(t, ep, context.Background(), failed, nil) {
+			if err != nil {
+				if !push.IsRetryable(err) || time.Now().After(deadline) {
+					t.Fatalf("after restart: %v", err)
+				}
+				again = append(again, failed[i])
+			}
+		}
+		failed = again
+	}
+	want := map[string]bool{}
+	for _, m := range msgs {
+		want[m.Key] = true
+	}
+	consumeUntil(t, b.Addr, tn, func(recs []*kgo.Record) bool {
+		for _, r := range recs {
+			delete(want, string(r.Key))
+		}
+		return len(want) == 0
+	})
+}
+
+// franz-go fails every record buffered behind one whose context ended
+// (they share a partition batch): the record behind gets the other's
+// context error, which is not its own failure, so classify makes it
+// push.ErrQueuedBehind (delivery resends it without charging a retry).
+func TestQueuedBehindCancelled(t *testing.T) {
+	b := testenv.NewKafka(t)
+	tn := fresh("t-behind")
+	createWritable(t, b.Addr, tn, 1)
+	ep, err := New(Options{Brokers: []string{b.Addr}, Timeout: safety})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	if err := ep.Push(context.Background(), msg(t, tn, "bk", "a", 1)); err != nil {
+		t.Fatal(err) // the client knows the partition's leader now
+	}
+	if err := b.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// Two records of the partition's next batch (nothing can be sent), the
+	// first with a context of its own that ends.
+	first, cancel := context.WithCancel(context.Background())
+	live := context.Background()
+	errs := make(chan error, 2)
+	for i, ctx := range []context.Context{first, live} {
+		m := msg(t, tn, "bk", fmt.Sprint(i), uint64(i+2))
+		ep.client.Produce(ctx, &kgo.Record{Topic: tn, Key: []byte(m.Key), Value: m.Body},
+			func(_ *kgo.Record, err error) { errs <- err })
+	}
+	cancel()
+	if err := <-errs; !errors.Is(err, context.Canceled) {
+		t.Fatalf("first record: %v, want context.Canceled", err)
+	}
+	err = classify(live, <-errs, 0)
+	if !errors.Is(err, push.ErrQueuedBehind) || !push.IsRetryable(err) {
+		t.Fatalf("record behind it: %v, want retryable ErrQueuedBehind", err)
+	}
+	if err := classify(first, context.Canceled, 0); errors.Is(err, push.ErrQueuedBehind) || !push.IsRetryable(err) {
+		t.Fatalf("own context: %v, want a retryable failure of its own", err)
+	}
+}
+
+// A topic whose max.message.bytes is below a produce batch: the broker
+// refuses whole batches (MESSAGE_TOO_LARGE for every record in them),
+// though each record fits alone. That is retryable, and the records get
+// through when they go again; only a record too large for any batch is
+// permanent.
+func TestBatchTooLargeForTopic(t *testing.T) {
+	addr := testenv.StartKafka(t)
+	tn := fresh("t-small")
+	createWritable(t, addr, tn, 1, "max.message.bytes=6000")
+	ep, err := New(Options{Brokers: []string{addr}, Timeout: safety})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	// Three of these exceed the topic's limit together, not alone.
+	pad := strings.Repeat(" ", 2500)
+	var msgs []push.Message
+	for i := range 12 {
+		m := msg(t, tn, "bk", fmt.Sprintf("k%02d", i), uint64(i+1))
+		m.Body = append(m.Body, pad...)
+		msgs = append(msgs, m)
+	}
+	left := msgs
+	refused := 0
+	for round := 0; len(left) > 0; round++ {
+		if round == 100 {
+			t.Fatalf("%d records still refused", len(left))
+		}
+		var again []push.Message
+		for i, err := range pushBatch(t, ep, context.Background(), left, nil) {
+			if err != nil {
+				if !errors.Is(err, kerr.MessageTooLarge) || !push.IsRetryable(err) {
+					t.Fatalf("%s: %v, want a retryable MESSAGE_TOO_LARGE", left[i].Key, err)
+				}
+				refused++
+				again = append(again, left[i])
+			}
+		}
+		// As delivery retries: one at a time once batches are refused.
+		if len(again) > 0 && len(again) == len(left) {
+			again = again[1:]
+			if err := ep.Push(context.Background(), left[0]); err != nil {
+				t.Fatalf("%s alone: %v", left[0].Key, err)
+			}
+		}
+		left = again
+	}
+	t.Logf("%d refusals of records that fit alone", refused)
+	consume(t, addr, tn, len(msgs))
+
+	big := msg(t, tn, "bk", "big", 100)
+	big.Body = append(big.Body, strings.Repeat(" ", maxBatchBytes)...)
+	if err := ep.Push(context.Background(), big); !errors.Is(err, kerr.MessageTooLarge) || push.IsRetryable(err) {
+		t.Fatalf("a record larger than a batch: %v, want a permanent MESSAGE_TOO_LARGE", err)
+	}
 }
