@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"sort"
 	"strconv"
@@ -154,6 +155,9 @@ type Config struct {
 	MetricsListen       string
 	MetricsPublic       bool
 	MetricsTenantLabels bool // keep topic/bucket labels (else summed away)
+	// PprofListen serves net/http/pprof on a loopback address (profiling a
+	// benchmark's gateway); "" = off.
+	PprofListen string
 
 	// Quotas, rate limits and the usage log (README "Quotas, rate limits
 	// and usage"). Default quotas: -1 = none.
@@ -350,6 +354,7 @@ var options = []option{
 	{"metrics-token", "bearer token a /metrics scrape may present (Authorization: Bearer); prefer metrics-token-file or the environment to a flag", "", strOpt(func(c *Config) *string { return &c.MetricsToken })},
 	{"metrics-token-file", "file holding the /metrics bearer token (read at each scrape, so it can be rotated in place)", "", strOpt(func(c *Config) *string { return &c.MetricsTokenFile })},
 	{"metrics-listen", "address serving /metrics (and /healthz) alone; the main listener then does not serve /metrics", "", strOpt(func(c *Config) *string { return &c.MetricsListen })},
+	{"pprof-listen", "loopback address serving the Go runtime profiles (/debug/pprof/, e.g. 127.0.0.1:6061) to profile a running gateway; empty: off", "", strOpt(func(c *Config) *string { return &c.PprofListen })},
 	{"metrics-public", "serve /metrics to anyone who can reach it, without credentials", "false", boolOpt(func(c *Config) *bool { return &c.MetricsPublic })},
 	{"metrics-tenant-labels", "export per-topic/per-bucket labels (tenant resource names) on /metrics; off: such series are summed over topics", "false", boolOpt(func(c *Config) *bool { return &c.MetricsTenantLabels })},
 	{"allow-insecure-endpoint-secrets", "accept topic endpoint credentials over plain HTTP (rgw_allow_notification_secrets_in_cleartext)", "false", boolOpt(func(c *Config) *bool { return &c.AllowInsecureEndpointSecrets })},
@@ -521,6 +526,7 @@ func (c *Config) Validate() error {
 	check(c.MetricsToken == "" || len(c.MetricsToken) >= MinMetricsTokenLen, "metrics-token must be at least %d characters", MinMetricsTokenLen)
 	check(!c.MetricsPublic || (c.MetricsToken == "" && c.MetricsTokenFile == ""), "metrics-public contradicts metrics-token/metrics-token-file")
 	check(c.MetricsListen == "" || (c.MetricsListen != c.Listen && c.MetricsListen != c.TLSListen), "metrics-listen must differ from listen and tls-listen")
+	check(c.PprofListen == "" || isLoopbackAddr(c.PprofListen), "pprof-listen %q: want a loopback host:port", c.PprofListen)
 	// Checked here, not only by delivery: a bad pair must fail before a
 	// new data directory is initialised.
 	check(c.NotifPushPipeline >= 1 && c.NotifPushPipeline <= 1024, "notif-push-pipeline %d outside 1..1024", c.NotifPushPipeline)
@@ -696,4 +702,15 @@ func Options() [][3]string {
 		out[i] = [3]string{o.name, o.def, o.help}
 	}
 	return out
+}
+
+// isLoopbackAddr: host:port whose host is localhost or a loopback IP (the
+// profiles name code and data; they are not for the network).
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }

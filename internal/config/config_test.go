@@ -209,3 +209,18 @@ func TestGOMAXPROCSOption(t *testing.T) {
 		t.Fatalf("--gomaxprocs -1: %v", err)
 	}
 }
+
+// The runtime profiles name code and data: pprof-listen takes loopback only.
+func TestPprofListenLoopbackOnly(t *testing.T) {
+	for _, a := range []string{"127.0.0.1:6061", "[::1]:6061", "localhost:0"} {
+		c, err := Load([]string{"--pprof-listen", a}, env(nil))
+		if err != nil || c.PprofListen != a {
+			t.Errorf("%s: %v", a, err)
+		}
+	}
+	for _, a := range []string{"0.0.0.0:6061", ":6061", "10.1.2.3:6061", "127.0.0.1"} {
+		if _, err := Load([]string{"--pprof-listen", a}, env(nil)); err == nil || !strings.Contains(err.Error(), "pprof-listen") {
+			t.Errorf("%s: accepted (%v)", a, err)
+		}
+	}
+}
