@@ -5,7 +5,7 @@ PUT, and each mode's difference from `none` = the cost per event. Every sample
 counts once, in the first bucket (in the order below) whose frames match; the
 "x:" rows count a sample wherever the frame is (across buckets).
 
-usage: gwcpu-split.py CAIRN_BINARY RESULT_JSON DIR
+usage: gwcpu-split.py CAIRN_BINARY RESULT_JSON DIR [-r ROUNDS] [-v]
   RESULT_JSON: the run's --json (PUTs per cell); DIR: the profiles. Cells of the
   same mode are summed over rounds (samples / PUTs).
 """
@@ -36,10 +36,15 @@ B = [
  ('pebble: flush', lambda f: has(f, 'pebble/v2.(*DB).flush')),
  ('pebble: compaction', lambda f: has(f, 'pebble/v2.(*DB).compact', 'runCompaction')),
  ('pebble: WAL writer, deletions, other bg', lambda f: has(f, 'LogWriter).flushLoop', 'cleanupManager', '(*DB).deleteObsolete')),
+ ('pebble: sstable/blob write queues', lambda f: has(f, 'drainWriteQueue')),
+ ('GC: sweep, scavenge', lambda f: has(f, 'runtime.bgsweep', 'runtime.bgscavenge')),
+ ('background: orphan scans (server.orphanJob)', lambda f: has(f, 'server.(*orphanJob)')),
+ ('bench: queue stats polled by the bench (admin API)', lambda f: has(f, 'queue.(*Queues).Stats')),
+ ('delivery: queue stats each scan (refreshQueues)', lambda f: has(f, D + '(*Manager).refreshQueues')),
  ('delivery: HTTP push (endpoint, push)', lambda f: has(f, 'notify/endpoint/', 'notify/push.')),
  ('delivery: list (lease.list, fill)', lambda f: has(f, D + '(*lease).list', D + '(*worker).fill')),
  ('delivery: removal (lease.commit, flush)', lambda f: has(f, D + '(*lease).commit', D + '(*worker).flush')),
- ('delivery: rest (worker, manager, scan)', lambda f: has(f, D)),
+ ('delivery: rest (worker, manager)', lambda f: has(f, D)),
  ('write: deferred commit ops (runDeferred)', lambda f: has(f, 'queue.(*Queues).runDeferred', 'queue.(*Queues).fireDeferred', 'commitRound')),
  ('write: intent removal (intentRemover)', lambda f: has(f, 'intentRemover')),
  ('write: record build + hand-over (CommitDeferred)', lambda f: has(f, 'service.(*reservation).CommitDeferred')),
@@ -63,12 +68,15 @@ X = [('x: mallocgc', lambda f: has(f, 'runtime.mallocgc')),
      ('x: scheduler (schedule)', lambda f: has(f, 'runtime.schedule')),]
 
 binary, resj, pdir = sys.argv[1:4]
+# -r 1,3: only those rounds (e.g. to leave out a cell a load spike hit)
+only = [int(x) for x in sys.argv[sys.argv.index('-r') + 1].split(',')] if '-r' in sys.argv else []
 res = json.load(open(resj))
 acct = defaultdict(float)
 puts, tot, d = defaultdict(int), defaultdict(float), defaultdict(lambda: defaultdict(float))
 unm = defaultdict(lambda: defaultdict(float))
 for c in res['cells']:
     if c.get('soak') or c['op'] != 'put': continue
+    if only and c['round'] not in only: continue
     tag = 'r%d' % c['round']; mode = c['mode']
     path = '%s/%s-put-4KiB-%s.pprof' % (pdir, tag, mode.replace('=', ''))
     ops = c['s3']['ops']
@@ -80,7 +88,7 @@ for c in res['cells']:
             if r(fr):
                 d[mode][name] += ns
                 if name.startswith('other'):
-                    unm[mode][fr[0] if fr else '?'] += ns
+                    unm[mode][' < '.join(fr[-3:][::-1]) if fr else '?'] += ns
                 break
         for name, r in X:
             if r(fr): d[mode][name] += ns
@@ -96,6 +104,6 @@ print('| gateway CPU accounting (/proc), load phase | ' + ' | '.join(f'{acct[m] 
       ' | '.join(f'{acct[m] / puts[m] * 1e6 - acct[modes[0]] / puts[modes[0]] * 1e6:+.1f}' for m in modes[1:]) + ' |')
 if '-v' in sys.argv:
     for m in modes:
-        print('other, top leaf frames,', m)
+        print('other, top outermost frames,', m)
         for f, ns in sorted(unm[m].items(), key=lambda x: -x[1])[:15]:
             print('   %.2f µs/PUT %s' % (ns / puts[m] / 1e3, f))

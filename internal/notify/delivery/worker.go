@@ -28,7 +28,7 @@ type topicState struct {
 type item struct {
 	e       queue.Entry
 	key     string
-	rec     *event.Record // nil when the data does not decode
+	rec     *event.Record // decoded on first use (record); nil with decErr
 	decErr  error
 	dirty   bool   // retry state changed and not yet persisted
 	dropped string // expiry reason when removed without delivery
@@ -386,13 +386,15 @@ func (w *worker) adaptIdle(woken bool, n int) {
 
 func (w *worker) add(e queue.Entry) {
 	it := &item{e: e}
-	rec, err := event.Unmarshal(e.Data)
+	// Only the key is decoded here (the record is read in place); the
+	// pushed body wraps the stored data (push.StoredMessage), and the
+	// Record is decoded only where it is needed (record).
+	key, err := event.OrderingKey(e.Data)
 	if err != nil {
 		// Give it a key of its own so it blocks nothing; dispatch drops it.
 		it.decErr, it.key = err, "\x00undecodable/"+e.Marker
 	} else {
-		// Data stays: the pushed body wraps it (push.StoredMessage).
-		it.rec, it.key = rec, rec.S3.Bucket.Name+"/"+rec.ObjectKey()
+		it.key = key
 	}
 	w.held++
 	w.m.met.held(1)
@@ -405,6 +407,18 @@ func (w *worker) add(e queue.Entry) {
 	if len(kq.items) == 1 {
 		w.schedule(kq, w.m.cfg.Now())
 	}
+}
+
+// record decodes the item's stored record once, when something needs more
+// than its key (CloudEvents attributes, a drop's event id); nil if the
+// data does not decode.
+func (it *item) record() *event.Record {
+	if it.rec == nil && it.decErr == nil {
+		if rec, err := event.Unmarshal(it.e.Data); err == nil {
+			it.rec = rec
+		}
+	}
+	return it.rec
 }
 
 // schedule queues kq's head for dispatch: now if due, else in waiting.
@@ -459,8 +473,8 @@ func (w *worker) drop(kq *keyQ, reason string, now time.Time, cause error) {
 	it.dropped = reason
 	args := []any{"topic", w.label, "shard", w.shard.OID, "marker", it.e.Marker, "key", it.key,
 		"reason", reason, "retries", it.e.Retries, "age", now.Sub(it.e.Committed)}
-	if it.rec != nil {
-		args = append(args, "event_id", it.rec.EventID)
+	if rec := it.record(); rec != nil {
+		args = append(args, "event_id", rec.EventID)
 	}
 	if cause != nil {
 		args = append(args, "err", cause)
@@ -521,7 +535,11 @@ func (w *worker) dispatch() error {
 		if !w.endpoint(st, now) {
 			return b.send()
 		}
-		msg := push.StoredMessage(st.t.Name, it.key, it.rec, it.e.Data, st.t.Settings.CloudEvents)
+		var rec *event.Record
+		if st.t.Settings.CloudEvents {
+			rec = it.record()
+		}
+		msg := push.StoredMessage(st.t.Name, it.key, rec, it.e.Data, st.t.Settings.CloudEvents)
 		bt, batching := w.ep.(push.Batcher)
 		batching = batching && cfg.PushBatch > 1
 		if credit == 0 {
