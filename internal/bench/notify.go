@@ -1208,7 +1208,12 @@ func startGateway(ctx context.Context, gc gwConfig, shards int, out io.Writer) (
 		return nil, err
 	}
 	args := []string{"--data-dir", gc.dir + "/data", "--listen", addr, "--notif-shards", strconv.Itoa(shards),
-		"--notif-scan-interval", gc.scan.String(), "--log-level", "warn"}
+		"--notif-scan-interval", gc.scan.String(), "--log-level", "warn",
+		// No orphan scan: its first run starts a minute after start-up and
+		// walks every data object at 1,000/s, landing in whichever cells
+		// it overlaps (3-12 µs per PUT in stop 38's profiles,
+		// notify-issue25.md round 10).
+		"--orphan-scan-interval", "0"}
 	args = append(args, gc.extra...)
 	if gc.linger > 0 {
 		args = append(args, "--notif-commit-linger", gc.linger.String())
