@@ -549,7 +549,14 @@ func (m *Manager) refreshQueues(ctx context.Context, active []*worker) {
 	}
 	per := map[string]*agg{}
 	for _, w := range active {
-		st, err := queue.GetStats(ctx, m.cfg.IO, w.shard.OID)
+		// Past what the owner knows is removed: the removed entries'
+		// deletions stay in the store until compaction, and stepping over
+		// them each scan cost ~2 µs per event at 11 shards (round 10).
+		var after queue.Marker
+		if p := w.statsAfter.Load(); p != nil {
+			after = *p
+		}
+		st, err := queue.GetStatsAfter(ctx, m.cfg.IO, w.shard.OID, after)
 		if err != nil {
 			continue
 		}

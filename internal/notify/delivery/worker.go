@@ -34,6 +34,7 @@ type item struct {
 	dropped string // expiry reason when removed without delivery
 	flight  bool
 	removed bool
+	gone    bool // its removal is durable
 }
 
 // keyQ holds one ordering key's entries in queue order. Only items[0] (the
@@ -98,6 +99,13 @@ type worker struct {
 	unflushed map[string]bool
 	updates   []*item
 	pendSince time.Time
+	// listed holds, in marker order, the listed items whose removal is
+	// not durable yet (from listedHead on): its head bounds what the
+	// queue can still hold below the list cursor. statsAfter publishes
+	// that bound for the manager's stats (queue.GetStatsAfter).
+	listed     []*item
+	listedHead int
+	statsAfter atomic.Pointer[queue.Marker]
 
 	ep        push.Endpoint
 	epFor     *topicState
@@ -353,6 +361,7 @@ func (w *worker) fill() error {
 		w.add(e)
 	}
 	w.marker = res.Next
+	w.publishStatsAfter()
 	w.drained = !res.Truncated
 	w.adaptIdle(woken, len(res.Entries))
 	return nil
@@ -386,6 +395,7 @@ func (w *worker) adaptIdle(woken bool, n int) {
 
 func (w *worker) add(e queue.Entry) {
 	it := &item{e: e}
+	w.listed = append(w.listed, it)
 	// Only the key is decoded here (the record is read in place); the
 	// pushed body wraps the stored data (push.StoredMessage), and the
 	// Record is decoded only where it is needed (record).
@@ -821,10 +831,39 @@ func (w *worker) flush(ctx context.Context) error {
 // owner expires them again).
 func (w *worker) removed(items []*item) {
 	for _, it := range items {
+		it.gone = true
 		if it.dropped != "" {
 			w.m.met.expired.WithLabelValues(w.label, it.dropped).Inc()
 			w.m.met.nExpired.Add(1)
 		}
+	}
+	for w.listedHead < len(w.listed) && w.listed[w.listedHead].gone {
+		w.listed[w.listedHead] = nil
+		w.listedHead++
+	}
+	if w.listedHead > 64 && w.listedHead > len(w.listed)/2 {
+		n := copy(w.listed, w.listed[w.listedHead:])
+		clear(w.listed[n:])
+		w.listed, w.listedHead = w.listed[:n], 0
+	}
+	w.publishStatsAfter()
+}
+
+// publishStatsAfter publishes the marker up to which this owner knows every
+// entry of its shard is gone: before its oldest listed entry not durably
+// removed, else its list cursor (everything up to it was listed and is
+// gone). Only the owner removes entries, and commits append past the
+// cursor, so the bound holds until the owner changes.
+func (w *worker) publishStatsAfter() {
+	after := w.marker
+	if w.listedHead < len(w.listed) {
+		var err error
+		if after, err = queue.MarkerBefore(w.listed[w.listedHead].e.Marker); err != nil {
+			after = ""
+		}
+	}
+	if p := w.statsAfter.Load(); p == nil || *p != after {
+		w.statsAfter.Store(&after)
 	}
 }
 
