@@ -34,6 +34,9 @@ type Config struct {
 	Malloc         string // C allocator: auto, jemalloc or system (cmd/cairn/malloc_linux.go)
 	// GOMAXPROCS > 0 sets the Go processors (0: the runtime's default).
 	GOMAXPROCS int
+	// GOGC > 0 sets the Go collector's heap growth percentage (0: the
+	// runtime's default, the GOGC environment variable, else 100).
+	GOGC int
 
 	BucketIndexShards int
 	// BucketIndexView: new buckets keep an ordered index view where the
@@ -294,6 +297,7 @@ var options = []option{
 	{"log-level", "debug, info, warn or error", "info", strOpt(func(c *Config) *string { return &c.LogLevel })},
 	{"malloc", "C allocator of the embedded store's block cache and memtables: auto (jemalloc when libjemalloc.so.2 is installed; Linux, embedded backend), jemalloc (refuse to start without it) or system (glibc's; at scale its calloc costs 10-18 % of the CPU, docs/bench/scale.md)", "auto", strOpt(func(c *Config) *string { return &c.Malloc })},
 	{"gomaxprocs", "Go processors (GOMAXPROCS); 0: the runtime's default (the GOMAXPROCS environment variable, else the CPUs available). More than the CPUs can help a disk-bound store: on 2 CPUs a 30M-object bucket's RWLD mix ran ~1.4x faster at 4, where a CPU-bound PUT mix cost ~7-10 % more CPU per PUT (docs/bench/scale.md, stop 37)", "0", intOpt(func(c *Config) *int { return &c.GOMAXPROCS })},
+	{"gogc", "Go garbage collector's target heap growth in percent (GOGC); 0: the runtime's default (the GOGC environment variable, else 100). The gateway's live Go heap is small (~13 MB under a PUT load; the store's caches are off the Go heap), so at 100 it collects several times a second: at 400 the collector's mark work per notified 4 KiB PUT fell from ~10 to ~3 µs in stop 38's profiles (docs/bench/notify-issue25.md, round 10) for ~50 MB more heap", "0", intOpt(func(c *Config) *int { return &c.GOGC })},
 	{"bucket-index-shards", "index shards of new buckets (rgw_override_bucket_index_max_shards)", "11", intOpt(func(c *Config) *int { return &c.BucketIndexShards })},
 	{"bucket-index-view", "new buckets keep an ordered view of their index for listings (embedded backend; ignored on RADOS)", "true", boolOpt(func(c *Config) *bool { return &c.BucketIndexView })},
 	{"max-objs-per-shard", "objects per index shard that trigger dynamic resharding (rgw_max_objs_per_shard)", "100000", intOpt(func(c *Config) *int { return &c.MaxObjsPerShard })},
@@ -556,6 +560,9 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel))
+	}
+	if c.GOGC < 0 {
+		errs = append(errs, fmt.Errorf("gogc %d: want 0 (the runtime's default) or more", c.GOGC))
 	}
 	if c.GOMAXPROCS < 0 {
 		errs = append(errs, fmt.Errorf("gomaxprocs %d: want 0 (the runtime's default) or more", c.GOMAXPROCS))

@@ -224,3 +224,16 @@ func TestPprofListenLoopbackOnly(t *testing.T) {
 		}
 	}
 }
+
+func TestGOGC(t *testing.T) {
+	c, err := Load(nil, env(nil))
+	if err != nil || c.GOGC != 0 {
+		t.Fatalf("default: %d %v", c.GOGC, err)
+	}
+	if c, err = Load(nil, env(map[string]string{"CAIRN_GOGC": "400"})); err != nil || c.GOGC != 400 {
+		t.Fatalf("CAIRN_GOGC: %d %v", c.GOGC, err)
+	}
+	if _, err := Load([]string{"--gogc", "-1"}, env(nil)); err == nil || !strings.Contains(err.Error(), "gogc") {
+		t.Fatalf("negative: %v", err)
+	}
+}
