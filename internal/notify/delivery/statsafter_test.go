@@ -57,6 +57,13 @@ func TestStatsAfterBound(t *testing.T) {
 	if err != nil || got != want || !got.Oldest.Equal(all[2].Committed) {
 		t.Fatalf("stats after the bound %+v (%v), from the start %+v", got, err, want)
 	}
+	// The same bound for the queues' stats (the admin API), through the manager.
+	if b := m.statsBound(oid); b != all[1].Marker {
+		t.Fatalf("statsBound %q, want %q", b, all[1].Marker)
+	}
+	if st, err := e.q.Stats(e.ctx, nq.Name("", tp.Name), 1); err != nil || !st.Oldest.Equal(all[2].Committed) || st.Entries != 1 {
+		t.Fatalf("queue stats %+v %v", st, err)
+	}
 	// Once it goes through, the bound is the cursor: the last entry.
 	stuck.Store(false)
 	eventually(t, 10*time.Second, "all delivered, bound at the cursor", func() bool {
@@ -64,3 +71,7 @@ func TestStatsAfterBound(t *testing.T) {
 		return rcv.delivered() == 7 && e.entries(tp) == 0 && b == all[6].Marker
 	})
 }
+
+// The manager hands its bounds to the queues' stats (the admin API's topic
+// stats): *queue.Queues must keep satisfying StatsBounder.
+var _ StatsBounder = (*nq.Queues)(nil)
