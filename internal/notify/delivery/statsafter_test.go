@@ -64,11 +64,26 @@ func TestStatsAfterBound(t *testing.T) {
 	if st, err := e.q.Stats(e.ctx, nq.Name("", tp.Name), 1); err != nil || !st.Oldest.Equal(all[2].Committed) || st.Entries != 1 {
 		t.Fatalf("queue stats %+v %v", st, err)
 	}
+	// While it stays, the worker keeps only live items, not every later
+	// delivered one.
+	for range 300 {
+		e.publish(tp, "b", "more")
+	}
+	eventually(t, 20*time.Second, "300 more delivered, removals durable", func() bool {
+		b, _ := bound()
+		return rcv.delivered() == 306 && e.entries(tp) == 1 && b == all[1].Marker
+	})
+	for _, w := range m.allWorkers() {
+		if n := w.tracked.Load(); n > 2*64+1 {
+			t.Fatalf("worker tracks %d listed items with 1 live", n)
+		}
+	}
+	last := e.listAll(oid)
 	// Once it goes through, the bound is the cursor: the last entry.
 	stuck.Store(false)
 	eventually(t, 10*time.Second, "all delivered, bound at the cursor", func() bool {
 		b, _ := bound()
-		return rcv.delivered() == 7 && e.entries(tp) == 0 && b == all[6].Marker
+		return rcv.delivered() == 307 && e.entries(tp) == 0 && b > last[0].Marker && len(b) == 16
 	})
 }
 

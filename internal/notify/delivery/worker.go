@@ -105,6 +105,8 @@ type worker struct {
 	// that bound for the manager's stats (queue.GetStatsAfter).
 	listed     []*item
 	listedHead int
+	listedGone int          // gone items in listed[listedHead:]
+	tracked    atomic.Int64 // len(listed) - listedHead, for tests
 	statsAfter atomic.Pointer[queue.Marker]
 
 	ep        push.Endpoint
@@ -832,6 +834,7 @@ func (w *worker) flush(ctx context.Context) error {
 func (w *worker) removed(items []*item) {
 	for _, it := range items {
 		it.gone = true
+		w.listedGone++
 		if it.dropped != "" {
 			w.m.met.expired.WithLabelValues(w.label, it.dropped).Inc()
 			w.m.met.nExpired.Add(1)
@@ -840,12 +843,27 @@ func (w *worker) removed(items []*item) {
 	for w.listedHead < len(w.listed) && w.listed[w.listedHead].gone {
 		w.listed[w.listedHead] = nil
 		w.listedHead++
+		w.listedGone--
 	}
-	if w.listedHead > 64 && w.listedHead > len(w.listed)/2 {
+	switch live := len(w.listed) - w.listedHead - w.listedGone; {
+	case w.listedGone > 64 && w.listedGone > live:
+		// A head that stays (an event retried for long) must not keep
+		// every later, delivered item: keep only the live ones.
+		n := 0
+		for _, it := range w.listed[w.listedHead:] {
+			if !it.gone {
+				w.listed[n] = it
+				n++
+			}
+		}
+		clear(w.listed[n:])
+		w.listed, w.listedHead, w.listedGone = w.listed[:n], 0, 0
+	case w.listedHead > 64 && w.listedHead > len(w.listed)/2:
 		n := copy(w.listed, w.listed[w.listedHead:])
 		clear(w.listed[n:])
 		w.listed, w.listedHead = w.listed[:n], 0
 	}
+	w.tracked.Store(int64(len(w.listed) - w.listedHead))
 	w.publishStatsAfter()
 }
 
