@@ -109,7 +109,7 @@ type Queues struct {
 	unfinished            counter       // deferred commits not done yet
 	later                 committer     // deferred commits of every shard
 
-	hooks atomic.Pointer[[]func(oid string)] // OnCommit subscribers
+	hooks atomic.Pointer[[]func(oid string)]           // OnCommit subscribers
 	bound atomic.Pointer[func(oid string) clsq.Marker] // SetStatsBound
 }
 
