@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/cairn-s3/cairn/internal/config"
@@ -40,6 +41,10 @@ func runServe(args []string) int {
 		runtime.GOMAXPROCS(cfg.GOMAXPROCS)
 	}
 	log.Info("Go processors", "gomaxprocs", runtime.GOMAXPROCS(0))
+	if cfg.GOGC > 0 {
+		debug.SetGCPercent(cfg.GOGC)
+		log.Info("Go collector", "gogc", cfg.GOGC)
+	}
 	privateUmask()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

@@ -86,6 +86,11 @@ type NotifyConfig struct {
 	// mutex-contention and blocking profiles over the run (with
 	// InProcess: where gateway goroutines wait).
 	MutexProfile, BlockProfile string
+	// GatewayProfileDir, if set, receives a CPU profile of the gateway
+	// process over each cell's load phase (<tag>-<op>-<size>-<mode>.pprof,
+	// taken through the gateway's pprof-listen), so cells' profiles
+	// compare frame by frame (not with InProcess).
+	GatewayProfileDir string
 	// DataDir is the parent of the temporary data directory (picks the
 	// disk). Default the system temp dir.
 	DataDir string
@@ -193,6 +198,9 @@ func (c *NotifyConfig) EnsureDefaults() *NotifyConfig {
 // Validate reports every problem at once.
 func (c *NotifyConfig) Validate() error {
 	var errs []error
+	if c.InProcess && c.GatewayProfileDir != "" {
+		errs = append(errs, errors.New("--gateway-profile-dir profiles a gateway process: not with --in-process (use --cpuprofile)"))
+	}
 	if !c.InProcess && c.Bin == "" {
 		errs = append(errs, errors.New("no cairn binary (--cairn-bin)"))
 	}
@@ -408,6 +416,7 @@ func NotifyMain(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of this process over the measured phases")
 	fs.StringVar(&cfg.MutexProfile, "mutexprofile", "", "write a mutex contention profile of this process")
 	fs.StringVar(&cfg.BlockProfile, "blockprofile", "", "write a blocking profile of this process")
+	fs.StringVar(&cfg.GatewayProfileDir, "gateway-profile-dir", "", "write a CPU profile of the gateway process over each cell's load phase into this directory")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "parent directory for the gateway's temporary data dir (picks the disk)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the data dir and gateway log")
 	fs.DurationVar(&cfg.Settle, "settle", 0, "after each cell, wait up to this long for the store's compactions to finish, counting their CPU in the cell (0: do not wait)")
@@ -553,7 +562,12 @@ func RunNotify(ctx context.Context, cfg NotifyConfig) (*NotifyResult, error) {
 
 	ak, sk := "notifybench", fmt.Sprintf("s%016x", time.Now().UnixNano())
 	gcfg := gwConfig{bin: cfg.Bin, inProcess: cfg.InProcess, dir: dir, ak: ak, sk: sk, scan: cfg.ScanInterval, linger: cfg.CommitLinger, pipeline: cfg.PushPipeline,
-		wakeBatch: cfg.WakeBatch, maxWakeGap: cfg.MaxWakeGap}
+		wakeBatch: cfg.WakeBatch, maxWakeGap: cfg.MaxWakeGap, pprof: cfg.GatewayProfileDir != ""}
+	if cfg.GatewayProfileDir != "" {
+		if err := os.MkdirAll(cfg.GatewayProfileDir, 0o755); err != nil {
+			return nil, err
+		}
+	}
 
 	// Topic bench1 on a gateway with --notif-shards 1, then bench11.
 	topics := map[string]string{} // mode → topic name
@@ -762,10 +776,17 @@ func (b *notifyBench) cell(ctx context.Context, round int, mode, op string, size
 	// prefill's end on Out: startWriter marks the start there.
 	var cpu0g, cpu0b, cpu0m float64
 	var n0 notifyCounters
+	profDone := make(chan error, 1)
+	profiling := false
 	markStart := func() {
 		mu.Lock()
 		loadStart = time.Now()
 		mu.Unlock()
+		if b.cfg.GatewayProfileDir != "" && b.gw.pprofURL != "" {
+			profiling = true
+			path := fmt.Sprintf("%s/%s-%s-%s-%s.pprof", b.cfg.GatewayProfileDir, tag, op, sizeString(size), strings.ReplaceAll(mode, "=", ""))
+			go func() { profDone <- b.gw.cpuProfile(ctx, path, d) }()
+		}
 		cpu0g, cpu0b, cpu0m = b.gw.cpuSeconds(), selfCPUSeconds(), machineBusySeconds()
 		n0 = b.gw.counters(ctx)
 	}
@@ -792,6 +813,11 @@ func (b *notifyBench) cell(ctx context.Context, round int, mode, op string, size
 	r, err := RunS3(ctx, scfg)
 	loadEnd := time.Now()
 	cpu1g, cpu1b, cpu1m := b.gw.cpuSeconds(), selfCPUSeconds(), machineBusySeconds()
+	if profiling {
+		if perr := <-profDone; perr != nil {
+			fmt.Fprintf(out, "  gateway profile: %v\n", perr)
+		}
+	}
 	c.LoadAvg = loadAvg()
 	mu.Lock()
 	loading = false
@@ -1149,6 +1175,7 @@ type notifyGateway struct {
 	hc        *http.Client
 	signer    *v4.Signer
 	creds     aws.Credentials
+	pprofURL  string // the gateway's /debug/pprof/ base, if served
 }
 
 type gwConfig struct {
@@ -1163,6 +1190,7 @@ type gwConfig struct {
 	// wakeBatch, maxWakeGap: --notif-wake-batch, --notif-max-wake-gap (0: not passed)
 	wakeBatch  int
 	maxWakeGap time.Duration
+	pprof      bool // serve pprof (--pprof-listen) for per-cell profiles
 }
 
 func freePort() (string, error) {
@@ -1180,7 +1208,12 @@ func startGateway(ctx context.Context, gc gwConfig, shards int, out io.Writer) (
 		return nil, err
 	}
 	args := []string{"--data-dir", gc.dir + "/data", "--listen", addr, "--notif-shards", strconv.Itoa(shards),
-		"--notif-scan-interval", gc.scan.String(), "--log-level", "warn"}
+		"--notif-scan-interval", gc.scan.String(), "--log-level", "warn",
+		// No orphan scan: its first run starts a minute after start-up and
+		// walks every data object at 1,000/s, landing in whichever cells
+		// it overlaps (3-12 µs per PUT in stop 38's profiles,
+		// notify-issue25.md round 10).
+		"--orphan-scan-interval", "0"}
 	args = append(args, gc.extra...)
 	if gc.linger > 0 {
 		args = append(args, "--notif-commit-linger", gc.linger.String())
@@ -1194,10 +1227,20 @@ func startGateway(ctx context.Context, gc gwConfig, shards int, out io.Writer) (
 	if gc.maxWakeGap > 0 {
 		args = append(args, "--notif-max-wake-gap", gc.maxWakeGap.String())
 	}
+	var pprofAddr string
+	if gc.pprof {
+		if pprofAddr, err = freePort(); err != nil {
+			return nil, err
+		}
+		args = append(args, "--pprof-listen", pprofAddr)
+	}
 	g := &notifyGateway{
 		url: "http://" + addr, inProcess: gc.inProcess, done: make(chan error, 1),
 		hc:     &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}},
 		signer: v4.NewSigner(), creds: aws.Credentials{AccessKeyID: gc.ak, SecretAccessKey: gc.sk},
+	}
+	if pprofAddr != "" {
+		g.pprofURL = "http://" + pprofAddr + "/debug/pprof/"
 	}
 	env := map[string]string{"CAIRN_ACCESS_KEY": gc.ak, "CAIRN_SECRET_KEY": gc.sk}
 	if gc.inProcess {
@@ -1260,6 +1303,31 @@ func startGateway(ctx context.Context, gc gwConfig, shards int, out io.Writer) (
 	}
 	fmt.Fprintf(out, "gateway %s (pid %d, --notif-shards %d, in-process %v)\n", g.url, pid, shards, gc.inProcess)
 	return g, nil
+}
+
+// cpuProfile writes a CPU profile of the gateway process over the next d
+// (rounded up to whole seconds, the profile endpoint's unit) to path.
+func (g *notifyGateway) cpuProfile(ctx context.Context, path string, d time.Duration) error {
+	secs := int((d + time.Second - 1) / time.Second)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%sprofile?seconds=%d", g.pprofURL, secs), nil)
+	if err != nil {
+		return err
+	}
+	// Not g.hc: its 60 s timeout would cut a soak's profile.
+	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, resp.Body)
+	return errors.Join(err, f.Close())
 }
 
 // stop ends the gateway: SIGTERM (or context cancel), then SIGKILL after

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"sort"
 	"strconv"
@@ -33,6 +34,9 @@ type Config struct {
 	Malloc         string // C allocator: auto, jemalloc or system (cmd/cairn/malloc_linux.go)
 	// GOMAXPROCS > 0 sets the Go processors (0: the runtime's default).
 	GOMAXPROCS int
+	// GOGC > 0 sets the Go collector's heap growth percentage (0: the
+	// runtime's default, the GOGC environment variable, else 100).
+	GOGC int
 
 	BucketIndexShards int
 	// BucketIndexView: new buckets keep an ordered index view where the
@@ -154,6 +158,9 @@ type Config struct {
 	MetricsListen       string
 	MetricsPublic       bool
 	MetricsTenantLabels bool // keep topic/bucket labels (else summed away)
+	// PprofListen serves net/http/pprof on a loopback address (profiling a
+	// benchmark's gateway); "" = off.
+	PprofListen string
 
 	// Quotas, rate limits and the usage log (README "Quotas, rate limits
 	// and usage"). Default quotas: -1 = none.
@@ -290,6 +297,7 @@ var options = []option{
 	{"log-level", "debug, info, warn or error", "info", strOpt(func(c *Config) *string { return &c.LogLevel })},
 	{"malloc", "C allocator of the embedded store's block cache and memtables: auto (jemalloc when libjemalloc.so.2 is installed; Linux, embedded backend), jemalloc (refuse to start without it) or system (glibc's; at scale its calloc costs 10-18 % of the CPU, docs/bench/scale.md)", "auto", strOpt(func(c *Config) *string { return &c.Malloc })},
 	{"gomaxprocs", "Go processors (GOMAXPROCS); 0: the runtime's default (the GOMAXPROCS environment variable, else the CPUs available). More than the CPUs can help a disk-bound store: on 2 CPUs a 30M-object bucket's RWLD mix ran ~1.4x faster at 4, where a CPU-bound PUT mix cost ~7-10 % more CPU per PUT (docs/bench/scale.md, stop 37)", "0", intOpt(func(c *Config) *int { return &c.GOMAXPROCS })},
+	{"gogc", "Go garbage collector's target heap growth in percent (GOGC); 0: the runtime's default (the GOGC environment variable, else 100). The gateway's live Go heap is small (~13 MB under a PUT load; the store's caches are off the Go heap), so at 100 it collects several times a second: at 400 the gateway spent ~20 us less CPU per notified 4 KiB PUT and ~30 less per plain one in stop 38's runs (docs/bench/notify-issue25.md, round 10), for a heap goal of 5x the live heap instead of 2x", "0", intOpt(func(c *Config) *int { return &c.GOGC })},
 	{"bucket-index-shards", "index shards of new buckets (rgw_override_bucket_index_max_shards)", "11", intOpt(func(c *Config) *int { return &c.BucketIndexShards })},
 	{"bucket-index-view", "new buckets keep an ordered view of their index for listings (embedded backend; ignored on RADOS)", "true", boolOpt(func(c *Config) *bool { return &c.BucketIndexView })},
 	{"max-objs-per-shard", "objects per index shard that trigger dynamic resharding (rgw_max_objs_per_shard)", "100000", intOpt(func(c *Config) *int { return &c.MaxObjsPerShard })},
@@ -350,6 +358,7 @@ var options = []option{
 	{"metrics-token", "bearer token a /metrics scrape may present (Authorization: Bearer); prefer metrics-token-file or the environment to a flag", "", strOpt(func(c *Config) *string { return &c.MetricsToken })},
 	{"metrics-token-file", "file holding the /metrics bearer token (read at each scrape, so it can be rotated in place)", "", strOpt(func(c *Config) *string { return &c.MetricsTokenFile })},
 	{"metrics-listen", "address serving /metrics (and /healthz) alone; the main listener then does not serve /metrics", "", strOpt(func(c *Config) *string { return &c.MetricsListen })},
+	{"pprof-listen", "loopback address serving the Go runtime profiles (/debug/pprof/, e.g. 127.0.0.1:6061) to profile a running gateway; empty: off", "", strOpt(func(c *Config) *string { return &c.PprofListen })},
 	{"metrics-public", "serve /metrics to anyone who can reach it, without credentials", "false", boolOpt(func(c *Config) *bool { return &c.MetricsPublic })},
 	{"metrics-tenant-labels", "export per-topic/per-bucket labels (tenant resource names) on /metrics; off: such series are summed over topics", "false", boolOpt(func(c *Config) *bool { return &c.MetricsTenantLabels })},
 	{"allow-insecure-endpoint-secrets", "accept topic endpoint credentials over plain HTTP (rgw_allow_notification_secrets_in_cleartext)", "false", boolOpt(func(c *Config) *bool { return &c.AllowInsecureEndpointSecrets })},
@@ -521,6 +530,7 @@ func (c *Config) Validate() error {
 	check(c.MetricsToken == "" || len(c.MetricsToken) >= MinMetricsTokenLen, "metrics-token must be at least %d characters", MinMetricsTokenLen)
 	check(!c.MetricsPublic || (c.MetricsToken == "" && c.MetricsTokenFile == ""), "metrics-public contradicts metrics-token/metrics-token-file")
 	check(c.MetricsListen == "" || (c.MetricsListen != c.Listen && c.MetricsListen != c.TLSListen), "metrics-listen must differ from listen and tls-listen")
+	check(c.PprofListen == "" || isLoopbackAddr(c.PprofListen), "pprof-listen %q: want a loopback host:port", c.PprofListen)
 	// Checked here, not only by delivery: a bad pair must fail before a
 	// new data directory is initialised.
 	check(c.NotifPushPipeline >= 1 && c.NotifPushPipeline <= 1024, "notif-push-pipeline %d outside 1..1024", c.NotifPushPipeline)
@@ -550,6 +560,9 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel))
+	}
+	if c.GOGC < 0 {
+		errs = append(errs, fmt.Errorf("gogc %d: want 0 (the runtime's default) or more", c.GOGC))
 	}
 	if c.GOMAXPROCS < 0 {
 		errs = append(errs, fmt.Errorf("gomaxprocs %d: want 0 (the runtime's default) or more", c.GOMAXPROCS))
@@ -696,4 +709,15 @@ func Options() [][3]string {
 		out[i] = [3]string{o.name, o.def, o.help}
 	}
 	return out
+}
+
+// isLoopbackAddr: host:port whose host is localhost or a loopback IP (the
+// profiles name code and data; they are not for the network).
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }

@@ -209,3 +209,31 @@ func TestGOMAXPROCSOption(t *testing.T) {
 		t.Fatalf("--gomaxprocs -1: %v", err)
 	}
 }
+
+// The runtime profiles name code and data: pprof-listen takes loopback only.
+func TestPprofListenLoopbackOnly(t *testing.T) {
+	for _, a := range []string{"127.0.0.1:6061", "[::1]:6061", "localhost:0"} {
+		c, err := Load([]string{"--pprof-listen", a}, env(nil))
+		if err != nil || c.PprofListen != a {
+			t.Errorf("%s: %v", a, err)
+		}
+	}
+	for _, a := range []string{"0.0.0.0:6061", ":6061", "10.1.2.3:6061", "127.0.0.1"} {
+		if _, err := Load([]string{"--pprof-listen", a}, env(nil)); err == nil || !strings.Contains(err.Error(), "pprof-listen") {
+			t.Errorf("%s: accepted (%v)", a, err)
+		}
+	}
+}
+
+func TestGOGC(t *testing.T) {
+	c, err := Load(nil, env(nil))
+	if err != nil || c.GOGC != 0 {
+		t.Fatalf("default: %d %v", c.GOGC, err)
+	}
+	if c, err = Load(nil, env(map[string]string{"CAIRN_GOGC": "400"})); err != nil || c.GOGC != 400 {
+		t.Fatalf("CAIRN_GOGC: %d %v", c.GOGC, err)
+	}
+	if _, err := Load([]string{"--gogc", "-1"}, env(nil)); err == nil || !strings.Contains(err.Error(), "gogc") {
+		t.Fatalf("negative: %v", err)
+	}
+}

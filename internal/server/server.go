@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"time"
@@ -353,6 +354,18 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(
 			return fmt.Errorf("metrics-listen: %w", err)
 		}
 	}
+	var pln net.Listener
+	if cfg.PprofListen != "" {
+		if pln, err = net.Listen("tcp", cfg.PprofListen); err != nil {
+			for _, ln := range lns {
+				ln.Close()
+			}
+			if mln != nil {
+				mln.Close()
+			}
+			return fmt.Errorf("pprof-listen: %w", err)
+		}
+	}
 	g, err := Open(ctx, cfg, log, getenv)
 	if err != nil {
 		for _, ln := range lns {
@@ -360,6 +373,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(
 		}
 		if mln != nil {
 			mln.Close()
+		}
+		if pln != nil {
+			pln.Close()
 		}
 		return err
 	}
@@ -391,6 +407,13 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func(
 		servers = append(servers, msrv)
 		go func() { errc <- msrv.Serve(mln) }()
 		log.Info("metrics serving", "metrics_listen", "http://"+mln.Addr().String())
+	}
+	if pln != nil {
+		psrv := &http.Server{Handler: pprofHandler(), ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		servers = append(servers, psrv)
+		go func() { errc <- psrv.Serve(pln) }()
+		log.Info("pprof serving", "pprof_listen", "http://"+pln.Addr().String())
 	}
 	bi := buildinfo.Get()
 	log.Info("cairn serving", "listen", addrs, "data_dir", cfg.DataDir, "backend", cfg.Backend,
@@ -555,4 +578,13 @@ func warnIgnoredKeys(admin driver.User, getenv func(string) string, cfg *config.
 	log.Warn("CAIRN_ACCESS_KEY/CAIRN_SECRET_KEY are ignored: the data directory already has an admin user with other keys "+
 		"(they only seed a new data directory; see admin.credentials, or add keys with cairn admin user create)",
 		"data_dir", cfg.DataDir, "access_key", ak)
+}
+
+// pprofHandler serves the runtime profiles (pprof-listen, loopback only).
+func pprofHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	return mux
 }

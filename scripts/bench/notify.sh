@@ -28,7 +28,9 @@
 #        (default docs/bench), NOTIFYBENCH_KAFKA_PORT (default 29092, and
 #        +1), NOTIFYBENCH_AMQP_PORT (default 29672, and +1..+6),
 #        NOTIFYBENCH_ARGS (more `cairn bench notify` flags, e.g.
-#        "--in-process --cpuprofile /tmp/notify.pprof").
+#        "--in-process --cpuprofile /tmp/notify.pprof", or
+#        "--gateway-profile-dir /tmp/prof" for a CPU profile of the gateway
+#        process per cell, split by scripts/bench/gwcpu-split.py).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"

@@ -62,6 +62,11 @@ func testQueueCapacity(t *testing.T, e *env) {
 	if st != want {
 		t.Fatalf("stats %+v, want %+v", st, want)
 	}
+	// Past a bound the caller vouches for (nothing below the first entry):
+	// the same answer.
+	if st2 := ok[queue.Stats](t)(queue.GetStatsAfter(e.ctx, e.io, "q", ok[queue.Marker](t)(queue.MarkerBefore(ms[0])))); st2 != want {
+		t.Fatalf("stats after a bound %+v, want %+v", st2, want)
+	}
 	// Counters survive a restart (header cache gone).
 	e.reopen()
 	if st2 := ok[queue.Stats](t)(queue.GetStats(e.ctx, e.io, "q")); st2 != want {

@@ -204,6 +204,20 @@ func (s StatsStep) Stats() (Stats, error) { return decodeStats(s.s.Out) }
 // more).
 func AddStats(op Execer) StatsStep { return StatsStep{op.Exec(ClassName, MethodStats, nil)} }
 
+// AddStatsAfter is AddStats for a caller that knows every entry up to and
+// including after is gone (a shard's delivery owner: below its oldest
+// listed entry not yet removed): the oldest entry is looked for past after,
+// not by stepping over the removed entries from the queue's start (their
+// deletions stay in the store until compaction). If an entry at or below
+// after still exists, Oldest is that of the first one past it. "" is
+// AddStats. An earlier class ignores the input: the same answer, slower.
+func AddStatsAfter(op Execer, after Marker) StatsStep {
+	if after == "" {
+		return AddStats(op)
+	}
+	return StatsStep{op.Exec(ClassName, MethodStats, wire.NewEnc(1, 20).String(after).B)}
+}
+
 // One-call forms.
 
 // Init creates a queue of capacity bytes on oid. ErrExists if oid already
@@ -300,8 +314,13 @@ func ExpireReservations(ctx context.Context, io objstore.IOContext, oid string, 
 
 // GetStats returns the queue's accounting.
 func GetStats(ctx context.Context, io objstore.IOContext, oid string) (Stats, error) {
+	return GetStatsAfter(ctx, io, oid, "")
+}
+
+// GetStatsAfter is GetStats with AddStatsAfter's hint.
+func GetStatsAfter(ctx context.Context, io objstore.IOContext, oid string, after Marker) (Stats, error) {
 	op := objstore.NewReadOp()
-	s := AddStats(op)
+	s := AddStatsAfter(op, after)
 	if err := io.OperateRead(ctx, oid, op); err != nil {
 		return Stats{}, err
 	}

@@ -197,3 +197,43 @@ func TestEncodings(t *testing.T) {
 		t.Fatalf("reserve input %d bytes", n)
 	}
 }
+
+// stats with a hint looks for the oldest entry past it (a shard's owner
+// knows everything up to it is gone, and stepping over removed entries'
+// deletions from the start is what the hint saves); no hint, or an old
+// class that ignores it, answers from the start.
+func TestStatsAfter(t *testing.T) {
+	ctx := context.Background()
+	s, io := setup(t, 1<<20)
+	var all []Marker
+	for i := 0; i < 6; i++ {
+		id := must[uint64](t)(Reserve(ctx, io, "q", 10, 1))
+		all = append(all, must[[]Marker](t)(Commit(ctx, io, "q", id, []byte("x")))...)
+		s.Advance(time.Second)
+	}
+	must[int](t)(RemoveUpTo(ctx, io, "q", all[1]))
+	first := must[Stats](t)(GetStats(ctx, io, "q"))
+	if first.Entries != 4 || !first.Oldest.Equal(time.Unix(5002, 0)) {
+		t.Fatalf("stats %+v", first)
+	}
+	// The owner's bound (everything up to all[1] gone): the same answer.
+	if st := must[Stats](t)(GetStatsAfter(ctx, io, "q", all[1])); st != first {
+		t.Fatalf("after %s: %+v, want %+v", all[1], st, first)
+	}
+	// The search starts past the hint: the first entry after all[3].
+	if st := must[Stats](t)(GetStatsAfter(ctx, io, "q", all[3])); !st.Oldest.Equal(time.Unix(5004, 0)) || st.Entries != 4 {
+		t.Fatalf("after %s: %+v", all[3], st)
+	}
+	if st := must[Stats](t)(GetStatsAfter(ctx, io, "q", "")); st != first {
+		t.Fatalf("no hint: %+v", st)
+	}
+	_, err := GetStatsAfter(ctx, io, "q", "zz")
+	wantErr(t, err, objstore.ErrInvalid)
+	// MarkerBefore: the bound for "before this entry".
+	if m, err := MarkerBefore(all[2]); err != nil || m != all[1] {
+		t.Fatalf("MarkerBefore(%s) = %q, %v", all[2], m, err)
+	}
+	if m, err := MarkerBefore(seqMarker(0)); err != nil || m != "" {
+		t.Fatalf("MarkerBefore(0) = %q, %v", m, err)
+	}
+}

@@ -529,7 +529,22 @@ func expireMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 }
 
 // statsMethod reads the header and the first entry: O(1).
-func statsMethod(ctx objstore.MethodContext, _ []byte) ([]byte, error) {
+func statsMethod(ctx objstore.MethodContext, in []byte) ([]byte, error) {
+	// Input (optional): a marker up to which the caller knows every entry
+	// is gone, so the oldest is looked for past it rather than by stepping
+	// over the removed entries' tombstones from the queue's start.
+	from := entryPrefix
+	if len(in) > 0 {
+		d, _ := wire.NewDec(in, 1, "queue stats")
+		marker := d.String()
+		if err := d.Err(); err != nil {
+			return nil, err
+		}
+		var err error
+		if from, err = startKey(marker); err != nil {
+			return nil, err
+		}
+	}
 	h, err := loadHead(ctx)
 	if err != nil {
 		return nil, err
@@ -537,7 +552,7 @@ func statsMethod(ctx objstore.MethodContext, _ []byte) ([]byte, error) {
 	s := Stats{Capacity: h.capacity, Entries: h.entries, Bytes: h.bytes,
 		Reservations: h.reservations, ReservedBytes: h.reservedBytes}
 	if h.entries > 0 {
-		kvs, _, err := ctx.GetOmapVals(entryPrefix, entryPrefix, 1)
+		kvs, _, err := ctx.GetOmapVals(from, entryPrefix, 1)
 		if err != nil {
 			return nil, err
 		}

@@ -71,6 +71,17 @@ func ParseMarker(m Marker) (uint64, error) {
 	return v, nil
 }
 
+// MarkerBefore returns the marker of the entry before m's ("" for the
+// first sequence): "every entry up to MarkerBefore(m)" is every entry
+// before m. ErrInvalid if m is malformed.
+func MarkerBefore(m Marker) (Marker, error) {
+	seq, err := ParseMarker(m)
+	if err != nil || seq == 0 {
+		return "", err
+	}
+	return seqMarker(seq - 1), nil
+}
+
 func entryKey(seq uint64) string { return prefixed(entryPrefix[0], seq) }
 func resKey(id uint64) string    { return prefixed(resPrefix[0], id) }
 

@@ -78,10 +78,28 @@ func (m *Manager) Start() error {
 	if cn, ok := m.cfg.Registry.(CommitNotifier); ok && m.cfg.WakeGap > 0 {
 		cn.OnCommit(m.wake)
 	}
+	if sb, ok := m.cfg.Registry.(StatsBounder); ok {
+		sb.SetStatsBound(m.statsBound)
+	}
 	m.loops.Add(2)
 	go m.scanLoop(ctx)
 	go m.renewLoop(ctx)
 	return nil
+}
+
+// statsBound is the marker up to which every entry of shard oid is gone,
+// as its worker here knows it ("" if this gateway does not own oid).
+func (m *Manager) statsBound(oid string) queue.Marker {
+	m.mu.Lock()
+	w := m.workers[oid]
+	m.mu.Unlock()
+	if w == nil {
+		return ""
+	}
+	if p := w.statsAfter.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // wake tells the worker of shard oid, if this gateway owns it, that
@@ -549,7 +567,14 @@ func (m *Manager) refreshQueues(ctx context.Context, active []*worker) {
 	}
 	per := map[string]*agg{}
 	for _, w := range active {
-		st, err := queue.GetStats(ctx, m.cfg.IO, w.shard.OID)
+		// Past what the owner knows is removed: the removed entries'
+		// deletions stay in the store until compaction, and stepping over
+		// them each scan cost ~2 µs per event at 11 shards (round 10).
+		var after queue.Marker
+		if p := w.statsAfter.Load(); p != nil {
+			after = *p
+		}
+		st, err := queue.GetStatsAfter(ctx, m.cfg.IO, w.shard.OID, after)
 		if err != nil {
 			continue
 		}

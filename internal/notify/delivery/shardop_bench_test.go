@@ -91,3 +91,67 @@ func threadCPU() int64 {
 	}
 	return ts.Nano()
 }
+
+// BenchmarkStatsOp is the delivery scan's stats call on a shard whose
+// first `removed` entries were delivered and removed (their deletions still
+// in the memtable, as between compactions in a stream), with 8 live
+// entries after them: from the queue's start (how the scan asked before
+// round 10) and past the owner's bound (GetStatsAfter). stats-µs/op is the
+// calling thread's CPU per call.
+// Run: go test ./internal/notify/delivery -run '^$' -bench StatsOp -cpu 1
+func BenchmarkStatsOp(b *testing.B) {
+	for _, removed := range []int{1000, 10000} {
+		for _, from := range []string{"start", "bound"} {
+			b.Run(fmt.Sprintf("removed=%d/from=%s", removed, from), func(b *testing.B) { benchStatsOp(b, removed, from == "bound") })
+		}
+	}
+}
+
+func benchStatsOp(b *testing.B, removed int, bound bool) {
+	e := newEnvOn(b, embedded.Options{Dir: b.TempDir(), FS: vfs.Default})
+	tp := e.createTopic("stats", "http://127.0.0.1:1/", 1, nil)
+	oid := nq.ShardOID(nq.Name("", tp.Name), 0)
+	io := e.q.IO()
+	data := benchRecord(b, 0)
+	for range removed + 8 {
+		r, err := e.q.Reserve(e.ctx, nq.Name("", tp.Name), 0, uint64(len(data)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Commit(e.ctx, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var after clsq.Marker
+	for after == "" || removed > 0 {
+		res, err := clsq.List(e.ctx, io, oid, after, min(removed, 500))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ms := make([]clsq.Marker, len(res.Entries))
+		for i, en := range res.Entries {
+			ms[i] = en.Marker
+		}
+		if _, err := clsq.RemoveMarkers(e.ctx, io, oid, ms...); err != nil {
+			b.Fatal(err)
+		}
+		after, removed = res.Next, removed-len(ms)
+	}
+	if !bound {
+		after = ""
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var ns int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		t0 := threadCPU()
+		st, err := clsq.GetStatsAfter(e.ctx, io, oid, after)
+		ns += threadCPU() - t0
+		if err != nil || st.Entries != 8 || st.Oldest.IsZero() {
+			b.Fatalf("stats %+v, %v", st, err)
+		}
+	}
+	b.ReportMetric(float64(ns)/float64(b.N)/1e3, "stats-µs/op")
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	clsq "github.com/cairn-s3/cairn/internal/cls/queue"
 	"github.com/cairn-s3/cairn/internal/notify/push"
 	nq "github.com/cairn-s3/cairn/internal/notify/queue"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
@@ -22,6 +23,13 @@ type Registry interface {
 // (*queue.Queues): the manager then wakes a shard's worker on commit.
 type CommitNotifier interface {
 	OnCommit(fn func(oid string))
+}
+
+// StatsBounder is implemented by a Registry whose queue stats can use the
+// owner's bound (*queue.Queues): the manager gives it, per shard it owns,
+// the marker up to which every entry is gone (queue.GetStatsAfter).
+type StatsBounder interface {
+	SetStatsBound(fn func(oid string) clsq.Marker)
 }
 
 // Shard is one queue shard object of a persistent topic.

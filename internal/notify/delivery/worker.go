@@ -28,12 +28,13 @@ type topicState struct {
 type item struct {
 	e       queue.Entry
 	key     string
-	rec     *event.Record // nil when the data does not decode
+	rec     *event.Record // decoded on first use (record); nil with decErr
 	decErr  error
 	dirty   bool   // retry state changed and not yet persisted
 	dropped string // expiry reason when removed without delivery
 	flight  bool
 	removed bool
+	gone    bool // its removal is durable
 }
 
 // keyQ holds one ordering key's entries in queue order. Only items[0] (the
@@ -98,6 +99,15 @@ type worker struct {
 	unflushed map[string]bool
 	updates   []*item
 	pendSince time.Time
+	// listed holds, in marker order, the listed items whose removal is
+	// not durable yet (from listedHead on): its head bounds what the
+	// queue can still hold below the list cursor. statsAfter publishes
+	// that bound for the manager's stats (queue.GetStatsAfter).
+	listed     []*item
+	listedHead int
+	listedGone int          // gone items in listed[listedHead:]
+	tracked    atomic.Int64 // len(listed) - listedHead, for tests
+	statsAfter atomic.Pointer[queue.Marker]
 
 	ep        push.Endpoint
 	epFor     *topicState
@@ -353,6 +363,7 @@ func (w *worker) fill() error {
 		w.add(e)
 	}
 	w.marker = res.Next
+	w.publishStatsAfter()
 	w.drained = !res.Truncated
 	w.adaptIdle(woken, len(res.Entries))
 	return nil
@@ -386,13 +397,16 @@ func (w *worker) adaptIdle(woken bool, n int) {
 
 func (w *worker) add(e queue.Entry) {
 	it := &item{e: e}
-	rec, err := event.Unmarshal(e.Data)
+	w.listed = append(w.listed, it)
+	// Only the key is decoded here (the record is read in place); the
+	// pushed body wraps the stored data (push.StoredMessage), and the
+	// Record is decoded only where it is needed (record).
+	key, err := event.OrderingKey(e.Data)
 	if err != nil {
 		// Give it a key of its own so it blocks nothing; dispatch drops it.
 		it.decErr, it.key = err, "\x00undecodable/"+e.Marker
 	} else {
-		// Data stays: the pushed body wraps it (push.StoredMessage).
-		it.rec, it.key = rec, rec.S3.Bucket.Name+"/"+rec.ObjectKey()
+		it.key = key
 	}
 	w.held++
 	w.m.met.held(1)
@@ -405,6 +419,18 @@ func (w *worker) add(e queue.Entry) {
 	if len(kq.items) == 1 {
 		w.schedule(kq, w.m.cfg.Now())
 	}
+}
+
+// record decodes the item's stored record once, when something needs more
+// than its key (CloudEvents attributes, a drop's event id); nil if the
+// data does not decode.
+func (it *item) record() *event.Record {
+	if it.rec == nil && it.decErr == nil {
+		if rec, err := event.Unmarshal(it.e.Data); err == nil {
+			it.rec = rec
+		}
+	}
+	return it.rec
 }
 
 // schedule queues kq's head for dispatch: now if due, else in waiting.
@@ -459,8 +485,8 @@ func (w *worker) drop(kq *keyQ, reason string, now time.Time, cause error) {
 	it.dropped = reason
 	args := []any{"topic", w.label, "shard", w.shard.OID, "marker", it.e.Marker, "key", it.key,
 		"reason", reason, "retries", it.e.Retries, "age", now.Sub(it.e.Committed)}
-	if it.rec != nil {
-		args = append(args, "event_id", it.rec.EventID)
+	if rec := it.record(); rec != nil {
+		args = append(args, "event_id", rec.EventID)
 	}
 	if cause != nil {
 		args = append(args, "err", cause)
@@ -521,7 +547,11 @@ func (w *worker) dispatch() error {
 		if !w.endpoint(st, now) {
 			return b.send()
 		}
-		msg := push.StoredMessage(st.t.Name, it.key, it.rec, it.e.Data, st.t.Settings.CloudEvents)
+		var rec *event.Record
+		if st.t.Settings.CloudEvents {
+			rec = it.record()
+		}
+		msg := push.StoredMessage(st.t.Name, it.key, rec, it.e.Data, st.t.Settings.CloudEvents)
 		bt, batching := w.ep.(push.Batcher)
 		batching = batching && cfg.PushBatch > 1
 		if credit == 0 {
@@ -803,10 +833,55 @@ func (w *worker) flush(ctx context.Context) error {
 // owner expires them again).
 func (w *worker) removed(items []*item) {
 	for _, it := range items {
+		it.gone = true
+		w.listedGone++
 		if it.dropped != "" {
 			w.m.met.expired.WithLabelValues(w.label, it.dropped).Inc()
 			w.m.met.nExpired.Add(1)
 		}
+	}
+	for w.listedHead < len(w.listed) && w.listed[w.listedHead].gone {
+		w.listed[w.listedHead] = nil
+		w.listedHead++
+		w.listedGone--
+	}
+	switch live := len(w.listed) - w.listedHead - w.listedGone; {
+	case w.listedGone > 64 && w.listedGone > live:
+		// A head that stays (an event retried for long) must not keep
+		// every later, delivered item: keep only the live ones.
+		n := 0
+		for _, it := range w.listed[w.listedHead:] {
+			if !it.gone {
+				w.listed[n] = it
+				n++
+			}
+		}
+		clear(w.listed[n:])
+		w.listed, w.listedHead, w.listedGone = w.listed[:n], 0, 0
+	case w.listedHead > 64 && w.listedHead > len(w.listed)/2:
+		n := copy(w.listed, w.listed[w.listedHead:])
+		clear(w.listed[n:])
+		w.listed, w.listedHead = w.listed[:n], 0
+	}
+	w.tracked.Store(int64(len(w.listed) - w.listedHead))
+	w.publishStatsAfter()
+}
+
+// publishStatsAfter publishes the marker up to which this owner knows every
+// entry of its shard is gone: before its oldest listed entry not durably
+// removed, else its list cursor (everything up to it was listed and is
+// gone). Only the owner removes entries, and commits append past the
+// cursor, so the bound holds until the owner changes.
+func (w *worker) publishStatsAfter() {
+	after := w.marker
+	if w.listedHead < len(w.listed) {
+		var err error
+		if after, err = queue.MarkerBefore(w.listed[w.listedHead].e.Marker); err != nil {
+			after = ""
+		}
+	}
+	if p := w.statsAfter.Load(); p == nil || *p != after {
+		w.statsAfter.Store(&after)
 	}
 }
 

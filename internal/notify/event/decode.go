@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // errNotCanonical sends decodeCanonical's caller to encoding/json.
@@ -20,8 +21,18 @@ func decodeCanonical(b []byte) (*Record, error) {
 	if bytes.IndexByte(b, '\\') >= 0 || !utf8.Valid(b) {
 		return nil, errNotCanonical
 	}
-	d := canonDec{b: b, s: string(b), ok: true}
 	r := &Record{}
+	if !decodeCanonicalInto(b, string(b), r, true) {
+		return nil, errNotCanonical
+	}
+	return r, nil
+}
+
+// decodeCanonicalInto decodes b (escape-free, valid UTF-8) into r, whose
+// strings become substrings of s (b as a string); without kvs, metadata
+// and tags are checked but left nil. False: not canonical.
+func decodeCanonicalInto(b []byte, s string, r *Record, kvs bool) bool {
+	d := canonDec{b: b, s: s, ok: true, skipKVs: !kvs}
 	d.lit(`{"eventVersion":`)
 	r.EventVersion = d.str()
 	d.lit(`,"eventSource":`)
@@ -32,7 +43,7 @@ func decodeCanonical(b []byte) (*Record, error) {
 	if ts := d.str(); d.ok {
 		t, err := time.Parse(time.RFC3339Nano, ts)
 		if err != nil {
-			return nil, errNotCanonical
+			return false
 		}
 		r.EventTime = Time{t.UTC()}
 	}
@@ -77,10 +88,7 @@ func decodeCanonical(b []byte) (*Record, error) {
 	d.lit(`,"opaqueData":`)
 	r.OpaqueData = d.str()
 	d.lit(`}`)
-	if !d.ok || d.i != len(b) {
-		return nil, errNotCanonical
-	}
-	return r, nil
+	return d.ok && d.i == len(b)
 }
 
 type canonDec struct {
@@ -88,6 +96,8 @@ type canonDec struct {
 	s  string // b as one string: decoded strings are substrings of it
 	i  int
 	ok bool
+	// skipKVs: kvs checks the list and returns nil (nothing allocated).
+	skipKVs bool
 }
 
 func (d *canonDec) lit(l string) {
@@ -150,7 +160,10 @@ func (d *canonDec) kvs() []KV {
 		return nil
 	}
 	d.lit("[")
-	out := []KV{}
+	var out []KV
+	if !d.skipKVs {
+		out = []KV{}
+	}
 	if d.ok && d.i < len(d.b) && d.b[d.i] == ']' {
 		d.i++
 		return out
@@ -161,7 +174,9 @@ func (d *canonDec) kvs() []KV {
 		d.lit(`,"val":`)
 		v := d.str()
 		d.lit("}")
-		out = append(out, KV{k, v})
+		if !d.skipKVs {
+			out = append(out, KV{k, v})
+		}
 		if d.ok && d.i < len(d.b) && d.b[d.i] == ',' {
 			d.i++
 			continue
@@ -170,4 +185,28 @@ func (d *canonDec) kvs() []KV {
 		break
 	}
 	return out
+}
+
+// OrderingKey returns the "bucket/key" (object key decoded) of a stored
+// record, which is what delivery orders by, after checking the record as
+// Unmarshal would (the same records fail, with the same errors). For the
+// canonical form it reads b in place: no copy of the record and no Record
+// on the heap, only the key (delivery decodes ~every event it lists, and
+// needs the rest only for CloudEvents attributes or a drop's log line).
+func OrderingKey(b []byte) (string, error) {
+	if len(b) > 0 && bytes.IndexByte(b, '\\') < 0 && utf8.Valid(b) {
+		var r Record
+		// r's strings alias b only until the key is built below.
+		if decodeCanonicalInto(b, unsafe.String(unsafe.SliceData(b), len(b)), &r, false) {
+			if r.EventVersion == "" || r.EventName == "" {
+				return "", errNoVersionOrName
+			}
+			return r.S3.Bucket.Name + "/" + objectKey(r.S3.Object.Key), nil
+		}
+	}
+	r, err := Unmarshal(b)
+	if err != nil {
+		return "", err
+	}
+	return r.S3.Bucket.Name + "/" + r.ObjectKey(), nil
 }

@@ -211,10 +211,12 @@ func (r *Record) ForConfiguration(configurationID, opaqueData string) *Record {
 func (r *Record) Type() Type { return Type("s3:" + r.EventName) }
 
 // ObjectKey returns the decoded object key (the raw key).
-func (r *Record) ObjectKey() string {
-	k, err := DecodeKey(r.S3.Object.Key)
+func (r *Record) ObjectKey() string { return objectKey(r.S3.Object.Key) }
+
+func objectKey(enc string) string {
+	k, err := DecodeKey(enc)
 	if err != nil {
-		return r.S3.Object.Key
+		return enc
 	}
 	return k
 }
@@ -260,12 +262,14 @@ func DecodeKey(s string) (string, error) { return url.QueryUnescape(s) }
 // encoding/json gives; see AppendJSON). The error is always nil.
 func Marshal(r *Record) ([]byte, error) { return AppendJSON(make([]byte, 0, 1024), r), nil }
 
+var errNoVersionOrName = errors.New("event: record without eventVersion or eventName")
+
 // Unmarshal decodes what Marshal produced. Unknown fields are rejected so
 // a corrupt or foreign entry is noticed rather than half-read.
 func Unmarshal(b []byte) (*Record, error) {
 	if r, err := decodeCanonical(b); err == nil {
 		if r.EventVersion == "" || r.EventName == "" {
-			return nil, errors.New("event: record without eventVersion or eventName")
+			return nil, errNoVersionOrName
 		}
 		return r, nil
 	}
@@ -279,7 +283,7 @@ func Unmarshal(b []byte) (*Record, error) {
 		return nil, errors.New("event: trailing data after record")
 	}
 	if r.EventVersion == "" || r.EventName == "" {
-		return nil, errors.New("event: record without eventVersion or eventName")
+		return nil, errNoVersionOrName
 	}
 	return &r, nil
 }

@@ -264,6 +264,7 @@ func FuzzUnmarshal(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte(`{"eventVersion":"2.1","eventName":"x"}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
+		checkOrderingKey(t, in)
 		r, err := Unmarshal(in)
 		if err != nil {
 			return

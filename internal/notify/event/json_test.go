@@ -196,12 +196,18 @@ func TestDecodeCanonicalMatchesEncodingJSON(t *testing.T) {
 		}
 		b, _ := Marshal(r)
 		check(i, b)
+		checkOrderingKey(t, b)
 		// Damaged copies: truncated, a byte changed, trailing bytes.
-		check(i, b[:rng.IntN(len(b))])
+		tr := b[:rng.IntN(len(b))]
+		check(i, tr)
+		checkOrderingKey(t, tr)
 		c := bytes.Clone(b)
 		c[rng.IntN(len(c))] = "x0\":,{}[]-"[rng.IntN(10)]
 		check(i, c)
-		check(i, append(bytes.Clone(b), ' '))
+		checkOrderingKey(t, c)
+		c = append(bytes.Clone(b), ' ')
+		check(i, c)
+		checkOrderingKey(t, c)
 	}
 	if fast < 1500 {
 		t.Fatalf("fast path taken only %d times", fast)
@@ -209,7 +215,9 @@ func TestDecodeCanonicalMatchesEncodingJSON(t *testing.T) {
 }
 
 func BenchmarkUnmarshalRecord(b *testing.B) {
-	data, _ := Marshal(New(sampleParams()).ForConfiguration("notif1", ""))
+	p := sampleParams()
+	p.Key = "dir/obj-123.txt"
+	data, _ := Marshal(New(p).ForConfiguration("notif1", ""))
 	b.Run("encoding/json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -225,4 +233,70 @@ func BenchmarkUnmarshalRecord(b *testing.B) {
 			_, _ = Unmarshal(data)
 		}
 	})
+	b.Run("OrderingKey", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = OrderingKey(data)
+		}
+	})
+}
+
+// checkOrderingKey: OrderingKey accepts what Unmarshal accepts, refuses
+// what it refuses (same error), and gives the key delivery used to build
+// from the decoded record; it does not keep b (b is changed after).
+func checkOrderingKey(t *testing.T, b []byte) {
+	t.Helper()
+	b = bytes.Clone(b)
+	r, werr := Unmarshal(b)
+	got, err := OrderingKey(b)
+	if (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
+		t.Fatalf("OrderingKey error %v, Unmarshal %v:\n%q", err, werr, b)
+	}
+	if err != nil {
+		return
+	}
+	want := r.S3.Bucket.Name + "/" + r.ObjectKey()
+	for i := range b {
+		b[i] = 'Z'
+	}
+	if got != want {
+		t.Fatalf("OrderingKey %q, want %q", got, want)
+	}
+}
+
+func TestOrderingKeyRejects(t *testing.T) {
+	for _, in := range []string{
+		``, `{}`, `{"eventVersion":"2.1","eventName":"x","bogus":1}`,
+		`{"eventVersion":"2.1","eventName":"x"} {}`, `{"eventVersion":"2.1","eventName":"x","eventTime":"yesterday"}`,
+	} {
+		checkOrderingKey(t, []byte(in))
+		if _, err := OrderingKey([]byte(in)); err == nil {
+			t.Errorf("OrderingKey(%q) succeeded", in)
+		}
+	}
+	// A canonical record without eventName: refused as Unmarshal refuses it.
+	r := New(sampleParams())
+	r.EventName = ""
+	b, _ := Marshal(r)
+	if _, err := decodeCanonical(b); err != nil {
+		t.Fatal("not canonical: the test misses the fast path")
+	}
+	checkOrderingKey(t, b)
+}
+
+// Delivery reads every listed record's key: in place, one allocation (the
+// key; two when the stored key has escapes to decode), where Unmarshal
+// copies the record and builds a Record (5 here).
+func TestOrderingKeyAllocs(t *testing.T) {
+	for _, tc := range []struct {
+		key  string
+		want float64
+	}{{"dir/plain-key.txt", 1}, {"dir/a key+with=odd chars.txt", 2}} {
+		p := sampleParams() // with metadata and tags
+		p.Key = tc.key
+		b, _ := Marshal(New(p).ForConfiguration("notif1", ""))
+		if n := testing.AllocsPerRun(100, func() { _, _ = OrderingKey(b) }); n != tc.want {
+			t.Errorf("OrderingKey(key %q): %.0f allocations, want %.0f", tc.key, n, tc.want)
+		}
+	}
 }

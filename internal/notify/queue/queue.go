@@ -109,8 +109,15 @@ type Queues struct {
 	unfinished            counter       // deferred commits not done yet
 	later                 committer     // deferred commits of every shard
 
-	hooks atomic.Pointer[[]func(oid string)] // OnCommit subscribers
+	hooks atomic.Pointer[[]func(oid string)]           // OnCommit subscribers
+	bound atomic.Pointer[func(oid string) clsq.Marker] // SetStatsBound
 }
+
+// SetStatsBound gives Stats, per shard, a marker up to which every entry is
+// gone ("" if unknown): the delivery manager's bound for the shards it
+// owns, so a shard's oldest entry is looked for past its removed ones
+// (clsq.GetStatsAfter). fn must be cheap and safe for concurrent use.
+func (q *Queues) SetStatsBound(fn func(oid string) clsq.Marker) { q.bound.Store(&fn) }
 
 // OnCommit registers fn to be called, synchronously and without locks
 // held, after every commit through these Queues succeeded on a shard (at
@@ -384,7 +391,11 @@ func (q *Queues) Stats(ctx context.Context, name string, n int) (Stats, error) {
 	var firstErr error
 	_ = forEachShard(ctx, ShardOIDs(name, n), func(ctx context.Context, oid string) error {
 		_, i, _ := ParseShardOID(oid)
-		st, err := clsq.GetStats(ctx, q.io, oid)
+		var after clsq.Marker
+		if f := q.bound.Load(); f != nil {
+			after = (*f)(oid)
+		}
+		st, err := clsq.GetStatsAfter(ctx, q.io, oid, after)
 		if err != nil {
 			mu.Lock()
 			if firstErr == nil && !errors.Is(err, objstore.ErrNotFound) {

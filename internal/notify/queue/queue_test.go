@@ -564,3 +564,38 @@ func TestConcurrentReserveCommit(t *testing.T) {
 		t.Fatalf("%+v", st)
 	}
 }
+
+// Stats asks each shard past the bound SetStatsBound gives (the delivery
+// owner's: every entry up to it is gone), so with a bound past the first
+// entry the oldest reported is the second's.
+func TestStatsUsesBound(t *testing.T) {
+	e := newEnv(t, Options{})
+	ctx := context.Background()
+	if err := e.q.Create(ctx, ":s", 1); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		r, err := e.q.Reserve(ctx, ":s", 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Commit(ctx, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		e.clk.Advance(time.Second)
+	}
+	res, err := clsq.List(ctx, e.q.IO(), ":s", "", 10)
+	if err != nil || len(res.Entries) != 3 {
+		t.Fatal(len(res.Entries), err)
+	}
+	before, err := e.q.Stats(ctx, ":s", 1)
+	if err != nil || !before.Oldest.Equal(res.Entries[0].Committed) {
+		t.Fatalf("no bound: %+v %v", before, err)
+	}
+	var asked []string
+	e.q.SetStatsBound(func(oid string) clsq.Marker { asked = append(asked, oid); return res.Entries[0].Marker })
+	st, err := e.q.Stats(ctx, ":s", 1)
+	if err != nil || !st.Oldest.Equal(res.Entries[1].Committed) || st.Entries != 3 || len(asked) != 1 || asked[0] != ":s" {
+		t.Fatalf("bound %s: %+v %v (asked %v)", res.Entries[0].Marker, st, err, asked)
+	}
+}

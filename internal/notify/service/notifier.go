@@ -139,11 +139,32 @@ func (s *Service) reserveOn(ctx context.Context, t *topic.Topic, ev driver.Pendi
 }
 
 func (s *Service) topicForARN(ctx context.Context, arn string) (*topic.Topic, error) {
-	a, err := topic.ParseARN(arn)
-	if err != nil {
+	q := s.queueForARN(arn)
+	if q == "" {
 		return nil, nil // validated at PUT time; an unparsable one never fires
 	}
-	return s.cachedTopic(ctx, queue.Name(a.Tenant, a.Name))
+	return s.cachedTopic(ctx, q)
+}
+
+// maxARNs bounds arnQueue (one entry per topic ARN that configurations name).
+const maxARNs = 4096
+
+// queueForARN is the queue name of a topic ARN ("" if it does not parse),
+// parsed once per ARN rather than on every notified write.
+func (s *Service) queueForARN(arn string) string {
+	if q, ok := s.arnQueue.Load(arn); ok {
+		return q.(string)
+	}
+	q := ""
+	if a, err := topic.ParseARN(arn); err == nil {
+		q = queue.Name(a.Tenant, a.Name)
+	}
+	if s.arnCount.Add(1) > maxARNs {
+		s.arnQueue.Clear()
+		s.arnCount.Store(1)
+	}
+	s.arnQueue.Store(arn, q)
+	return q
 }
 
 // metaHeaders turns the driver's user metadata (names without prefix) into

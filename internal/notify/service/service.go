@@ -149,6 +149,11 @@ type Service struct {
 	cfgCache map[string]cfgEntry   // bucket id → configuration
 	topCache map[string]topicEntry // queue name → topic
 
+	// arnQueue caches topicForARN's parse: topic ARN → queue name ("":
+	// unparsable), a pure function of the ARN; cleared past maxARNs.
+	arnQueue sync.Map
+	arnCount atomic.Int64
+
 	owner atomic.Pointer[ownerID] // SetOwner
 
 	stop context.CancelFunc
