@@ -7,25 +7,11 @@ in the first bucket (in the order below) whose frames match.
 usage: putcpu-split.py TEST_BINARY PUTS none.prof shards1.prof [shards11.prof ...]
   (PUTS: the -test.benchtime count + the benchmark's 100 warm-up PUTs)
 """
-import re, subprocess, sys
+import os, sys
 from collections import defaultdict
-def parse(binary, prof):
-    raw = subprocess.run(['go','tool','pprof','-raw',binary,prof],capture_output=True,text=True).stdout
-    lines = raw.split('\n'); i = lines.index('Samples:') + 2; samples = []
-    while not lines[i].startswith('Locations'):
-        m = re.match(r'\s+(\d+)\s+(\d+): ([\d ]+)$', lines[i])
-        if m: samples.append([int(m.group(2)), [int(x) for x in m.group(3).split()]])
-        i += 1
-    locs, cur = {}, None; i += 1
-    while i < len(lines) and not lines[i].startswith('Mappings'):
-        m = re.match(r'\s+(\d+): 0x[0-9a-f]+ M=\d+ (\S+)', lines[i])
-        if m: cur = int(m.group(1)); locs[cur] = [m.group(2)]
-        else:
-            m = re.match(r'\s+(\S+) \S+:\d+:\d+ s=\d+$', lines[i])
-            if m and cur is not None: locs[cur].append(m.group(1))
-        i += 1
-    return [(ns, [f for l in ids for f in locs.get(l, [])]) for ns, ids in samples]
-def has(fr, *s): return any(any(x in f for x in s) for f in fr)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pprofraw import parse, has  # noqa: E402
+
 B = [
  ('GC mark workers', lambda f: has(f,'runtime.gcBgMarkWorker')),
  ('pebble flush', lambda f: has(f,'pebble/v2.(*DB).flush')),
