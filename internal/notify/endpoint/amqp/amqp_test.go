@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-s3/cairn/internal/notify/event"
 	"github.com/cairn-s3/cairn/internal/notify/push"
+	"github.com/cairn-s3/cairn/internal/notify/push/pushtest"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
 	"github.com/cairn-s3/cairn/internal/testenv"
 )
@@ -248,25 +249,10 @@ func TestReconnect(t *testing.T) {
 	}
 }
 
-// pushBatch runs PushBatch and returns each message's outcome, failing t
-// unless done came exactly once per message and before PushBatch returned.
+// pushBatch: pushtest.Batch on ep.
 func pushBatch(t *testing.T, ep *Endpoint, msgs []push.Message, onDone func(i int, err error)) []error {
 	t.Helper()
-	errs := make([]error, len(msgs))
-	calls := make([]int, len(msgs))
-	ep.PushBatch(context.Background(), msgs, func(i int, err error) {
-		calls[i]++
-		errs[i] = err
-		if onDone != nil {
-			onDone(i, err)
-		}
-	})
-	for i, n := range calls {
-		if n != 1 {
-			t.Fatalf("message %d: done called %d times", i, n)
-		}
-	}
-	return errs
+	return pushtest.Batch(t, ep, context.Background(), msgs, onDone)
 }
 
 // A batch at every ack level: each message confirmed once and delivered;
