@@ -41,9 +41,9 @@ func runServe(args []string) int {
 		runtime.GOMAXPROCS(cfg.GOMAXPROCS)
 	}
 	log.Info("Go processors", "gomaxprocs", runtime.GOMAXPROCS(0))
-	if cfg.GOGC > 0 {
-		debug.SetGCPercent(cfg.GOGC)
-		log.Info("Go collector", "gogc", cfg.GOGC)
+	if p := cfg.GCPercent(os.Getenv("GOGC")); p > 0 {
+		debug.SetGCPercent(p)
+		log.Info("Go collector", "gogc", p)
 	}
 	privateUmask()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

@@ -34,8 +34,8 @@ type Config struct {
 	Malloc         string // C allocator: auto, jemalloc or system (cmd/cairn/malloc_linux.go)
 	// GOMAXPROCS > 0 sets the Go processors (0: the runtime's default).
 	GOMAXPROCS int
-	// GOGC > 0 sets the Go collector's heap growth percentage (0: the
-	// runtime's default, the GOGC environment variable, else 100).
+	// GOGC > 0 sets the Go collector's heap growth percentage; 0 leaves
+	// it to GCPercent's default (see there).
 	GOGC int
 
 	BucketIndexShards int
@@ -180,6 +180,28 @@ type Config struct {
 const MinMetricsTokenLen = 16
 
 // ShardCap is the largest x-cairn-bucket-index-shards a user may ask for.
+// DefaultGOGC is the collector's heap growth when neither the gogc
+// option nor the GOGC environment variable sets it. The gateway's live Go
+// heap is small (the store's caches and memtables are off it), so the
+// runtime's 100 collects several times a second under load: at 400 a
+// plain 4 KiB PUT cost ~10 % less gateway CPU and a 30M-object store's
+// RSS grew 3 % (docs/bench/notify-issue25.md, "A quiet matrix in stop 38").
+const DefaultGOGC = 400
+
+// GCPercent is what the gateway passes to debug.SetGCPercent, 0 for
+// nothing: the gogc option when set, else nothing when the GOGC
+// environment variable is set (envGOGC, the runtime applied it), else
+// DefaultGOGC.
+func (c *Config) GCPercent(envGOGC string) int {
+	switch {
+	case c.GOGC > 0:
+		return c.GOGC
+	case envGOGC != "":
+		return 0
+	}
+	return DefaultGOGC
+}
+
 func (c *Config) ShardCap() int {
 	if c.MaxBucketIndexShards > 0 {
 		return c.MaxBucketIndexShards
@@ -297,7 +319,7 @@ var options = []option{
 	{"log-level", "debug, info, warn or error", "info", strOpt(func(c *Config) *string { return &c.LogLevel })},
 	{"malloc", "C allocator of the embedded store's block cache and memtables: auto (jemalloc when libjemalloc.so.2 is installed; Linux, embedded backend), jemalloc (refuse to start without it) or system (glibc's; at scale its calloc costs 10-18 % of the CPU, docs/bench/scale.md)", "auto", strOpt(func(c *Config) *string { return &c.Malloc })},
 	{"gomaxprocs", "Go processors (GOMAXPROCS); 0: the runtime's default (the GOMAXPROCS environment variable, else the CPUs available). More than the CPUs can help a disk-bound store: on 2 CPUs a 30M-object bucket's RWLD mix ran ~1.4x faster at 4, where a CPU-bound PUT mix cost ~7-10 % more CPU per PUT (docs/bench/scale.md, stop 37)", "0", intOpt(func(c *Config) *int { return &c.GOMAXPROCS })},
-	{"gogc", "Go garbage collector's target heap growth in percent (GOGC); 0: the runtime's default (the GOGC environment variable, else 100). The gateway's live Go heap is small (~13 MB under a PUT load; the store's caches are off the Go heap), so at 100 it collects several times a second: at 400 the gateway spent ~20 us less CPU per notified 4 KiB PUT and ~30 less per plain one in stop 38's runs (docs/bench/notify-issue25.md, round 10), for a heap goal of 5x the live heap instead of 2x", "0", intOpt(func(c *Config) *int { return &c.GOGC })},
+	{"gogc", "Go garbage collector's target heap growth in percent; 0: the GOGC environment variable when set, else 400. The gateway's live Go heap is small (~13 MB under a PUT load; the store's caches are off the Go heap), so at the runtime's 100 it collects several times a second: at 400 a plain 4 KiB PUT cost 114-123 us of gateway CPU against 129-133, and a 30M-object store's RSS grew 3 % (docs/bench/notify-issue25.md, stop 38), for a heap goal of 5x the live heap instead of 2x", "0", intOpt(func(c *Config) *int { return &c.GOGC })},
 	{"bucket-index-shards", "index shards of new buckets (rgw_override_bucket_index_max_shards)", "11", intOpt(func(c *Config) *int { return &c.BucketIndexShards })},
 	{"bucket-index-view", "new buckets keep an ordered view of their index for listings (embedded backend; ignored on RADOS)", "true", boolOpt(func(c *Config) *bool { return &c.BucketIndexView })},
 	{"max-objs-per-shard", "objects per index shard that trigger dynamic resharding (rgw_max_objs_per_shard)", "100000", intOpt(func(c *Config) *int { return &c.MaxObjsPerShard })},

@@ -237,3 +237,20 @@ func TestGOGC(t *testing.T) {
 		t.Fatalf("negative: %v", err)
 	}
 }
+
+// The collector's growth: the option, else GOGC from the environment
+// (left to the runtime), else DefaultGOGC.
+func TestGCPercent(t *testing.T) {
+	for _, c := range []struct {
+		opt  int
+		env  string
+		want int
+	}{{0, "", DefaultGOGC}, {0, "150", 0}, {0, "off", 0}, {200, "", 200}, {200, "150", 200}} {
+		if got := (&Config{GOGC: c.opt}).GCPercent(c.env); got != c.want {
+			t.Errorf("gogc %d, GOGC %q: %d, want %d", c.opt, c.env, got, c.want)
+		}
+	}
+	if DefaultGOGC <= 100 {
+		t.Errorf("DefaultGOGC %d: the runtime's own is 100", DefaultGOGC)
+	}
+}
