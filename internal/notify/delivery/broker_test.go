@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -18,7 +17,6 @@ import (
 	kafkaep "github.com/cairn-s3/cairn/internal/notify/endpoint/kafka"
 	"github.com/cairn-s3/cairn/internal/notify/event"
 	"github.com/cairn-s3/cairn/internal/notify/push"
-	nq "github.com/cairn-s3/cairn/internal/notify/queue"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
 	"github.com/cairn-s3/cairn/internal/testenv"
 )
@@ -301,16 +299,7 @@ func TestKafkaBacklogBatched(t *testing.T) {
 	warmKafka(t, addr, name)
 	const shards, perShard, batch = 3, 64, 32
 	tp := e.createTopic(name, "kafka://"+addr, shards, nil)
-	count := make([]int, shards)
-	want := map[string][]uint64{}
-	for i := 0; slices.Min(count) < perShard; i++ {
-		key := fmt.Sprintf("k%d", i)
-		sh := nq.ShardIndex("b", key, shards)
-		if count[sh] < perShard {
-			count[sh]++
-			want["b/"+key] = append(want["b/"+key], e.publish(tp, "b", key))
-		}
-	}
+	want := e.publishEvenly(tp, "b", shards, perShard)
 	reg := prometheus.NewRegistry()
 	m := e.manager("gw1", e.endpoints(kafkaEndpoint), func(c *Config) {
 		c.MaxInFlightPerEndpoint, c.PushBatch, c.Registerer = 3*batch, batch, reg
@@ -425,14 +414,10 @@ func TestRabbitMQBacklogBatched(t *testing.T) {
 	e := newEnv(t)
 	const shards, perShard, batch = 3, 64, 32
 	tp := e.createTopic("rbatch", url, shards, func(s *topic.Settings) { s.AMQPExchange = exchange })
-	count := make([]int, shards)
 	want := map[string]bool{}
-	for i := 0; slices.Min(count) < perShard; i++ {
-		key := fmt.Sprintf("k%d", i)
-		sh := nq.ShardIndex("b", key, shards)
-		if count[sh] < perShard {
-			count[sh]++
-			want[fmt.Sprintf("ev-%d", e.publish(tp, "b", key))] = true
+	for _, seqs := range e.publishEvenly(tp, "b", shards, perShard) {
+		for _, s := range seqs {
+			want[fmt.Sprintf("ev-%d", s)] = true
 		}
 	}
 	reg := prometheus.NewRegistry()

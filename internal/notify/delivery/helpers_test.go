@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -101,6 +102,23 @@ func (e *env) Topic(_ context.Context, tenant, name string) (*topic.Topic, error
 		return t, nil
 	}
 	return nil, ErrTopicNotFound
+}
+
+// publishEvenly publishes events for keys k0, k1, ... of bucket until each
+// of the topic's shards holds perShard of them (keys of a full shard are
+// skipped) and returns their sequencers by "bucket/key", in order.
+func (e *env) publishEvenly(tp *topic.Topic, bucket string, shards, perShard int) map[string][]uint64 {
+	e.t.Helper()
+	count := make([]int, shards)
+	seqs := map[string][]uint64{}
+	for i := 0; slices.Min(count) < perShard; i++ {
+		key := fmt.Sprintf("k%d", i)
+		if sh := nq.ShardIndex(bucket, key, shards); count[sh] < perShard {
+			count[sh]++
+			seqs[bucket+"/"+key] = append(seqs[bucket+"/"+key], e.publish(tp, bucket, key))
+		}
+	}
+	return seqs
 }
 
 // publish commits one event for bucket/key through the write path's API

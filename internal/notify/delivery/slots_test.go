@@ -2,14 +2,12 @@ package delivery
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/cairn-s3/cairn/internal/notify/push"
-	nq "github.com/cairn-s3/cairn/internal/notify/queue"
 	"github.com/cairn-s3/cairn/internal/notify/topic"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -143,15 +141,7 @@ func TestBatchSlotsUnderContention(t *testing.T) {
 	e := newEnv(t)
 	const shards, perShard, batch = 3, 8, 4
 	tp := e.createTopic("contend", "kafka://127.0.0.1:1", shards, nil)
-	count := make([]int, shards)
-	for i := 0; slices.Min(count) < perShard; i++ {
-		key := fmt.Sprintf("k%d", i)
-		sh := nq.ShardIndex("b", key, shards)
-		if count[sh] < perShard {
-			count[sh]++
-			e.publish(tp, "b", key)
-		}
-	}
+	e.publishEvenly(tp, "b", shards, perShard)
 	ep := &parked{}
 	m := e.manager("gw1", e.endpoints(func(*topic.Topic) (push.Endpoint, error) { return ep, nil }), func(c *Config) {
 		c.MaxInFlightPerEndpoint, c.PushBatch = batch, batch
@@ -199,16 +189,7 @@ func TestBacklogExchangesAreFull(t *testing.T) {
 	rcv := newReceiver(t)
 	const shards, perShard, batch = 11, 64, 32
 	tp := e.createTopic("full", rcv.url(), shards, nil)
-	count := make([]int, shards)
-	want := map[string][]uint64{}
-	for i := 0; slices.Min(count) < perShard; i++ {
-		key := fmt.Sprintf("k%d", i)
-		sh := nq.ShardIndex("b", key, shards)
-		if count[sh] < perShard {
-			count[sh]++
-			want["b/"+key] = append(want["b/"+key], e.publish(tp, "b", key))
-		}
-	}
+	want := e.publishEvenly(tp, "b", shards, perShard)
 	reg := prometheus.NewRegistry()
 	m := e.manager("gw1", e.endpoints(nil), func(c *Config) {
 		c.MaxInFlightPerEndpoint, c.PushBatch, c.Registerer = 3*batch, batch, reg
