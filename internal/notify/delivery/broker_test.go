@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -81,15 +82,38 @@ func TestKafkaDownThenUp(t *testing.T) {
 	eventually(t, brokerSafety, "queue drained after restart", func() bool { return e.entries(tp) == 0 })
 
 	got := consumeKafka(t, b.Addr, "kev", 200)
+	firsts, dups := kafkaFirsts(t, got)
+	distinct := 0
+	for key, seqs := range firsts {
+		distinct += len(seqs)
+		if !slices.IsSorted(seqs) || len(slices.Compact(slices.Clone(seqs))) != len(seqs) {
+			t.Errorf("key %s: sequencers out of order: %v", key, seqs)
+		}
+	}
+	if distinct != 200 {
+		t.Errorf("distinct events in Kafka = %d, want 200", distinct)
+	}
+	t.Logf("kafka: %d records, %d duplicates, %d failed pushes while down", len(got), dups, m.Stats().PushesFailed)
+}
+
+// kafkaFirsts decodes Kafka records of one event each (the warm-up record
+// aside), checks each record's key is its event's "bucket/key", and
+// returns the sequencers of each key's first occurrences, in the order
+// read, and how many records repeated an event already seen.
+func kafkaFirsts(t *testing.T, records []*kgo.Record) (map[string][]uint64, int) {
+	t.Helper()
 	seen := map[string]bool{}
-	last := map[string]uint64{}
+	firsts := map[string][]uint64{}
 	dups := 0
-	for _, r := range got {
+	for _, r := range records {
 		msg, err := event.UnmarshalMessage(r.Value)
 		if err != nil || len(msg.Records) != 1 {
 			t.Fatalf("bad message %q: %v", r.Value, err)
 		}
 		rec := msg.Records[0]
+		if rec.EventID == "warm-up" {
+			continue
+		}
 		key := rec.S3.Bucket.Name + "/" + rec.ObjectKey()
 		if string(r.Key) != key {
 			t.Errorf("kafka key %q, want %q", r.Key, key)
@@ -100,15 +124,9 @@ func TestKafkaDownThenUp(t *testing.T) {
 		}
 		seen[rec.EventID] = true
 		seq, _ := event.ParseSequencer(rec.S3.Object.Sequencer)
-		if seq <= last[key] {
-			t.Errorf("key %s: sequencer %d after %d", key, seq, last[key])
-		}
-		last[key] = seq
+		firsts[key] = append(firsts[key], seq)
 	}
-	if len(seen) != 200 {
-		t.Errorf("distinct events in Kafka = %d, want 200", len(seen))
-	}
-	t.Logf("kafka: %d records, %d duplicates, %d failed pushes while down", len(got), dups, m.Stats().PushesFailed)
+	return firsts, dups
 }
 
 // consumeKafka reads topic from the start until at least n records arrived
@@ -252,35 +270,13 @@ func warmKafka(t testing.TB, addr, topicName string) {
 // checkKafka consumes topicName until n distinct events (the warm-up
 // record aside) arrived and checks them against want: every event there,
 // first occurrences in sequencer order per key. It returns the duplicates.
-func checkKafka(t *testing.T, addr, topicName string, want map[string][]uint64) (dups int) {
+func checkKafka(t *testing.T, addr, topicName string, want map[string][]uint64) int {
 	t.Helper()
 	n := 0
 	for _, seqs := range want {
 		n += len(seqs)
 	}
-	seen := map[string]bool{}
-	got := map[string][]uint64{}
-	for _, r := range consumeKafka(t, addr, topicName, n) {
-		msg, err := event.UnmarshalMessage(r.Value)
-		if err != nil || len(msg.Records) != 1 {
-			t.Fatalf("bad message %q: %v", r.Value, err)
-		}
-		rec := msg.Records[0]
-		if rec.EventID == "warm-up" {
-			continue
-		}
-		key := rec.S3.Bucket.Name + "/" + rec.ObjectKey()
-		if string(r.Key) != key {
-			t.Errorf("kafka key %q, want %q", r.Key, key)
-		}
-		if seen[rec.EventID] {
-			dups++
-			continue
-		}
-		seen[rec.EventID] = true
-		seq, _ := event.ParseSequencer(rec.S3.Object.Sequencer)
-		got[key] = append(got[key], seq)
-	}
+	got, dups := kafkaFirsts(t, consumeKafka(t, addr, topicName, n))
 	for key, seqs := range want {
 		if fmt.Sprint(got[key]) != fmt.Sprint(seqs) {
 			t.Errorf("key %s: got %v, want %v", key, got[key], seqs)
