@@ -26,6 +26,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 // RequireEnv is the variable that turns "broker not installed" into a failure.
@@ -80,6 +82,22 @@ func StartKafka(t testing.TB) string { return startShared(t, "kafka").Addr }
 
 // StartRabbitMQ returns the AMQP URL of the shared RabbitMQ node.
 func StartRabbitMQ(t testing.TB) string { return startShared(t, "rabbitmq").URL }
+
+// AMQPChannel dials url and opens a channel on the connection, which is
+// closed when t ends.
+func AMQPChannel(t testing.TB, url string) *amqp.Channel {
+	t.Helper()
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
 
 // NewKafka starts a Kafka only this test uses; it stops in t.Cleanup.
 func NewKafka(t testing.TB) *Broker { return startPrivate(t, "kafka") }

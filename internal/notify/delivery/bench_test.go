@@ -24,7 +24,6 @@ import (
 	"github.com/cairn-s3/cairn/internal/testenv"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
-	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 // benchReceiverEnv makes the test binary a receiver process (TestMain).
@@ -97,15 +96,7 @@ func brokerTarget(b *testing.B, kind string) benchTarget {
 		return benchTarget{url: "kafka://" + addr, extra: kafkaEndpoint}
 	default:
 		url := testenv.StartRabbitMQ(b)
-		conn, err := amqp.Dial(url)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer conn.Close()
-		ch, err := conn.Channel()
-		if err != nil {
-			b.Fatal(err)
-		}
+		ch := testenv.AMQPChannel(b, url)
 		const exchange = "cairn-bench"
 		if err := ch.ExchangeDeclare(exchange, "topic", false, false, false, false, nil); err != nil {
 			b.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	amqpep "github.com/cairn-s3/cairn/internal/notify/endpoint/amqp"
@@ -169,15 +168,7 @@ func amqpEndpoint(t *topic.Topic) (push.Endpoint, error) {
 // once a queue is bound everything arrives, in order per key.
 func TestRabbitMQUnroutableThenRoutable(t *testing.T) {
 	url := testenv.StartRabbitMQ(t)
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := testenv.AMQPChannel(t, url)
 	const exchange = "cairn-delivery-test"
 	if err := ch.ExchangeDeclare(exchange, "topic", false, true, false, false, nil); err != nil {
 		t.Fatal(err)
@@ -383,15 +374,7 @@ func TestKafkaKilledMidBatch(t *testing.T) {
 // every event once.
 func TestRabbitMQBacklogBatched(t *testing.T) {
 	url := testenv.StartRabbitMQ(t)
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := testenv.AMQPChannel(t, url)
 	exchange := fmt.Sprintf("cairn-batch-%d", time.Now().UnixNano()) // the broker is shared
 	if err := ch.ExchangeDeclare(exchange, "topic", false, true, false, false, nil); err != nil {
 		t.Fatal(err)

@@ -43,15 +43,7 @@ func msg(t *testing.T, topicName, key string) push.Message {
 // it; it returns the deliveries of that queue.
 func setup(t *testing.T, url, exchange, bindKey string) <-chan amqp.Delivery {
 	t.Helper()
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := testenv.AMQPChannel(t, url)
 	if err := ch.ExchangeDeclare(exchange, "topic", true, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -217,15 +209,7 @@ func TestReconnect(t *testing.T) {
 		}
 		t.Logf("after restart, retrying: %v", err)
 	}
-	conn, err := amqp.Dial(b.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := testenv.AMQPChannel(t, b.URL)
 	// Durable exchange and queue survived the restart. The first message
 	// went to setup's consumer (gone with the old broker); the one pushed
 	// after the restart waits in the durable queue (a retried push may
@@ -371,15 +355,7 @@ func TestPushBatchBrokerGoesAway(t *testing.T) {
 		}
 		failed = again
 	}
-	conn, err := amqp.Dial(b.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := testenv.AMQPChannel(t, b.URL)
 	want := map[string]bool{}
 	for _, m := range msgs {
 		want[string(m.Body)] = true
