@@ -30,11 +30,15 @@ func TestScaleSmoke(t *testing.T) {
 	if !res.Done || len(res.Rounds) != 3 || res.Objects == 0 || res.Reshards == 0 || res.MaxRSSBytes == 0 {
 		t.Fatalf("done %v, rounds %d, objects %d, reshards %d, rss %d", res.Done, len(res.Rounds), res.Objects, res.Reshards, res.MaxRSSBytes)
 	}
-	for _, rd := range res.Rounds {
+	for i, rd := range res.Rounds {
+		// A fast machine's RWLD phase (net +15 % of its ops are new keys)
+		// can take the bucket past the next round's target: that round's
+		// fill then has nothing to write. The first round always fills.
+		emptyFill := i > 0 && rd.FillPut.Ops == 0 && rd.FillPerSec == 0
 		// The count comes from bucket stats, which may read the generation
 		// a reshard has just closed (a write or so behind); the walk below
 		// is the exact check.
-		if !rd.Complete || rd.Objects < uint64(rd.Target)*99/100 || rd.Shards < 2 || rd.FillPerSec <= 0 || rd.RWLDPerSec <= 0 ||
+		if !rd.Complete || rd.Objects < uint64(rd.Target)*99/100 || rd.Shards < 2 || (rd.FillPerSec <= 0 && !emptyFill) || rd.RWLDPerSec <= 0 ||
 			rd.List.StartMs <= 0 || rd.List.PrefixMs <= 0 || rd.List.ContinuationMs <= 0 || rd.Disk.TotalBytes == 0 || rd.RSSBytes == 0 {
 			t.Fatalf("round %+v", rd)
 		}
