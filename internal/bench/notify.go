@@ -145,6 +145,9 @@ type NotifyConfig struct {
 	// default cairn-bench). The bench consumes the events back from the
 	// broker.
 	EndpointKind string
+	// Receiver is the HTTP receiver's server (ReceiverRaw, the default, or
+	// ReceiverNetHTTP); notify_receiver.go.
+	Receiver     string
 	KafkaBrokers []string
 	AMQPURL      string
 	AMQPExchange string
@@ -422,6 +425,7 @@ func NotifyMain(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&cfg.Settle, "settle", 0, "after each cell, wait up to this long for the store's compactions to finish, counting their CPU in the cell (0: do not wait)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 32, "closed-loop client workers")
 	fs.StringVar(&cfg.EndpointKind, "endpoint-kind", NotifyEndpointHTTP, "endpoint of the persistent topics: http (in-process receiver), kafka (--kafka-brokers) or amqp (--amqp-url)")
+	fs.StringVar(&cfg.Receiver, "receiver", ReceiverRaw, "with --endpoint-kind http: the receiver's server, raw (a minimal HTTP/1.1 loop, the default) or net/http")
 	kafkaBrokers := fs.String("kafka-brokers", "", "with --endpoint-kind kafka: running brokers, host:port[,host:port...]")
 	fs.StringVar(&cfg.AMQPURL, "amqp-url", "", "with --endpoint-kind amqp: a running broker, amqp://[user:password@]host:port[/vhost]")
 	fs.StringVar(&cfg.AMQPExchange, "amqp-exchange", DefaultNotifyAMQPExchange, "with --endpoint-kind amqp: the topic exchange (declared durable if missing)")
@@ -542,7 +546,7 @@ func RunNotify(ctx context.Context, cfg NotifyConfig) (*NotifyResult, error) {
 		defer os.RemoveAll(dir)
 	}
 
-	rv, err := startReceiver()
+	rv, err := startReceiver(cfg.Receiver)
 	if err != nil {
 		return nil, err
 	}
@@ -552,7 +556,7 @@ func RunNotify(ctx context.Context, cfg NotifyConfig) (*NotifyResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.EndpointKind, res.Endpoint = cfg.EndpointKind, "in-process Go HTTP receiver "+rv.url
+	res.EndpointKind, res.Endpoint = cfg.EndpointKind, rv.describe()
 	if brk != nil {
 		defer brk.close()
 		res.Endpoint = brk.describe()
@@ -1083,85 +1087,6 @@ func (res *NotifyResult) finish() {
 				s.MaxDepth, s.Drained, s.DrainSeconds, s.Lag.Events, s.S3.Ops),
 		})
 	}
-}
-
-// receiver is the HTTP endpoint consuming the events.
-type receiver struct {
-	url string
-	srv *http.Server
-	mu  sync.Mutex
-	per map[string]*recvStats
-}
-
-type recvStats struct {
-	n    int64
-	lags []time.Duration
-}
-
-func startReceiver() (*receiver, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	rv := &receiver{url: "http://" + ln.Addr().String() + "/", per: map[string]*recvStats{}}
-	rv.srv = &http.Server{Handler: http.HandlerFunc(rv.serve), ReadHeaderTimeout: 30 * time.Second}
-	// Labelled so an --in-process CPU profile separates the roles
-	// (go tool pprof -tagfocus role=gateway).
-	go pprof.Do(context.Background(), pprof.Labels("role", "receiver"), func(context.Context) { _ = rv.srv.Serve(ln) })
-	return rv, nil
-}
-
-func (rv *receiver) close() { _ = rv.srv.Close() }
-
-type recvMsg struct {
-	Records []struct {
-		EventTime string `json:"eventTime"`
-		S3        struct {
-			Bucket struct {
-				Name string `json:"name"`
-			} `json:"bucket"`
-		} `json:"s3"`
-	} `json:"Records"`
-}
-
-func (rv *receiver) serve(w http.ResponseWriter, r *http.Request) {
-	var msg recvMsg
-	err := json.NewDecoder(r.Body).Decode(&msg)
-	now := time.Now()
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	rv.add(&msg, now)
-	w.WriteHeader(http.StatusOK)
-}
-
-func (rv *receiver) count(bucket string) int64 {
-	rv.mu.Lock()
-	defer rv.mu.Unlock()
-	if st := rv.per[bucket]; st != nil {
-		return st.n
-	}
-	return 0
-}
-
-func (rv *receiver) lag(bucket string) NotifyLag {
-	rv.mu.Lock()
-	st := rv.per[bucket]
-	var lags []time.Duration
-	var n int64
-	if st != nil {
-		lags, n = append([]time.Duration(nil), st.lags...), st.n
-	}
-	rv.mu.Unlock()
-	l := NotifyLag{Events: n}
-	if len(lags) == 0 {
-		return l
-	}
-	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
-	ms := func(d time.Duration) float64 { return math.Round(float64(d.Microseconds())/10) / 100 }
-	l.P50Ms, l.P99Ms, l.MaxMs = ms(lags[len(lags)/2]), ms(lags[int(0.99*float64(len(lags)-1))]), ms(lags[len(lags)-1])
-	return l
 }
 
 // notifyGateway is the gateway under test: a child process or in-process.

@@ -15,7 +15,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -51,6 +50,9 @@ func (c *NotifyConfig) ensureEndpointDefaults() {
 	if c.AMQPExchange == "" {
 		c.AMQPExchange = DefaultNotifyAMQPExchange
 	}
+	if c.Receiver == "" {
+		c.Receiver = ReceiverRaw
+	}
 }
 
 func (c *NotifyConfig) endpointProblems() []error {
@@ -77,6 +79,9 @@ func (c *NotifyConfig) endpointProblems() []error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("endpoint kind %q: want http, kafka or amqp", c.EndpointKind))
+	}
+	if c.Receiver != ReceiverRaw && c.Receiver != ReceiverNetHTTP {
+		errs = append(errs, fmt.Errorf("--receiver %q: want %s or %s", c.Receiver, ReceiverRaw, ReceiverNetHTTP))
 	}
 	return errs
 }
@@ -137,33 +142,6 @@ func startBrokerConsumer(ctx context.Context, cfg *NotifyConfig, rv *receiver, t
 		}
 	})
 	return brk, err
-}
-
-// add records the records of one message received at now (the HTTP
-// receiver's POST body, a Kafka record's value, an AMQP message's body).
-func (rv *receiver) add(msg *recvMsg, now time.Time) {
-	rv.mu.Lock()
-	defer rv.mu.Unlock()
-	for _, rec := range msg.Records {
-		st := rv.per[rec.S3.Bucket.Name]
-		if st == nil {
-			st = &recvStats{}
-			rv.per[rec.S3.Bucket.Name] = st
-		}
-		st.n++
-		if t, err := time.Parse(time.RFC3339Nano, rec.EventTime); err == nil {
-			st.lags = append(st.lags, now.Sub(t))
-		}
-	}
-}
-
-// addBody decodes body and records it; a body that is not an event
-// message counts nothing.
-func (rv *receiver) addBody(body []byte, now time.Time) {
-	var msg recvMsg
-	if json.Unmarshal(body, &msg) == nil {
-		rv.add(&msg, now)
-	}
 }
 
 // kafkaConsumer consumes the topics from their start (they are new).
