@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-s3/cairn/internal/notify/event"
 	nhttp "github.com/cairn-s3/cairn/internal/notify/endpoint/http"
+	"github.com/cairn-s3/cairn/internal/notify/event"
 	"github.com/cairn-s3/cairn/internal/notify/push"
 )
 
