@@ -13,6 +13,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -494,6 +495,10 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		cfg.Allocator = allocatorInUse()
+		// The store runs in this process: collect as cairn serve does
+		// (its gogc default, or GOGC when set).
+		cfg.GOGC = (&config.Config{}).GCPercent(os.Getenv("GOGC"))
+		debug.SetGCPercent(cfg.GOGC)
 	}
 	if *pprofAddr != "" {
 		if err := servePprof(*pprofAddr); err != nil {

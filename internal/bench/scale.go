@@ -95,6 +95,9 @@ type ScaleConfig struct {
 	// Allocator names the C allocator of this process (driver mode),
 	// for the report.
 	Allocator string
+	// GOGC is the collector setting of this process (driver mode; the
+	// caller sets it), for the report.
+	GOGC int
 	// CopyLoad copies reshards as one bulk load instead of through write
 	// ops (reshard.Config.CopyLoad), for A/B runs.
 	CopyLoad bool
@@ -377,6 +380,7 @@ type ScaleResult struct {
 		NoIndexView     bool    `json:"no_index_view,omitempty"`
 		CopyLoad        bool    `json:"copy_load,omitempty"`
 		Allocator       string  `json:"allocator,omitempty"` // driver mode: the C allocator (jemalloc or system)
+		GOGC            int     `json:"gogc,omitempty"`      // driver mode: the collector's setting (cairn serve's default unless GOGC is set)
 		Targets         []int64 `json:"targets"`
 	} `json:"config"`
 
@@ -503,7 +507,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	} else {
 		res.Config.MaxObjsPerShard, res.Config.CopyRateLimit, res.Config.Adaptive = cfg.MaxObjsPerShard, cfg.CopyRateLimit, cfg.CopyRateAdaptive
 		res.Config.TriggerSizing, res.Config.NoIndexView, res.Config.CopyLoad = cfg.TriggerSizing, cfg.NoIndexView, cfg.CopyLoad
-		res.Config.Allocator = cfg.Allocator
+		res.Config.Allocator, res.Config.GOGC = cfg.Allocator, cfg.GOGC
 		r.t, err = newScaleDriver(ctx, cfg, r.doneResults)
 	}
 	if err != nil {
