@@ -15,6 +15,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -49,6 +50,7 @@ type Endpoint struct {
 
 	mu     sync.Mutex // serialises connect and publish (tags follow publish order)
 	conn   *amqp.Connection
+	cc     *corkConn // conn's socket
 	ch     *amqp.Channel
 	closed bool
 
@@ -121,8 +123,16 @@ func (e *Endpoint) channel() (*amqp.Channel, error) {
 		return e.ch, nil
 	}
 	if e.conn == nil || e.conn.IsClosed() {
+		dial := amqp.DefaultDial(e.opts.Timeout)
 		conn, err := amqp.DialConfig(e.opts.URL, amqp.Config{
-			Dial:            amqp.DefaultDial(e.opts.Timeout),
+			Dial: func(network, addr string) (net.Conn, error) {
+				c, err := dial(network, addr)
+				if err != nil {
+					return nil, err
+				}
+				e.cc = newCorkConn(c) // under e.mu, as channel's callers hold it
+				return e.cc, nil
+			},
 			TLSClientConfig: e.tlsConf,
 			Heartbeat:       10 * time.Second,
 		})
@@ -252,6 +262,14 @@ func (e *Endpoint) PushBatch(ctx context.Context, msgs []push.Message, done func
 	if err != nil {
 		failure = push.Retryable(fmt.Errorf("amqp endpoint: connect: %w", err))
 	}
+	var cc *corkConn
+	if failure == nil && len(msgs) > 1 {
+		// One write for the batch's frames (cork.go), sent before the
+		// wait for confirms. A failed write closes the connection: the
+		// publishes then fail unconfirmed.
+		cc = e.cc
+		cc.cork()
+	}
 	for ; failure == nil && sent < len(msgs); sent++ {
 		pub := amqp.Publishing{
 			ContentType:  "application/json",
@@ -280,6 +298,9 @@ func (e *Endpoint) PushBatch(ctx context.Context, msgs []push.Message, done func
 			failure = push.Retryable(fmt.Errorf("amqp endpoint: publish: %w", err))
 			break
 		}
+	}
+	if cc != nil {
+		_ = cc.uncork()
 	}
 	e.mu.Unlock()
 	for i := sent; i < len(msgs); i++ {
