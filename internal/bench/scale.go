@@ -92,6 +92,9 @@ type ScaleConfig struct {
 	// NoIndexView lists by merging every index shard even on the embedded
 	// store (driver.Options.NoIndexView), for A/B runs.
 	NoIndexView bool
+	// InlineMax is driver.Options.InlineMax (driver mode; cairn serve's
+	// --inline-max default unless set; 0 = never inline).
+	InlineMax int64
 	// Allocator names the C allocator of this process (driver mode),
 	// for the report.
 	Allocator string
@@ -378,6 +381,7 @@ type ScaleResult struct {
 		Adaptive        bool    `json:"copy_rate_adaptive,omitempty"`
 		TriggerSizing   bool    `json:"reshard_trigger_sizing,omitempty"`
 		NoIndexView     bool    `json:"no_index_view,omitempty"`
+		InlineMax       int64   `json:"inline_max"` // driver mode: bodies kept in their index entry up to this size
 		CopyLoad        bool    `json:"copy_load,omitempty"`
 		Allocator       string  `json:"allocator,omitempty"` // driver mode: the C allocator (jemalloc or system)
 		GOGC            int     `json:"gogc,omitempty"`      // driver mode: the collector's setting (cairn serve's default unless GOGC is set)
@@ -508,6 +512,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		res.Config.MaxObjsPerShard, res.Config.CopyRateLimit, res.Config.Adaptive = cfg.MaxObjsPerShard, cfg.CopyRateLimit, cfg.CopyRateAdaptive
 		res.Config.TriggerSizing, res.Config.NoIndexView, res.Config.CopyLoad = cfg.TriggerSizing, cfg.NoIndexView, cfg.CopyLoad
 		res.Config.Allocator, res.Config.GOGC = cfg.Allocator, cfg.GOGC
+		res.Config.InlineMax = max(cfg.InlineMax, 0)
 		r.t, err = newScaleDriver(ctx, cfg, r.doneResults)
 	}
 	if err != nil {
@@ -1531,7 +1536,7 @@ func newScaleDriver(ctx context.Context, cfg ScaleConfig, done chan<- reshard.Re
 		return nil, err
 	}
 	s := &scaleDriver{dir: dir, keep: cfg.Keep || cfg.Resume != "", st: st, bucket: cfg.Bucket}
-	if s.d, err = driver.New(ctx, driver.Options{Store: st, DefaultShards: cfg.InitialShards, NoIndexView: cfg.NoIndexView}); err != nil {
+	if s.d, err = driver.New(ctx, driver.Options{Store: st, DefaultShards: cfg.InitialShards, NoIndexView: cfg.NoIndexView, InlineMax: cfg.InlineMax}); err != nil {
 		s.close()
 		return nil, err
 	}

@@ -308,8 +308,8 @@ func change(ctx objstore.MethodContext, h *shardHeader, rec LogRecord, state str
 	default:
 		return nil, objstore.Errorf(objstore.ErrInvalid, "index op %q", rec.Op)
 	}
-	if gc && old != nil && old.Tag != rec.Entry.Tag && len(old.Manifest.Runs) > 0 {
-		mb, err := encodeGCValue(old.Manifest, gcTime)
+	if gc && old != nil && old.Tag != rec.Entry.Tag && old.Manifest.Stored() {
+		mb, err := encodeGCValue(old.Manifest.StoredOnly(), gcTime)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package bucketindex
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/fnv"
 	"strconv"
@@ -61,6 +62,22 @@ type Run struct {
 	// differs from Prefix (a run copied by a transition keeps its
 	// ciphertext under a new name); "" = Prefix.
 	KeyName string `json:"kn,omitempty"`
+	// Inline: the run's bytes are Data, held in the entry itself; no
+	// data object exists (a small GET reads one key, a small PUT writes
+	// one, and nothing is left to collect when the version goes).
+	// Size = len(Data); StripeSize is 0.
+	Inline bool   `json:"n,omitempty"`
+	Data   []byte `json:"d,omitempty"`
+}
+
+// Stored reports whether the run's bytes live in data objects.
+func (r Run) Stored() bool { return !r.Inline }
+
+// Same reports whether a and b describe the same run.
+func (r Run) Same(o Run) bool {
+	return r.Prefix == o.Prefix && r.Size == o.Size && r.StripeSize == o.StripeSize &&
+		r.Enc == o.Enc && r.Plain == o.Plain && r.Pool == o.Pool && r.KeyName == o.KeyName &&
+		r.Inline == o.Inline && bytes.Equal(r.Data, o.Data)
 }
 
 // KeyPrefix is the name an encrypted run's key derives from.
@@ -87,15 +104,46 @@ func (r Run) StripeOID(i int64) string {
 	return r.Prefix + "." + strconv.FormatInt(i, 10)
 }
 
-// NumStripes is the number of stripe objects in the run (at least 1).
+// NumStripes is the number of stripe objects in the run (at least 1;
+// none for an inline run).
 func (r Run) NumStripes() int64 {
+	if r.Inline {
+		return 0
+	}
 	if r.Size == 0 || r.StripeSize == 0 {
 		return 1
 	}
 	return (r.Size + r.StripeSize - 1) / r.StripeSize
 }
 
-// Objects lists every data object of the manifest.
+// Stored reports whether any run of m lives in data objects (what a
+// replaced version leaves for the collector).
+func (m Manifest) Stored() bool {
+	for _, r := range m.Runs {
+		if r.Stored() {
+			return true
+		}
+	}
+	return false
+}
+
+// StoredOnly is m without its inline runs: what the collector needs.
+func (m Manifest) StoredOnly() Manifest {
+	for _, r := range m.Runs {
+		if !r.Stored() {
+			out := Manifest{Runs: []Run{}}
+			for _, r := range m.Runs {
+				if r.Stored() {
+					out.Runs = append(out.Runs, r)
+				}
+			}
+			return out
+		}
+	}
+	return m
+}
+
+// Objects lists every data object of the manifest (inline runs have none).
 func (m Manifest) Objects() []string {
 	var out []string
 	for _, r := range m.Runs {

@@ -1,6 +1,7 @@
 package bucketindex
 
 import (
+	"encoding/base64"
 	"strconv"
 	"time"
 
@@ -204,6 +205,14 @@ func appendRun(b []byte, r *Run) ([]byte, bool) {
 		if b, ok = appendStrField(b, `,"kn":`, r.KeyName); !ok {
 			return b, false
 		}
+	}
+	if r.Inline {
+		b = append(b, `,"n":true`...)
+	}
+	if len(r.Data) > 0 { // json.Marshal's []byte: standard base64, padded
+		b = append(b, `,"d":"`...)
+		b = base64.StdEncoding.AppendEncode(b, r.Data)
+		b = append(b, '"')
 	}
 	return append(b, '}'), true
 }

@@ -29,8 +29,8 @@ func TestFastEncode(t *testing.T) {
 			t.Fatalf("encodeEntry %d: %s, %v; want %s", i, got, err, want)
 		}
 	}
-	if fast != 3 {
-		t.Fatalf("fast path took %d of the entries, want the 3 plain ones", fast)
+	if fast != 5 {
+		t.Fatalf("fast path took %d of the entries, want the 5 plain ones", fast)
 	}
 	ins := []linkVersionIn{
 		{Entry: es[0], Mode: ModeEnabled, IfAbsent: true, IfExists: true, IfETag: "a", IfNoneETag: "b", IfTag: "c", GCTime: -7},

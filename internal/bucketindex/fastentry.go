@@ -2,6 +2,7 @@ package bucketindex
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"strconv"
@@ -523,6 +524,17 @@ func (p *fastParser) run() (Run, bool) {
 			r.Enc, ok = p.bool()
 		case "ps":
 			r.Plain, ok = p.int()
+		case "l":
+			r.Pool, ok = p.str()
+		case "kn":
+			r.KeyName, ok = p.str()
+		case "n":
+			r.Inline, ok = p.bool()
+		case "d":
+			var b []byte
+			if b, ok = p.span(); ok {
+				r.Data, ok = decodeBase64(b)
+			}
 		default:
 			return r, false
 		}
@@ -550,8 +562,24 @@ func runFieldBit(name string) int {
 		return 8
 	case "ps":
 		return 16
+	case "l":
+		return 32
+	case "kn":
+		return 64
+	case "n":
+		return 128
+	case "d":
+		return 256
 	}
 	return 0
+}
+
+// decodeBase64 decodes a []byte field as encoding/json does (standard
+// alphabet, padded); false for anything else, which the slow path judges.
+func decodeBase64(b []byte) ([]byte, bool) {
+	out := make([]byte, base64.StdEncoding.DecodedLen(len(b)))
+	n, err := base64.StdEncoding.Decode(out, b)
+	return out[:n], err == nil
 }
 
 // object returns the bytes of a JSON object value whose strings carry no

@@ -18,6 +18,10 @@ func sampleEntries() []Entry {
 		{Key: "a key with spaces & <html>", ETag: "e"}, // json.Marshal escapes <>&: the fallback decodes it
 		{Key: "ключ", Size: -1},                        // non-ASCII: the fallback
 		{},
+		// Inline runs: bytes of every kind in Data (standard base64), an
+		// empty body (no "d"), and a stored run with a pool and key name.
+		{Key: "i", Size: 6, ETag: "e", ModTime: t0, Tag: "t2", Manifest: Manifest{Runs: []Run{{Prefix: "t2", Size: 6, Inline: true, Data: []byte{0, 0xff, '"', '\\', '<', 'z'}}}}},
+		{Key: "j", ETag: "e", ModTime: t0, Tag: "t3", Manifest: Manifest{Runs: []Run{{Prefix: "t3", Inline: true}, {Prefix: "t4", Size: 9, StripeSize: 4, Pool: "cold", KeyName: "kk"}}}},
 	}
 }
 
@@ -42,8 +46,8 @@ func TestFastDecodeEntry(t *testing.T) {
 			fast++
 		}
 	}
-	if fast != 3 {
-		t.Fatalf("fast path took %d of the entries, want the 3 plain ones", fast)
+	if fast != 5 {
+		t.Fatalf("fast path took %d of the entries, want the 5 plain ones", fast)
 	}
 }
 

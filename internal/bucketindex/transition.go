@@ -47,7 +47,7 @@ func sameManifest(a, b Manifest) bool {
 		return false
 	}
 	for i := range a.Runs {
-		if a.Runs[i] != b.Runs[i] {
+		if !a.Runs[i].Same(b.Runs[i]) {
 			return false
 		}
 	}

@@ -296,17 +296,23 @@ func (t *shardTx) rm(k string, old []byte, logOp string, logBody []byte) error {
 	return t.log(logOp, logBody)
 }
 
-// collect records e's data for the collector.
+// collect records e's data for the collector and lists e as freed (the
+// quota counts it). Inline data goes with the entry: no record.
 func (t *shardTx) collect(e Entry) error {
 	if len(e.Manifest.Runs) == 0 {
 		return nil
 	}
-	mb, err := encodeGCValue(e.Manifest, t.gcTime)
-	if err != nil {
-		return err
-	}
-	if err := t.ctx.SetOmap(objstore.KV{Key: gcPrefix + e.Tag, Value: mb}); err != nil {
-		return err
+	if e.Manifest.Stored() {
+		e.Manifest = e.Manifest.StoredOnly()
+		mb, err := encodeGCValue(e.Manifest, t.gcTime)
+		if err != nil {
+			return err
+		}
+		if err := t.ctx.SetOmap(objstore.KV{Key: gcPrefix + e.Tag, Value: mb}); err != nil {
+			return err
+		}
+	} else {
+		e.Manifest = Manifest{}
 	}
 	t.gc = append(t.gc, e)
 	return nil

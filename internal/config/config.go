@@ -108,6 +108,9 @@ type Config struct {
 	LCTransitionBusyRate int64
 
 	GCMinWait time.Duration
+	// InlineMax: PUT bodies of at most this many bytes (default class,
+	// unencrypted) live in their index entry, not a data object.
+	InlineMax int64
 	// The orphan scan (docs/design/orphans.md): how often one gateway of
 	// the cluster runs it (0 = never) and how old data must be.
 	OrphanScanInterval time.Duration
@@ -353,6 +356,7 @@ var options = []option{
 	{"lc-rate", "objects per second a gateway's lifecycle pass examines (0 = unlimited); pacing keeps foreground latency", "1000", intOpt(func(c *Config) *int { return &c.LCRate })},
 	{"lc-transition-rate", "bytes per second a gateway's lifecycle transitions copy between storage classes (0 = unlimited); pacing keeps foreground latency", "2MiB", sizeOpt(func(c *Config) *int64 { return &c.LCTransitionRate })},
 	{"lc-transition-busy-rate", "bytes per second transitions copy while this gateway has client requests in flight (0 = lc-transition-rate throughout); the foreground keeps its rate", "512KiB", sizeOpt(func(c *Config) *int64 { return &c.LCTransitionBusyRate })},
+	{"inline-max", "a PUT body of at most this size (default storage class, not encrypted) is kept in its bucket index entry instead of a data object: a GET reads one record, nothing is left for GC; 0 = never, at most 64KiB. Larger values make index entries, and the entries a reshard copies, larger (docs/bench/scale.md, stop 40)", "1KiB", sizeOpt(func(c *Config) *int64 { return &c.InlineMax })},
 	{"gc-min-wait", "delay before replaced object data is collected (rgw_gc_obj_min_wait)", "30s", durOpt(func(c *Config) *time.Duration { return &c.GCMinWait })},
 	{"orphan-scan-interval", "how often one gateway (a lease decides which) removes data no index entry, GC record or upload references, left by crashes; 0 = never (run `cairn admin orphans rm`)", "24h", durOpt(func(c *Config) *time.Duration { return &c.OrphanScanInterval })},
 	{"orphan-min-age", "the orphan scan leaves data younger than this (it must exceed the longest upload of one object or part)", "24h", durOpt(func(c *Config) *time.Duration { return &c.OrphanMinAge })},
@@ -517,6 +521,7 @@ func (c *Config) Validate() error {
 	check(c.Listen != "", "listen must not be empty")
 	check(c.Backend == "embedded" || c.Backend == "null" || c.Backend == "rados", "backend %q: want embedded, rados or null", c.Backend)
 	check(c.Backend != "rados" || c.CephConf != "", "backend rados needs ceph-conf")
+	check(c.InlineMax >= 0 && c.InlineMax <= 64<<10, "inline-max %d outside 0..64KiB", c.InlineMax)
 	check(c.BucketIndexShards >= 1 && c.BucketIndexShards <= 65521, "bucket-index-shards %d outside 1..65521", c.BucketIndexShards)
 	check(c.MaxObjsPerShard >= 1, "max-objs-per-shard must be positive")
 	check(c.MaxDynamicShards >= 1 && c.MaxDynamicShards <= 65521, "max-dynamic-shards %d outside 1..65521", c.MaxDynamicShards)

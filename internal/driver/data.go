@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"bytes"
 	"context"
 	"crypto/md5"
 	"errors"
@@ -29,10 +30,12 @@ var smallPool = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b
 // removed: a failed write leaves nothing behind.
 // hashData false skips the MD5 (encrypted runs hash their plaintext).
 //
-// With hold set, a body that fits the first small read is not written:
+// A body of at most inlineMax bytes (0: none) is not written at all: the
+// run comes back inline, its bytes in Data for the index entry. Else,
+// with hold set, a body that fits the first small read is not written:
 // the run's one stripe comes back as a heldStripe, for the caller to
 // write in the same atomic commit as its index link (objstore.Atomic).
-func (d *Driver) writeRun(ctx context.Context, pl placement, prefix, owner string, body io.Reader, limit, stripeSize int64, hashData, hold bool) (bucketindex.Run, []byte, *heldStripe, error) {
+func (d *Driver) writeRun(ctx context.Context, pl placement, prefix, owner string, body io.Reader, limit, stripeSize int64, hashData, hold bool, inlineMax int64) (bucketindex.Run, []byte, *heldStripe, error) {
 	run := bucketindex.Run{Prefix: prefix, StripeSize: stripeSize, Pool: pl.poolField()}
 	var h hash.Hash = nopHash{}
 	if hashData {
@@ -52,6 +55,15 @@ func (d *Driver) writeRun(ctx context.Context, pl placement, prefix, owner strin
 	first, ferr := io.ReadFull(body, small)
 	if ferr != nil && !errors.Is(ferr, io.EOF) && !errors.Is(ferr, io.ErrUnexpectedEOF) {
 		return bucketindex.Run{}, nil, nil, ferr
+	}
+	if ferr != nil && int64(first) <= inlineMax {
+		run.Size, run.StripeSize, run.Pool = int64(first), 0, ""
+		if run.Size > limit {
+			return bucketindex.Run{}, nil, nil, ErrEntityTooLarge
+		}
+		run.Inline, run.Data = true, bytes.Clone(small[:first])
+		h.Write(run.Data)
+		return run, h.Sum(nil), nil, nil
 	}
 	if ferr != nil && hold {
 		run.Size = int64(first)
@@ -202,27 +214,40 @@ func (r *manifestReader) Read(p []byte) (int, error) {
 const fileMin = 1 << 20
 
 // locate returns the stripe holding r.off, the offset in it, how many
-// bytes of the range it holds from there, the stripe's length and its pool.
-func (r *manifestReader) locate() (oid string, within, want, stripeLen int64, pool string, err error) {
+// bytes of the range it holds from there, the stripe's length and its
+// pool; for an inline run, data holds those bytes instead (oid "").
+func (r *manifestReader) locate() (oid string, within, want, stripeLen int64, pool string, data []byte, err error) {
 	pos := r.off
 	for _, run := range r.runs {
 		if pos >= run.Size {
 			pos -= run.Size
 			continue
 		}
+		if run.Inline {
+			want = min(run.Size-pos, r.end-r.off)
+			if int64(len(run.Data)) != run.Size {
+				return "", 0, 0, 0, "", nil, io.ErrUnexpectedEOF
+			}
+			return "", pos, want, run.Size, "", run.Data[pos : pos+want], nil
+		}
 		stripe := pos / run.StripeSize
 		within = pos % run.StripeSize
 		want = min(run.StripeSize-within, run.Size-pos, r.end-r.off)
 		stripeLen = min(run.StripeSize, run.Size-stripe*run.StripeSize)
-		return run.StripeOID(stripe), within, want, stripeLen, run.Pool, nil
+		return run.StripeOID(stripe), within, want, stripeLen, run.Pool, nil, nil
 	}
-	return "", 0, 0, 0, "", io.ErrUnexpectedEOF
+	return "", 0, 0, 0, "", nil, io.ErrUnexpectedEOF
 }
 
 func (r *manifestReader) fill() error {
-	oid, within, want, _, pool, err := r.locate()
+	oid, within, want, _, pool, data, err := r.locate()
 	if err != nil {
 		return err
+	}
+	if oid == "" {
+		r.buf = data // the entry's bytes: read only, as rd.Data below
+		r.off += want
+		return nil
 	}
 	pio, err := r.d.dataIO(r.ctx, pool)
 	if err != nil {
@@ -267,9 +292,16 @@ func (r *manifestReader) WriteTo(w io.Writer) (int64, error) {
 		}
 	}
 	for r.off < r.end {
-		oid, within, want, stripeLen, pool, err := r.locate()
+		oid, within, want, stripeLen, pool, data, err := r.locate()
 		if err != nil {
 			return total, err
+		}
+		if oid == "" {
+			r.buf, r.off = data, r.off+want
+			if err := write(); err != nil {
+				return total, err
+			}
+			continue
 		}
 		pio, err := r.d.dataIO(r.ctx, pool)
 		if err != nil {

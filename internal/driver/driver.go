@@ -40,6 +40,12 @@ const (
 // head object.
 const StripeSize = 4 << 20
 
+// MaxInline bounds Options.InlineMax: the first read of a body.
+const MaxInline = 64 << 10
+
+// DefaultInline is cairn serve's --inline-max default.
+const DefaultInline = 1024
+
 // Options configure a Driver.
 type Options struct {
 	Store objstore.Store
@@ -49,6 +55,11 @@ type Options struct {
 	// backend that keeps views (objstore.Viewer), so ordered listings
 	// merge every shard as on RADOS (bucket-index-view=false).
 	NoIndexView bool
+	// InlineMax: a PUT's clear body of at most this many bytes is kept in
+	// its index entry instead of a data object (one key per small GET and
+	// PUT, nothing to collect); 0 = never, at most MaxInline. Index
+	// entries grow by the body: a reshard copies it with the entry.
+	InlineMax int64
 	// GCMinWait delays collection of replaced data so that in-flight GETs of
 	// the old version can finish (RGW: rgw_gc_obj_min_wait).
 	GCMinWait time.Duration
@@ -152,6 +163,7 @@ func (o *Options) ensureDefaults() {
 	if o.GCQueueMax <= 0 {
 		o.GCQueueMax = 1 << 16
 	}
+	o.InlineMax = min(max(o.InlineMax, 0), MaxInline)
 	if o.ReshardWait <= 0 {
 		o.ReshardWait = DefaultReshardWait
 	}

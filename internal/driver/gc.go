@@ -107,7 +107,7 @@ func gcKey(shard, tag string) string { return shard + "\x00" + tag }
 // (its GC record in shard, written at written); false when there was no
 // room and the record was left in its shard.
 func (c *collector) enqueue(shard, tag string, m bucketindex.Manifest, written time.Time) bool {
-	if len(m.Runs) == 0 {
+	if !m.Stored() {
 		return true
 	}
 	now := c.d.opts.Now()

@@ -141,7 +141,7 @@ func (d *Driver) UploadPart(ctx context.Context, bucket, key, uploadID string, p
 	if err != nil {
 		return PartInfo{}, err // a class removed from the configuration since
 	}
-	run, sum, _, err := d.writeData(ctx, pl, tag, inst.ID+"/"+key, ph.body, MaxPutSize, oek, false)
+	run, sum, _, err := d.writeData(ctx, pl, tag, inst.ID+"/"+key, ph.body, MaxPutSize, oek, false, 0)
 	if err == nil && size >= 0 && run.DataSize() != size {
 		d.removeRun(context.WithoutCancel(ctx), run)
 		err = ErrIncompleteBody

@@ -147,7 +147,13 @@ func (d *Driver) PutObject(ctx context.Context, in PutObjectInput) (ObjectInfo, 
 	// (embedded) is written with its index link, in one commit; RADOS
 	// keeps the order data first, then the link.
 	hold := objstore.Atomic(pl.io, d.index) != nil
-	run, sum, held, err := d.writeData(ctx, pl, tag, inst.ID+"/"+in.Key, in.Body, MaxPutSize, oek, hold)
+	// Small bodies of the default class go inline in their entry; other
+	// classes keep their bytes in their own pool (placement is the point).
+	inline := d.opts.InlineMax
+	if classField(pl.class) != "" {
+		inline = 0
+	}
+	run, sum, held, err := d.writeData(ctx, pl, tag, inst.ID+"/"+in.Key, in.Body, MaxPutSize, oek, hold, inline)
 	defer held.release()
 	if err == nil {
 		if in.Size >= 0 && run.DataSize() != in.Size {

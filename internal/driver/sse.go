@@ -421,10 +421,11 @@ func (e *encReader) Read(p []byte) (int, error) {
 
 // writeData writes body as one run, encrypted under oek when it is set.
 // It returns the run and the MD5 of the plaintext.
-// With hold, a small body may come back unwritten (see writeRun).
-func (d *Driver) writeData(ctx context.Context, pl placement, prefix, owner string, body io.Reader, limit int64, oek []byte, hold bool) (bucketindex.Run, []byte, *heldStripe, error) {
+// With hold, a small body may come back unwritten, and a clear body of at
+// most inlineMax bytes comes back inline (see writeRun).
+func (d *Driver) writeData(ctx context.Context, pl placement, prefix, owner string, body io.Reader, limit int64, oek []byte, hold bool, inlineMax int64) (bucketindex.Run, []byte, *heldStripe, error) {
 	if oek == nil {
-		return d.writeRun(ctx, pl, prefix, owner, body, limit, StripeSize, true, hold)
+		return d.writeRun(ctx, pl, prefix, owner, body, limit, StripeSize, true, hold, inlineMax)
 	}
 	key := runKey(oek, prefix)
 	defer clear(key)
@@ -433,7 +434,8 @@ func (d *Driver) writeData(ctx context.Context, pl placement, prefix, owner stri
 		return bucketindex.Run{}, nil, nil, err
 	}
 	defer er.release()
-	run, _, held, err := d.writeRun(ctx, pl, prefix, owner, er, crypt.CipherSize(limit), EncStripeSize, false, hold)
+	// Encrypted runs stay stored: their reads open packages from stripes.
+	run, _, held, err := d.writeRun(ctx, pl, prefix, owner, er, crypt.CipherSize(limit), EncStripeSize, false, hold, 0)
 	if err != nil {
 		return run, nil, nil, err
 	}

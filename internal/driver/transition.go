@@ -136,7 +136,26 @@ func (d *Driver) TransitionObject(ctx context.Context, in TransitionInput) (Tran
 // Stripes are written with DeferSync: the synced index switch that
 // follows makes them durable, as a PUT's link does, except in a store of
 // their own, synced here (a failure removes what was written).
+//
+// An inline run moves out of the entry: the class's pool holds its bytes
+// as a stripe, as any other run's.
 func (d *Driver) copyRun(ctx context.Context, run bucketindex.Run, pl placement, owner string) (bucketindex.Run, error) {
+	if run.Inline {
+		nr := bucketindex.Run{Prefix: d.newTag(), Size: run.Size, StripeSize: StripeSize, Pool: pl.poolField()}
+		op := objstore.NewWriteOp().WriteFull(run.Data).SetXattr(ownerXattr, []byte(owner))
+		op.DeferSync = true
+		if err := pl.io.Operate(ctx, nr.Prefix, op); err != nil {
+			d.removeObjectsIn(context.WithoutCancel(ctx), pl.io, []string{nr.Prefix})
+			return run, err
+		}
+		if pl.ownSync {
+			if err := objstore.Sync(ctx, pl.io); err != nil {
+				d.removeObjectsIn(context.WithoutCancel(ctx), pl.io, []string{nr.Prefix})
+				return run, err
+			}
+		}
+		return nr, nil
+	}
 	src, err := d.dataIO(ctx, run.Pool)
 	if err != nil {
 		return run, err

@@ -138,7 +138,8 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger, getenv func
 		d, err := driver.New(ctx, driver.Options{
 			KMS: km, EncryptByDefault: cfg.EncryptByDefault,
 			Store: st, DefaultShards: cfg.BucketIndexShards, NoIndexView: !cfg.BucketIndexView, GCMinWait: cfg.GCMinWait,
-			Logger: log.With("component", "driver"), Notifier: svc, MaxBuckets: cfg.MaxBuckets,
+			InlineMax: cfg.InlineMax,
+			Logger:    log.With("component", "driver"), Notifier: svc, MaxBuckets: cfg.MaxBuckets,
 			Failpoint:          driver.ExitFailpoint(getenv("CAIRN_DRIVER_FAILPOINT")), // crash drills
 			Secrets:            g.secrets,
 			QuotaStatsTTL:      cfg.QuotaStatsTTL,
