@@ -142,8 +142,8 @@ func TestDecodeListing(t *testing.T) {
 			fast++
 		}
 	}
-	if fast != 4 {
-		t.Fatalf("fast path took %d of the entries, want the 4 plain ones", fast)
+	if fast != 6 {
+		t.Fatalf("fast path took %d of the entries, want the 6 plain ones", fast)
 	}
 }
 

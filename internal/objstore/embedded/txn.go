@@ -715,17 +715,31 @@ func (t *txn) setOmapHeader(h []byte, plain bool) error {
 
 // omapByKeys reads many omap keys with one iterator seeking through them
 // in order (a Get per key builds a full iterator stack each time).
+// pointKeys: up to this many keys, omapByKeys reads each with a point get.
+const pointKeys = 4
+
 func (t *txn) omapByKeys(keys []string) ([]objstore.KV, error) {
 	if !t.exists || len(keys) == 0 {
 		return nil, nil
 	}
 	sorted := slices.Compact(slices.Sorted(slices.Values(keys)))
-	if len(sorted) == 1 {
-		v, ok, err := t.omapGet(sorted[0])
-		if err != nil || !ok {
-			return nil, err
+	if len(sorted) <= pointKeys {
+		// Point reads: each consults the bloom filters and reads a block
+		// only where its key may be. An iterator's seek positions every
+		// level overlapping the range, a block read in each: at 30M
+		// objects a DELETE's two-key read (entry, null pointer) cost
+		// ~100 µs that way (docs/bench/scale.md, stop 40).
+		var out []objstore.KV
+		for _, k := range sorted {
+			v, ok, err := t.omapGet(k)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out = append(out, objstore.KV{Key: k, Value: v})
+			}
 		}
-		return []objstore.KV{{Key: sorted[0], Value: v}}, nil
+		return out, nil
 	}
 	lo := t.partStr(partOmap, sorted[0])
 	it, err := t.iter(lo, succ(t.partStr(partOmap, sorted[len(sorted)-1])))

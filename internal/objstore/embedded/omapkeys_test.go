@@ -1,0 +1,54 @@
+package embedded
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/cairn-s3/cairn/internal/objstore"
+)
+
+// TestOmapByKeysPointReads: a read of up to pointKeys omap keys is that
+// many point lookups (bloom filters apply); more keys take one iterator.
+// Both find the same pairs, absent keys skipped, in key order.
+func TestOmapByKeysPointReads(t *testing.T) {
+	s, err := Open(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ioc := mustIO(t, s, "p")
+	var kvs []objstore.KV
+	for i := range 10 {
+		kvs = append(kvs, objstore.KV{Key: fmt.Sprintf("k%02d", i), Value: []byte(fmt.Sprintf("v%d", i))})
+	}
+	mustOp(t, ioc, "o", objstore.NewWriteOp().SetOmap(kvs...))
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		keys []string
+		want string
+		gets uint64 // the object's meta is one when not cached
+	}{
+		{[]string{"k07", "nope", "k03"}, "k03=v3 k07=v7 ", 3},
+		{[]string{"k01", "k01", "x", "y"}, "k01=v1 ", 3}, // duplicates read once
+		{[]string{"k09", "k00", "k05", "k02", "zz"}, "k00=v0 k02=v2 k05=v5 k09=v9 ", 0},
+	} {
+		op := objstore.NewReadOp()
+		st := op.GetOmapValuesByKeys(c.keys...)
+		g0 := s.PointGets()
+		if err := ioc.OperateRead(bg, "o", op); err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, kv := range st.Pairs {
+			got += kv.Key + "=" + string(kv.Value) + " "
+		}
+		if got != c.want {
+			t.Errorf("%q: %q, want %q", c.keys, got, c.want)
+		}
+		if n := s.PointGets() - g0; n < c.gets || n > c.gets+1 {
+			t.Errorf("%q: %d point reads, want %d (+1 for the meta)", c.keys, n, c.gets)
+		}
+	}
+}
