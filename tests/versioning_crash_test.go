@@ -24,7 +24,8 @@ import (
 // the one write in flight per worker is in doubt, listings and stats agree,
 // every listed version has its ObjectCreated event (a persistent topic
 // notifies the bucket), and (for the failpoints after the index step) no
-// data object is orphaned.
+// data object is orphaned. Half the bodies are small enough to live in
+// their index entries (--inline-max), half have a stripe.
 func TestVersionedCrashAtFailpoints(t *testing.T) {
 	for _, fp := range []string{"put-after-data:30", "after-link:30", "after-unlink:8"} {
 		t.Run(strings.Split(fp, ":")[0], func(t *testing.T) { versionedCrash(t, fp) })
@@ -77,6 +78,9 @@ func versionedCrash(t *testing.T, fp string) {
 					m[key] = append([]vver{{id: aws.ToString(out.VersionId), marker: true}}, m[key]...)
 				default:
 					body := fmt.Sprintf("%s#%d", key, i)
+					if i%2 == 1 { // past --inline-max: a stripe; the rest live in their entries
+						body += strings.Repeat(".", 2048)
+					}
 					out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader(body)})
 					if err != nil {
 						doubt[w], doubtPut[w] = key, true
@@ -131,12 +135,12 @@ func versionedCrash(t *testing.T, fp string) {
 		t.Fatal("nothing acknowledged before the failpoint: the test proved nothing")
 	}
 	// Every listed version reads back whole; the current objects agree.
+	// Bodies past the gateway's --inline-max (1 KiB) have one stripe each.
 	stripes := 0
 	for _, v := range listed {
 		if v.marker {
 			continue
 		}
-		stripes++
 		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(v.key), VersionId: aws.String(v.id)})
 		if err != nil {
 			t.Fatalf("listed version %s %s unreadable: %v", v.key, v.id, err)
@@ -145,6 +149,9 @@ func versionedCrash(t *testing.T, fp string) {
 		out.Body.Close()
 		if !strings.HasPrefix(string(b), v.key+"#") {
 			t.Fatalf("%s %s: corrupt %q", v.key, v.id, b)
+		}
+		if len(b) > 1024 {
+			stripes++
 		}
 	}
 	lo, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
