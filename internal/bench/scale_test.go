@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairn-s3/cairn/internal/driver"
 )
 
 // TestScaleSmoke is the scale benchmark scaled down for CI: three rounds
@@ -23,6 +25,7 @@ func TestScaleSmoke(t *testing.T) {
 		Dir: t.TempDir(), Targets: []int64{3000, 6000, 12000}, Clients: 8, InitialShards: 2, MaxObjsPerShard: 1000,
 		CheckInterval: 50 * time.Millisecond, RWLD: time.Second, ListRepeats: 2, Aging: 2 * time.Second, Out: out,
 		CopyRateAdaptive: true, Walk: true, VersionsWalk: true, FinalReshard: 40,
+		InlineMax: driver.DefaultInline, // as the command runs it
 	})
 	if err != nil {
 		t.Fatal(err)
