@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -714,29 +715,42 @@ func (r *scaleRun) reshardDone(res reshard.Result) {
 		ev.FromShards, ev.ToShards, ev.EndSec-ev.StartSec, ev.Copied, ev.CopyPerSec, ev.BlockMs, ev.BlockCloseMs, ev.Tail, ev.BlockTailMs, ev.BlockSwitchMs, ev.PredictedObjects)
 }
 
-// latRec collects one phase's latencies per op type.
+// latRec collects one phase's latencies per op type, as histograms: the
+// 30-minute aging kept ~40M samples as durations, ~300 MB of this
+// process's live heap (5x that in RSS at GOGC 400), which the reports had
+// counted as the store's memory growth (docs/bench/scale.md, stop 40).
 type latRec struct {
 	mu   sync.Mutex
-	lats map[string][]time.Duration
+	lats map[string]*latHist
 	miss map[string]int64
 }
 
 func newLatRec() *latRec {
-	return &latRec{lats: map[string][]time.Duration{}, miss: map[string]int64{}}
+	return &latRec{lats: map[string]*latHist{}, miss: map[string]int64{}}
 }
 
-func (l *latRec) add(op string, d time.Duration, miss bool, local map[string][]time.Duration, lmiss map[string]int64) {
-	local[op] = append(local[op], d)
+func (l *latRec) add(op string, d time.Duration, miss bool, local map[string]*latHist, lmiss map[string]int64) {
+	h := local[op]
+	if h == nil {
+		h = &latHist{}
+		local[op] = h
+	}
+	h.add(d)
 	if miss {
 		lmiss[op]++
 	}
 }
 
-func (l *latRec) merge(local map[string][]time.Duration, lmiss map[string]int64) {
+func (l *latRec) merge(local map[string]*latHist, lmiss map[string]int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for k, v := range local {
-		l.lats[k] = append(l.lats[k], v...)
+		h := l.lats[k]
+		if h == nil {
+			h = &latHist{}
+			l.lats[k] = h
+		}
+		h.merge(v)
 	}
 	for k, v := range lmiss {
 		l.miss[k] += v
@@ -746,12 +760,75 @@ func (l *latRec) merge(local map[string][]time.Duration, lmiss map[string]int64)
 func (l *latRec) summary(elapsed time.Duration) (map[string]ScaleOp, float64) {
 	out := map[string]ScaleOp{}
 	var total int64
-	for op, v := range l.lats {
-		s := summarise(v, elapsed)
-		out[op] = ScaleOp{Ops: s.Ops, Misses: l.miss[op], OpsPerSec: s.OpsPerSec, P50Ms: s.P50Ms, P99Ms: s.P99Ms, MaxMs: s.MaxMs}
-		total += s.Ops
+	for op, h := range l.lats {
+		ms := func(us float64) float64 { return math.Round(us) / 1000 }
+		out[op] = ScaleOp{Ops: h.n, Misses: l.miss[op], OpsPerSec: float64(h.n) / elapsed.Seconds(),
+			P50Ms: ms(h.quantile(0.50)), P99Ms: ms(h.quantile(0.99)), MaxMs: ms(float64(h.max.Microseconds()))}
+		total += h.n
 	}
 	return out, float64(total) / elapsed.Seconds()
+}
+
+// latHist counts latencies in latSub buckets per power of two of
+// microseconds: a quantile is within half a bucket (~2 %) of the
+// sample's, in a fixed 5 KB whatever the number of ops.
+type latHist struct {
+	n   int64
+	max time.Duration
+	b   [latBuckets]int64
+}
+
+const (
+	latSub     = 16
+	latBuckets = 41 * latSub // up to 2^41 µs
+)
+
+// latBucket is the bucket of d: [2^e (1 + f/latSub), 2^e (1 + (f+1)/latSub)) µs.
+func latBucket(d time.Duration) int {
+	us := uint64(max(d.Microseconds(), 1))
+	e := bits.Len64(us) - 1
+	var f uint64
+	if e >= 4 {
+		f = (us >> (e - 4)) & (latSub - 1)
+	} else {
+		f = (us << (4 - e)) & (latSub - 1)
+	}
+	return min(e*latSub+int(f), latBuckets-1)
+}
+
+// latLower is the lower bound of bucket i in µs.
+func latLower(i int) float64 {
+	return math.Ldexp(1+float64(i%latSub)/latSub, i/latSub)
+}
+
+func (h *latHist) add(d time.Duration) {
+	h.n++
+	h.max = max(h.max, d)
+	h.b[latBucket(d)]++
+}
+
+func (h *latHist) merge(o *latHist) {
+	h.n += o.n
+	h.max = max(h.max, o.max)
+	for i, c := range o.b {
+		h.b[i] += c
+	}
+}
+
+// quantile is the p quantile in µs (the sample of rank p·(n−1), as
+// summarise takes it): its bucket's middle, at most the largest sample.
+func (h *latHist) quantile(p float64) float64 {
+	if h.n == 0 {
+		return 0
+	}
+	rank := int64(p * float64(h.n-1))
+	var cum int64
+	for i, c := range h.b {
+		if cum += c; cum > rank {
+			return min((latLower(i)+latLower(i+1))/2, float64(h.max.Microseconds()))
+		}
+	}
+	return float64(h.max.Microseconds())
 }
 
 // fill PUTs new keys until the bucket holds target objects.
@@ -772,7 +849,7 @@ func (r *scaleRun) fill(ctx context.Context, target int64) (ScaleOp, time.Durati
 		wg.Add(1)
 		go func(c int) {
 			defer wg.Done()
-			local, lm := map[string][]time.Duration{}, map[string]int64{}
+			local, lm := map[string]*latHist{}, map[string]int64{}
 			defer func() { rec.merge(local, lm) }()
 			for ctx.Err() == nil {
 				i := r.putNext.Add(1) - 1
@@ -814,7 +891,7 @@ func (r *scaleRun) mixed(ctx context.Context, d time.Duration, ph byte, pick fun
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(c), uint64(t0.UnixNano())))
 			buf := make([]byte, 64<<10)
-			local, lm := map[string][]time.Duration{}, map[string]int64{}
+			local, lm := map[string]*latHist{}, map[string]int64{}
 			defer func() { rec.merge(local, lm) }()
 			labels := r.opLabels()
 			defer pprof.SetGoroutineLabels(context.Background())
