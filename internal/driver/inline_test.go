@@ -7,12 +7,8 @@ import (
 	"io"
 	"testing"
 
-	"github.com/cairn-s3/cairn/internal/bucketindex"
-	"github.com/cairn-s3/cairn/internal/cls"
 	"github.com/cairn-s3/cairn/internal/driver"
-	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cairn-s3/cairn/internal/objstore/embedded"
-	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // inlineDriver is a driver keeping bodies of up to 1 KiB in their index
@@ -20,23 +16,7 @@ import (
 // an ARCHIVE class in a store of its own.
 func inlineDriver(t *testing.T) (*driver.Driver, *embedded.Store, *embedded.Store) {
 	t.Helper()
-	reg := objstore.NewRegistry()
-	cls.RegisterAll(reg)
-	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: "/d", FS: vfs.NewMem(), Classes: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	arch, err := embedded.Open(embedded.Options{Dir: "/a", FS: vfs.NewMem(), Classes: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := driver.New(context.Background(), driver.Options{Store: st, DefaultShards: 3, GCMinWait: -1,
-		InlineMax: driver.DefaultInline, StorageClasses: []driver.StorageClass{{Name: "COLD"}, {Name: "ARCHIVE", Store: arch}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close(); arch.Close(); st.Close() })
+	d, st, arch, _ := newClassDriverWith(t, func(o *driver.Options) { o.InlineMax = driver.DefaultInline })
 	if err := d.CreateBucket(context.Background(), "u", "bkt", "", 0); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,13 @@ import (
 // ARCHIVE (a store of its own, as a separate data directory).
 func newClassDriver(t *testing.T) (*driver.Driver, objstore.Store, objstore.Store, *recNotifier) {
 	t.Helper()
+	d, st, arch, n := newClassDriverWith(t, nil)
+	return d, st, arch, n
+}
+
+// newClassDriverWith is newClassDriver with tweak applied to the options.
+func newClassDriverWith(t *testing.T, tweak func(*driver.Options)) (*driver.Driver, *embedded.Store, *embedded.Store, *recNotifier) {
+	t.Helper()
 	reg := objstore.NewRegistry()
 	cls.RegisterAll(reg)
 	bucketindex.Register(reg)
@@ -32,8 +39,12 @@ func newClassDriver(t *testing.T) (*driver.Driver, objstore.Store, objstore.Stor
 		t.Fatal(err)
 	}
 	n := &recNotifier{}
-	d, err := driver.New(context.Background(), driver.Options{Store: st, DefaultShards: 3, GCMinWait: -1, Notifier: n,
-		StorageClasses: []driver.StorageClass{{Name: "COLD"}, {Name: "ARCHIVE", Store: arch}}})
+	o := driver.Options{Store: st, DefaultShards: 3, GCMinWait: -1, Notifier: n,
+		StorageClasses: []driver.StorageClass{{Name: "COLD"}, {Name: "ARCHIVE", Store: arch}}}
+	if tweak != nil {
+		tweak(&o)
+	}
+	d, err := driver.New(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
