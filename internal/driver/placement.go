@@ -165,6 +165,9 @@ func (d *Driver) removeRun(ctx context.Context, run bucketindex.Run) {
 // removeManifest removes every data object of m, each run in its pool.
 func (d *Driver) removeManifest(ctx context.Context, m bucketindex.Manifest) {
 	for _, r := range m.Runs {
+		if !r.Stored() {
+			continue // inline: its bytes go with the entry
+		}
 		io, err := d.dataIO(ctx, r.Pool)
 		if err != nil {
 			d.log.Warn("remove data objects", "pool", r.Pool, "err", err)
