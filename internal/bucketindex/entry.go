@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"time"
 
@@ -129,18 +130,10 @@ func (m Manifest) Stored() bool {
 
 // StoredOnly is m without its inline runs: what the collector needs.
 func (m Manifest) StoredOnly() Manifest {
-	for _, r := range m.Runs {
-		if !r.Stored() {
-			out := Manifest{Runs: []Run{}}
-			for _, r := range m.Runs {
-				if r.Stored() {
-					out.Runs = append(out.Runs, r)
-				}
-			}
-			return out
-		}
+	if !slices.ContainsFunc(m.Runs, func(r Run) bool { return r.Inline }) {
+		return m
 	}
-	return m
+	return Manifest{Runs: slices.DeleteFunc(slices.Clone(m.Runs), func(r Run) bool { return r.Inline })}
 }
 
 // Objects lists every data object of the manifest (inline runs have none).

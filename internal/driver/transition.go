@@ -140,51 +140,45 @@ func (d *Driver) TransitionObject(ctx context.Context, in TransitionInput) (Tran
 // An inline run moves out of the entry: the class's pool holds its bytes
 // as a stripe, as any other run's.
 func (d *Driver) copyRun(ctx context.Context, run bucketindex.Run, pl placement, owner string) (bucketindex.Run, error) {
-	if run.Inline {
-		nr := bucketindex.Run{Prefix: d.newTag(), Size: run.Size, StripeSize: StripeSize, Pool: pl.poolField()}
-		op := objstore.NewWriteOp().WriteFull(run.Data).SetXattr(ownerXattr, []byte(owner))
-		op.DeferSync = true
-		if err := pl.io.Operate(ctx, nr.Prefix, op); err != nil {
-			d.removeObjectsIn(context.WithoutCancel(ctx), pl.io, []string{nr.Prefix})
-			return run, err
-		}
-		if pl.ownSync {
-			if err := objstore.Sync(ctx, pl.io); err != nil {
-				d.removeObjectsIn(context.WithoutCancel(ctx), pl.io, []string{nr.Prefix})
-				return run, err
-			}
-		}
-		return nr, nil
-	}
-	src, err := d.dataIO(ctx, run.Pool)
-	if err != nil {
-		return run, err
-	}
 	nr := run
 	nr.Prefix, nr.Pool, nr.KeyName = d.newTag(), pl.poolField(), ""
 	if run.Enc {
 		nr.KeyName = run.KeyPrefix()
+	}
+	// An inline run's bytes are its one stripe, read from the entry.
+	var src objstore.IOContext
+	if run.Inline {
+		nr.Inline, nr.Data, nr.StripeSize = false, nil, StripeSize
+	} else {
+		var err error
+		if src, err = d.dataIO(ctx, run.Pool); err != nil {
+			return run, err
+		}
 	}
 	var written []string
 	fail := func(err error) (bucketindex.Run, error) {
 		d.removeObjectsIn(context.WithoutCancel(ctx), pl.io, written)
 		return run, err
 	}
-	for i := int64(0); i < run.NumStripes(); i++ {
-		n := min(run.StripeSize, run.Size-i*run.StripeSize)
-		if run.Size == 0 {
-			n = 0
-		}
-		rop := objstore.NewReadOp()
-		rd := rop.Read(0, n)
-		if err := src.OperateRead(ctx, run.StripeOID(i), rop); err != nil {
-			return fail(err)
-		}
-		if int64(len(rd.Data)) != n {
-			return fail(fmt.Errorf("transition: stripe %s: %d bytes, want %d", run.StripeOID(i), len(rd.Data), n))
+	for i := int64(0); i < nr.NumStripes(); i++ {
+		data := run.Data
+		if !run.Inline {
+			n := min(run.StripeSize, run.Size-i*run.StripeSize)
+			if run.Size == 0 {
+				n = 0
+			}
+			rop := objstore.NewReadOp()
+			rd := rop.Read(0, n)
+			if err := src.OperateRead(ctx, run.StripeOID(i), rop); err != nil {
+				return fail(err)
+			}
+			if int64(len(rd.Data)) != n {
+				return fail(fmt.Errorf("transition: stripe %s: %d bytes, want %d", run.StripeOID(i), len(rd.Data), n))
+			}
+			data = rd.Data
 		}
 		oid := nr.StripeOID(i)
-		op := objstore.NewWriteOp().WriteFull(rd.Data)
+		op := objstore.NewWriteOp().WriteFull(data)
 		op.DeferSync = true
 		if i == 0 {
 			op.SetXattr(ownerXattr, []byte(owner))
