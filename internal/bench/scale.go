@@ -107,6 +107,8 @@ type ScaleConfig struct {
 	CopyLoad bool
 	// CacheSize of the embedded store (0: its automatic size).
 	CacheSize int64
+	// CompactionConcurrency of the embedded store (0: its default).
+	CompactionConcurrency int
 	// MaxDuration stops the run (after the current phase is cut short);
 	// what was reached is reported. 0: no limit.
 	MaxDuration time.Duration
@@ -1605,7 +1607,7 @@ func newScaleDriver(ctx context.Context, cfg ScaleConfig, done chan<- reshard.Re
 	reg := objstore.NewRegistry()
 	cls.RegisterAll(reg)
 	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: dir, Classes: reg, CacheSize: cfg.CacheSize})
+	st, err := embedded.Open(embedded.Options{Dir: dir, Classes: reg, CacheSize: cfg.CacheSize, CompactionConcurrency: cfg.CompactionConcurrency})
 	if err != nil {
 		if cfg.Resume == "" {
 			os.RemoveAll(dir)

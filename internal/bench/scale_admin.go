@@ -97,6 +97,11 @@ type ScaleLSMSeries struct {
 	StallMs        []float32 `json:"write_stall_ms"`
 	L0Sublevels    []int32   `json:"l0_sublevels"`
 	MemtableMiB    []float32 `json:"memtable_mib"`
+	// Bulk loads' tables ingested in the second, and those into L0;
+	// compactions running at the sample.
+	IngestedMiB        []float32 `json:"ingested_mib"`
+	IngestedL0MiB      []float32 `json:"ingested_l0_mib"`
+	CompactionsRunning []int8    `json:"compactions_running"`
 	// The process's Go GC: cycles, stop-the-world pause and GC CPU.
 	GCCycles  []int32   `json:"gc_cycles"`
 	GCPauseMs []float32 `json:"gc_pause_ms"`
@@ -253,6 +258,9 @@ func (l *lsmSampler) sample(s *ScaleLSMSeries) {
 	s.StallMs = append(s.StallMs, float32(float64(c.WriteStallNanos-p.WriteStallNanos)/1e6))
 	s.L0Sublevels = append(s.L0Sublevels, int32(c.L0Sublevels))
 	s.MemtableMiB = append(s.MemtableMiB, float32(float64(c.MemtableBytes)/mib))
+	s.IngestedMiB = append(s.IngestedMiB, float32(float64(c.IngestedBytes-p.IngestedBytes)/mib))
+	s.IngestedL0MiB = append(s.IngestedL0MiB, float32(float64(c.IngestedL0Bytes-p.IngestedL0Bytes)/mib))
+	s.CompactionsRunning = append(s.CompactionsRunning, int8(min(c.CompactionsRunning, 127)))
 	cy, pause, cpu, sched := l.gc.next()
 	s.SchedLatencyUs = append(s.SchedLatencyUs, float32(sched*1e6))
 	s.GCCycles = append(s.GCCycles, cy)
@@ -330,6 +338,7 @@ func fillNoise(res *ScaleResult) *ScaleNoise {
 		"compacted_mib":          func(i int) float64 { return float64(s.CompactedMiB[i]) },
 		"write_stall_ms":         func(i int) float64 { return float64(s.StallMs[i]) },
 		"l0_sublevels":           func(i int) float64 { return float64(s.L0Sublevels[i]) },
+		"ingested_l0_mib":        func(i int) float64 { return float64(s.IngestedL0MiB[i]) },
 		"gc_cycles":              func(i int) float64 { return float64(s.GCCycles[i]) },
 		"gc_pause_ms":            func(i int) float64 { return float64(s.GCPauseMs[i]) },
 		"gc_cpu_ms":              func(i int) float64 { return float64(s.GCCPUMs[i]) },

@@ -56,6 +56,10 @@ type LSMStats struct {
 	DebtBytes   uint64 `json:"compaction_debt_bytes"`
 	// CompactionsRunning: compactions in progress now.
 	CompactionsRunning int64 `json:"compactions_running"`
+	// IngestedBytes per level: where bulk loads' tables landed (a table
+	// above the lowest level is compacted again; in L0 it adds read
+	// amplification until it is).
+	IngestedBytes []uint64 `json:"ingested_bytes_by_level,omitempty"`
 	// BlobFileBytes: live blob files of value separation (on disk);
 	// BlobValueBytes the values they hold, BlobLiveValueBytes those still
 	// referenced: BlobValueBytes / BlobLiveValueBytes is their space
@@ -72,6 +76,12 @@ func (s *Store) LSMStats() LSMStats {
 	var out LSMStats
 	out.DiskBytes = m.DiskSpaceUsage()
 	for l := range m.Levels {
+		if b := m.Levels[l].TableBytesIngested; b > 0 {
+			if out.IngestedBytes == nil {
+				out.IngestedBytes = make([]uint64, len(m.Levels))
+			}
+			out.IngestedBytes[l] = b
+		}
 		sz := uint64(m.Levels[l].TablesSize)
 		out.TablesBytes += sz
 		if sz > 0 {
@@ -128,6 +138,11 @@ type LSMCounters struct {
 	BlobFlushedBytes, BlobCompactedBytes, BlobRewrittenBytes uint64
 	WriteStalls, WriteStallNanos                             int64
 	MemtableBytes, L0Files, L0Sublevels                      int64
+	// IngestedBytes: tables bulk loads added, IngestedL0Bytes those that
+	// landed in L0 (they overlapped data above the lowest level).
+	IngestedBytes, IngestedL0Bytes uint64
+	// CompactionsRunning: compactions in progress now.
+	CompactionsRunning int64
 }
 
 // LSMCounters reads the counters (one pebble Metrics call).
@@ -152,7 +167,10 @@ func (s *Store) LSMCounters() LSMCounters {
 		out.CompactedBytes += m.Levels[l].TableBytesCompacted
 		out.BlobFlushedBytes += m.Levels[l].BlobBytesFlushed
 		out.BlobCompactedBytes += m.Levels[l].BlobBytesCompacted
+		out.IngestedBytes += m.Levels[l].TableBytesIngested
 	}
+	out.IngestedL0Bytes = m.Levels[0].TableBytesIngested
+	out.CompactionsRunning = m.Compact.NumInProgress
 	// pebble counts a flush's blob bytes as compacted too.
 	out.BlobCompactedBytes -= min(out.BlobFlushedBytes, out.BlobCompactedBytes)
 	out.BlobRewrittenBytes = s.blobRewritten.Load()
