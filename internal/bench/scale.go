@@ -109,6 +109,8 @@ type ScaleConfig struct {
 	CacheSize int64
 	// CompactionConcurrency of the embedded store (0: its default).
 	CompactionConcurrency int
+	// NoIngestSplit: embedded.Options.NoIngestSplit (A/B runs).
+	NoIngestSplit bool
 	// MaxDuration stops the run (after the current phase is cut short);
 	// what was reached is reported. 0: no limit.
 	MaxDuration time.Duration
@@ -288,6 +290,7 @@ type ScaleReshard struct {
 	// chunks (the copy read their keys after them), and replayed after
 	// the copy, before the close.
 	LoadChunks    int     `json:"load_chunks,omitempty"`
+	MidRounds     int     `json:"mid_chunk_replay_rounds,omitempty"`
 	EarlyReplayed uint64  `json:"early_replayed,omitempty"`
 	ReplaySkipped uint64  `json:"replay_skipped,omitempty"`
 	Replayed      uint64  `json:"replayed,omitempty"`
@@ -696,7 +699,7 @@ func (r *scaleRun) reshardDone(res reshard.Result) {
 	}
 	start := res.Start.Sub(r.start).Seconds()
 	ev := ScaleReshard{FromShards: res.From.NumShards, ToShards: res.To.NumShards, StartSec: start, EndSec: start + res.Total.Seconds(),
-		Copied: res.Copied, CopyLoaded: res.CopyLoaded, LoadChunks: res.LoadChunks, EarlyReplayed: res.EarlyReplayed,
+		Copied: res.Copied, CopyLoaded: res.CopyLoaded, LoadChunks: res.LoadChunks, MidRounds: res.MidChunkRounds, EarlyReplayed: res.EarlyReplayed,
 		ReplaySkipped: res.ReplaySkipped, Replayed: res.Replayed, BlockMs: float64(res.Block.Microseconds()) / 1000, Tail: res.Tail,
 		BlockCloseMs: float64(res.BlockClose.Microseconds()) / 1000, BlockTailMs: float64(res.BlockTail.Microseconds()) / 1000,
 		BlockSwitchMs: float64(res.BlockSwitch.Microseconds()) / 1000}
@@ -1607,7 +1610,7 @@ func newScaleDriver(ctx context.Context, cfg ScaleConfig, done chan<- reshard.Re
 	reg := objstore.NewRegistry()
 	cls.RegisterAll(reg)
 	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: dir, Classes: reg, CacheSize: cfg.CacheSize, CompactionConcurrency: cfg.CompactionConcurrency})
+	st, err := embedded.Open(embedded.Options{Dir: dir, Classes: reg, CacheSize: cfg.CacheSize, CompactionConcurrency: cfg.CompactionConcurrency, NoIngestSplit: cfg.NoIngestSplit})
 	if err != nil {
 		if cfg.Resume == "" {
 			os.RemoveAll(dir)

@@ -101,6 +101,8 @@ type ScaleLSMSeries struct {
 	// compactions running at the sample.
 	IngestedMiB        []float32 `json:"ingested_mib"`
 	IngestedL0MiB      []float32 `json:"ingested_l0_mib"`
+	LoadTables         []int32   `json:"load_tables"`
+	LoadMemOverlaps    []int32   `json:"load_memtable_overlaps"`
 	CompactionsRunning []int8    `json:"compactions_running"`
 	// The process's Go GC: cycles, stop-the-world pause and GC CPU.
 	GCCycles  []int32   `json:"gc_cycles"`
@@ -260,6 +262,8 @@ func (l *lsmSampler) sample(s *ScaleLSMSeries) {
 	s.MemtableMiB = append(s.MemtableMiB, float32(float64(c.MemtableBytes)/mib))
 	s.IngestedMiB = append(s.IngestedMiB, float32(float64(c.IngestedBytes-p.IngestedBytes)/mib))
 	s.IngestedL0MiB = append(s.IngestedL0MiB, float32(float64(c.IngestedL0Bytes-p.IngestedL0Bytes)/mib))
+	s.LoadTables = append(s.LoadTables, int32(c.LoadTables-p.LoadTables))
+	s.LoadMemOverlaps = append(s.LoadMemOverlaps, int32(c.LoadMemtableOverlaps-p.LoadMemtableOverlaps))
 	s.CompactionsRunning = append(s.CompactionsRunning, int8(min(c.CompactionsRunning, 127)))
 	cy, pause, cpu, sched := l.gc.next()
 	s.SchedLatencyUs = append(s.SchedLatencyUs, float32(sched*1e6))

@@ -87,7 +87,7 @@ func TestScaleSmoke(t *testing.T) {
 	}
 	lens := []int{len(s.WALSyncs), len(s.WALSyncMeanUs), len(s.WALMiB), len(s.Commits), len(s.CommitMeanUs), len(s.SyncWaitMeanUs),
 		len(s.WALQueueMeanUs), len(s.SemWaitMeanUs), len(s.StallWaitMeanUs), len(s.Flushes), len(s.FlushBusy), len(s.Compactions), len(s.CompactionBusy),
-		len(s.FlushedMiB), len(s.CompactedMiB), len(s.StallMs), len(s.L0Sublevels), len(s.MemtableMiB), len(s.IngestedMiB), len(s.IngestedL0MiB), len(s.CompactionsRunning), len(s.GCCycles), len(s.GCPauseMs), len(s.GCCPUMs), len(s.SchedLatencyUs)}
+		len(s.FlushedMiB), len(s.CompactedMiB), len(s.StallMs), len(s.L0Sublevels), len(s.MemtableMiB), len(s.IngestedMiB), len(s.IngestedL0MiB), len(s.LoadTables), len(s.LoadMemOverlaps), len(s.CompactionsRunning), len(s.GCCycles), len(s.GCPauseMs), len(s.GCCPUMs), len(s.SchedLatencyUs)}
 	var syncs int64
 	for _, v := range s.WALSyncs {
 		syncs += int64(v)
@@ -286,6 +286,8 @@ func TestScaleFillNoise(t *testing.T) {
 		s.MemtableMiB = append(s.MemtableMiB, 1)
 		s.IngestedMiB = append(s.IngestedMiB, 0)
 		s.IngestedL0MiB = append(s.IngestedL0MiB, 0)
+		s.LoadTables = append(s.LoadTables, 0)
+		s.LoadMemOverlaps = append(s.LoadMemOverlaps, 0)
 		s.CompactionsRunning = append(s.CompactionsRunning, 0)
 		s.GCCycles = append(s.GCCycles, int32(i%2))
 		s.GCPauseMs = append(s.GCPauseMs, 0)

@@ -75,6 +75,8 @@ func (e *env) manager(crashAt ...string) *reshard.Manager {
 		Driver: e.d, Store: e.st, CopyBatch: 64, LeaseDuration: 5 * time.Second,
 		Now: func() time.Time { return time.Now().Add(skew) }, CopyLoad: e.copyLoad,
 		LoadChunk: 100, // several chunks for the tests' few hundred keys
+		// A range replay round at every copy batch between chunks.
+		MidReplayEvery: time.Nanosecond,
 	}
 	if len(crashAt) > 0 {
 		// "point#k" fires at the k-th hit of point (a later chunk's).

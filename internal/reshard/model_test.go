@@ -107,13 +107,13 @@ func testModelConcurrentReshards(t *testing.T, view, load bool) {
 			}
 		}()
 	}
-	m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 16, TailRecords: 8, CopyLoad: load, LoadChunk: 50})
+	m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 16, TailRecords: 8, CopyLoad: load, LoadChunk: 50, MidReplayEvery: time.Nanosecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
 	var blocks []time.Duration
-	chunks, multi := 0, 0
+	chunks, multi, mids := 0, 0, 0
 	for _, n := range []int{7, 2, 11, 5, 13, 1, 3} {
 		res, err := m.Reshard(ctx, "bkt", n)
 		if err != nil {
@@ -121,6 +121,7 @@ func testModelConcurrentReshards(t *testing.T, view, load bool) {
 		}
 		blocks = append(blocks, res.Block)
 		chunks += res.LoadChunks
+		mids += res.MidChunkRounds
 		if res.LoadChunks > 1 {
 			multi++
 		}
@@ -158,7 +159,10 @@ func testModelConcurrentReshards(t *testing.T, view, load bool) {
 		}
 	}
 	e.verify("bkt", md)
-	t.Logf("%d ops, %d listings, %d key checks, switch blocks %v, %d load chunks", nops, len(listings), checked, blocks, chunks)
+	t.Logf("%d ops, %d listings, %d key checks, switch blocks %v, %d load chunks, %d replay rounds between them", nops, len(listings), checked, blocks, chunks, mids)
+	if load && mids == 0 {
+		t.Fatal("no range replay round ran while a chunk was staged")
+	}
 	if load && multi < 5 {
 		t.Fatalf("only %d of 7 loaded copies had more than one chunk", multi)
 	}

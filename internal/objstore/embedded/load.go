@@ -189,9 +189,12 @@ func (l *omapLoad) Commit(ctx context.Context) error {
 	if len(paths) == 0 {
 		return nil
 	}
-	if err := s.db.Ingest(ctx, paths); err != nil {
+	st, err := s.db.IngestWithStats(ctx, paths)
+	if err != nil {
 		return fmt.Errorf("embedded: omap load: ingest: %w", err)
 	}
+	s.loadTables.Add(uint64(len(paths)))
+	s.loadMemOverlaps.Add(uint64(st.MemtableOverlappingFiles))
 	for _, e := range entries {
 		e.dropCache() // class state cached from the omap before the load
 	}

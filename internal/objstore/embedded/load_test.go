@@ -119,3 +119,58 @@ func TestOmapLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestOmapLoadLandsAtBottom: a loaded object whose keys sit between two
+// other objects' keys, in the span of one table of the lowest level, is
+// ingested into that level (the table is split around it), not above it:
+// a reshard's targets sit between other objects' keys, and its loads
+// landed in L0 half the time (stop 41), to be compacted again.
+func TestOmapLoadLandsAtBottom(t *testing.T) {
+	for _, split := range []bool{true, false} {
+		s, err := Open(Options{Dir: t.TempDir(), NoIngestSplit: !split})
+		if err != nil {
+			t.Fatal(err)
+		}
+		io := mustIO(t, s, "p")
+		for _, oid := range []string{"a", "b", "c"} {
+			mustOp(t, io, oid, objstore.NewWriteOp().Create(false))
+		}
+		for _, oid := range []string{"a", "c"} {
+			op := objstore.NewWriteOp()
+			for i := range 100 {
+				op.SetOmap(kv(fmt.Sprintf("k%03d", i), "v"))
+			}
+			mustOp(t, io, oid, op)
+		}
+		// Everything into the lowest level, in one table spanning a..c.
+		if err := s.db.Compact(bg, []byte{0}, []byte{0xff}, true); err != nil {
+			t.Fatal(err)
+		}
+		l, err := io.(objstore.OmapLoader).NewOmapLoad(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 100 {
+			if err := l.Add("b", fmt.Sprintf("k%03d", i), []byte("loaded")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.Commit(bg); err != nil {
+			t.Fatal(err)
+		}
+		in := s.LSMStats().IngestedBytes
+		if len(in) == 0 {
+			t.Fatalf("split %v: nothing ingested", split)
+		}
+		bottom := in[len(in)-1] > 0
+		if bottom != split {
+			t.Fatalf("split %v: ingested bytes by level %v", split, in)
+		}
+		if got := omapOf(t, io, "b"); len(got) == 0 {
+			t.Fatal("loaded omap empty")
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

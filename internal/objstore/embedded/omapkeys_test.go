@@ -52,3 +52,42 @@ func TestOmapByKeysPointReads(t *testing.T) {
 		}
 	}
 }
+
+// TestOmapByKeysUsesFilters: a read of many keys, most absent, skips the
+// tables whose bloom filters rule a key out, the lowest level's too, where
+// a plain seek read a data block per key and level (a reshard's replay
+// reads its batch's keys this way, most of them new).
+func TestOmapByKeysUsesFilters(t *testing.T) {
+	s, err := Open(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ioc := mustIO(t, s, "p")
+	op := objstore.NewWriteOp()
+	for i := range 2000 {
+		op.SetOmap(kv(fmt.Sprintf("k%05d", 2*i), "v"))
+	}
+	mustOp(t, ioc, "o", op)
+	if err := s.db.Compact(bg, []byte{0}, []byte{0xff}, true); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for i := range 50 {
+		keys = append(keys, fmt.Sprintf("k%05d", 80*i+1)) // odd: absent
+	}
+	keys = append(keys, "k00002")
+	f0 := s.db.Metrics().Filter.Hits
+	rop := objstore.NewReadOp()
+	st := rop.GetOmapValuesByKeys(keys...)
+	if err := ioc.OperateRead(bg, "o", rop); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Pairs) != 1 || st.Pairs[0].Key != "k00002" {
+		t.Fatalf("pairs %v", st.Pairs)
+	}
+	// The bloom filter has false positives (~1 % at 10 bits per key).
+	if n := s.db.Metrics().Filter.Hits - f0; n < 45 {
+		t.Fatalf("%d of 50 absent keys skipped by a filter", n)
+	}
+}

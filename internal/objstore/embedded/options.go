@@ -60,6 +60,13 @@ type Options struct {
 	// it runs one and adds more only when L0 or its compaction debt grows.
 	// Default (0): 1, pebble's default.
 	CompactionConcurrency int
+	// NoIngestSplit keeps pebble from splitting a table of a level into
+	// two virtual ones so that an omap load's table can slot in between
+	// (A/B runs). With the split, a load's table goes to the lowest level
+	// whose data it does not overlap; without it, a table whose bounds
+	// span the loaded range (common: a reshard's targets sit between
+	// other objects' keys) pushes the load up, often to L0.
+	NoIngestSplit bool
 	// CheckFresh makes a WriteOp with Fresh read the object's meta anyway
 	// and fail with ErrExists when the object exists (tests: it proves a
 	// caller's names are new). Off, a fresh op skips that read.

@@ -32,8 +32,11 @@ type Store struct {
 	loadDir string          // omap loads' tables before their ingest (emptied at Open)
 	po      *pebble.Options // as opened: an omap load writes tables like the LSM's own
 	loads   atomic.Uint64   // omap loads committed
-	locks   *lockTable
-	log     *slog.Logger
+	// loadTables: tables loads ingested; loadMemOverlaps: those that
+	// overlapped a memtable's keys (they land in L0 when it flushes).
+	loadTables, loadMemOverlaps atomic.Uint64
+	locks                       *lockTable
+	log                         *slog.Logger
 
 	// Versions and blob ids are epoch<<40 | counter: the epoch is bumped and
 	// synced at every Open, so both strictly increase across restarts.
@@ -187,6 +190,9 @@ func (s *Store) open() error {
 	}
 	tuneReads(po)
 	separateValues(po, s.opts.ValueSeparation)
+	if !s.opts.NoIngestSplit {
+		po.Experimental.IngestSplit = func() bool { return true }
+	}
 	if n := s.opts.CompactionConcurrency; n > 1 {
 		po.CompactionConcurrencyRange = func() (int, int) { return 1, n }
 	}

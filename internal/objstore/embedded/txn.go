@@ -714,7 +714,12 @@ func (t *txn) setOmapHeader(h []byte, plain bool) error {
 }
 
 // omapByKeys reads many omap keys with one iterator seeking through them
-// in order (a Get per key builds a full iterator stack each time).
+// in order (a Get per key builds a full iterator stack each time), by
+// prefix seeks: the whole key is the prefix (pebble's default Split), so a
+// seek consults each table's bloom filter and reads a data block only
+// where its key may be. A plain SeekGE read a block in every level: in a
+// reshard's replay at 10M objects, whose keys are mostly absent from the
+// target (new objects), those reads were 97 % of the replay's CPU (stop 41).
 // pointKeys: up to this many keys, omapByKeys reads each with a point get.
 const pointKeys = 4
 
@@ -742,7 +747,15 @@ func (t *txn) omapByKeys(keys []string) ([]objstore.KV, error) {
 		return out, nil
 	}
 	lo := t.partStr(partOmap, sorted[0])
-	it, err := t.iter(lo, succ(t.partStr(partOmap, sorted[len(sorted)-1])))
+	hi := succ(t.partStr(partOmap, sorted[len(sorted)-1]))
+	var it *pebble.Iterator
+	var err error
+	if t.shared != nil {
+		it, err = t.iter(lo, hi)
+	} else {
+		// The lowest level's filters too: most of the data is there.
+		it, err = t.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi, UseL6Filters: true})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -750,8 +763,8 @@ func (t *txn) omapByKeys(keys []string) ([]objstore.KV, error) {
 	base := len(lo) - len(sorted[0])
 	for _, k := range sorted {
 		want := t.partStr(partOmap, k)
-		if !it.SeekGE(want) {
-			break
+		if !it.SeekPrefixGE(want) {
+			continue
 		}
 		if bytes.Equal(it.Key(), want) {
 			out = append(out, objstore.KV{Key: string(it.Key()[base:]), Value: append(make([]byte, 0, len(it.Value())), it.Value()...)})

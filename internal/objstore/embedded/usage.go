@@ -141,6 +141,9 @@ type LSMCounters struct {
 	// IngestedBytes: tables bulk loads added, IngestedL0Bytes those that
 	// landed in L0 (they overlapped data above the lowest level).
 	IngestedBytes, IngestedL0Bytes uint64
+	// LoadTables: tables omap loads ingested; LoadMemtableOverlaps: those
+	// whose keys overlapped a memtable's.
+	LoadTables, LoadMemtableOverlaps uint64
 	// CompactionsRunning: compactions in progress now.
 	CompactionsRunning int64
 }
@@ -170,6 +173,7 @@ func (s *Store) LSMCounters() LSMCounters {
 		out.IngestedBytes += m.Levels[l].TableBytesIngested
 	}
 	out.IngestedL0Bytes = m.Levels[0].TableBytesIngested
+	out.LoadTables, out.LoadMemtableOverlaps = s.loadTables.Load(), s.loadMemOverlaps.Load()
 	out.CompactionsRunning = m.Compact.NumInProgress
 	// pebble counts a flush's blob bytes as compacted too.
 	out.BlobCompactedBytes -= min(out.BlobFlushedBytes, out.BlobCompactedBytes)
