@@ -1,6 +1,7 @@
 package reshard
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"errors"
@@ -123,6 +124,9 @@ func (m *Manager) newEngine(inst driver.Instance, rec Record) *engine {
 		} else {
 			e.pace.setRate((lo + hi) / 2)
 			e.gov = newGovernor(e.pace, lo, hi, m.cfg.Foreground)
+		}
+		if m.cfg.RampIn >= 0 {
+			e.gov.rampTicks = int(cmp.Or(m.cfg.RampIn, rampIn) / governorTick)
 		}
 	}
 	return e

@@ -86,6 +86,10 @@ type Config struct {
 	// LoadChunk is how many entries a loaded copy commits at a time.
 	// Default (0): 131,072, and at least 2,048 per target shard.
 	LoadChunk int
+	// RampIn: with CopyRateAdaptive, the pace's ceiling climbs from the
+	// lower bound to the upper one over this long from a reshard's start.
+	// Default (0): 2 minutes; negative: none.
+	RampIn time.Duration
 	// MidReplayEvery: while a loaded copy stages a chunk, a range replay
 	// round of the keys already loaded runs this often. Default (0): 1 s;
 	// negative: never (the replay waits for each chunk's commit).

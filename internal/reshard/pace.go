@@ -94,7 +94,19 @@ type governor struct {
 	// convergeFactor times it, so the copy and the replay outrun what
 	// the bucket's writers add behind them and the reshard ends.
 	arrivals float64
+	// rampTicks: over its first rampTicks ticks the governor's ceiling
+	// (and so its floor) climbs from lo to hi, so that the reshard's
+	// load comes in gradually (0: at once); ticks counts them.
+	rampTicks, ticks int
 }
+
+// rampIn is how long a reshard's pace takes to reach its ceiling. At once,
+// the copy started at twice the arrival rate within a second of the
+// reshard's start, and the first 10 s fill windows of the 30M run's last
+// reshard fell to 0.77 of the minute before; later windows, measured
+// against a minute that already carried the reshard, held 0.9 and more
+// (docs/bench/scale.md, "Stop 41").
+const rampIn = 2 * time.Minute
 
 // convergeFactor is how many times the foreground write rate the copy and
 // replay keep at least. Below the arrival rate they never finish: the scale
@@ -215,6 +227,9 @@ func (g *governor) tick() {
 		}
 	}
 	hi := g.hi
+	if g.ticks++; g.ticks < g.rampTicks {
+		hi = g.lo + (hi-g.lo)*float64(g.ticks)/float64(g.rampTicks)
+	}
 	floor := min(hi, max(g.lo, convergeFactor*g.arrivals))
 	g.mu.Unlock()
 	r := g.p.current()

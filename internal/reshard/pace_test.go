@@ -224,3 +224,41 @@ func TestGovernorOutrunsArrivals(t *testing.T) {
 		t.Fatalf("rate with arrivals over the cap %.0f, want the cap", r)
 	}
 }
+
+// TestGovernorRampsIn: over its first rampTicks ticks the ceiling, and
+// with it the floor that follows the arrival rate, climbs from lo to hi, so
+// that a reshard's load comes in gradually; then the governor runs as
+// without the ramp (twice the arrivals under congestion, the cap when calm).
+func TestGovernorRampsIn(t *testing.T) {
+	f := &fakeFG{}
+	p := newPacer(25000)
+	g := newBaselineGovernor(p, 5000, 25000, f.stats, time.Millisecond, 1.15)
+	g.rampTicks = 100
+	prev := 0.0
+	for i := 1; i < 100; i++ {
+		f.writes(2000, 10*time.Millisecond) // 10,000 writes/s, congested
+		g.tick()
+		r := p.current()
+		if limit := 5000 + 20000*float64(i)/100; r > limit+1e-6 {
+			t.Fatalf("tick %d: rate %.0f above the ramp's %.0f", i, r, limit)
+		}
+		if r < prev {
+			t.Fatalf("tick %d: rate fell from %.0f to %.0f while the ramp climbs to the floor", i, prev, r)
+		}
+		prev = r
+	}
+	for range 50 {
+		f.writes(2000, 10*time.Millisecond)
+		g.tick()
+	}
+	if r := p.current(); r < 19500 || r > 20000 {
+		t.Fatalf("rate after the ramp, congested, 10,000 writes/s: %.0f, want about 20,000", r)
+	}
+	for range 100 {
+		f.writes(2000, 0) // calm
+		g.tick()
+	}
+	if r := p.current(); r != 25000 {
+		t.Fatalf("calm after the ramp: %.0f, want the cap", r)
+	}
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Reshard windows of `cairn bench scale` reports, side by side.
+
+    docs/bench/scale_windows.py A.json [B.json ...]
+
+Per report: rounds, reshards, the 10 s fill windows (aligned to every fill
+second) inside and outside reshards against the median fill second of the
+60 s before, the L0 sublevels inside, where bulk loads' tables landed, and
+the fill rate by seconds after each chunk commit of the last reshard (a
+commit is a second in which a load ingested tables), relative to that
+reshard's median fill second: a dip right after commits is the replay's
+burst. Stop 41 used it to compare ingest splits and compaction concurrency.
+"""
+import json
+import statistics as st
+import sys
+
+
+def windows(d):
+    fp, ph = d['fill_puts_per_sec'], d['phase_per_sec']
+    ls = d.get('lsm_per_sec') or {}
+    inside = set()
+    for e in d['reshard_events']:
+        end = e['end_sec'] or len(fp)
+        inside.update(range(int(e['start_sec']), int(end) + 1))
+    rows = []
+    for i in range(60, len(fp) - 10):
+        if not all(ph[j] == 'f' for j in range(i, i + 10)):
+            continue
+        pre = [fp[j] for j in range(i - 60, i) if ph[j] == 'f']
+        if len(pre) < 30:
+            continue
+        r = (sum(fp[i:i + 10]) / 10) / st.median(pre)
+        l0 = max(ls['l0_sublevels'][i:i + 10]) if ls else 0
+        rows.append((any(j in inside for j in range(i, i + 10)), r, l0))
+    return rows
+
+
+def after_commits(d):
+    ls, fp, ph = d.get('lsm_per_sec') or {}, d['fill_puts_per_sec'], d['phase_per_sec']
+    if 'ingested_mib' not in ls or not d['reshard_events']:
+        return None
+    e = d['reshard_events'][-1]
+    s, t = int(e['start_sec']), int(e['end_sec'] or len(fp))
+    commits = [i for i, a in enumerate(ls['ingested_mib']) if a > 0 and s <= i <= t]
+    fills = [fp[j] for j in range(s, t) if ph[j] == 'f']
+    if not commits or not fills:
+        return None
+    base = st.median(fills)
+    rel = {}
+    for c in commits:
+        for k in range(-4, 30):
+            j = c + k
+            if 0 <= j < len(fp) and ph[j] == 'f':
+                rel.setdefault(k, []).append(fp[j])
+    return len(commits), {k: st.mean(v) / base for k, v in sorted(rel.items())}
+
+
+def main():
+    for f in sys.argv[1:]:
+        d = json.load(open(f))
+        print(f, 'objects', d['objects'], 'worst', d.get('reshard_worst_window_ratio'),
+              'outside', d.get('outside_worst_window_ratio'))
+        for r in d['rounds']:
+            print('  round %10d shards %5d fill %6.0f rwld %6.0f' % (
+                r['objects'], r['shards'], r.get('fill_puts_per_sec', 0), r.get('rwld_ops_per_sec', 0)))
+        for e in d['reshard_events']:
+            print('  reshard %d->%d %.0f-%s s copy %.0f/s worst %s windows %s early %s mid rounds %s' % (
+                e['from_shards'], e['to_shards'], e['start_sec'], round(e['end_sec']) if e['end_sec'] else 'running',
+                e.get('copy_entries_per_sec', 0), e.get('worst_window_ratio'), e.get('windows'),
+                e.get('early_replayed'), e.get('mid_chunk_replay_rounds')))
+        rows = windows(d)
+        for ins in (False, True):
+            rs = [r for a, r, _ in rows if a == ins]
+            if rs:
+                print('  %s windows %d mean %.3f p10 %.3f min %.3f below 0.8 %.3f' % (
+                    'inside ' if ins else 'outside', len(rs), st.mean(rs), sorted(rs)[len(rs) // 10],
+                    min(rs), sum(1 for r in rs if r < 0.8) / len(rs)))
+        l0 = [l for a, _, l in rows if a]
+        if l0:
+            print('  inside: L0 sublevels (window max) mean %.1f max %d' % (st.mean(l0), max(l0)))
+        ls = d.get('lsm_per_sec') or {}
+        if 'ingested_mib' in ls:
+            print('  loaded MiB %.0f, into L0 %.0f' % (sum(ls['ingested_mib']), sum(ls['ingested_l0_mib'])))
+        lsm = (d['rounds'][-1].get('disk') or {}).get('lsm') or {}
+        if lsm:
+            print('  final LSM: write amp %.2f space amp %.2f loaded bytes by level %s' % (
+                lsm.get('write_amp', 0), lsm.get('space_amp', 0), lsm.get('ingested_bytes_by_level')))
+        ac = after_commits(d)
+        if ac:
+            n, rel = ac
+            print('  last reshard, %d chunk commits; fill by seconds after a commit / median:' % n)
+            print('   ', ' '.join('%+d:%.2f' % (k, v) for k, v in rel.items() if k % 2 == 0))
+
+
+if __name__ == '__main__':
+    main()
