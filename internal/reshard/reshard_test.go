@@ -191,6 +191,7 @@ func TestDynamicSizingForArrivals(t *testing.T) {
 			m, err := reshard.New(ctx, reshard.Config{
 				Driver: e.d, Store: e.st, MaxObjsPerShard: 100, TriggerSizing: trigger,
 				CopyRateAdaptive: true, CopyRateMin: 50, CopyRateLimit: 1000,
+				RampIn: -1, // rates this low would ramp for minutes
 				Now: func() time.Time { return time.Unix(0, now.Load()) },
 			})
 			if err != nil {
@@ -441,7 +442,7 @@ func TestEarlyReplayUnderWrites(t *testing.T) {
 			md := fill(e, "bkt", 1200)
 			ctx := context.Background()
 			m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, CopyBatch: 16, Workers: 2,
-				CopyRateLimit: 3000, CopyRateAdaptive: adaptive, CopyRateMin: 1000, LeaseDuration: 5 * time.Second})
+				CopyRateLimit: 3000, CopyRateAdaptive: adaptive, CopyRateMin: 1000, RampIn: -1, LeaseDuration: 5 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -173,7 +173,7 @@ func runCmd(t *testing.T, ep **env, md *model, line string) []string {
 		hi, _ := strconv.Atoi(a["copy-max"])
 		e.dynNow = time.Unix(1_000_000, 0)
 		m, err := reshard.New(ctx, reshard.Config{Driver: e.d, Store: e.st, MaxObjsPerShard: maxObjs,
-			CopyRateAdaptive: true, CopyRateMin: lo, CopyRateLimit: hi, LeaseDuration: time.Hour,
+			CopyRateAdaptive: true, CopyRateMin: lo, CopyRateLimit: hi, RampIn: -1, LeaseDuration: time.Hour,
 			Now: func() time.Time { return e.dynNow },
 			Failpoints: &reshard.Failpoints{Hit: func(_, p string) bool {
 				if p == "after-copy" {
