@@ -192,7 +192,7 @@ func TestDynamicSizingForArrivals(t *testing.T) {
 				Driver: e.d, Store: e.st, MaxObjsPerShard: 100, TriggerSizing: trigger,
 				CopyRateAdaptive: true, CopyRateMin: 50, CopyRateLimit: 1000,
 				RampIn: -1, // rates this low would ramp for minutes
-				Now: func() time.Time { return time.Unix(0, now.Load()) },
+				Now:    func() time.Time { return time.Unix(0, now.Load()) },
 			})
 			if err != nil {
 				t.Fatal(err)
