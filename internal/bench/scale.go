@@ -111,6 +111,9 @@ type ScaleConfig struct {
 	CompactionConcurrency int
 	// NoIngestSplit: embedded.Options.NoIngestSplit (A/B runs).
 	NoIngestSplit bool
+	// RebaseEvery: reshard.Config.RebaseEvery (0: its default; negative:
+	// the governor keeps the minute before the reshard as its base).
+	RebaseEvery time.Duration
 	// MaxDuration stops the run (after the current phase is cut short);
 	// what was reached is reported. 0: no limit.
 	MaxDuration time.Duration
@@ -1642,6 +1645,7 @@ func newScaleDriver(ctx context.Context, cfg ScaleConfig, done chan<- reshard.Re
 	s.m, err = reshard.New(ctx, reshard.Config{
 		Driver: s.d, Store: st, Enabled: true, MaxObjsPerShard: cfg.MaxObjsPerShard, Interval: cfg.CheckInterval,
 		CopyRateLimit: limit, CopyRateAdaptive: cfg.CopyRateAdaptive, TriggerSizing: cfg.TriggerSizing, CopyLoad: cfg.CopyLoad,
+		RebaseEvery: cfg.RebaseEvery,
 		OnDone: func(r reshard.Result) {
 			select {
 			case done <- r:

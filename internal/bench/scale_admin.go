@@ -31,6 +31,7 @@ type scaleAdmin interface {
 	// reshardState is `reshard status`: a state, or "none".
 	reshardState(ctx context.Context) (string, error)
 	lsmCounters() embedded.LSMCounters
+	pace() reshard.PaceStats
 }
 
 // ScaleVersionsWalk is the full ListObjectVersions walk.
@@ -111,6 +112,14 @@ type ScaleLSMSeries struct {
 	// SchedLatencyUs: the mean time a goroutine waited to run (a CPU-
 	// starved process shows here, e.g. pebble's WAL flusher).
 	SchedLatencyUs []float32 `json:"sched_latency_mean_us"`
+	// The running reshard's pace at the sample (entries/s), the entries
+	// of copy and replay charged to it and copied in the second, the
+	// governor's latency base (µs) and whether it was probing.
+	PaceRate    []float32 `json:"reshard_pace"`
+	PaceCharged []int32   `json:"reshard_charged"`
+	PaceCopied  []int32   `json:"reshard_copied"`
+	PaceBaseUs  []float32 `json:"reshard_base_us"`
+	PaceProbing []int8    `json:"reshard_probing"`
 }
 
 // ScaleNoise attributes the fill's per-second swings (fill seconds that
@@ -210,9 +219,10 @@ func (g *gcSampler) next() (int32, float64, float64, float64) {
 
 // lsmSampler appends one second to the series.
 type lsmSampler struct {
-	a    scaleAdmin
-	prev embedded.LSMCounters
-	gc   *gcSampler
+	a     scaleAdmin
+	prev  embedded.LSMCounters
+	pprev reshard.PaceStats
+	gc    *gcSampler
 }
 
 func newLSMSampler(a scaleAdmin) *lsmSampler {
@@ -265,6 +275,23 @@ func (l *lsmSampler) sample(s *ScaleLSMSeries) {
 	s.LoadTables = append(s.LoadTables, int32(c.LoadTables-p.LoadTables))
 	s.LoadMemOverlaps = append(s.LoadMemOverlaps, int32(c.LoadMemtableOverlaps-p.LoadMemtableOverlaps))
 	s.CompactionsRunning = append(s.CompactionsRunning, int8(min(c.CompactionsRunning, 127)))
+	pc, pp := l.a.pace(), l.pprev
+	l.pprev = pc
+	delta := func(cur, prev uint64) int32 {
+		if cur < prev || pc.Running != pp.Running { // a reshard started or ended
+			return int32(min(cur, math.MaxInt32))
+		}
+		return int32(min(cur-prev, math.MaxInt32))
+	}
+	probing := int8(0)
+	if pc.Probing {
+		probing = 1
+	}
+	s.PaceRate = append(s.PaceRate, float32(pc.Rate))
+	s.PaceCharged = append(s.PaceCharged, delta(pc.Charged, pp.Charged))
+	s.PaceCopied = append(s.PaceCopied, delta(pc.Copied, pp.Copied))
+	s.PaceBaseUs = append(s.PaceBaseUs, float32(pc.Base.Microseconds()))
+	s.PaceProbing = append(s.PaceProbing, probing)
 	cy, pause, cpu, sched := l.gc.next()
 	s.SchedLatencyUs = append(s.SchedLatencyUs, float32(sched*1e6))
 	s.GCCycles = append(s.GCCycles, cy)
@@ -567,5 +594,7 @@ func (s *scaleDriver) reshardState(ctx context.Context) (string, error) {
 }
 
 func (s *scaleDriver) lsmCounters() embedded.LSMCounters { return s.st.LSMCounters() }
+
+func (s *scaleDriver) pace() reshard.PaceStats { return s.m.Pace() }
 
 var _ scaleAdmin = (*scaleDriver)(nil)

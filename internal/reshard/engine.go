@@ -128,6 +128,9 @@ func (m *Manager) newEngine(inst driver.Instance, rec Record) *engine {
 		if m.cfg.RampIn >= 0 {
 			e.gov.rampTicks = int(cmp.Or(m.cfg.RampIn, rampIn) / governorTick)
 		}
+		if m.cfg.RebaseEvery >= 0 && e.gov.fixed {
+			e.gov.probeEvery = max(probeMinGap, int(cmp.Or(m.cfg.RebaseEvery, rebaseEvery)/governorTick))
+		}
 	}
 	return e
 }

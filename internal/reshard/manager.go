@@ -94,6 +94,13 @@ type Config struct {
 	// round of the keys already loaded runs this often. Default (0): 1 s;
 	// negative: never (the replay waits for each chunk's commit).
 	MidReplayEvery time.Duration
+	// RebaseEvery: with CopyRateAdaptive and a baseline, the governor
+	// holds the pace at its lower bound for a moment this often (and
+	// whenever the write rate moves by a third) and scales the baseline by
+	// how the foreground latency at that pace moved since the reshard's
+	// first such probe. Default (0): 15 s; negative: never (the minute
+	// before the reshard stays the baseline throughout).
+	RebaseEvery time.Duration
 	// CopyWriters is how many copy ops may be in flight. Default 32.
 	CopyWriters int
 	// SwitchFanout bounds concurrent shard operations while writers wait
@@ -285,8 +292,9 @@ type Manager struct {
 
 	mu      sync.Mutex
 	running map[string]bool // buckets this Manager is driving
-	growth  *growth         // per bucket: arrival rate, last reshard's duration
-	fg      *fgTracker      // foreground latency before reshards (nil: no stats)
+	engines map[*engine]struct{}
+	growth  *growth    // per bucket: arrival rate, last reshard's duration
+	fg      *fgTracker // foreground latency before reshards (nil: no stats)
 
 	stop chan struct{}
 	done chan struct{}
@@ -310,7 +318,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	host, _ := os.Hostname()
 	m := &Manager{
 		cfg: cfg, d: cfg.Driver, queue: io.WithNamespace(queueNamespace), log: cfg.Logger,
-		cookie: host + "/" + hex.EncodeToString(b[:]), running: map[string]bool{}, growth: newGrowth(),
+		cookie: host + "/" + hex.EncodeToString(b[:]), running: map[string]bool{}, engines: map[*engine]struct{}{}, growth: newGrowth(),
 	}
 	if cfg.ForegroundStats != nil {
 		m.fg = newFGTracker(cfg.ForegroundStats)
@@ -458,6 +466,14 @@ func (m *Manager) drive(ctx context.Context, inst driver.Instance, rec Record, r
 	}
 	e := m.newEngine(inst, rec)
 	e.res.Resumed = resumed
+	m.mu.Lock()
+	m.engines[e] = struct{}{}
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.engines, e)
+		m.mu.Unlock()
+	}()
 	m.log.Info("reshard: running", "bucket", inst.Name, "from", rec.Source.NumShards, "to", rec.Target.NumShards, "state", rec.State, "resumed", resumed)
 	res, err := e.run(ctx)
 	if err == nil && !res.RolledBack {

@@ -2,8 +2,10 @@ package reshard
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,6 +17,8 @@ type pacer struct {
 	mu   sync.Mutex
 	rate float64 // entries/s; 0: unlimited
 	next time.Time
+	// charged counts the entries charged (progress for Manager.Pace).
+	charged atomic.Uint64
 }
 
 func newPacer(rate float64) *pacer { return &pacer{rate: rate} }
@@ -37,6 +41,7 @@ func (p *pacer) wait(ctx context.Context, n int) error {
 	if p == nil || n <= 0 {
 		return nil
 	}
+	p.charged.Add(uint64(n))
 	p.mu.Lock()
 	if p.rate <= 0 {
 		p.mu.Unlock()
@@ -98,6 +103,18 @@ type governor struct {
 	// (and so its floor) climbs from lo to hi, so that the reshard's
 	// load comes in gradually (0: at once); ticks counts them.
 	rampTicks, ticks int
+	// Probes (fixed base only, probeEvery > 0): see probe.
+	probeEvery    int           // ticks between probes
+	probeLeft     int           // ticks left in the running probe
+	sinceProbe    int           // ticks since the last probe ended
+	probeArrivals float64       // arrivals when the last probe ended
+	saved         float64       // the rate before the running probe
+	psum          time.Duration // latency summed over the probe's ticks
+	pn            int
+	base0         time.Duration // the minute before the reshard
+	first, last   time.Duration // foreground latency in the first and last probe
+	probes        int           // probes that measured
+	probed        bool          // a probe has started
 }
 
 // rampIn is how long a reshard's pace takes to reach its ceiling. At once,
@@ -115,6 +132,29 @@ const rampIn = 2 * time.Minute
 // keys written ahead of its cursor) and then the replay of every logged write
 // ran for over an hour while the shards grew to three times their limit.
 const convergeFactor = 2
+
+// Probes re-measure the baseline. The minute before a reshard says what
+// foreground latency was then; a long reshard outlives it: the bucket
+// grows, the workload changes (a fill, then a mixed phase), the log and
+// the replay it feeds cost more as the copied range grows. Measured
+// against the old minute, the foreground looked congested for the whole
+// 40-minute last reshard of the 30M run, so the pace sat at its floor
+// (twice the arrival rate), though a loaded copy's own cost is a few µs an
+// entry and every minute the reshard lasts costs the foreground its log
+// and replay. So every probeEvery ticks (and when the write rate moves by
+// a third, at most every probeMinGap) the governor holds the pace at its
+// lower bound for probeTicks ticks and takes the mean latency of the
+// later ones: the level the copy cannot go below. The base becomes the
+// minute before × (this probe ÷ the first): it follows what moved the
+// foreground since, and a copy that costs the foreground latency still
+// gets cut against it. A probe runs below the arrival floor for its
+// moment; over a cycle the pace still averages above the arrivals.
+const (
+	rebaseEvery = 15 * time.Second
+	probeTicks  = 10 // 2 s at the lower bound
+	probeSkip   = 3  // ticks of it the pace takes to settle
+	probeMinGap = 25
+)
 
 type sampleKind int
 
@@ -151,7 +191,7 @@ func newGovernor(p *pacer, lo, hi float64, fg func() time.Duration) *governor {
 // of foreground writes. The rate starts at lo and climbs while foreground
 // latency stays within grow×base.
 func newBaselineGovernor(p *pacer, lo, hi float64, stats func() (uint64, time.Duration), base time.Duration, cut float64) *governor {
-	g := &governor{p: p, lo: lo, hi: hi, minRate: lo, fixed: true, base: base, observed: true, cut: cut, grow: 1 + (cut-1)/2}
+	g := &governor{p: p, lo: lo, hi: hi, minRate: lo, fixed: true, base: base, base0: base, observed: true, cut: cut, grow: 1 + (cut-1)/2}
 	n0, s0 := stats()
 	g.sample = func() (time.Duration, sampleKind) {
 		n, s := stats()
@@ -206,10 +246,57 @@ func (g *governor) ownBatches() (time.Duration, sampleKind) {
 	return d, sampleLatency
 }
 
+// probe runs the probes' part of a tick (see rebaseEvery); true: the
+// tick belongs to a probe and the rate is left as it set it.
+func (g *governor) probe(d time.Duration, kind sampleKind) bool {
+	if !g.fixed || g.probeEvery <= 0 {
+		return false
+	}
+	g.mu.Lock()
+	if g.probeLeft > 0 {
+		g.probeLeft--
+		if g.probeLeft < probeTicks-probeSkip && kind == sampleLatency {
+			g.psum += d
+			g.pn++
+		}
+		if g.probeLeft > 0 {
+			g.mu.Unlock()
+			return true
+		}
+		if g.pn > 0 {
+			m := g.psum / time.Duration(g.pn)
+			if g.first == 0 {
+				g.first = m
+			}
+			g.last = m
+			g.base = time.Duration(float64(g.base0) * float64(m) / float64(g.first))
+			g.probes++
+		}
+		g.psum, g.pn, g.sinceProbe, g.probeArrivals = 0, 0, 0, g.arrivals
+		r := g.saved
+		g.mu.Unlock()
+		g.p.setRate(r)
+		return true
+	}
+	g.sinceProbe++
+	moved := g.probes > 0 && g.sinceProbe >= probeMinGap &&
+		math.Abs(g.arrivals-g.probeArrivals) > g.probeArrivals/3
+	if g.probed && g.sinceProbe < g.probeEvery && !moved {
+		g.mu.Unlock()
+		return false
+	}
+	g.probeLeft, g.probed = probeTicks, true
+	g.saved = g.p.current()
+	lo := g.lo
+	g.mu.Unlock()
+	g.p.setRate(lo)
+	return true
+}
+
 // tick adjusts the rate once.
 func (g *governor) tick() {
 	d, kind := g.sample()
-	if kind == sampleNone {
+	if g.probe(d, kind) || kind == sampleNone {
 		return
 	}
 	g.mu.Lock()
@@ -261,6 +348,17 @@ func (g *governor) run(ctx context.Context) {
 			g.tick()
 		}
 	}
+}
+
+// baseNow is the latency the governor paces against now (0: none yet,
+// the non-baseline governor) and whether a probe is running.
+func (g *governor) baseNow() (time.Duration, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.fixed {
+		return 0, false
+	}
+	return g.base, g.probeLeft > 0
 }
 
 func (g *governor) stats() (int, float64) {
@@ -341,4 +439,38 @@ func (t *fgTracker) run(ctx context.Context) {
 			t.sample()
 		}
 	}
+}
+
+// PaceStats is the pace of the reshards this Manager runs, summed.
+type PaceStats struct {
+	Running int
+	// Rate: entries/s the pacers allow now (0 with none running or an
+	// unlimited one); Charged: entries of copy and replay charged to them
+	// so far (it resets as reshards end).
+	Rate    float64
+	Charged uint64
+	Copied  uint64
+	// Base: the latency the governor paces against (0: none; the
+	// largest when several run); Probing: a probe is running.
+	Base    time.Duration
+	Probing bool
+}
+
+// Pace reports the running reshards' pace (benchmarks sample it).
+func (m *Manager) Pace() PaceStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var s PaceStats
+	for e := range m.engines {
+		s.Running++
+		s.Rate += e.pace.current()
+		s.Charged += e.pace.charged.Load()
+		s.Copied += e.copied.Load()
+		if e.gov != nil {
+			b, p := e.gov.baseNow()
+			s.Base = max(s.Base, b)
+			s.Probing = s.Probing || p
+		}
+	}
+	return s
 }

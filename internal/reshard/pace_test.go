@@ -262,3 +262,75 @@ func TestGovernorRampsIn(t *testing.T) {
 		t.Fatalf("calm after the ramp: %.0f, want the cap", r)
 	}
 }
+
+// TestGovernorRebases: the foreground's own level moves during a long
+// reshard (the bucket grows, a fill gives way to a mixed workload). Against
+// the minute before the reshard the foreground then looks congested
+// whatever the copy does, and the pace sat at its floor for the 30M run's
+// whole 40-minute last reshard. With probes the base follows the level at
+// the lowest pace, so after the shift the copy settles where it did before
+// it, and the foreground still keeps 0.8× of what it would do without the
+// copy. Each probe holds the lowest pace for probeTicks ticks.
+func TestGovernorRebases(t *testing.T) {
+	const base = 4 * time.Millisecond
+	drift := func(i int) float64 {
+		if i < 300 {
+			return 1
+		}
+		return 1.6
+	}
+	lat := func(i int, rate float64) time.Duration {
+		return time.Duration(drift(i) * float64(base) * (1 + 0.72*rate/25000))
+	}
+	run := func(probeEvery int) (before, after float64, probeTicksAtLo int) {
+		f := &fakeFG{}
+		p := newPacer(25000)
+		g := newBaselineGovernor(p, 1000, 25000, f.stats, base, 1.15)
+		g.probeEvery = probeEvery
+		var sb, sa float64
+		var nb, na int
+		for i := 0; i < 900; i++ {
+			r := p.current()
+			d := lat(i, r)
+			f.writes(200, d)
+			g.tick()
+			if _, probing := g.baseNow(); probing {
+				if p.current() == 1000 {
+					probeTicksAtLo++
+				}
+				continue
+			}
+			if i > 20 {
+				if w := drift(i) * float64(base) / float64(d); w < 0.8 {
+					t.Errorf("probes every %d: tick %d: foreground at %.2f× its level without the copy (rate %.0f)", probeEvery, i, w, r)
+				}
+			}
+			switch {
+			case i >= 100 && i < 300:
+				sb += r
+				nb++
+			case i >= 500:
+				sa += r
+				na++
+			}
+		}
+		return sb / float64(nb), sa / float64(na), probeTicksAtLo
+	}
+	before, after, atLo := run(75)
+	if after < 0.6*before || after > 1.2*before {
+		t.Errorf("with probes: mean pace %.0f before the shift, %.0f after: the base did not follow", before, after)
+	}
+	if atLo < 10*probeTicks {
+		t.Errorf("with probes: %d probe ticks at the lowest pace, want at least %d", atLo, 10*probeTicks)
+	}
+	if before < 3000 {
+		t.Errorf("with probes: mean pace before the shift %.0f, want well above the floor", before)
+	}
+	// Without them the old minute rules: congested from the shift on, at
+	// the floor (twice the 1,000 writes/s).
+	before0, after0, _ := run(0)
+	t.Logf("mean pace before / after the shift: probes %.0f / %.0f, none %.0f / %.0f", before, after, before0, after0)
+	if after0 > 2100 || before0 < 3000 {
+		t.Errorf("without probes: mean pace %.0f before the shift, %.0f after; want the floor after it", before0, after0)
+	}
+}
