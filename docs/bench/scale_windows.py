@@ -9,7 +9,8 @@ second) inside and outside reshards against the median fill second of the
 the fill rate by seconds after each chunk commit of the last reshard (a
 commit is a second in which a load ingested tables), relative to that
 reshard's median fill second: a dip right after commits is the replay's
-burst. Stop 41 used it to compare ingest splits and compaction concurrency.
+burst; and per reshard and phase the governor's pace, what was copied
+and charged to it per second, and its probes' seconds. Stop 41 used it to compare ingest splits and compaction concurrency.
 """
 import json
 import statistics as st
@@ -56,6 +57,28 @@ def after_commits(d):
     return len(commits), {k: st.mean(v) / base for k, v in sorted(rel.items())}
 
 
+def pace(d):
+    """Per reshard and phase: mean pace (entries/s allowed), copied and
+    charged (copy + replay) per second, seconds with a probe running."""
+    ls, ph = d.get('lsm_per_sec') or {}, d['phase_per_sec']
+    if 'reshard_pace' not in ls:
+        return []
+    out = []
+    for e in d['reshard_events']:
+        s, t = int(e['start_sec']), int(e['end_sec'] or len(ph))
+        by = {}
+        for i in range(s + 1, min(t, len(ls['reshard_pace']))):
+            by.setdefault(ph[i] if i < len(ph) else '-', []).append(i)
+        rows = []
+        for p_, ix in sorted(by.items()):
+            rows.append((p_, len(ix), st.mean(ls['reshard_pace'][i] for i in ix),
+                         st.mean(ls['reshard_copied'][i] for i in ix),
+                         st.mean(ls['reshard_charged'][i] for i in ix),
+                         sum(ls['reshard_probing'][i] for i in ix)))
+        out.append((e, rows))
+    return out
+
+
 def main():
     for f in sys.argv[1:]:
         d = json.load(open(f))
@@ -69,6 +92,10 @@ def main():
                 e['from_shards'], e['to_shards'], e['start_sec'], round(e['end_sec']) if e['end_sec'] else 'running',
                 e.get('copy_entries_per_sec', 0), e.get('worst_window_ratio'), e.get('windows'),
                 e.get('early_replayed'), e.get('mid_chunk_replay_rounds')))
+            if e.get('load_read_sec') is not None and e.get('end_sec'):
+                print('    copy loop of %.0f s: pace wait %.0f, reads %.0f, mid rounds %.0f, commits %.0f' % (
+                    e['end_sec'] - e['start_sec'], e.get('load_pace_wait_sec', 0), e.get('load_read_sec', 0),
+                    e.get('load_mid_rounds_sec', 0), e.get('load_commits_sec', 0)))
         rows = windows(d)
         for ins in (False, True):
             rs = [r for a, r, _ in rows if a == ins]
@@ -86,6 +113,10 @@ def main():
         if lsm:
             print('  final LSM: write amp %.2f space amp %.2f loaded bytes by level %s' % (
                 lsm.get('write_amp', 0), lsm.get('space_amp', 0), lsm.get('ingested_bytes_by_level')))
+        for e, rows in pace(d):
+            print('  pace of %d->%d by phase (f fill, r rwld, l list, a aging): %s' % (
+                e['from_shards'], e['to_shards'], '; '.join(
+                    '%s %d s pace %.0f copied %.0f charged %.0f probing %d s' % r for r in rows)))
         ac = after_commits(d)
         if ac:
             n, rel = ac

@@ -292,12 +292,19 @@ type ScaleReshard struct {
 	// (between chunks, or by source for an op copy), skipped between
 	// chunks (the copy read their keys after them), and replayed after
 	// the copy, before the close.
-	LoadChunks    int     `json:"load_chunks,omitempty"`
-	MidRounds     int     `json:"mid_chunk_replay_rounds,omitempty"`
-	EarlyReplayed uint64  `json:"early_replayed,omitempty"`
-	ReplaySkipped uint64  `json:"replay_skipped,omitempty"`
-	Replayed      uint64  `json:"replayed,omitempty"`
-	BlockMs       float64 `json:"block_ms,omitempty"`
+	LoadChunks int `json:"load_chunks,omitempty"`
+	MidRounds  int `json:"mid_chunk_replay_rounds,omitempty"`
+	// A loaded copy's loop, seconds: waiting for the pace, reading source
+	// pages, in mid-chunk replay rounds, committing chunks (the rest:
+	// merging and staging).
+	LoadPaceWaitSec float64 `json:"load_pace_wait_sec,omitempty"`
+	LoadReadSec     float64 `json:"load_read_sec,omitempty"`
+	LoadMidSec      float64 `json:"load_mid_rounds_sec,omitempty"`
+	LoadCommitSec   float64 `json:"load_commits_sec,omitempty"`
+	EarlyReplayed   uint64  `json:"early_replayed,omitempty"`
+	ReplaySkipped   uint64  `json:"replay_skipped,omitempty"`
+	Replayed        uint64  `json:"replayed,omitempty"`
+	BlockMs         float64 `json:"block_ms,omitempty"`
 	// Tail: log records replayed while writers were blocked; the block's
 	// parts: closing the sources, replaying the tail, the instance write.
 	Tail          uint64  `json:"tail_records,omitempty"`
@@ -705,7 +712,9 @@ func (r *scaleRun) reshardDone(res reshard.Result) {
 		Copied: res.Copied, CopyLoaded: res.CopyLoaded, LoadChunks: res.LoadChunks, MidRounds: res.MidChunkRounds, EarlyReplayed: res.EarlyReplayed,
 		ReplaySkipped: res.ReplaySkipped, Replayed: res.Replayed, BlockMs: float64(res.Block.Microseconds()) / 1000, Tail: res.Tail,
 		BlockCloseMs: float64(res.BlockClose.Microseconds()) / 1000, BlockTailMs: float64(res.BlockTail.Microseconds()) / 1000,
-		BlockSwitchMs: float64(res.BlockSwitch.Microseconds()) / 1000}
+		BlockSwitchMs:   float64(res.BlockSwitch.Microseconds()) / 1000,
+		LoadPaceWaitSec: res.LoadPaceWait.Seconds(), LoadReadSec: res.LoadRead.Seconds(),
+		LoadMidSec: res.LoadMidRounds.Seconds(), LoadCommitSec: res.LoadCommits.Seconds()}
 	if res.Sizing != nil {
 		ev.PredictedObjects = res.Sizing.Predicted
 	}

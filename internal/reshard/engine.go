@@ -55,6 +55,10 @@ type Result struct {
 	LoadChunks     int
 	MidChunkRounds int
 	ReplaySkipped  uint64
+	// Where a loaded copy's loop spent its time: waiting for the pacer,
+	// reading source pages, in mid-chunk replay rounds, committing chunks
+	// (ingest and the commit's replay); the rest is the merge and staging.
+	LoadPaceWait, LoadRead, LoadMidRounds, LoadCommits time.Duration
 	// RateCuts is how often the adaptive governor cut the rate, MinRate
 	// the lowest rate it set (entries/s), over the copy and replay steps.
 	RateCuts int
@@ -627,9 +631,11 @@ func (e *engine) copyLoaded(ctx context.Context, total uint64, load *bucketindex
 		}
 		last = kv.Key
 		if len(c.buf) == 0 && c.more {
+			t0 := time.Now()
 			if err := read(ctx, c); err != nil {
 				return err
 			}
+			e.res.LoadRead += time.Since(t0)
 		}
 		if len(c.buf) == 0 {
 			heap.Pop(&h)
@@ -638,9 +644,11 @@ func (e *engine) copyLoaded(ctx context.Context, total uint64, load *bucketindex
 		}
 		if n++; n == e.m.cfg.CopyBatch || h.Len() == 0 {
 			e.copied.Add(uint64(n))
+			t0 := time.Now()
 			if err := e.pace.wait(ctx, n); err != nil {
 				return err
 			}
+			e.res.LoadPaceWait += time.Since(t0)
 			n = 0
 			if !midDone && e.copied.Load()*2 >= total {
 				midDone = true
@@ -656,13 +664,22 @@ func (e *engine) copyLoaded(ctx context.Context, total uint64, load *bucketindex
 			}
 		}
 		if load.Staged() >= chunk && h.Len() > 0 {
+			t0 := time.Now()
 			if err := e.commitChunk(ctx, load, rr, curs, last, false, raise, lower); err != nil {
 				return err
 			}
+			e.res.LoadCommits += time.Since(t0)
 			committed, lastMid = last, time.Now()
 		}
 	}
+	defer e.timed(&e.res.LoadCommits)()
 	return e.commitChunk(ctx, load, rr, curs, "", true, raise, lower)
+}
+
+// timed adds the time until the returned func is called to *d.
+func (e *engine) timed(d *time.Duration) func() {
+	t0 := time.Now()
+	return func() { *d += time.Since(t0) }
 }
 
 // Chunk size of a loaded copy when Config.LoadChunk is 0: at least this
@@ -728,6 +745,7 @@ const midReplayEvery = time.Second
 // ahead of the cursors are skipped. No source read is in flight (the merge
 // loop calls it between reads), as rangeReplayRound needs.
 func (e *engine) midChunkReplay(ctx context.Context, rr *rangeReplay, curs []*loadCursor, committed string) error {
+	defer e.timed(&e.res.LoadMidRounds)()
 	n, skipped, _, err := e.rangeReplayRound(ctx, rr, curs, committed, false)
 	e.res.EarlyReplayed += n
 	e.res.ReplaySkipped += skipped

@@ -142,12 +142,12 @@ const convergeFactor = 2
 // (twice the arrival rate), though a loaded copy's own cost is a few µs an
 // entry and every minute the reshard lasts costs the foreground its log
 // and replay. So every probeEvery ticks (and when the write rate moves by
-// a third, at most every probeMinGap) the governor holds the pace at its
-// lower bound for probeTicks ticks and takes the mean latency of the
-// later ones: the level the copy cannot go below. The base becomes the
-// minute before × (this probe ÷ the first): it follows what moved the
-// foreground since, and a copy that costs the foreground latency still
-// gets cut against it. A probe runs below the arrival floor for its
+// a third: at most every probeMinGap, the rate not climbing meanwhile)
+// the governor holds the pace at its lower bound for probeTicks ticks and
+// takes the mean latency of the later ones: the level the copy cannot go
+// below. The base becomes the minute before × (this probe ÷ the first): it
+// follows what moved the foreground since, and a copy that costs the
+// foreground latency still gets cut against it. A probe runs below the arrival floor for its
 // moment; over a cycle the pace still averages above the arrivals.
 const (
 	rebaseEvery = 15 * time.Second
@@ -246,11 +246,13 @@ func (g *governor) ownBatches() (time.Duration, sampleKind) {
 	return d, sampleLatency
 }
 
-// probe runs the probes' part of a tick (see rebaseEvery); true: the
-// tick belongs to a probe and the rate is left as it set it.
-func (g *governor) probe(d time.Duration, kind sampleKind) bool {
+// probe runs the probes' part of a tick (see rebaseEvery): consumed, the
+// tick belongs to a probe and the rate is left as it set it; hold, the
+// write rate has moved since the last probe and the next may not start
+// yet: the base is stale, so the rate may fall but not climb.
+func (g *governor) probe(d time.Duration, kind sampleKind) (consumed, hold bool) {
 	if !g.fixed || g.probeEvery <= 0 {
-		return false
+		return false, false
 	}
 	g.mu.Lock()
 	if g.probeLeft > 0 {
@@ -261,7 +263,7 @@ func (g *governor) probe(d time.Duration, kind sampleKind) bool {
 		}
 		if g.probeLeft > 0 {
 			g.mu.Unlock()
-			return true
+			return true, false
 		}
 		if g.pn > 0 {
 			m := g.psum / time.Duration(g.pn)
@@ -276,27 +278,27 @@ func (g *governor) probe(d time.Duration, kind sampleKind) bool {
 		r := g.saved
 		g.mu.Unlock()
 		g.p.setRate(r)
-		return true
+		return true, false
 	}
 	g.sinceProbe++
-	moved := g.probes > 0 && g.sinceProbe >= probeMinGap &&
-		math.Abs(g.arrivals-g.probeArrivals) > g.probeArrivals/3
-	if g.probed && g.sinceProbe < g.probeEvery && !moved {
+	moved := g.probes > 0 && math.Abs(g.arrivals-g.probeArrivals) > g.probeArrivals/3
+	if g.probed && g.sinceProbe < g.probeEvery && (!moved || g.sinceProbe < probeMinGap) {
 		g.mu.Unlock()
-		return false
+		return false, moved
 	}
 	g.probeLeft, g.probed = probeTicks, true
 	g.saved = g.p.current()
 	lo := g.lo
 	g.mu.Unlock()
 	g.p.setRate(lo)
-	return true
+	return true, false
 }
 
 // tick adjusts the rate once.
 func (g *governor) tick() {
 	d, kind := g.sample()
-	if g.probe(d, kind) || kind == sampleNone {
+	consumed, hold := g.probe(d, kind)
+	if consumed || kind == sampleNone {
 		return
 	}
 	g.mu.Lock()
@@ -323,7 +325,7 @@ func (g *governor) tick() {
 	switch {
 	case congested:
 		r = max(floor, r*2/3)
-	case calm:
+	case calm && !hold:
 		r = min(hi, r+(hi-g.lo)/20)
 	}
 	r = min(max(r, floor), hi)

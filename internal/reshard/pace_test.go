@@ -334,3 +334,64 @@ func TestGovernorRebases(t *testing.T) {
 		t.Errorf("without probes: mean pace %.0f before the shift, %.0f after; want the floor after it", before0, after0)
 	}
 }
+
+// TestGovernorHoldsWhenWritesMove: when the write rate moves by a third
+// (a mixed phase gives way to a fill, whose writes are faster), the base is
+// stale until the next probe, which may not start for a few seconds; in
+// between the rate must not climb against the stale base (it climbed to
+// the cap against the mixed phase's slower writes).
+func TestGovernorHoldsWhenWritesMove(t *testing.T) {
+	lat := func(level time.Duration, rate float64) time.Duration {
+		return time.Duration(float64(level) * (1 + 0.72*rate/100000)) // a loaded copy's cost
+	}
+	f := &fakeFG{}
+	p := newPacer(100000)
+	g := newBaselineGovernor(p, 5000, 100000, f.stats, 8*time.Millisecond, 1.15)
+	g.probeEvery = 75
+	// The mixed phase: 5,000 writes/s at 8 ms, until a probe has just ended.
+	wasProbing, ended := false, 0
+	for i := 0; ended < 2; i++ {
+		if i > 1000 {
+			t.Fatal("no probe ended")
+		}
+		f.writes(1000, lat(8*time.Millisecond, p.current()))
+		g.tick()
+		_, probing := g.baseNow()
+		if wasProbing && !probing {
+			ended++
+		}
+		wasProbing = probing
+	}
+	r0 := p.current()
+	// The fill: 10,000 writes/s at 4 ms. One tick passes before the arrivals'
+	// average has moved by a third; after it the rate holds until the probe.
+	for i := 0; ; i++ {
+		if i > 100 {
+			t.Fatal("no probe after the write rate moved")
+		}
+		f.writes(2000, lat(4*time.Millisecond, p.current()))
+		g.tick()
+		if _, probing := g.baseNow(); probing {
+			if i < 10 {
+				t.Fatalf("the probe started %d ticks after the last: the gap is %d", i, probeMinGap)
+			}
+			break
+		}
+		// (The floor, twice the arrivals, may lift it to 20,000.)
+		if r := p.current(); r > max(r0+(100000-5000)/20, 20000) {
+			t.Fatalf("tick %d after the move: rate %.0f climbed from %.0f against the stale base", i, r, r0)
+		}
+	}
+	// After the probe the base is the fill's: the governor keeps the fill
+	// within its target of the level without the copy.
+	for i := 0; i < 300; i++ {
+		d := lat(4*time.Millisecond, p.current())
+		f.writes(2000, d)
+		g.tick()
+		if _, probing := g.baseNow(); !probing && i > 30 {
+			if w := float64(4*time.Millisecond) / float64(d); w < 0.8 {
+				t.Fatalf("tick %d: the fill at %.2f× its level without the copy (rate %.0f)", i, w, p.current())
+			}
+		}
+	}
+}
