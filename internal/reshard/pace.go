@@ -103,6 +103,11 @@ type governor struct {
 	// (and so its floor) climbs from lo to hi, so that the reshard's
 	// load comes in gradually (0: at once); ticks counts them.
 	rampTicks, ticks int
+	// floorNow: the floor applied at the last tick. With a ramp, the floor
+	// climbs at most at the ramp's slope: when the writers speed up (a
+	// mixed phase gives way to a fill) twice their rate arrives as a slope
+	// too, not as a step (it falls at once).
+	floorNow float64
 	// Probes (fixed base only, probeEvery > 0): see probe.
 	probeEvery    int           // ticks between probes
 	probeLeft     int           // ticks left in the running probe
@@ -147,8 +152,9 @@ const convergeFactor = 2
 // takes the mean latency of the later ones: the level the copy cannot go
 // below. The base becomes the minute before × (this probe ÷ the first): it
 // follows what moved the foreground since, and a copy that costs the
-// foreground latency still gets cut against it. A probe runs below the arrival floor for its
-// moment; over a cycle the pace still averages above the arrivals.
+// foreground latency still gets cut against it. A probe runs below the
+// arrival floor for its moment; over a cycle the pace still averages above
+// the arrivals.
 const (
 	rebaseEvery = 15 * time.Second
 	probeTicks  = 10 // 2 s at the lower bound
@@ -320,6 +326,10 @@ func (g *governor) tick() {
 		hi = g.lo + (hi-g.lo)*float64(g.ticks)/float64(g.rampTicks)
 	}
 	floor := min(hi, max(g.lo, convergeFactor*g.arrivals))
+	if g.rampTicks > 0 {
+		floor = min(floor, max(g.lo, g.floorNow+(g.hi-g.lo)/float64(g.rampTicks)))
+	}
+	g.floorNow = floor
 	g.mu.Unlock()
 	r := g.p.current()
 	switch {

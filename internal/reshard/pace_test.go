@@ -395,3 +395,44 @@ func TestGovernorHoldsWhenWritesMove(t *testing.T) {
 		}
 	}
 }
+
+// TestGovernorFloorClimbs: after the ramp-in, when the writers speed up
+// (a mixed phase gives way to a fill), the floor of twice their rate
+// climbs at the ramp's slope instead of stepping there within a second
+// (in a 3M run the copy jumped from 14,000 to 30,000 entries/s as the fill
+// resumed, and the fill's first windows fell to 0.62 of the fill before);
+// it falls at once.
+func TestGovernorFloorClimbs(t *testing.T) {
+	f := &fakeFG{}
+	p := newPacer(25000)
+	g := newBaselineGovernor(p, 5000, 25000, f.stats, time.Millisecond, 1.15)
+	g.rampTicks = 100
+	for range 150 { // the ramp, then 1,000 writes/s, congested: the plain floor
+		f.writes(200, 10*time.Millisecond)
+		g.tick()
+	}
+	if r := p.current(); r != 5000 {
+		t.Fatalf("rate with 1,000 writes/s, congested: %.0f, want 5,000", r)
+	}
+	step := (25000.0 - 5000) / 100
+	prev := p.current()
+	for i := 0; i < 100; i++ { // 10,000 writes/s, congested
+		f.writes(2000, 10*time.Millisecond)
+		g.tick()
+		r := p.current()
+		if r > prev+step+1e-6 {
+			t.Fatalf("tick %d: rate %.0f jumped from %.0f (slope %.0f a tick)", i, r, prev, step)
+		}
+		prev = r
+	}
+	if r := p.current(); r < 19500 || r > 20000 {
+		t.Fatalf("rate after the climb: %.0f, want about 20,000", r)
+	}
+	for range 30 { // the writers slow down: the floor falls with their average
+		f.writes(200, 10*time.Millisecond)
+		g.tick()
+	}
+	if r := p.current(); r > 5100 {
+		t.Fatalf("rate after the writers slowed: %.0f, want the floor", r)
+	}
+}
