@@ -111,6 +111,8 @@ type ScaleConfig struct {
 	CompactionConcurrency int
 	// NoIngestSplit: embedded.Options.NoIngestSplit (A/B runs).
 	NoIngestSplit bool
+	// MaxOpenFiles: embedded.Options.MaxOpenFiles (0: its default).
+	MaxOpenFiles int
 	// RebaseEvery: reshard.Config.RebaseEvery (0: its default; negative:
 	// the governor keeps the minute before the reshard as its base).
 	RebaseEvery time.Duration
@@ -1622,7 +1624,7 @@ func newScaleDriver(ctx context.Context, cfg ScaleConfig, done chan<- reshard.Re
 	reg := objstore.NewRegistry()
 	cls.RegisterAll(reg)
 	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: dir, Classes: reg, CacheSize: cfg.CacheSize, CompactionConcurrency: cfg.CompactionConcurrency, NoIngestSplit: cfg.NoIngestSplit})
+	st, err := embedded.Open(embedded.Options{Dir: dir, Classes: reg, CacheSize: cfg.CacheSize, CompactionConcurrency: cfg.CompactionConcurrency, NoIngestSplit: cfg.NoIngestSplit, MaxOpenFiles: cfg.MaxOpenFiles})
 	if err != nil {
 		if cfg.Resume == "" {
 			os.RemoveAll(dir)

@@ -105,6 +105,10 @@ type ScaleLSMSeries struct {
 	LoadTables         []int32   `json:"load_tables"`
 	LoadMemOverlaps    []int32   `json:"load_memtable_overlaps"`
 	CompactionsRunning []int8    `json:"compactions_running"`
+	// Table lookups in pebble's file cache in the second, and misses
+	// (each opened a table).
+	FileCacheLookups []int32 `json:"file_cache_lookups"`
+	FileCacheMisses  []int32 `json:"file_cache_misses"`
 	// The process's Go GC: cycles, stop-the-world pause and GC CPU.
 	GCCycles  []int32   `json:"gc_cycles"`
 	GCPauseMs []float32 `json:"gc_pause_ms"`
@@ -275,6 +279,9 @@ func (l *lsmSampler) sample(s *ScaleLSMSeries) {
 	s.LoadTables = append(s.LoadTables, int32(c.LoadTables-p.LoadTables))
 	s.LoadMemOverlaps = append(s.LoadMemOverlaps, int32(c.LoadMemtableOverlaps-p.LoadMemtableOverlaps))
 	s.CompactionsRunning = append(s.CompactionsRunning, int8(min(c.CompactionsRunning, 127)))
+	miss := c.FileCacheMisses - p.FileCacheMisses
+	s.FileCacheLookups = append(s.FileCacheLookups, int32(min(c.FileCacheHits-p.FileCacheHits+miss, math.MaxInt32)))
+	s.FileCacheMisses = append(s.FileCacheMisses, int32(min(miss, math.MaxInt32)))
 	pc, pp := l.a.pace(), l.pprev
 	l.pprev = pc
 	delta := func(cur, prev uint64) int32 {

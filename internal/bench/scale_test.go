@@ -88,7 +88,7 @@ func TestScaleSmoke(t *testing.T) {
 	lens := []int{len(s.WALSyncs), len(s.WALSyncMeanUs), len(s.WALMiB), len(s.Commits), len(s.CommitMeanUs), len(s.SyncWaitMeanUs),
 		len(s.WALQueueMeanUs), len(s.SemWaitMeanUs), len(s.StallWaitMeanUs), len(s.Flushes), len(s.FlushBusy), len(s.Compactions), len(s.CompactionBusy),
 		len(s.FlushedMiB), len(s.CompactedMiB), len(s.StallMs), len(s.L0Sublevels), len(s.MemtableMiB), len(s.IngestedMiB), len(s.IngestedL0MiB), len(s.LoadTables), len(s.LoadMemOverlaps), len(s.CompactionsRunning), len(s.GCCycles), len(s.GCPauseMs), len(s.GCCPUMs), len(s.SchedLatencyUs),
-		len(s.PaceRate), len(s.PaceCharged), len(s.PaceCopied), len(s.PaceBaseUs), len(s.PaceProbing)}
+		len(s.FileCacheLookups), len(s.FileCacheMisses), len(s.PaceRate), len(s.PaceCharged), len(s.PaceCopied), len(s.PaceBaseUs), len(s.PaceProbing)}
 	var syncs int64
 	for _, v := range s.WALSyncs {
 		syncs += int64(v)

@@ -160,6 +160,7 @@ func (s *Store) open() error {
 		FS:                 fs,
 		Cache:              cache,
 		MemTableSize:       s.opts.MemTableSize,
+		MaxOpenFiles:       s.opts.MaxOpenFiles,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{s.log},
 		EventListener: &pebble.EventListener{

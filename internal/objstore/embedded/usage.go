@@ -146,6 +146,9 @@ type LSMCounters struct {
 	LoadTables, LoadMemtableOverlaps uint64
 	// CompactionsRunning: compactions in progress now.
 	CompactionsRunning int64
+	// FileCacheHits/Misses: table lookups in pebble's file cache (a miss
+	// opens the table).
+	FileCacheHits, FileCacheMisses int64
 }
 
 // LSMCounters reads the counters (one pebble Metrics call).
@@ -175,6 +178,7 @@ func (s *Store) LSMCounters() LSMCounters {
 	out.IngestedL0Bytes = m.Levels[0].TableBytesIngested
 	out.LoadTables, out.LoadMemtableOverlaps = s.loadTables.Load(), s.loadMemOverlaps.Load()
 	out.CompactionsRunning = m.Compact.NumInProgress
+	out.FileCacheHits, out.FileCacheMisses = m.FileCache.Hits, m.FileCache.Misses
 	// pebble counts a flush's blob bytes as compacted too.
 	out.BlobCompactedBytes -= min(out.BlobFlushedBytes, out.BlobCompactedBytes)
 	out.BlobRewrittenBytes = s.blobRewritten.Load()
