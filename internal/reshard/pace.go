@@ -117,7 +117,7 @@ type governor struct {
 	psum          time.Duration // latency summed over the probe's ticks
 	pn            int
 	base0         time.Duration // the minute before the reshard
-	first, last   time.Duration // foreground latency in the first and last probe
+	first         time.Duration // foreground latency in the reshard's first probe
 	probes        int           // probes that measured
 	probed        bool          // a probe has started
 }
@@ -144,9 +144,9 @@ const convergeFactor = 2
 // the replay it feeds cost more as the copied range grows. Measured
 // against the old minute, the foreground looked congested for the whole
 // 40-minute last reshard of the 30M run, so the pace sat at its floor
-// (twice the arrival rate), though a loaded copy's own cost is a few µs an
-// entry and every minute the reshard lasts costs the foreground its log
-// and replay. So every probeEvery ticks (and when the write rate moves by
+// (twice the arrival rate) whatever the copy's own share of the cost, and
+// every minute the reshard lasts costs the foreground its log and replay.
+// So every probeEvery ticks (and when the write rate moves by
 // a third: at most every probeMinGap, the rate not climbing meanwhile)
 // the governor holds the pace at its lower bound for probeTicks ticks and
 // takes the mean latency of the later ones: the level the copy cannot go
@@ -271,12 +271,10 @@ func (g *governor) probe(d time.Duration, kind sampleKind) (consumed, hold bool)
 			g.mu.Unlock()
 			return true, false
 		}
-		if g.pn > 0 {
-			m := g.psum / time.Duration(g.pn)
+		if m := g.psum / time.Duration(max(g.pn, 1)); m > 0 {
 			if g.first == 0 {
 				g.first = m
 			}
-			g.last = m
 			g.base = time.Duration(float64(g.base0) * float64(m) / float64(g.first))
 			g.probes++
 		}
