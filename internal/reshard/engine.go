@@ -631,11 +631,12 @@ func (e *engine) copyLoaded(ctx context.Context, total uint64, load *bucketindex
 		}
 		last = kv.Key
 		if len(c.buf) == 0 && c.more {
-			t0 := time.Now()
-			if err := read(ctx, c); err != nil {
+			done := e.timed(&e.res.LoadRead)
+			err := read(ctx, c)
+			done()
+			if err != nil {
 				return err
 			}
-			e.res.LoadRead += time.Since(t0)
 		}
 		if len(c.buf) == 0 {
 			heap.Pop(&h)
@@ -644,11 +645,12 @@ func (e *engine) copyLoaded(ctx context.Context, total uint64, load *bucketindex
 		}
 		if n++; n == e.m.cfg.CopyBatch || h.Len() == 0 {
 			e.copied.Add(uint64(n))
-			t0 := time.Now()
-			if err := e.pace.wait(ctx, n); err != nil {
+			done := e.timed(&e.res.LoadPaceWait)
+			err := e.pace.wait(ctx, n)
+			done()
+			if err != nil {
 				return err
 			}
-			e.res.LoadPaceWait += time.Since(t0)
 			n = 0
 			if !midDone && e.copied.Load()*2 >= total {
 				midDone = true
@@ -664,11 +666,12 @@ func (e *engine) copyLoaded(ctx context.Context, total uint64, load *bucketindex
 			}
 		}
 		if load.Staged() >= chunk && h.Len() > 0 {
-			t0 := time.Now()
-			if err := e.commitChunk(ctx, load, rr, curs, last, false, raise, lower); err != nil {
+			done := e.timed(&e.res.LoadCommits)
+			err := e.commitChunk(ctx, load, rr, curs, last, false, raise, lower)
+			done()
+			if err != nil {
 				return err
 			}
-			e.res.LoadCommits += time.Since(t0)
 			committed, lastMid = last, time.Now()
 		}
 	}
