@@ -174,3 +174,39 @@ func TestOmapLoadLandsAtBottom(t *testing.T) {
 		}
 	}
 }
+
+// The file cache: the default keeps more tables open than pebble's 1,000
+// where the open file limit allows (it is within 1,000..16,384), a store
+// takes the option, and LSMCounters counts table lookups (a read of a
+// flushed object looks its table up).
+func TestFileCacheCounters(t *testing.T) {
+	if n := DefaultMaxOpenFiles(); n < 1000 || n > 16384 {
+		t.Fatalf("DefaultMaxOpenFiles %d outside 1000..16384", n)
+	}
+	if fileLimit() >= 4000 && DefaultMaxOpenFiles() < 2000 {
+		t.Fatalf("open file limit %d, default %d: not half of it", fileLimit(), DefaultMaxOpenFiles())
+	}
+	s, err := Open(Options{Dir: t.TempDir(), MaxOpenFiles: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.po.MaxOpenFiles != 200 {
+		t.Fatalf("pebble MaxOpenFiles %d, want 200", s.po.MaxOpenFiles)
+	}
+	io := mustIO(t, s, "p")
+	mustOp(t, io, "a", objstore.NewWriteOp().Create(false).SetOmap(kv("k", "v")))
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c0 := s.LSMCounters()
+	op := objstore.NewReadOp()
+	om := op.GetOmapValues("", "", 10)
+	if err := io.OperateRead(bg, "a", op); err != nil || len(om.Pairs) != 1 {
+		t.Fatalf("read: %v, %d pairs", err, len(om.Pairs))
+	}
+	c1 := s.LSMCounters()
+	if n := (c1.FileCacheHits + c1.FileCacheMisses) - (c0.FileCacheHits + c0.FileCacheMisses); n <= 0 {
+		t.Fatalf("a read of a flushed object made %d file cache lookups", n)
+	}
+}
