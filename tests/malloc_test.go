@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -16,13 +17,7 @@ func TestGatewayPreloadsJemalloc(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("preloading is Linux only")
 	}
-	found := false
-	for _, p := range []string{"/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2", "/usr/lib64/libjemalloc.so.2", "/usr/lib/libjemalloc.so.2"} {
-		if _, err := os.Stat(p); err == nil {
-			found = true
-		}
-	}
-	if !found {
+	if !jemallocInstalled() {
 		if os.Getenv("CAIRN_REQUIRE_CLIENTS") != "" {
 			t.Fatal("libjemalloc.so.2 is not installed (.ci/run installs libjemalloc2)")
 		}
@@ -42,4 +37,80 @@ func TestGatewayPreloadsJemalloc(t *testing.T) {
 		}
 		g.Stop()
 	}
+}
+
+// TestGatewayJemallocHugePages: by default the preloaded jemalloc gets
+// MALLOC_CONF thp:always (huge-pages), and under the kernel's THP mode
+// madvise it marks its mappings for huge pages (VmFlags hg); with
+// --huge-pages=false it does neither, and a MALLOC_CONF of the user's
+// wins over the option.
+func TestGatewayJemallocHugePages(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("preloading is Linux only")
+	}
+	if !jemallocInstalled() {
+		if os.Getenv("CAIRN_REQUIRE_CLIENTS") != "" {
+			t.Fatal("libjemalloc.so.2 is not installed (.ci/run installs libjemalloc2)")
+		}
+		t.Skip("libjemalloc.so.2 is not installed")
+	}
+	mode := ""
+	if b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err == nil {
+		if _, rest, ok := strings.Cut(string(b), "["); ok {
+			mode, _, _ = strings.Cut(rest, "]")
+		}
+	}
+	for _, c := range []struct {
+		args     []string
+		userConf string
+		conf     string
+	}{
+		{nil, "", "thp:always,metadata_thp:always"},
+		{[]string{"--huge-pages=false"}, "", ""},
+		{nil, "narenas:2", "narenas:2"},
+	} {
+		if c.userConf != "" {
+			t.Setenv("MALLOC_CONF", c.userConf)
+		}
+		g := StartGateway(t, c.args...)
+		pid := g.cmd.Process.Pid
+		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conf := ""
+		for _, kv := range strings.Split(string(environ), "\x00") {
+			if v, ok := strings.CutPrefix(kv, "MALLOC_CONF="); ok {
+				conf = v
+			}
+		}
+		if conf != c.conf {
+			t.Fatalf("serve %v (MALLOC_CONF %q): jemalloc's MALLOC_CONF %q, want %q", c.args, c.userConf, conf, c.conf)
+		}
+		if mode == "madvise" && c.userConf == "" {
+			smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			marked := false
+			for _, line := range strings.Split(string(smaps), "\n") {
+				if f, ok := strings.CutPrefix(line, "VmFlags:"); ok && slices.Contains(strings.Fields(f), "hg") {
+					marked = true
+				}
+			}
+			if want := c.conf != ""; marked != want {
+				t.Fatalf("serve %v: a mapping marked for huge pages %v, want %v", c.args, marked, want)
+			}
+		}
+		g.Stop()
+	}
+}
+
+func jemallocInstalled() bool {
+	for _, p := range []string{"/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2", "/usr/lib64/libjemalloc.so.2", "/usr/lib/libjemalloc.so.2"} {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
 }

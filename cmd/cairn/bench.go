@@ -469,6 +469,7 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&cfg.RebaseEvery, "rebase-every", 0, "driver mode: how often the reshard governor re-measures its latency base at its lowest pace (0: the default, 15s; negative: never, A/B runs)")
 	fs.IntVar(&cfg.CompactionConcurrency, "compaction-concurrency", 0, "driver mode: embedded store's most compactions at once (cairn serve's compaction-concurrency; 0: its default)")
 	malloc := fs.String("malloc", "auto", "driver mode: C allocator, as cairn serve's malloc option (auto: jemalloc when installed, jemalloc, system)")
+	hugePages := fs.Bool("huge-pages", true, "driver mode: jemalloc on transparent huge pages, as cairn serve's huge-pages option")
 	fs.DurationVar(&cfg.MaxDuration, "max-duration", 0, "stop after this long and report what was reached (0: no limit)")
 	fs.BoolVar(&cfg.Walk, "walk", true, "after the rounds, time a full ListObjectsV2 walk of the bucket and a bucket stats call")
 	fs.BoolVar(&cfg.VersionsWalk, "versions-walk", true, "driver mode: after the walk, a full ListObjectVersions walk (1000 per page) that must see every live key")
@@ -497,10 +498,13 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 		default:
 			return &bench.UsageError{Err: fmt.Errorf("--malloc %q: want auto, jemalloc or system", *malloc)}
 		}
-		if err := preloadAllocator(&config.Config{Malloc: *malloc, Backend: "embedded"}); err != nil {
+		if err := preloadAllocator(&config.Config{Malloc: *malloc, Backend: "embedded", HugePages: *hugePages}); err != nil {
 			return err
 		}
 		cfg.Allocator = allocatorInUse()
+		if cfg.Allocator == "jemalloc" {
+			cfg.MallocConf = os.Getenv("MALLOC_CONF")
+		}
 		// The store runs in this process: collect as cairn serve does
 		// (its gogc default, or GOGC when set).
 		cfg.GOGC = (&config.Config{}).GCPercent(os.Getenv("GOGC"))

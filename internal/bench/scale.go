@@ -99,6 +99,9 @@ type ScaleConfig struct {
 	// Allocator names the C allocator of this process (driver mode),
 	// for the report.
 	Allocator string
+	// MallocConf is jemalloc's MALLOC_CONF in this process (driver
+	// mode), for the report.
+	MallocConf string
 	// GOGC is the collector setting of this process (driver mode; the
 	// caller sets it), for the report.
 	GOGC int
@@ -276,6 +279,7 @@ type ScaleRound struct {
 	RWLDPerSec float64            `json:"rwld_ops_per_sec"`
 	List       ScaleList          `json:"list"`
 	RSSBytes   uint64             `json:"rss_bytes"`
+	HugeBytes  uint64             `json:"rss_huge_bytes,omitempty"` // of RSSBytes, on transparent huge pages
 	Disk       ScaleDisk          `json:"disk"`
 	Complete   bool               `json:"complete"` // the fill reached Target and the RWLD ran in full
 }
@@ -401,8 +405,10 @@ type ScaleResult struct {
 		NoIndexView     bool    `json:"no_index_view,omitempty"`
 		InlineMax       int64   `json:"inline_max"` // driver mode: bodies kept in their index entry up to this size
 		CopyLoad        bool    `json:"copy_load,omitempty"`
-		Allocator       string  `json:"allocator,omitempty"` // driver mode: the C allocator (jemalloc or system)
-		GOGC            int     `json:"gogc,omitempty"`      // driver mode: the collector's setting (cairn serve's default unless GOGC is set)
+		Allocator       string  `json:"allocator,omitempty"`   // driver mode: the C allocator (jemalloc or system)
+		MallocConf      string  `json:"malloc_conf,omitempty"` // driver mode: jemalloc's MALLOC_CONF (huge pages)
+		THPMode         string  `json:"thp_mode,omitempty"`    // the kernel's transparent huge page mode
+		GOGC            int     `json:"gogc,omitempty"`        // driver mode: the collector's setting (cairn serve's default unless GOGC is set)
 		Targets         []int64 `json:"targets"`
 	} `json:"config"`
 
@@ -452,6 +458,7 @@ type scaleTarget interface {
 	stats(ctx context.Context) (shards int, objects uint64, resharding bool, err error)
 	rss() uint64
 	maxRSS() uint64
+	hugeRSS() uint64
 	disk(objects uint64) ScaleDisk
 	close()
 }
@@ -521,6 +528,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	res := &ScaleResult{Mode: "driver", Command: cfg.Command, StartedAt: r.start.UTC().Format(time.RFC3339), GOMAXPROCS: runtime.GOMAXPROCS(0)}
 	res.Config.Clients, res.Config.Size, res.Config.RWLDSec, res.Config.AgingSec = cfg.Clients, cfg.Size, cfg.RWLD.Seconds(), cfg.Aging.Seconds()
 	res.Config.PreShards, res.Config.InitialShards, res.Config.Targets = cfg.PreShards, cfg.InitialShards, cfg.Targets
+	res.Config.THPMode = thpMode()
 	r.res = res
 	var err error
 	if cfg.Endpoint != "" {
@@ -530,6 +538,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		res.Config.MaxObjsPerShard, res.Config.CopyRateLimit, res.Config.Adaptive = cfg.MaxObjsPerShard, cfg.CopyRateLimit, cfg.CopyRateAdaptive
 		res.Config.TriggerSizing, res.Config.NoIndexView, res.Config.CopyLoad = cfg.TriggerSizing, cfg.NoIndexView, cfg.CopyLoad
 		res.Config.Allocator, res.Config.GOGC = cfg.Allocator, cfg.GOGC
+		res.Config.MallocConf = cfg.MallocConf
 		res.Config.InlineMax = max(cfg.InlineMax, 0)
 		r.t, err = newScaleDriver(ctx, cfg, r.doneResults)
 	}
@@ -1135,7 +1144,7 @@ func (r *scaleRun) rounds(ctx context.Context) error {
 			}
 		}
 		_, objs, _, _ = r.t.stats(context.WithoutCancel(ctx))
-		rd.RSSBytes = r.t.rss()
+		rd.RSSBytes, rd.HugeBytes = r.t.rss(), r.t.hugeRSS()
 		rd.Disk = r.t.disk(objs)
 		rd.Complete = ctx.Err() == nil
 		r.logf("round %d: list start %.1f / prefix %.1f / token %.1f ms; RSS %d MiB; disk %.0f B/object (index %.0f, data %.0f)",
@@ -1586,6 +1595,41 @@ func procRSS(pid int) (rss, hwm uint64) {
 	return rss, hwm
 }
 
+// procHugeRSS reads AnonHugePages of pid (0: this process) in bytes: how
+// much of its memory the kernel backs with transparent huge pages.
+func procHugeRSS(pid int) uint64 {
+	p := "/proc/self/smaps_rollup"
+	if pid > 0 {
+		p = "/proc/" + strconv.Itoa(pid) + "/smaps_rollup"
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "AnonHugePages:" {
+			n, _ := strconv.ParseUint(f[1], 10, 64)
+			return n << 10
+		}
+	}
+	return 0
+}
+
+// thpMode is the kernel's transparent huge page mode (always, madvise or
+// never; "" if unknown).
+func thpMode() string {
+	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if err != nil {
+		return ""
+	}
+	if _, rest, ok := strings.Cut(string(b), "["); ok {
+		if m, _, ok := strings.Cut(rest, "]"); ok {
+			return m
+		}
+	}
+	return ""
+}
+
 // dirBytes is the disk space of every file under dir (allocated blocks).
 func dirBytes(dir string) uint64 {
 	var total uint64
@@ -1722,8 +1766,9 @@ func (s *scaleDriver) stats(ctx context.Context) (int, uint64, bool, error) {
 	return bs.NumShards, bs.NumObjects, bs.ReshardState == "in-progress", err
 }
 
-func (s *scaleDriver) rss() uint64    { r, _ := procRSS(0); return r }
-func (s *scaleDriver) maxRSS() uint64 { _, h := procRSS(0); return h }
+func (s *scaleDriver) rss() uint64     { r, _ := procRSS(0); return r }
+func (s *scaleDriver) maxRSS() uint64  { _, h := procRSS(0); return h }
+func (s *scaleDriver) hugeRSS() uint64 { return procHugeRSS(0) }
 
 func (s *scaleDriver) disk(objects uint64) ScaleDisk {
 	out := ScaleDisk{TotalBytes: dirBytes(s.dir)}
@@ -1896,6 +1941,13 @@ func (s *scaleHTTP) rss() uint64 {
 	}
 	r, _ := procRSS(s.cfg.GatewayPID)
 	return r
+}
+
+func (s *scaleHTTP) hugeRSS() uint64 {
+	if s.cfg.GatewayPID == 0 {
+		return 0
+	}
+	return procHugeRSS(s.cfg.GatewayPID)
 }
 
 func (s *scaleHTTP) maxRSS() uint64 {

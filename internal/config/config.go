@@ -32,6 +32,9 @@ type Config struct {
 	Domain         string // enables virtual-host-style requests under this domain
 	LogLevel       string
 	Malloc         string // C allocator: auto, jemalloc or system (cmd/cairn/malloc_linux.go)
+	// HugePages has a preloaded jemalloc back its memory with transparent
+	// huge pages (MALLOC_CONF thp:always; cmd/cairn/malloc_linux.go).
+	HugePages bool
 	// GOMAXPROCS > 0 sets the Go processors (0: the runtime's default).
 	GOMAXPROCS int
 	// GOGC > 0 sets the Go collector's heap growth percentage; 0 leaves
@@ -323,6 +326,7 @@ var options = []option{
 	{"domain", "domain for virtual-host-style bucket addressing (empty: path-style only)", "", strOpt(func(c *Config) *string { return &c.Domain })},
 	{"log-level", "debug, info, warn or error", "info", strOpt(func(c *Config) *string { return &c.LogLevel })},
 	{"malloc", "C allocator of the embedded store's block cache and memtables: auto (jemalloc when libjemalloc.so.2 is installed; Linux, embedded backend), jemalloc (refuse to start without it) or system (glibc's; at scale its calloc costs 10-18 % of the CPU, docs/bench/scale.md)", "auto", strOpt(func(c *Config) *string { return &c.Malloc })},
+	{"huge-pages", "with jemalloc preloaded (malloc above) and MALLOC_CONF unset: back its memory (the block cache, memtables) with transparent huge pages (jemalloc thp:always; needs the kernel's THP mode madvise or always). In a 30M-object bucket, random index reads miss the TLB: RWLD ran 1.14x the ops with it (docs/bench/scale.md, \"Stop 43\")", "true", boolOpt(func(c *Config) *bool { return &c.HugePages })},
 	{"gomaxprocs", "Go processors (GOMAXPROCS); 0: the runtime's default (the GOMAXPROCS environment variable, else the CPUs available). More than the CPUs can help a disk-bound store: on 2 CPUs a 30M-object bucket's RWLD mix ran ~1.4x faster at 4, where a CPU-bound PUT mix cost ~7-10 % more CPU per PUT (docs/bench/scale.md, stop 37)", "0", intOpt(func(c *Config) *int { return &c.GOMAXPROCS })},
 	{"gogc", "Go garbage collector's target heap growth in percent; 0: the GOGC environment variable when set, else 400. The gateway's live Go heap is small (~13 MB under a PUT load; the store's caches are off the Go heap), so at the runtime's 100 it collects several times a second: at 400 a plain 4 KiB PUT cost 114-123 us of gateway CPU against 129-133, and a 30M-object store's RSS grew 3 % (docs/bench/notify-issue25.md, stop 38), for a heap goal of 5x the live heap instead of 2x", "0", intOpt(func(c *Config) *int { return &c.GOGC })},
 	{"bucket-index-shards", "index shards of new buckets (rgw_override_bucket_index_max_shards)", "11", intOpt(func(c *Config) *int { return &c.BucketIndexShards })},
