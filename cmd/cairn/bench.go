@@ -459,7 +459,7 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&cfg.CheckInterval, "reshard-interval", 10*time.Second, "driver mode: dynamic reshard check interval")
 	fs.IntVar(&cfg.CopyRateLimit, "reshard-copy-rate", 25000, "driver mode: reshard copy pace, entries/s (-1: unlimited)")
 	fs.BoolVar(&cfg.CopyRateAdaptive, "reshard-copy-adaptive", true, "driver mode: pace the copy by foreground write latency (as cairn serve does by default)")
-	fs.BoolVar(&cfg.CopyLoad, "copy-load", false, "driver mode: copy reshards as one bulk load of sorted tables (reshard-copy-load), not through write ops")
+	fs.BoolVar(&cfg.CopyLoad, "copy-load", true, "driver mode: copy reshards as a bulk load of sorted tables, as cairn serve's reshard-copy-load (false: through write ops)")
 	fs.Int64Var(&cfg.InlineMax, "inline-max", driver.DefaultInline, "driver mode: bodies of at most this many bytes are kept in their index entry (cairn serve's --inline-max; 0 = never)")
 	fs.BoolVar(&cfg.NoIndexView, "no-index-view", false, "driver mode: list by merging every index shard, without the bucket's ordered view (A/B runs)")
 	fs.BoolVar(&cfg.TriggerSizing, "reshard-trigger-sizing", false, "driver mode: size dynamic reshards for the objects at the trigger (RGW's rule), not for those expected when they end (A/B runs)")

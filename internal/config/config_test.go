@@ -19,7 +19,7 @@ func TestDefaults(t *testing.T) {
 	if c.Listen != "127.0.0.1:7480" || c.DataDir != "./data" || c.BucketIndexShards != 11 ||
 		c.MaxObjsPerShard != 100000 || !c.DynamicResharding || c.MaxDynamicShards != 1999 ||
 		c.NotifShards != 11 || c.NotifQueueSize != 128<<20 || c.PersistTTL != 0 || !c.TopicRequirePublishPolicy ||
-		!c.HugePages {
+		!c.ReshardCopyLoad || !c.HugePages {
 		t.Fatalf("defaults: %+v", c)
 	}
 }

@@ -81,7 +81,8 @@ type Config struct {
 	// CopyLoad copies as a bulk load (bucketindex.CopyLoad) on a backend
 	// that loads omaps (reshard-copy-load), committed in key-range chunks;
 	// after each chunk the logs' records of keys already loaded are
-	// replayed (docs/design/resharding.md). Off by default.
+	// replayed (docs/design/resharding.md). The zero value copies through
+	// ops; cairn serve turns it on (reshard-copy-load).
 	CopyLoad bool
 	// LoadChunk is how many entries a loaded copy commits at a time.
 	// Default (0): 131,072, and at least 2,048 per target shard.
