@@ -14,15 +14,7 @@ import (
 // (malloc=auto re-executes it with the library preloaded, same pid), and
 // with --malloc system it does not.
 func TestGatewayPreloadsJemalloc(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("preloading is Linux only")
-	}
-	if !jemallocInstalled() {
-		if os.Getenv("CAIRN_REQUIRE_CLIENTS") != "" {
-			t.Fatal("libjemalloc.so.2 is not installed (.ci/run installs libjemalloc2)")
-		}
-		t.Skip("libjemalloc.so.2 is not installed")
-	}
+	needJemalloc(t)
 	for _, c := range []struct {
 		args []string
 		want bool
@@ -45,15 +37,7 @@ func TestGatewayPreloadsJemalloc(t *testing.T) {
 // --huge-pages=false it does neither, and a MALLOC_CONF of the user's
 // wins over the option.
 func TestGatewayJemallocHugePages(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("preloading is Linux only")
-	}
-	if !jemallocInstalled() {
-		if os.Getenv("CAIRN_REQUIRE_CLIENTS") != "" {
-			t.Fatal("libjemalloc.so.2 is not installed (.ci/run installs libjemalloc2)")
-		}
-		t.Skip("libjemalloc.so.2 is not installed")
-	}
+	needJemalloc(t)
 	mode := ""
 	if b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err == nil {
 		if _, rest, ok := strings.Cut(string(b), "["); ok {
@@ -106,11 +90,21 @@ func TestGatewayJemallocHugePages(t *testing.T) {
 	}
 }
 
-func jemallocInstalled() bool {
+// needJemalloc skips t unless the gateway can preload jemalloc (Linux,
+// libjemalloc.so.2 installed); with CAIRN_REQUIRE_CLIENTS a missing
+// library fails it.
+func needJemalloc(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("preloading is Linux only")
+	}
 	for _, p := range []string{"/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2", "/usr/lib64/libjemalloc.so.2", "/usr/lib/libjemalloc.so.2"} {
 		if _, err := os.Stat(p); err == nil {
-			return true
+			return
 		}
 	}
-	return false
+	if os.Getenv("CAIRN_REQUIRE_CLIENTS") != "" {
+		t.Fatal("libjemalloc.so.2 is not installed (.ci/run installs libjemalloc2)")
+	}
+	t.Skip("libjemalloc.so.2 is not installed")
 }
