@@ -36,7 +36,7 @@ func runServe(args []string) int {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	log := redact.Logger(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: humanDurations})))
-	log.Info("C allocator", "malloc", cfg.Malloc, "in_use", allocatorInUse())
+	log.Info("C allocator", "malloc", cfg.Malloc, "in_use", allocatorInUse(), "malloc_conf", os.Getenv("MALLOC_CONF"))
 	if cfg.GOMAXPROCS > 0 {
 		runtime.GOMAXPROCS(cfg.GOMAXPROCS)
 	}
