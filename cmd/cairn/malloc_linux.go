@@ -25,7 +25,7 @@ var jemallocPaths = []string{
 // the kernel backs it with 2 MiB pages in THP mode madvise as well as
 // always. Random reads across a large block cache and memtable miss the
 // TLB on 4 KiB pages: on a 30M-object bucket's index the RWLD mix ran
-// 1.14x the ops with it, GET 43.5 -> 35.4 us of CPU (docs/bench/scale.md,
+// 1.14x the ops with it, GET 43.7 -> 35.4 us of CPU (docs/bench/scale.md,
 // "Stop 43").
 const hugePagesConf = "thp:always,metadata_thp:always"
 
