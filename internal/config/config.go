@@ -187,7 +187,6 @@ type Config struct {
 // MinMetricsTokenLen is the shortest bearer token accepted for /metrics.
 const MinMetricsTokenLen = 16
 
-// ShardCap is the largest x-cairn-bucket-index-shards a user may ask for.
 // DefaultGOGC is the collector's heap growth when neither the gogc
 // option nor the GOGC environment variable sets it. The gateway's live Go
 // heap is small (the store's caches and memtables are off it), so the
@@ -210,6 +209,7 @@ func (c *Config) GCPercent(envGOGC string) int {
 	return DefaultGOGC
 }
 
+// ShardCap is the largest x-cairn-bucket-index-shards a user may ask for.
 func (c *Config) ShardCap() int {
 	if c.MaxBucketIndexShards > 0 {
 		return c.MaxBucketIndexShards

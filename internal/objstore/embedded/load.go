@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-s3/cairn/internal/objstore"
 	"github.com/cairn-s3/cairn/internal/objstore/interp"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -107,11 +108,33 @@ func (l *omapLoad) create(oid string) (*loadFile, error) {
 	// Written back as it goes (sync_file_range, as pebble does for its own
 	// tables), so that no large dirty backlog lands on a WAL sync.
 	fh = vfs.NewSyncingFile(fh, vfs.SyncingFileOptions{BytesPerSync: 512 << 10})
-	wo := s.po.MakeWriterOptions(len(s.po.Levels)-1, s.db.FormatMajorVersion().MaxTableFormat())
+	wo := loadWriterOptions(s.po.MakeWriterOptions(len(s.po.Levels)-1, s.db.FormatMajorVersion().MaxTableFormat()))
 	prefix := objPrefix(l.c.pool.id, l.c.ns, oid)
 	last := append(append(make([]byte, 0, len(prefix)+64), prefix...), partOmap)
 	return &loadFile{path: path, w: sstable.NewWriter(objstorageprovider.NewFileWritable(fh), wo), last: last, base: len(last)}, nil
 }
+
+// loadWriterOptions trims what an open table writer holds, since a load
+// keeps one open per object it fills (a reshard: every target shard, up
+// to max-shards) until its chunk commits: at the store's options a writer
+// held ~200 KiB before its first block was out, three quarters of it
+// fixed (TestOmapLoadWriterMemory). A loaded table holds each key once, so
+// it has no older values for value blocks (their writer takes a 32 KiB
+// buffer); its index is small, so one level of it, not partitions copied
+// into a 16-block arena each; its filter is leanBloom's.
+func loadWriterOptions(wo sstable.WriterOptions) sstable.WriterOptions {
+	wo.DisableValueBlocks = true
+	wo.IndexBlockSize = max(wo.IndexBlockSize, loadIndexBlockSize)
+	if bits, ok := wo.FilterPolicy.(bloom.FilterPolicy); ok {
+		wo.FilterPolicy = leanBloom(bits)
+	}
+	return wo
+}
+
+// loadIndexBlockSize: a table of 2,048 index entries of ~300 bytes (a
+// reshard chunk's share per target) has ~160 data blocks, an index of
+// ~10 KiB.
+const loadIndexBlockSize = 64 << 10
 
 // Commit implements objstore.OmapLoad: the tables are finished (each
 // synced), then ingested in one step under every object's lock, after

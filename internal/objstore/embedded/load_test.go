@@ -1,10 +1,15 @@
 package embedded
 
 import (
+	"bytes"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/cairn-s3/cairn/internal/objstore"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -208,5 +213,70 @@ func TestFileCacheCounters(t *testing.T) {
 	c1 := s.LSMCounters()
 	if n := (c1.FileCacheHits + c1.FileCacheMisses) - (c0.FileCacheHits + c0.FileCacheMisses); n <= 0 {
 		t.Fatalf("a read of a flushed object made %d file cache lookups", n)
+	}
+}
+
+// TestOmapLoadWriterMemory: a load staging 2,048 index-like pairs into
+// each of many objects holds well under 96 KiB of live heap per object
+// (its open table writer; ~200 KiB before loadWriterOptions, 47 after),
+// and the tables it ingests keep the store's bloom filter, read through
+// its policy, with a one-level index.
+func TestOmapLoadWriterMemory(t *testing.T) {
+	s, err := Open(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	io := mustIO(t, s, "p")
+	const objs, keys = 300, 2048
+	for i := range objs {
+		mustOp(t, io, fmt.Sprintf("shard.%d", i), objstore.NewWriteOp().Create(false))
+	}
+	l, err := io.(objstore.OmapLoader).NewOmapLoad(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapInuse
+	}
+	before := live()
+	val := bytes.Repeat([]byte("v"), 300)
+	for k := range keys {
+		for i := range objs {
+			if err := l.Add(fmt.Sprintf("shard.%d", i), fmt.Sprintf("photos/2026/%08d/%03d.jpg", k, i), val); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	per := (int64(live()) - int64(before)) / objs
+	t.Logf("live heap per open writer: %d KiB", per>>10)
+	if per > 96<<10 {
+		t.Fatalf("a load holds %d KiB per object it fills, want < 96", per>>10)
+	}
+	if err := l.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	levels, err := s.db.SSTables(pebble.WithProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := 0
+	for _, lv := range levels {
+		for _, tb := range lv {
+			tables++
+			p := tb.Properties
+			if p.FilterPolicyName != bloom.FilterPolicy(10).Name() || p.FilterSize == 0 || p.IndexPartitions != 0 || p.NumEntries != keys {
+				t.Fatalf("table %v: filter %q (%d bytes), %d index partitions, %d entries", tb.FileNum, p.FilterPolicyName, p.FilterSize, p.IndexPartitions, p.NumEntries)
+			}
+		}
+	}
+	if tables != objs {
+		t.Fatalf("%d tables, want %d", tables, objs)
+	}
+	if got := omapOf(t, io, "shard.7"); !strings.HasPrefix(got, "photos/2026/00000000/007.jpg=") {
+		t.Fatalf("shard.7's omap starts %.60q", got)
 	}
 }
