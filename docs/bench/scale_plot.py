@@ -86,5 +86,12 @@ ax.set_ylim(bottom=0)
 ax.set_title(f'{title}; worst 10 s window in a reshard {r["reshard_worst_window_ratio"]:.2f}× '
              f'(outside reshards {r.get("outside_worst_window_ratio", 0):.2f}×)', fontsize=9)
 ax.legend(loc="lower left", fontsize=8)
+rss = r.get("rss_mib_per_sec")  # reports since stop 44
+if rss:
+    ax2 = ax.twinx()
+    ax2.plot(range(len(rss)), [v / 1024 for v in rss], "-", lw=0.8, color="#2ca02c", label="RSS (GiB)")
+    ax2.set_ylabel("RSS (GiB)")
+    ax2.set_ylim(bottom=0)
+    ax2.legend(loc="lower right", fontsize=8)
 fig.tight_layout()
 fig.savefig(out + "-timeline.png", dpi=100)

@@ -442,6 +442,7 @@ type ScaleResult struct {
 	FillPerSec   []int32            `json:"fill_puts_per_sec"`  // each second of the run: fill PUTs completed
 	PhasePerSec  string             `json:"phase_per_sec"`      // each second's phase: f fill, r rwld, l list, a aging, - other
 	ShardsPerSec []int              `json:"shards_per_sec_rle"` // run-length pairs (seconds, shards)
+	RSSPerSec    []int32            `json:"rss_mib_per_sec"`    // each second: the process's (driver) or the gateway's (HTTP) RSS, MiB
 	Note         string             `json:"note,omitempty"`
 }
 
@@ -649,6 +650,7 @@ func (r *scaleRun) tick(ctx context.Context) {
 			s = append(s, 1, r.curShards)
 		}
 		r.res.ShardsPerSec = s
+		r.res.RSSPerSec = append(r.res.RSSPerSec, int32(rss>>20))
 		r.maxRSS = max(r.maxRSS, rss, r.t.maxRSS())
 		n60 := len(r.res.FillPerSec)%60 == 0
 		r.mu.Unlock()

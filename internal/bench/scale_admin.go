@@ -116,6 +116,11 @@ type ScaleLSMSeries struct {
 	// SchedLatencyUs: the mean time a goroutine waited to run (a CPU-
 	// starved process shows here, e.g. pebble's WAL flusher).
 	SchedLatencyUs []float32 `json:"sched_latency_mean_us"`
+	// The Go runtime's memory not returned to the OS (of the RSS, the
+	// rest is C: jemalloc's block cache and memtables) and its heap live
+	// at the last GC, MiB.
+	GoMemMiB      []float32 `json:"go_mem_mib"`
+	GoLiveHeapMiB []float32 `json:"go_live_heap_mib"`
 	// The running reshard's pace at the sample (entries/s), the entries
 	// of copy and replay charged to it and copied in the second, the
 	// governor's latency base (µs) and whether it was probing.
@@ -162,6 +167,9 @@ type gcSampler struct {
 	// Goroutine scheduling latency: runnable to running, summed.
 	schedN   uint64
 	schedSec float64
+	// At the last call: the runtime's memory held from the OS, and the
+	// heap live at the last GC (bytes).
+	mem, live uint64
 }
 
 func newGCSampler() *gcSampler {
@@ -170,6 +178,9 @@ func newGCSampler() *gcSampler {
 		{Name: "/sched/pauses/total/gc:seconds"},
 		{Name: "/cpu/classes/gc/total:cpu-seconds"},
 		{Name: "/sched/latencies:seconds"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/gc/heap/live:bytes"},
 	}}
 	g.next()
 	return g
@@ -202,6 +213,15 @@ func histSum(v metrics.Value) (uint64, float64) {
 // scheduling latency (seconds), since the last call.
 func (g *gcSampler) next() (int32, float64, float64, float64) {
 	metrics.Read(g.s)
+	g.mem, g.live = 0, 0
+	if u := func(i int) uint64 {
+		if g.s[i].Value.Kind() == metrics.KindUint64 {
+			return g.s[i].Value.Uint64()
+		}
+		return 0
+	}; u(4) > u(5) {
+		g.mem, g.live = u(4)-u(5), u(6)
+	}
 	var cycles uint64
 	var cpu float64
 	if g.s[0].Value.Kind() == metrics.KindUint64 {
@@ -304,6 +324,8 @@ func (l *lsmSampler) sample(s *ScaleLSMSeries) {
 	s.GCCycles = append(s.GCCycles, cy)
 	s.GCPauseMs = append(s.GCPauseMs, float32(pause*1000))
 	s.GCCPUMs = append(s.GCCPUMs, float32(cpu*1000))
+	s.GoMemMiB = append(s.GoMemMiB, float32(float64(l.gc.mem)/mib))
+	s.GoLiveHeapMiB = append(s.GoLiveHeapMiB, float32(float64(l.gc.live)/mib))
 }
 
 // fillNoise computes the attribution over fill seconds (interior to a

@@ -87,7 +87,7 @@ func TestScaleSmoke(t *testing.T) {
 	}
 	lens := []int{len(s.WALSyncs), len(s.WALSyncMeanUs), len(s.WALMiB), len(s.Commits), len(s.CommitMeanUs), len(s.SyncWaitMeanUs),
 		len(s.WALQueueMeanUs), len(s.SemWaitMeanUs), len(s.StallWaitMeanUs), len(s.Flushes), len(s.FlushBusy), len(s.Compactions), len(s.CompactionBusy),
-		len(s.FlushedMiB), len(s.CompactedMiB), len(s.StallMs), len(s.L0Sublevels), len(s.MemtableMiB), len(s.IngestedMiB), len(s.IngestedL0MiB), len(s.LoadTables), len(s.LoadMemOverlaps), len(s.CompactionsRunning), len(s.GCCycles), len(s.GCPauseMs), len(s.GCCPUMs), len(s.SchedLatencyUs),
+		len(s.FlushedMiB), len(s.CompactedMiB), len(s.StallMs), len(s.L0Sublevels), len(s.MemtableMiB), len(s.IngestedMiB), len(s.IngestedL0MiB), len(s.LoadTables), len(s.LoadMemOverlaps), len(s.CompactionsRunning), len(s.GCCycles), len(s.GCPauseMs), len(s.GCCPUMs), len(s.SchedLatencyUs), len(s.GoMemMiB), len(s.GoLiveHeapMiB), len(res.RSSPerSec),
 		len(s.FileCacheLookups), len(s.FileCacheMisses), len(s.PaceRate), len(s.PaceCharged), len(s.PaceCopied), len(s.PaceBaseUs), len(s.PaceProbing)}
 	var syncs int64
 	for _, v := range s.WALSyncs {
@@ -104,6 +104,13 @@ func TestScaleSmoke(t *testing.T) {
 	}
 	if syncs == 0 || commits == 0 {
 		t.Fatalf("%d WAL syncs, %d commits in %d seconds", syncs, commits, n)
+	}
+	// The memory series: RSS each second, the Go runtime's share of it
+	// (its live heap within what it holds) once the sampler has read it.
+	for i := 1; i < n; i++ {
+		if rss, mem, live := float32(res.RSSPerSec[i]), s.GoMemMiB[i], s.GoLiveHeapMiB[i]; rss <= 0 || mem <= 0 || live <= 0 || live > mem {
+			t.Fatalf("second %d: RSS %v MiB, Go memory %v MiB, live heap %v MiB", i, rss, mem, live)
+		}
 	}
 	if res.FillNoise == nil {
 		t.Fatal("no fill noise analysis")
