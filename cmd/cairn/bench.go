@@ -470,6 +470,7 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&cfg.CompactionConcurrency, "compaction-concurrency", 0, "driver mode: embedded store's most compactions at once (cairn serve's compaction-concurrency; 0: its default)")
 	malloc := fs.String("malloc", "auto", "driver mode: C allocator, as cairn serve's malloc option (auto: jemalloc when installed, jemalloc, system)")
 	hugePages := fs.Bool("huge-pages", true, "driver mode: jemalloc on transparent huge pages, as cairn serve's huge-pages option")
+	memLimit := fs.String("go-memory-limit", "0", "driver mode: the Go runtime's soft memory limit, as cairn serve's go-memory-limit option (0: its default, or GOMEMLIMIT when set)")
 	fs.DurationVar(&cfg.MaxDuration, "max-duration", 0, "stop after this long and report what was reached (0: no limit)")
 	fs.BoolVar(&cfg.Walk, "walk", true, "after the rounds, time a full ListObjectsV2 walk of the bucket and a bucket stats call")
 	fs.BoolVar(&cfg.VersionsWalk, "versions-walk", true, "driver mode: after the walk, a full ListObjectVersions walk (1000 per page) that must see every live key")
@@ -507,8 +508,20 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 		}
 		// The store runs in this process: collect as cairn serve does
 		// (its gogc default, or GOGC when set).
-		cfg.GOGC = (&config.Config{}).GCPercent(os.Getenv("GOGC"))
-		debug.SetGCPercent(cfg.GOGC)
+		if cfg.GOGC = (&config.Config{}).GCPercent(os.Getenv("GOGC")); cfg.GOGC > 0 {
+			debug.SetGCPercent(cfg.GOGC)
+		} else { // the runtime applied GOGC (0 would collect continuously)
+			cfg.GOGC = debug.SetGCPercent(-1)
+			debug.SetGCPercent(cfg.GOGC)
+		}
+		lim, err := config.ParseSize(*memLimit)
+		if err != nil {
+			return fmt.Errorf("--go-memory-limit: %w", err)
+		}
+		if l := (&config.Config{GoMemoryLimit: lim}).MemoryLimit(os.Getenv("GOMEMLIMIT")); l > 0 {
+			debug.SetMemoryLimit(l)
+		}
+		cfg.GoMemoryLimit = debug.SetMemoryLimit(-1)
 	}
 	if *pprofAddr != "" {
 		if err := servePprof(*pprofAddr); err != nil {

@@ -45,6 +45,10 @@ func runServe(args []string) int {
 		debug.SetGCPercent(p)
 		log.Info("Go collector", "gogc", p)
 	}
+	if l := cfg.MemoryLimit(os.Getenv("GOMEMLIMIT")); l > 0 {
+		debug.SetMemoryLimit(l)
+		log.Info("Go memory limit", "bytes", l)
+	}
 	privateUmask()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

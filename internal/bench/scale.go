@@ -105,6 +105,9 @@ type ScaleConfig struct {
 	// GOGC is the collector setting of this process (driver mode; the
 	// caller sets it), for the report.
 	GOGC int
+	// GoMemoryLimit is this process's soft memory limit (driver mode;
+	// the caller sets it), for the report.
+	GoMemoryLimit int64
 	// CopyLoad copies reshards as one bulk load instead of through write
 	// ops (reshard.Config.CopyLoad), for A/B runs.
 	CopyLoad bool
@@ -405,10 +408,11 @@ type ScaleResult struct {
 		NoIndexView     bool    `json:"no_index_view,omitempty"`
 		InlineMax       int64   `json:"inline_max"` // driver mode: bodies kept in their index entry up to this size
 		CopyLoad        bool    `json:"copy_load,omitempty"`
-		Allocator       string  `json:"allocator,omitempty"`   // driver mode: the C allocator (jemalloc or system)
-		MallocConf      string  `json:"malloc_conf,omitempty"` // driver mode: jemalloc's MALLOC_CONF (huge pages)
-		THPMode         string  `json:"thp_mode,omitempty"`    // the kernel's transparent huge page mode
-		GOGC            int     `json:"gogc,omitempty"`        // driver mode: the collector's setting (cairn serve's default unless GOGC is set)
+		Allocator       string  `json:"allocator,omitempty"`       // driver mode: the C allocator (jemalloc or system)
+		MallocConf      string  `json:"malloc_conf,omitempty"`     // driver mode: jemalloc's MALLOC_CONF (huge pages)
+		THPMode         string  `json:"thp_mode,omitempty"`        // the kernel's transparent huge page mode
+		GOGC            int     `json:"gogc,omitempty"`            // driver mode: the collector's setting (cairn serve's default unless GOGC is set)
+		GoMemoryLimit   int64   `json:"go_memory_limit,omitempty"` // driver mode: the Go runtime's soft memory limit (cairn serve's default unless set)
 		Targets         []int64 `json:"targets"`
 	} `json:"config"`
 
@@ -538,7 +542,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 	} else {
 		res.Config.MaxObjsPerShard, res.Config.CopyRateLimit, res.Config.Adaptive = cfg.MaxObjsPerShard, cfg.CopyRateLimit, cfg.CopyRateAdaptive
 		res.Config.TriggerSizing, res.Config.NoIndexView, res.Config.CopyLoad = cfg.TriggerSizing, cfg.NoIndexView, cfg.CopyLoad
-		res.Config.Allocator, res.Config.GOGC = cfg.Allocator, cfg.GOGC
+		res.Config.Allocator, res.Config.GOGC, res.Config.GoMemoryLimit = cfg.Allocator, cfg.GOGC, cfg.GoMemoryLimit
 		res.Config.MallocConf = cfg.MallocConf
 		res.Config.InlineMax = max(cfg.InlineMax, 0)
 		r.t, err = newScaleDriver(ctx, cfg, r.doneResults)

@@ -40,6 +40,9 @@ type Config struct {
 	// GOGC > 0 sets the Go collector's heap growth percentage; 0 leaves
 	// it to GCPercent's default (see there).
 	GOGC int
+	// GoMemoryLimit > 0 is the Go runtime's soft memory limit in bytes;
+	// 0 leaves it to MemoryLimit's default (see there).
+	GoMemoryLimit int64
 
 	BucketIndexShards int
 	// BucketIndexView: new buckets keep an ordered index view where the
@@ -195,6 +198,30 @@ const MinMetricsTokenLen = 16
 // RSS grew 3 % (docs/bench/notify-issue25.md, "A quiet matrix in stop 38").
 const DefaultGOGC = 400
 
+// DefaultGoMemoryLimit is the Go runtime's soft memory limit when
+// neither the go-memory-limit option nor GOMEMLIMIT sets it. At
+// DefaultGOGC the heap may grow to 5x what is live, and a large reshard
+// holds hundreds of MiB live for minutes (its target writers, the log
+// records it reads and defers): a 30M-object bucket's third reshard took
+// the RSS from 3.1 to 4.5 GiB. The limit caps that growth, not the live
+// heap (~100-500 MiB in those runs): near it the collector runs more
+// often (docs/bench/scale.md, "Stop 44").
+const DefaultGoMemoryLimit = 1536 << 20
+
+// MemoryLimit is what the gateway passes to debug.SetMemoryLimit, 0 for
+// nothing: the go-memory-limit option when set, else nothing when the
+// GOMEMLIMIT environment variable is set (envLimit; the runtime applied
+// it), else DefaultGoMemoryLimit.
+func (c *Config) MemoryLimit(envLimit string) int64 {
+	switch {
+	case c.GoMemoryLimit > 0:
+		return c.GoMemoryLimit
+	case envLimit != "":
+		return 0
+	}
+	return DefaultGoMemoryLimit
+}
+
 // GCPercent is what the gateway passes to debug.SetGCPercent, 0 for
 // nothing: the gogc option when set, else nothing when the GOGC
 // environment variable is set (envGOGC, the runtime applied it), else
@@ -329,6 +356,7 @@ var options = []option{
 	{"huge-pages", "with jemalloc preloaded (malloc above) and MALLOC_CONF unset: back its memory (the block cache, memtables) with transparent huge pages (jemalloc thp:always; needs the kernel's THP mode madvise or always). In a 30M-object bucket, random index reads miss the TLB: RWLD ran 1.14x the ops with it (docs/bench/scale.md, \"Stop 43\")", "true", boolOpt(func(c *Config) *bool { return &c.HugePages })},
 	{"gomaxprocs", "Go processors (GOMAXPROCS); 0: the runtime's default (the GOMAXPROCS environment variable, else the CPUs available). More than the CPUs can help a disk-bound store: on 2 CPUs a 30M-object bucket's RWLD mix ran ~1.4x faster at 4, where a CPU-bound PUT mix cost ~7-10 % more CPU per PUT (docs/bench/scale.md, stop 37)", "0", intOpt(func(c *Config) *int { return &c.GOMAXPROCS })},
 	{"gogc", "Go garbage collector's target heap growth in percent; 0: the GOGC environment variable when set, else 400. The gateway's live Go heap is small (~13 MB under a PUT load; the store's caches are off the Go heap), so at the runtime's 100 it collects several times a second: at 400 a plain 4 KiB PUT cost 114-123 us of gateway CPU against 129-133, and a 30M-object store's RSS grew 3 % (docs/bench/notify-issue25.md, stop 38), for a heap goal of 5x the live heap instead of 2x", "0", intOpt(func(c *Config) *int { return &c.GOGC })},
+	{"go-memory-limit", "the Go runtime's soft memory limit (debug.SetMemoryLimit); 0: the GOMEMLIMIT environment variable when set, else 1.5 GiB. With gogc's 400 the Go heap may grow to 5x what is live; a large reshard holds hundreds of MiB live for minutes, so the limit, not the live heap, bounds the Go share of the RSS (with cache-size and the memtables: docs/bench/scale.md, \"Stop 44\"); near it the collector runs more often", "0", sizeOpt(func(c *Config) *int64 { return &c.GoMemoryLimit })},
 	{"bucket-index-shards", "index shards of new buckets (rgw_override_bucket_index_max_shards)", "11", intOpt(func(c *Config) *int { return &c.BucketIndexShards })},
 	{"bucket-index-view", "new buckets keep an ordered view of their index for listings (embedded backend; ignored on RADOS)", "true", boolOpt(func(c *Config) *bool { return &c.BucketIndexView })},
 	{"max-objs-per-shard", "objects per index shard that trigger dynamic resharding (rgw_max_objs_per_shard)", "100000", intOpt(func(c *Config) *int { return &c.MaxObjsPerShard })},

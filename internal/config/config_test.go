@@ -255,3 +255,24 @@ func TestGCPercent(t *testing.T) {
 		t.Errorf("DefaultGOGC %d: the runtime's own is 100", DefaultGOGC)
 	}
 }
+
+// The soft memory limit: the option, else GOMEMLIMIT from the environment
+// (left to the runtime), else DefaultGoMemoryLimit; the option parses sizes.
+func TestMemoryLimit(t *testing.T) {
+	for _, c := range []struct {
+		opt  int64
+		env  string
+		want int64
+	}{{0, "", DefaultGoMemoryLimit}, {0, "2GiB", 0}, {0, "off", 0}, {1 << 30, "", 1 << 30}, {1 << 30, "2GiB", 1 << 30}} {
+		if got := (&Config{GoMemoryLimit: c.opt}).MemoryLimit(c.env); got != c.want {
+			t.Errorf("go-memory-limit %d, GOMEMLIMIT %q: %d, want %d", c.opt, c.env, got, c.want)
+		}
+	}
+	cfg, err := Load([]string{"--go-memory-limit", "3G"}, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.GoMemoryLimit != 3<<30 || cfg.MemoryLimit("") != 3<<30 {
+		t.Fatalf("--go-memory-limit 3G: %d", cfg.GoMemoryLimit)
+	}
+}
