@@ -213,13 +213,7 @@ const DefaultGoMemoryLimit = 1536 << 20
 // GOMEMLIMIT environment variable is set (envLimit; the runtime applied
 // it), else DefaultGoMemoryLimit.
 func (c *Config) MemoryLimit(envLimit string) int64 {
-	switch {
-	case c.GoMemoryLimit > 0:
-		return c.GoMemoryLimit
-	case envLimit != "":
-		return 0
-	}
-	return DefaultGoMemoryLimit
+	return runtimeSetting(c.GoMemoryLimit, envLimit, DefaultGoMemoryLimit)
 }
 
 // GCPercent is what the gateway passes to debug.SetGCPercent, 0 for
@@ -227,13 +221,20 @@ func (c *Config) MemoryLimit(envLimit string) int64 {
 // environment variable is set (envGOGC, the runtime applied it), else
 // DefaultGOGC.
 func (c *Config) GCPercent(envGOGC string) int {
+	return runtimeSetting(c.GOGC, envGOGC, DefaultGOGC)
+}
+
+// runtimeSetting is a Go runtime setting to apply, 0 for none: the
+// option when set (> 0), else none when the runtime's environment
+// variable is set (it applied that), else def.
+func runtimeSetting[T int | int64](opt T, env string, def T) T {
 	switch {
-	case c.GOGC > 0:
-		return c.GOGC
-	case envGOGC != "":
+	case opt > 0:
+		return opt
+	case env != "":
 		return 0
 	}
-	return DefaultGOGC
+	return def
 }
 
 // ShardCap is the largest x-cairn-bucket-index-shards a user may ask for.
