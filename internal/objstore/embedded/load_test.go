@@ -218,15 +218,11 @@ func TestFileCacheCounters(t *testing.T) {
 
 // TestOmapLoadWriterMemory: a load staging 2,048 index-like pairs into
 // each of many objects holds well under 96 KiB of live heap per object
-// (its open table writer; ~200 KiB before loadWriterOptions, 47 after),
+// (its open table writer; ~200 KiB before loadWriterOptions, 53 after),
 // and the tables it ingests keep the store's bloom filter, read through
 // its policy, with a one-level index.
 func TestOmapLoadWriterMemory(t *testing.T) {
-	s, err := Open(Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openDisk(t, nil)
 	io := mustIO(t, s, "p")
 	const objs, keys = 300, 2048
 	for i := range objs {
