@@ -323,6 +323,8 @@ type ScaleReshard struct {
 	// PredictedObjects: the objects the target was sized for (the engine's
 	// Sizing; the objects at the trigger under RGW's rule).
 	PredictedObjects uint64 `json:"predicted_objects,omitempty"`
+	// Capacity: the entries the target holds before the next trigger.
+	Capacity uint64 `json:"capacity,omitempty"`
 	// WorstWindowRatio: the lowest fill rate of a 10 s window overlapping
 	// the reshard over the median rate of the 10 s windows within the 60
 	// fill seconds before it (0: no full window in a fill phase).
@@ -733,7 +735,7 @@ func (r *scaleRun) reshardDone(res reshard.Result) {
 		LoadPaceWaitSec: res.LoadPaceWait.Seconds(), LoadReadSec: res.LoadRead.Seconds(),
 		LoadMidSec: res.LoadMidRounds.Seconds(), LoadCommitSec: res.LoadCommits.Seconds()}
 	if res.Sizing != nil {
-		ev.PredictedObjects = res.Sizing.Predicted
+		ev.PredictedObjects, ev.Capacity = res.Sizing.Predicted, res.Sizing.Capacity
 	}
 	if res.CopyTime > 0 {
 		ev.CopyPerSec = float64(res.Copied) / res.CopyTime.Seconds()
@@ -745,8 +747,8 @@ func (r *scaleRun) reshardDone(res reshard.Result) {
 	} else {
 		r.res.ReshardList = append(evs, ev)
 	}
-	r.logf("reshard %d → %d: %.1f s, copied %d (%.0f/s), block %.1f ms (close %.1f, tail of %d records %.1f, switch %.1f), sized for %d objects",
-		ev.FromShards, ev.ToShards, ev.EndSec-ev.StartSec, ev.Copied, ev.CopyPerSec, ev.BlockMs, ev.BlockCloseMs, ev.Tail, ev.BlockTailMs, ev.BlockSwitchMs, ev.PredictedObjects)
+	r.logf("reshard %d → %d: %.1f s, copied %d (%.0f/s), block %.1f ms (close %.1f, tail of %d records %.1f, switch %.1f), sized for %d objects, room for %d",
+		ev.FromShards, ev.ToShards, ev.EndSec-ev.StartSec, ev.Copied, ev.CopyPerSec, ev.BlockMs, ev.BlockCloseMs, ev.Tail, ev.BlockTailMs, ev.BlockSwitchMs, ev.PredictedObjects, ev.Capacity)
 }
 
 // latRec collects one phase's latencies per op type, as histograms: the

@@ -628,20 +628,20 @@ func (m *Manager) Check(ctx context.Context, bucket string) (int, error) {
 	if st.ReshardState != "none" {
 		return 0, nil
 	}
-	if TargetShards(objs, objs, st.NumShards, m.cfg.MaxObjsPerShard, m.cfg.MaxDynamicShards) == 0 {
+	if TargetShards(objs, 2*objs, st.NumShards, m.cfg.MaxObjsPerShard, m.cfg.MaxDynamicShards) == 0 {
 		return 0, nil
 	}
 	sz := Predict(objs, 0, 0, 0)
 	if !m.cfg.TriggerSizing {
 		sz = Predict(objs, arrivals, m.cfg.expectedPace(arrivals), secsPerEntry)
 	}
-	n := TargetShards(objs, sz.Predicted, st.NumShards, m.cfg.MaxObjsPerShard, m.cfg.MaxDynamicShards)
+	n := TargetShards(objs, sz.Capacity, st.NumShards, m.cfg.MaxObjsPerShard, m.cfg.MaxDynamicShards)
 	if qe, ok, err := m.entry(ctx, bucket); err != nil || ok && qe.FromGen == st.Generation {
 		return 0, err // already queued
 	}
 	m.log.Info("reshard: queued", "bucket", bucket, "objects", objs, "shards", st.NumShards, "to", n,
 		"arrivals_per_sec", sz.ArrivalsPerSec, "expected_sec", int64(sz.ExpectedSec), "basis", sz.Basis,
-		"predicted_objects", sz.Predicted)
+		"predicted_objects", sz.Predicted, "capacity", sz.Capacity)
 	return n, m.enqueue(ctx, queueEntry{Bucket: bucket, BucketID: st.ID, FromGen: st.Generation, NumShards: n, Reason: "dynamic", Queued: m.now(), Sizing: &sz})
 }
 

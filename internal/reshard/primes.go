@@ -41,8 +41,7 @@ func isPrime(n int) bool {
 // objects by RGW's rule: a prime near 2 × objs / maxPerShard (room to
 // double), at most maxShards. It returns 0 when no growth is due (objects
 // per shard within maxPerShard, or already at the cap). Manager.Check
-// applies the same rule to the objects expected when the reshard ends
-// (TargetShards, Sizing).
+// sizes for the bucket's growth (TargetShards, Sizing).
 func DynamicShards(objs uint64, cur, maxPerShard, maxShards int) int {
-	return TargetShards(objs, objs, cur, maxPerShard, maxShards)
+	return TargetShards(objs, 2*objs, cur, maxPerShard, maxShards)
 }

@@ -211,8 +211,9 @@ func TestDynamicSizingForArrivals(t *testing.T) {
 				t.Fatal(err)
 			}
 			// 37/s against the governor's floor 74/s: 450/(74-37) s, so
-			// 900 objects expected; 2×900/100 = 18 → 19 (RGW: 9 → 11).
-			want, wantPred := 19, uint64(900)
+			// 900 objects expected, room for 900 + 3 × 450 = 2250:
+			// 2250/100 + 1 = 23 shards (RGW: 9 → 11).
+			want, wantPred := 23, uint64(900)
 			if trigger {
 				want, wantPred = 11, 450
 			}

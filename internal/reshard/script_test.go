@@ -210,8 +210,8 @@ func runCmd(t *testing.T, ep **env, md *model, line string) []string {
 			return []string{fmt.Sprintf("error: status %+v %v", st, err)}
 		}
 		z := st.Sizing
-		return []string{fmt.Sprintf("queued %d → %d shards: %d objects, %d/s arriving, expected %.0f s (%s), sized for %d objects",
-			st.SourceShards, st.TargetShards, z.Objects, z.ArrivalsPerSec, z.ExpectedSec, z.Basis, z.Predicted)}
+		return []string{fmt.Sprintf("queued %d → %d shards: %d objects, %d/s arriving, expected %.0f s (%s), sized for %d objects, room for %d",
+			st.SourceShards, st.TargetShards, z.Objects, z.ArrivalsPerSec, z.ExpectedSec, z.Basis, z.Predicted, z.Capacity)}
 	case "reshard-dynamic":
 		secs, _ := strconv.Atoi(a["secs"])
 		e.dynHold = time.Duration(secs) * time.Second

@@ -7,12 +7,16 @@ import (
 )
 
 // Sizing says why a dynamic reshard chose its target: the objects at the
-// trigger, and the objects expected when its copy and replay end. RGW sizes
-// for the objects at the trigger because it blocks writes during the copy;
-// Cairn does not, so a bucket filling fast keeps growing while it reshards.
-// Predicted = Objects + ArrivalsPerSec × ExpectedSec; the target is a prime
-// near 2 × Predicted / max-objs-per-shard (RGW's rule applied to
-// Predicted). With no growth Predicted = Objects: RGW's rule exactly.
+// trigger, the objects expected when its copy and replay end, and the
+// entries the target holds before the next trigger. RGW sizes for the
+// objects at the trigger because it blocks writes during the copy; Cairn
+// does not, so a bucket filling fast keeps growing while it reshards.
+// Predicted = Objects + ArrivalsPerSec × ExpectedSec; Capacity is the larger
+// of 2 × Predicted (RGW's room to double, applied to Predicted) and
+// Predicted + quietRatio × ArrivalsPerSec × ExpectedSec (at the same growth,
+// the next reshard comes no sooner than quietRatio reshards' time after
+// this one ends); the target is a prime near Capacity / max-objs-per-shard.
+// With no growth Capacity = 2 × Objects: RGW's rule exactly.
 type Sizing struct {
 	// Objects are the index entries at the trigger.
 	Objects uint64 `json:"objects"`
@@ -27,7 +31,18 @@ type Sizing struct {
 	Basis       string  `json:"basis,omitempty"`
 	// Predicted are the entries expected when the reshard ends.
 	Predicted uint64 `json:"predicted_objects"`
+	// Capacity are the entries the target holds before the next trigger.
+	Capacity uint64 `json:"capacity"`
 }
+
+// quietRatio: a bucket growing at a steady rate spends at most about
+// 1/(1+quietRatio) of its time in reshards. Each reshard copies every entry
+// and costs the writers ~20 % of their rate while it runs (the governor's
+// target); 2 × Predicted alone leaves a fast fill resharding a third to a
+// half of the time (the 30M scale runs: a third reshard from 25M entries ran
+// 37 minutes). More shards cost little here: listing reads the bucket's
+// ordered view, not the shards, and an op touches one shard.
+const quietRatio = 3
 
 // maxPredictedGrowth caps Predicted at this many times Objects: a copy paced
 // at or below the arrival rate (a fixed cap under a faster fill) would
@@ -42,7 +57,7 @@ const maxPredictedGrowth = 4
 // more entry to copy or log record to replay, so they gain only the
 // difference.
 func Predict(objs uint64, arrivals, pace, secsPerEntry float64) Sizing {
-	s := Sizing{Objects: objs, Predicted: objs, ArrivalsPerSec: uint64(math.Round(max(0, arrivals)))}
+	s := Sizing{Objects: objs, Predicted: objs, Capacity: 2 * objs, ArrivalsPerSec: uint64(math.Round(max(0, arrivals)))}
 	if arrivals <= 0 || objs == 0 {
 		return s
 	}
@@ -57,7 +72,10 @@ func Predict(objs uint64, arrivals, pace, secsPerEntry float64) Sizing {
 	default:
 		s.Basis, s.ExpectedSec = "pace", math.Inf(1)
 	}
-	s.Predicted = uint64(min(limit, float64(objs)+arrivals*s.ExpectedSec))
+	grown := arrivals * s.ExpectedSec
+	s.Predicted = uint64(min(limit, float64(objs)+grown))
+	// The room is capped as Predicted is: 2 × the capped Predicted.
+	s.Capacity = uint64(min(2*limit, max(2*float64(s.Predicted), float64(s.Predicted)+quietRatio*grown)))
 	if math.IsInf(s.ExpectedSec, 1) {
 		s.ExpectedSec = -1 // JSON has no infinity: "never ends at this pace"
 	}
@@ -65,16 +83,16 @@ func Predict(objs uint64, arrivals, pace, secsPerEntry float64) Sizing {
 }
 
 // TargetShards is the shard count for a dynamic reshard of a bucket with
-// objs entries in cur shards, sized for predicted entries: 0 unless objs
-// exceeds cur × maxPerShard (the trigger is RGW's), else a prime near
-// 2 × predicted / maxPerShard, at most maxShards (0 when that is no
-// growth).
-func TargetShards(objs, predicted uint64, cur, maxPerShard, maxShards int) int {
+// objs entries in cur shards, sized to hold capacity entries: 0 unless
+// objs exceeds cur × maxPerShard (the trigger is RGW's), else a prime near
+// capacity / maxPerShard (at least RGW's 2 × objs), at most maxShards (0
+// when that is no growth).
+func TargetShards(objs, capacity uint64, cur, maxPerShard, maxShards int) int {
 	if maxPerShard <= 0 || cur <= 0 || objs <= uint64(cur)*uint64(maxPerShard) {
 		return 0
 	}
-	predicted = max(predicted, objs)
-	want := int(min(2*predicted/uint64(maxPerShard)+1, uint64(maxShards)))
+	capacity = max(capacity, 2*objs)
+	want := int(min(capacity/uint64(maxPerShard)+1, uint64(maxShards)))
 	n := nextPrime(want)
 	if n > maxShards {
 		n = prevPrime(maxShards)

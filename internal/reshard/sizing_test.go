@@ -11,23 +11,30 @@ func TestPredict(t *testing.T) {
 		objs                   uint64
 		arrivals, pace, perEnt float64
 		basis                  string
-		predicted              uint64
+		predicted, capacity    uint64
 	}{
-		{1_000_000, 0, 8000, 0, "", 1_000_000},                    // no growth: RGW's rule
-		{1_000_000, 4000, 0, 0, "", 1_000_000},                    // unpaced copy
-		{1_000_000, 4000, 8000, 0, "pace", 2_000_000},             // 250 s at 8000-4000 net
-		{1_000_000, 4000, 24000, 0, "pace", 1_200_000},            // 50 s
-		{1_000_000, 4000, 4000, 0, "pace", 4_000_000},             // never ends: capped
-		{1_000_000, 1000, 8000, 0.002, "last-reshard", 3_000_000}, // 2000 s measured
-		{1_000_000, 5000, 8000, 0.002, "last-reshard", 4_000_000}, // capped
+		{1_000_000, 0, 8000, 0, "", 1_000_000, 2_000_000},                    // no growth: RGW's rule
+		{1_000_000, 4000, 0, 0, "", 1_000_000, 2_000_000},                    // unpaced copy
+		{1_000_000, 4000, 8000, 0, "pace", 2_000_000, 5_000_000},             // 250 s at 8000-4000 net; + 3 × 1M grown
+		{1_000_000, 4000, 24000, 0, "pace", 1_200_000, 2_400_000},            // 50 s; 1.2M + 3 × 0.2M < 2 × 1.2M
+		{1_000_000, 4000, 4000, 0, "pace", 4_000_000, 8_000_000},             // never ends: capped
+		{1_000_000, 1000, 8000, 0.002, "last-reshard", 3_000_000, 8_000_000}, // 2000 s measured; 3M + 3 × 2M capped at 8M
+		{1_000_000, 500, 8000, 0.002, "last-reshard", 2_000_000, 5_000_000},  // 2M + 3 × 1M
+		{1_000_000, 5000, 8000, 0.002, "last-reshard", 4_000_000, 8_000_000}, // capped
 	} {
 		s := Predict(c.objs, c.arrivals, c.pace, c.perEnt)
-		if s.Basis != c.basis || s.Predicted != c.predicted || s.Objects != c.objs {
-			t.Errorf("Predict(%d, %v, %v, %v) = %+v, want basis %q predicted %d", c.objs, c.arrivals, c.pace, c.perEnt, s, c.basis, c.predicted)
+		if s.Basis != c.basis || s.Predicted != c.predicted || s.Capacity != c.capacity || s.Objects != c.objs {
+			t.Errorf("Predict(%d, %v, %v, %v) = %+v, want basis %q predicted %d capacity %d", c.objs, c.arrivals, c.pace, c.perEnt, s, c.basis, c.predicted, c.capacity)
 		}
 	}
-	if got := TargetShards(1_100_001, 2_200_002, 11, 100000, 1999); got != 47 { // 2×22 +1 = 45 → 47
-		t.Errorf("TargetShards for 2.2M predicted = %d, want 47", got)
+	if got := TargetShards(1_100_001, 2_200_002, 11, 100000, 1999); got != 23 { // 22 + 1 → 23
+		t.Errorf("TargetShards for 2.2M capacity = %d, want 23", got)
+	}
+	if got := TargetShards(1_100_001, 0, 11, 100000, 1999); got != 23 { // at least RGW's 2 × objects
+		t.Errorf("TargetShards below RGW's room = %d, want 23", got)
+	}
+	if got := TargetShards(1_100_001, 5_000_000, 11, 100000, 1999); got != 53 { // 51 → 53
+		t.Errorf("TargetShards for 5M capacity = %d, want 53", got)
 	}
 	if got := TargetShards(1_000_000, 9_000_000, 11, 100000, 1999); got != 0 {
 		t.Errorf("TargetShards below the trigger = %d, want 0", got)
@@ -104,14 +111,14 @@ func fillModel(t *testing.T, final uint64, maxShards int, fill, copyK float64, r
 		}
 		n := uint64(objs)
 		arrivals, spe := g.observe("b", now, n)
-		if inReshard || TargetShards(n, n, shards, cfg.MaxObjsPerShard, cfg.MaxDynamicShards) == 0 {
+		if inReshard || TargetShards(n, 2*n, shards, cfg.MaxObjsPerShard, cfg.MaxDynamicShards) == 0 {
 			continue
 		}
 		sz := Predict(n, 0, 0, 0)
 		if !rgw {
 			sz = Predict(n, arrivals, cfg.expectedPace(arrivals), spe)
 		}
-		target = TargetShards(n, sz.Predicted, shards, cfg.MaxObjsPerShard, cfg.MaxDynamicShards)
+		target = TargetShards(n, sz.Capacity, shards, cfg.MaxObjsPerShard, cfg.MaxDynamicShards)
 		inReshard, left, started, startObjs = true, objs, now, n
 		insideAtStart, startSec = append(insideAtStart, inside), append(startSec, sec)
 	}
@@ -135,9 +142,9 @@ func TestModelFillSizing(t *testing.T) {
 		k         float64 // copy pace over the arrival rate
 		rgw, pred float64 // share of time in reshards, at least / at most
 	}{
-		{1.4, 0.95, 0.45},
-		{2, 0.9, 0.4},
-		{3, 0.45, 0.3},
+		{1.4, 0.95, 0.42},
+		{2, 0.9, 0.28}, // 2 × Predicted alone: 33 %
+		{3, 0.45, 0.25}, // 26 %
 	} {
 		t.Run(fmt.Sprintf("copy=%.1fx", c.k), func(t *testing.T) {
 			// To 30M at the default cap (the seed's size, few cycles),
