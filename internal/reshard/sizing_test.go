@@ -143,7 +143,7 @@ func TestModelFillSizing(t *testing.T) {
 		rgw, pred float64 // share of time in reshards, at least / at most
 	}{
 		{1.4, 0.95, 0.42},
-		{2, 0.9, 0.28}, // 2 × Predicted alone: 33 %
+		{2, 0.9, 0.28},  // 2 × Predicted alone: 33 %
 		{3, 0.45, 0.25}, // 26 %
 	} {
 		t.Run(fmt.Sprintf("copy=%.1fx", c.k), func(t *testing.T) {
