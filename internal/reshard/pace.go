@@ -377,20 +377,34 @@ func (g *governor) stats() (int, float64) {
 	return g.cuts, g.minRate
 }
 
-// fgTracker keeps the mean foreground write latency of each of the last
-// 60 seconds without a reshard running, so that a reshard's governor has
-// the level before it as its base.
+// fgTracker keeps the mean foreground write latency and the write count
+// of each of the last 60 seconds without a reshard running, so that a
+// reshard's governor has the level before it as its base.
 type fgTracker struct {
 	stats func() (uint64, time.Duration)
 	mu    sync.Mutex
 	n0    uint64
 	s0    time.Duration
-	ring  [60]time.Duration
+	ring  [60]fgSecond
 	next  int
 	full  bool
 	// paused counts running engines: their seconds are not the baseline.
 	paused int
 }
+
+type fgSecond struct {
+	lat    time.Duration
+	writes uint64
+}
+
+// baselineRecent seconds give the write rate the baseline's seconds must
+// match (within a factor baselineBand); at least baselineMin must match,
+// else every second counts.
+const (
+	baselineRecent = 5
+	baselineBand   = 1.5
+	baselineMin    = 5
+)
 
 func newFGTracker(stats func() (uint64, time.Duration)) *fgTracker {
 	t := &fgTracker{stats: stats}
@@ -410,25 +424,49 @@ func (t *fgTracker) sample() {
 	if dn == 0 || t.paused > 0 {
 		return
 	}
-	t.ring[t.next] = ds / time.Duration(dn)
+	t.ring[t.next] = fgSecond{ds / time.Duration(dn), dn}
 	t.next = (t.next + 1) % len(t.ring)
 	t.full = t.full || t.next == 0
 }
 
-// baseline is the median recorded second (0: none yet).
+// baseline is the median latency of the recorded seconds whose write
+// rate is within baselineBand of the last few seconds' (0: none yet). A
+// minute that held two phases (the scale run's mixed phase, ~7,500 index
+// writes/s at 2–3 ms, then a fill, ~22,000/s at 1–1.5 ms) has the median
+// of the phase it ended in, the one the reshard runs beside: against the
+// whole minute's 2.1 ms the governor let the copy take the fill's latency
+// to 2 ms and its rate to 0.70 of the fill before (docs/bench/scale.md,
+// "Stop 45").
 func (t *fgTracker) baseline() time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	k := t.next
+	var secs []fgSecond // oldest first
 	if t.full {
-		k = len(t.ring)
+		secs = append(secs, t.ring[t.next:]...)
 	}
-	if k == 0 {
+	secs = append(secs, t.ring[:t.next]...)
+	if len(secs) == 0 {
 		return 0
 	}
-	v := append([]time.Duration(nil), t.ring[:k]...)
+	recent := make([]uint64, 0, baselineRecent)
+	for _, s := range secs[max(0, len(secs)-baselineRecent):] {
+		recent = append(recent, s.writes)
+	}
+	slices.Sort(recent)
+	ref := float64(recent[len(recent)/2])
+	var all, match []time.Duration
+	for _, s := range secs {
+		all = append(all, s.lat)
+		if w := float64(s.writes); w >= ref/baselineBand && w <= ref*baselineBand {
+			match = append(match, s.lat)
+		}
+	}
+	v := all
+	if len(match) >= baselineMin {
+		v = match
+	}
 	slices.Sort(v)
-	return v[k/2]
+	return v[len(v)/2]
 }
 
 func (t *fgTracker) pause(d int) {

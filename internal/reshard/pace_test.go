@@ -116,6 +116,47 @@ func TestFGTrackerBaseline(t *testing.T) {
 	}
 }
 
+// A minute that changed phase has the baseline of the phase it ended in:
+// the seconds whose write rate matches the last few seconds'.
+func TestFGTrackerBaselineFollowsPhase(t *testing.T) {
+	f := &fakeFG{}
+	tr := newFGTracker(f.stats)
+	for i := 0; i < 40; i++ { // a mixed phase: fewer writes, slower
+		f.writes(7500, time.Duration(2000+10*(i%7))*time.Microsecond)
+		tr.sample()
+	}
+	for i := 0; i < 20; i++ { // a fill: three times the writes, faster
+		f.writes(22000+500*(i%3), time.Duration(1100+20*(i%5))*time.Microsecond)
+		tr.sample()
+	}
+	if b := tr.baseline(); b < 1100*time.Microsecond || b > 1200*time.Microsecond {
+		t.Fatalf("baseline %v, want the fill's ~1.1 ms, not the minute's", b)
+	}
+	// Back in the mixed phase for three seconds: its seconds again.
+	for i := 0; i < 3; i++ {
+		f.writes(7500, 2*time.Millisecond)
+		tr.sample()
+	}
+	if b := tr.baseline(); b < 2*time.Millisecond || b > 2100*time.Microsecond {
+		t.Fatalf("baseline %v back in the mixed phase, want its ~2 ms", b)
+	}
+	// A rate no earlier second had: too few match, the whole minute's
+	// median.
+	f2 := &fakeFG{}
+	tr2 := newFGTracker(f2.stats)
+	for i := 0; i < 30; i++ {
+		f2.writes(1000, time.Duration(1+i%3)*time.Millisecond)
+		tr2.sample()
+	}
+	for _, n := range []int{100, 300, 30000, 90000, 3000} {
+		f2.writes(n, 50*time.Millisecond)
+		tr2.sample()
+	}
+	if b := tr2.baseline(); b != 2*time.Millisecond {
+		t.Fatalf("baseline %v without a matching phase, want the minute's median 2ms", b)
+	}
+}
+
 // The baseline governor starts at the floor, climbs while foreground
 // latency holds, cuts above the target, holds in between, and climbs
 // when there is no foreground write to protect.
