@@ -466,7 +466,7 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 	cache := fs.String("cache-size", "0", "driver mode: embedded block cache (0: automatic)")
 	fs.BoolVar(&cfg.NoIngestSplit, "no-ingest-split", false, "driver mode: embedded store without ingest-time table splits (A/B runs: bulk loads land higher in the LSM)")
 	fs.IntVar(&cfg.MaxOpenFiles, "max-open-files", 0, "driver mode: sstables the embedded store keeps open (cairn serve's max-open-files; 0: its default)")
-	fs.DurationVar(&cfg.RebaseEvery, "rebase-every", 0, "driver mode: how often the reshard governor re-measures its latency base at its lowest pace (0: the default, 15s; negative: never, A/B runs)")
+	fs.DurationVar(&cfg.RebaseEvery, "rebase-every", 0, "driver mode: how often the reshard governor also re-measures its latency base at its lowest pace besides on a change of phase (0: the default, only then; negative: never, A/B runs)")
 	fs.IntVar(&cfg.CompactionConcurrency, "compaction-concurrency", 0, "driver mode: embedded store's most compactions at once (cairn serve's compaction-concurrency; 0: its default)")
 	malloc := fs.String("malloc", "auto", "driver mode: C allocator, as cairn serve's malloc option (auto: jemalloc when installed, jemalloc, system)")
 	hugePages := fs.Bool("huge-pages", true, "driver mode: jemalloc on transparent huge pages, as cairn serve's huge-pages option")

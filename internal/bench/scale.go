@@ -67,7 +67,8 @@ type ScaleConfig struct {
 	RWLD time.Duration
 	// ProfileDir, when set, receives a CPU profile of each RWLD phase
 	// (rwld-<target>.pprof) with every op labelled op=<name>, so a
-	// profile splits CPU per op type at each size.
+	// profile splits CPU per op type at each size, and of each fill
+	// (fill-<target>.pprof: op=fill, a reshard's work task=reshard).
 	ProfileDir string
 	// ListRepeats: each listing timing is the median of this many pages.
 	// Default 5.
@@ -880,6 +881,17 @@ func (r *scaleRun) fill(ctx context.Context, target int64) (ScaleOp, time.Durati
 	// the bucket holds (the walk checks it), so ending a phase or the run
 	// only stops new ops.
 	opCtx := context.WithoutCancel(ctx)
+	// The whole fill's CPU profile: a reshard beside it shows as
+	// task=reshard, the fill's own ops as op=fill.
+	stop, err := r.startProfile(fmt.Sprintf("fill-%d.pprof", target))
+	if err != nil {
+		return ScaleOp{}, 0, err
+	}
+	defer stop()
+	var labels context.Context
+	if r.cfg.ProfileDir != "" {
+		labels = pprof.WithLabels(context.Background(), pprof.Labels("op", "fill"))
+	}
 	t0 := time.Now()
 	for c := 0; c < r.cfg.Clients; c++ {
 		wg.Add(1)
@@ -887,6 +899,9 @@ func (r *scaleRun) fill(ctx context.Context, target int64) (ScaleOp, time.Durati
 			defer wg.Done()
 			local, lm := map[string]*latHist{}, map[string]int64{}
 			defer func() { rec.merge(local, lm) }()
+			if labels != nil {
+				pprof.SetGoroutineLabels(labels)
+			}
 			for ctx.Err() == nil {
 				i := r.putNext.Add(1) - 1
 				if i >= end {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -133,7 +134,10 @@ func (m *Manager) newEngine(inst driver.Instance, rec Record) *engine {
 			e.gov.rampTicks = int(cmp.Or(m.cfg.RampIn, rampIn) / governorTick)
 		}
 		if m.cfg.RebaseEvery >= 0 && e.gov.fixed {
-			e.gov.probeEvery = max(probeMinGap, int(cmp.Or(m.cfg.RebaseEvery, rebaseEvery)/governorTick))
+			e.gov.rebase = true
+			if every := cmp.Or(m.cfg.RebaseEvery, rebaseEvery); every > 0 {
+				e.gov.probeEvery = max(probeMinGap, int(every/governorTick))
+			}
 		}
 	}
 	return e
@@ -257,6 +261,13 @@ func stepErr(ctx context.Context, err error) error {
 
 // run drives the reshard from its recorded state to the end.
 func (e *engine) run(ctx context.Context) (Result, error) {
+	// A CPU profile (the gateway's /debug/pprof, the scale bench's) tells
+	// the reshard's share apart from the writers' by this label; the
+	// goroutines it starts inherit it.
+	outer := ctx
+	ctx = pprof.WithLabels(ctx, pprof.Labels("task", "reshard"))
+	pprof.SetGoroutineLabels(ctx)
+	defer pprof.SetGoroutineLabels(outer)
 	start := e.m.now()
 	e.res.Start = time.Now()
 	retries := 0

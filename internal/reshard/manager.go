@@ -96,11 +96,12 @@ type Config struct {
 	// negative: never (the replay waits for each chunk's commit).
 	MidReplayEvery time.Duration
 	// RebaseEvery: with CopyRateAdaptive and a baseline, the governor
-	// holds the pace at its lower bound for a moment this often (and
-	// whenever the write rate moves by a third) and scales the baseline by
-	// how the foreground latency at that pace moved since the reshard's
-	// first such probe. Default (0): 15 s; negative: never (the minute
-	// before the reshard stays the baseline throughout).
+	// holds the pace at its lower bound for a moment whenever the write
+	// rate has doubled or halved since the last such probe (a change of
+	// phase), and also this often, and scales the baseline by how the
+	// foreground latency at that pace moved since the reshard's first
+	// probe. Default (0): on a change of phase only; negative: never (the
+	// minute before the reshard stays the baseline throughout).
 	RebaseEvery time.Duration
 	// CopyWriters is how many copy ops may be in flight. Default 32.
 	CopyWriters int

@@ -108,8 +108,9 @@ type governor struct {
 	// mixed phase gives way to a fill) twice their rate arrives as a slope
 	// too, not as a step (it falls at once).
 	floorNow float64
-	// Probes (fixed base only, probeEvery > 0): see probe.
-	probeEvery    int           // ticks between probes
+	// Probes (fixed base only, rebase set): see probe.
+	rebase        bool
+	probeEvery    int           // ticks between periodic probes (0: none)
 	probeLeft     int           // ticks left in the running probe
 	sinceProbe    int           // ticks since the last probe ended
 	probeArrivals float64       // arrivals when the last probe ended
@@ -138,28 +139,36 @@ const rampIn = 2 * time.Minute
 // ran for over an hour while the shards grew to three times their limit.
 const convergeFactor = 2
 
-// Probes re-measure the baseline. The minute before a reshard says what
-// foreground latency was then; a long reshard outlives it: the bucket
-// grows, the workload changes (a fill, then a mixed phase), the log and
-// the replay it feeds cost more as the copied range grows. Measured
-// against the old minute, the foreground looked congested for the whole
-// 40-minute last reshard of the 30M run, so the pace sat at its floor
-// (twice the arrival rate) whatever the copy's own share of the cost, and
-// every minute the reshard lasts costs the foreground its log and replay.
-// So every probeEvery ticks (and when the write rate moves by
-// a third: at most every probeMinGap, the rate not climbing meanwhile)
-// the governor holds the pace at its lower bound for probeTicks ticks and
-// takes the mean latency of the later ones: the level the copy cannot go
-// below. The base becomes the minute before × (this probe ÷ the first): it
-// follows what moved the foreground since, and a copy that costs the
-// foreground latency still gets cut against it. A probe runs below the
-// arrival floor for its moment; over a cycle the pace still averages above
-// the arrivals.
+// Probes re-measure the baseline when the workload changes phase. The
+// minute before a reshard says what foreground latency was then; when a
+// fill gives way to a mixed phase (or back), the writes' latency moves by
+// far more than the copy's share, and against the old minute the mixed
+// phase's slower writes look congested (the pace sits at its floor) and
+// the fill's faster ones look calm (it climbs to its cap). So when the
+// write rate has moved by phaseFactor since the last probe (at most every
+// probeMinGap ticks) the governor holds the pace at its lower bound for
+// probeTicks ticks and takes the mean latency of the later ones: the
+// level the copy cannot go below. The base becomes the minute before ×
+// (this probe ÷ the reshard's first, taken in its first ticks, when the
+// ramp holds the pace low anyway): it follows the phase, and a copy that
+// costs the foreground latency still gets cut against it. A probe runs
+// below the arrival floor for its moment.
+//
+// Not periodically (probeEvery, for A/B runs): a 1.4 s probe every 15 s
+// let the base climb from 1.4 to 2.1–3.2 ms within five minutes of a 10M
+// run's reshard while the bucket's growth explains 1.15–1.2× of that: a
+// second's mean write latency swings ±30 % in a steady fill, and what the
+// copy leaves behind (flushes, compactions, the replay) outlasts a short
+// probe, so the copy's own cost became the base and the fill fell to
+// 0.72 of the minute before (docs/bench/scale.md, "Stop 46"). Within a
+// phase the bucket's growth moves the level slowly; against a base that
+// lags it the pace sits at its floor, which still outruns the writers.
 const (
-	rebaseEvery = 15 * time.Second
-	probeTicks  = 10 // 2 s at the lower bound
-	probeSkip   = 3  // ticks of it the pace takes to settle
-	probeMinGap = 25
+	rebaseEvery = 0   // periodic probes: none by default
+	probeTicks  = 25  // 5 s at the lower bound
+	probeSkip   = 5   // ticks of it the pace takes to settle
+	probeMinGap = 25  // ticks between the end of a probe and the next
+	phaseFactor = 2.0 // a change of the write rate that is a new phase
 )
 
 type sampleKind int
@@ -254,10 +263,11 @@ func (g *governor) ownBatches() (time.Duration, sampleKind) {
 
 // probe runs the probes' part of a tick (see rebaseEvery): consumed, the
 // tick belongs to a probe and the rate is left as it set it; hold, the
-// write rate has moved since the last probe and the next may not start
-// yet: the base is stale, so the rate may fall but not climb.
+// write rate has moved by a third since the last probe (and a probe for a
+// new phase may not start yet, or the move is not one): the base may be
+// stale, so the rate may fall but not climb.
 func (g *governor) probe(d time.Duration, kind sampleKind) (consumed, hold bool) {
-	if !g.fixed || g.probeEvery <= 0 {
+	if !g.fixed || !g.rebase {
 		return false, false
 	}
 	g.mu.Lock()
@@ -285,10 +295,15 @@ func (g *governor) probe(d time.Duration, kind sampleKind) (consumed, hold bool)
 		return true, false
 	}
 	g.sinceProbe++
-	moved := g.probes > 0 && math.Abs(g.arrivals-g.probeArrivals) > g.probeArrivals/3
-	if g.probed && g.sinceProbe < g.probeEvery && (!moved || g.sinceProbe < probeMinGap) {
+	a, pa := g.arrivals, g.probeArrivals
+	// The rate holds from a move of a third: the EWMA takes a few ticks
+	// to reach a new phase's factor, and the base is stale by then.
+	drifted := g.probes > 0 && math.Abs(a-pa) > pa/3
+	phase := g.probes > 0 && (a > phaseFactor*pa || a < pa/phaseFactor)
+	periodic := g.probeEvery > 0 && g.sinceProbe >= g.probeEvery
+	if g.probed && !periodic && (!phase || g.sinceProbe < probeMinGap) {
 		g.mu.Unlock()
-		return false, moved
+		return false, drifted
 	}
 	g.probeLeft, g.probed = probeTicks, true
 	g.saved = g.p.current()
@@ -324,7 +339,13 @@ func (g *governor) tick() {
 		hi = g.lo + (hi-g.lo)*float64(g.ticks)/float64(g.rampTicks)
 	}
 	floor := min(hi, max(g.lo, convergeFactor*g.arrivals))
-	if g.rampTicks > 0 {
+	switch {
+	case g.ticks < g.rampTicks:
+		// In the ramp the floor climbs to its own level, not at the
+		// ceiling's slope: with a bulk load's 100,000 entries/s ceiling it
+		// reached twice a 20,000 writes/s fill 45 s into the reshard.
+		floor = g.lo + (floor-g.lo)*float64(g.ticks)/float64(g.rampTicks)
+	case g.rampTicks > 0:
 		floor = min(floor, max(g.lo, g.floorNow+(g.hi-g.lo)/float64(g.rampTicks)))
 	}
 	g.floorNow = floor
