@@ -69,8 +69,8 @@ func (p *pacer) wait(ctx context.Context, n int) error {
 
 // governor adapts a pacer's rate to foreground latency (AIMD): each tick
 // it compares the latency signal with a base; above cut×base the rate is
-// cut by a third, below grow×base it grows by a twentieth of the range,
-// in between it holds. With a closed-loop client, throughput falls as
+// cut by a third, below grow×base it grows by a twentieth of the range
+// (a hundredth against a fixed base: fixedGrowSteps), in between it holds. With a closed-loop client, throughput falls as
 // latency rises, so holding latency within cut×base keeps foreground
 // throughput near 1/cut of what it was.
 //
@@ -87,6 +87,8 @@ type governor struct {
 	// fixed: base came from the minute before; cut/grow are its ratios.
 	fixed     bool
 	cut, grow float64
+	// growSteps: calm, the rate climbs by 1/growSteps of its range a tick.
+	growSteps int
 	mu        sync.Mutex
 	sum       time.Duration
 	n         int
@@ -110,17 +112,23 @@ type governor struct {
 	floorNow float64
 	// Probes (fixed base only, rebase set): see probe.
 	rebase        bool
-	probeEvery    int           // ticks between periodic probes (0: none)
-	probeLeft     int           // ticks left in the running probe
-	sinceProbe    int           // ticks since the last probe ended
-	probeArrivals float64       // arrivals when the last probe ended
-	saved         float64       // the rate before the running probe
-	psum          time.Duration // latency summed over the probe's ticks
-	pn            int
-	base0         time.Duration // the minute before the reshard
-	first         time.Duration // foreground latency in the reshard's first probe
-	probes        int           // probes that measured
-	probed        bool          // a probe has started
+	probeEvery    int     // ticks between periodic probes (0: none)
+	probeLeft     int     // ticks left in the running probe
+	sinceProbe    int     // ticks since the last probe ended
+	probeArrivals float64 // arrivals when the last probe ended
+	probeSlow     float64 // slowArrivals then
+	// slowArrivals: arrivals over ~5 s, what a change of phase is judged
+	// on: a second's dip of a fill (compactions, the copy's own cost)
+	// halved the 1 s average and was taken for a mixed phase.
+	slowArrivals float64
+	seeded       bool
+	saved        float64       // the rate before the running probe
+	psum         time.Duration // latency summed over the probe's ticks
+	pn           int
+	base0        time.Duration // the minute before the reshard
+	first        time.Duration // foreground latency in the reshard's first probe
+	probes       int           // probes that measured
+	probed       bool          // a probe has started
 }
 
 // rampIn is how long a reshard's pace takes to reach its ceiling. At once,
@@ -179,15 +187,28 @@ const (
 	sampleLatency
 )
 
+// fixedGrowSteps: against a fixed base the rate climbs by this fraction of
+// its range a tick (the whole range in 20 s). The copy's cost reaches the
+// writers' latency a second or more after its pace (chunks, the replay,
+// compactions), so at a twentieth a tick (the range in 4 s) the pace of a
+// 30M run's reshard swung 12,000 → 36,000 entries/s within a second of
+// calm and the fill fell to 6,400 PUT/s behind it (docs/bench/scale.md,
+// "Stop 46").
+const fixedGrowSteps = 100
+
 const (
 	governorTick  = 200 * time.Millisecond
 	governorSlack = 2 * time.Millisecond
 	// fixedSlack absorbs timer and scheduling noise at sub-ms latencies.
-	fixedSlack = 300 * time.Microsecond
+	// It was 300 µs, set when a fill's writes took a few hundred; at
+	// 30M-run latencies (a 1.6 ms base) it let the fill's latency reach
+	// 1.26× before the rate stopped climbing and 1.34× before a cut, a
+	// fill at 0.75–0.8 of its rate by design against a 1.15 target.
+	fixedSlack = 100 * time.Microsecond
 )
 
 func newGovernor(p *pacer, lo, hi float64, fg func() time.Duration) *governor {
-	g := &governor{p: p, lo: lo, hi: hi, minRate: hi}
+	g := &governor{p: p, lo: lo, hi: hi, minRate: hi, growSteps: 20}
 	if fg != nil {
 		g.sample = func() (time.Duration, sampleKind) {
 			if d := fg(); d > 0 {
@@ -206,7 +227,7 @@ func newGovernor(p *pacer, lo, hi float64, fg func() time.Duration) *governor {
 // of foreground writes. The rate starts at lo and climbs while foreground
 // latency stays within grow×base.
 func newBaselineGovernor(p *pacer, lo, hi float64, stats func() (uint64, time.Duration), base time.Duration, cut float64) *governor {
-	g := &governor{p: p, lo: lo, hi: hi, minRate: lo, fixed: true, base: base, base0: base, observed: true, cut: cut, grow: 1 + (cut-1)/2}
+	g := &governor{p: p, lo: lo, hi: hi, minRate: lo, fixed: true, base: base, base0: base, observed: true, cut: cut, grow: 1 + (cut-1)/2, growSteps: fixedGrowSteps}
 	n0, s0 := stats()
 	g.sample = func() (time.Duration, sampleKind) {
 		n, s := stats()
@@ -214,7 +235,12 @@ func newBaselineGovernor(p *pacer, lo, hi float64, stats func() (uint64, time.Du
 		n0, s0 = n, s
 		// Sampled once per governorTick (run's ticker).
 		g.mu.Lock()
-		g.arrivals += 0.2 * (float64(dn)/governorTick.Seconds() - g.arrivals)
+		x := float64(dn) / governorTick.Seconds()
+		if !g.seeded { // the averages start at the first tick's rate
+			g.arrivals, g.slowArrivals, g.seeded = x, x, true
+		}
+		g.arrivals += 0.2 * (x - g.arrivals)
+		g.slowArrivals += 0.04 * (x - g.slowArrivals)
 		g.mu.Unlock()
 		if dn == 0 {
 			return 0, sampleIdle
@@ -288,18 +314,19 @@ func (g *governor) probe(d time.Duration, kind sampleKind) (consumed, hold bool)
 			g.base = time.Duration(float64(g.base0) * float64(m) / float64(g.first))
 			g.probes++
 		}
-		g.psum, g.pn, g.sinceProbe, g.probeArrivals = 0, 0, 0, g.arrivals
+		g.psum, g.pn, g.sinceProbe, g.probeArrivals, g.probeSlow = 0, 0, 0, g.arrivals, g.slowArrivals
 		r := g.saved
 		g.mu.Unlock()
 		g.p.setRate(r)
 		return true, false
 	}
 	g.sinceProbe++
-	a, pa := g.arrivals, g.probeArrivals
-	// The rate holds from a move of a third: the EWMA takes a few ticks
-	// to reach a new phase's factor, and the base is stale by then.
+	a, pa, slow, ps := g.arrivals, g.probeArrivals, g.slowArrivals, g.probeSlow
+	// The rate holds from a move of a third of the 1 s average: the 5 s
+	// one takes a few seconds to reach a new phase's factor, and the base
+	// is stale by then.
 	drifted := g.probes > 0 && math.Abs(a-pa) > pa/3
-	phase := g.probes > 0 && (a > phaseFactor*pa || a < pa/phaseFactor)
+	phase := g.probes > 0 && (slow > phaseFactor*ps || slow < ps/phaseFactor)
 	periodic := g.probeEvery > 0 && g.sinceProbe >= g.probeEvery
 	if g.probed && !periodic && (!phase || g.sinceProbe < probeMinGap) {
 		g.mu.Unlock()
@@ -355,7 +382,7 @@ func (g *governor) tick() {
 	case congested:
 		r = max(floor, r*2/3)
 	case calm && !hold:
-		r = min(hi, r+(hi-g.lo)/20)
+		r = min(hi, r+(hi-g.lo)/float64(g.growSteps))
 	}
 	r = min(max(r, floor), hi)
 	g.p.setRate(r)
