@@ -167,8 +167,8 @@ const convergeFactor = 2
 // run's reshard while the bucket's growth explains 1.15–1.2× of that: a
 // second's mean write latency swings ±30 % in a steady fill, and what the
 // copy leaves behind (flushes, compactions, the replay) outlasts a short
-// probe, so the copy's own cost became the base and the fill fell to
-// 0.72 of the minute before (docs/bench/scale.md, "Stop 46"). Within a
+// probe, so the copy's own cost became the base and the fill's worst
+// 10 s window fell to 0.75 (docs/bench/scale.md, "Stop 45"). Within a
 // phase the bucket's growth moves the level slowly; against a base that
 // lags it the pace sits at its floor, which still outruns the writers.
 const (

@@ -308,7 +308,7 @@ func TestGovernorRampsIn(t *testing.T) {
 	// A bulk load's ceiling is far above the floor: congested, the floor
 	// still takes the whole ramp to reach twice the writers' rate (at the
 	// ceiling's slope it took a fifth of it, and the fill's windows fell to
-	// 0.68 of the minute before).
+	// 0.71 of the minute before).
 	f = &fakeFG{}
 	p = newPacer(100000)
 	g = newBaselineGovernor(p, 5000, 100000, f.stats, time.Millisecond, 1.15)
@@ -405,8 +405,8 @@ func TestGovernorRebases(t *testing.T) {
 // the pace) and a second's latency swings ±30 %. Probes every 15 s took
 // that for the foreground's own drift: each measured the copy's leftovers
 // at the lowest pace, the base climbed with the copy (1.4 to 2.1–3.2 ms
-// within five minutes of a 10M run's reshard) and the fill fell to 0.72 of
-// the minute before. Without a change of phase the base must stay the
+// within five minutes of a 10M run's reshard) and the fill's worst 10 s
+// window fell to 0.75. Without a change of phase the base must stay the
 // minute before's and the fill keep 0.8× its level without the copy.
 func TestGovernorBaseIgnoresCopyAftereffects(t *testing.T) {
 	const base = time.Millisecond
