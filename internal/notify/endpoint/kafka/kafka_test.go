@@ -484,9 +484,23 @@ func TestQueuedBehindCancelled(t *testing.T) {
 	if err := <-errs; !errors.Is(err, context.Canceled) {
 		t.Fatalf("first record: %v, want context.Canceled", err)
 	}
-	err = classify(live, <-errs, 0)
-	if !errors.Is(err, push.ErrQueuedBehind) || !push.IsRetryable(err) {
-		t.Fatalf("record behind it: %v, want retryable ErrQueuedBehind", err)
+	// Whether the second record shares the first's batch is franz-go's
+	// race: its sink may seal the first record's batch (an attempt on the
+	// stopped broker) before the second is buffered, and then the second
+	// waits in a batch of its own for the broker (a loaded CI machine ran
+	// into that and waited 14 minutes). Behind it, it fails with the
+	// first's error.
+	select {
+	case err2 := <-errs:
+		err = classify(live, err2, 0)
+		if !errors.Is(err, push.ErrQueuedBehind) || !push.IsRetryable(err) {
+			t.Fatalf("record behind it: %v, want retryable ErrQueuedBehind", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Log("the second record went into a batch of its own: only the classification below is checked")
+	}
+	if err := classify(live, context.Canceled, 0); !errors.Is(err, push.ErrQueuedBehind) || !push.IsRetryable(err) {
+		t.Fatalf("another's context error: %v, want retryable ErrQueuedBehind", err)
 	}
 	if err := classify(first, context.Canceled, 0); errors.Is(err, push.ErrQueuedBehind) || !push.IsRetryable(err) {
 		t.Fatalf("own context: %v, want a retryable failure of its own", err)
