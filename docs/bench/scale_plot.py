@@ -33,7 +33,9 @@ def mark_reshards(ax):
 
 fig, axs = plt.subplots(3, 1, figsize=(11, 12), sharex=True)
 ax = axs[0]
-ax.plot(xs, [x["fill_puts_per_sec"] for x in rounds], "o-", label="fill PUT/s")
+# A round the previous RWLD phase's PUTs already reached has no fill.
+filled = [x for x in rounds if x["fill_puts_per_sec"] > 0]
+ax.plot([x["objects"] for x in filled], [x["fill_puts_per_sec"] for x in filled], "o-", label="fill PUT/s")
 ax.plot(xs, [x["rwld_ops_per_sec"] for x in rounds], "s-", label="RWLD ops/s (70/20/5/5 GET/PUT/LIST/DELETE)")
 ax.set_ylabel("operations per second")
 ax.set_ylim(bottom=0)

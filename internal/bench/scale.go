@@ -888,10 +888,7 @@ func (r *scaleRun) fill(ctx context.Context, target int64) (ScaleOp, time.Durati
 		return ScaleOp{}, 0, err
 	}
 	defer stop()
-	var labels context.Context
-	if r.cfg.ProfileDir != "" {
-		labels = pprof.WithLabels(context.Background(), pprof.Labels("op", "fill"))
-	}
+	labels := r.opLabels()["fill"] // nil without profiling
 	t0 := time.Now()
 	for c := 0; c < r.cfg.Clients; c++ {
 		wg.Add(1)
@@ -976,7 +973,7 @@ func (r *scaleRun) opLabels() map[string]context.Context {
 		return nil
 	}
 	m := map[string]context.Context{}
-	for _, op := range []string{"get", "head", "put", "overwrite", "delete", "list"} {
+	for _, op := range []string{"fill", "get", "head", "put", "overwrite", "delete", "list"} {
 		m[op] = pprof.WithLabels(context.Background(), pprof.Labels("op", op))
 	}
 	return m

@@ -135,7 +135,7 @@ func (m *Manager) newEngine(inst driver.Instance, rec Record) *engine {
 		}
 		if m.cfg.RebaseEvery >= 0 && e.gov.fixed {
 			e.gov.rebase = true
-			if every := cmp.Or(m.cfg.RebaseEvery, rebaseEvery); every > 0 {
+			if every := m.cfg.RebaseEvery; every > 0 {
 				e.gov.probeEvery = max(probeMinGap, int(every/governorTick))
 			}
 		}

@@ -172,7 +172,6 @@ const convergeFactor = 2
 // phase the bucket's growth moves the level slowly; against a base that
 // lags it the pace sits at its floor, which still outruns the writers.
 const (
-	rebaseEvery = 0   // periodic probes: none by default
 	probeTicks  = 25  // 5 s at the lower bound
 	probeSkip   = 5   // ticks of it the pace takes to settle
 	probeMinGap = 25  // ticks between the end of a probe and the next
@@ -287,7 +286,7 @@ func (g *governor) ownBatches() (time.Duration, sampleKind) {
 	return d, sampleLatency
 }
 
-// probe runs the probes' part of a tick (see rebaseEvery): consumed, the
+// probe runs the probes' part of a tick (see probeTicks): consumed, the
 // tick belongs to a probe and the rate is left as it set it; hold, the
 // write rate has moved by a third since the last probe (and a probe for a
 // new phase may not start yet, or the move is not one): the base may be
