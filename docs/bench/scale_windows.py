@@ -17,11 +17,16 @@ import statistics as st
 import sys
 
 
+def events(d):
+    """The report's reshards (null in a run without one)."""
+    return d.get('reshard_events') or []
+
+
 def windows(d):
     fp, ph = d['fill_puts_per_sec'], d['phase_per_sec']
     ls = d.get('lsm_per_sec') or {}
     inside = set()
-    for e in (d.get('reshard_events') or []):
+    for e in events(d):
         end = e['end_sec'] or len(fp)
         inside.update(range(int(e['start_sec']), int(end) + 1))
     rows = []
@@ -39,9 +44,9 @@ def windows(d):
 
 def after_commits(d):
     ls, fp, ph = d.get('lsm_per_sec') or {}, d['fill_puts_per_sec'], d['phase_per_sec']
-    if 'ingested_mib' not in ls or not (d.get('reshard_events') or []):
+    if 'ingested_mib' not in ls or not events(d):
         return None
-    e = (d.get('reshard_events') or [])[-1]
+    e = events(d)[-1]
     s, t = int(e['start_sec']), int(e['end_sec'] or len(fp))
     commits = [i for i, a in enumerate(ls['ingested_mib']) if a > 0 and s <= i <= t]
     fills = [fp[j] for j in range(s, t) if ph[j] == 'f']
@@ -64,7 +69,7 @@ def pace(d):
     if 'reshard_pace' not in ls:
         return []
     out = []
-    for e in (d.get('reshard_events') or []):
+    for e in events(d):
         s, t = int(e['start_sec']), int(e['end_sec'] or len(ph))
         by = {}
         for i in range(s + 1, min(t, len(ls['reshard_pace']))):
@@ -87,7 +92,7 @@ def main():
         for r in d['rounds']:
             print('  round %10d shards %5d fill %6.0f rwld %6.0f' % (
                 r['objects'], r['shards'], r.get('fill_puts_per_sec', 0), r.get('rwld_ops_per_sec', 0)))
-        for e in (d.get('reshard_events') or []):
+        for e in events(d):
             print('  reshard %d->%d %.0f-%s s copy %.0f/s worst %s windows %s early %s mid rounds %s' % (
                 e['from_shards'], e['to_shards'], e['start_sec'], round(e['end_sec']) if e['end_sec'] else 'running',
                 e.get('copy_entries_per_sec', 0), e.get('worst_window_ratio'), e.get('windows'),
