@@ -319,8 +319,7 @@ func change(ctx objstore.MethodContext, h *shardHeader, rec LogRecord, state str
 	}
 	if state == StateLogging {
 		h.LogSeq++
-		lb, _ := json.Marshal(rec)
-		if err := ctx.SetOmap(objstore.KV{Key: logKey(h.LogSeq), Value: lb}); err != nil {
+		if err := ctx.SetOmap(objstore.KV{Key: logKey(h.LogSeq), Value: logValue(rec.Entry.Key)}); err != nil {
 			return nil, err
 		}
 	}
@@ -328,6 +327,19 @@ func change(ctx objstore.MethodContext, h *shardHeader, rec LogRecord, state str
 }
 
 func logKey(seq uint64) string { return fmt.Sprintf("%s%020d", logPrefix, seq) }
+
+// logMark starts a reshard log record that names the omap key a change
+// set or removed; replay copies that key's current value from the source
+// shard (Index.Resolve). Records of the format before (`{"op":…,"e":…}`,
+// the whole entry) are read as naming their key as well. A record as
+// large as its entry doubled what a write inside a reshard put through
+// the WAL and every compaction (docs/bench/scale.md, stops 47 and 48).
+const logMark = '\x01'
+
+func logValue(k string) []byte {
+	v := make([]byte, 0, 1+len(k))
+	return append(append(v, logMark), k...)
+}
 
 func validKey(k string) error {
 	if k == "" || len(k) >= 1 && k[0] == specialPrefix[0] {

@@ -120,40 +120,9 @@ read:
 	}
 }
 
-// SeqRecord is a reshard log record with its sequence number.
-type SeqRecord struct {
-	Seq uint64
-	LogRecord
-}
-
-// ReadLog returns up to max log records of shard i with sequence > after,
-// in order, and whether more exist.
-func (x Index) ReadLog(ctx context.Context, i int, after uint64, max int) ([]SeqRecord, bool, error) {
-	op := objstore.NewReadOp()
-	start := logPrefix
-	if after > 0 {
-		start = logKey(after)
-	}
-	vs := op.GetOmapValues(start, logPrefix, max)
-	if err := x.IO.OperateRead(ctx, x.shardOID(i), op); err != nil {
-		return nil, false, err
-	}
-	out := make([]SeqRecord, len(vs.Pairs))
-	for j, kv := range vs.Pairs {
-		seq, err := strconv.ParseUint(kv.Key[len(logPrefix):], 10, 64)
-		if err != nil {
-			return nil, false, objstore.Errorf(objstore.ErrInvalid, "log key %q", kv.Key)
-		}
-		out[j].Seq = seq
-		if err := json.Unmarshal(kv.Value, &out[j].LogRecord); err != nil {
-			return nil, false, objstore.Errorf(objstore.ErrInvalid, "log record %d: %v", seq, err)
-		}
-	}
-	return out, vs.More, nil
-}
-
-// RawLogRecord is a log record as stored: Op 'l' (link, Entry is the raw
-// entry JSON) or 'u' (unlink).
+// RawLogRecord is a reshard log record: Op 'k' (as stored: Key changed),
+// or, as Resolve gives it for a target, 'l' (link: Entry is the raw value
+// to store) or 'u' (unlink: remove Key).
 type RawLogRecord struct {
 	Seq   uint64
 	Op    byte
@@ -161,7 +130,10 @@ type RawLogRecord struct {
 	Entry []byte
 }
 
-// ReadLogRaw is ReadLog without decoding the entries.
+// ReadLogRaw returns up to max log records of shard i with sequence >
+// after, in order, and whether more exist. Every record reads as Op 'k':
+// those of the format before, which held the entry, too (replay takes
+// the key's current value from the source, not a logged one).
 func (x Index) ReadLogRaw(ctx context.Context, i int, after uint64, max int) ([]RawLogRecord, bool, error) {
 	op := objstore.NewReadOp()
 	start := logPrefix
@@ -178,11 +150,12 @@ func (x Index) ReadLogRaw(ctx context.Context, i int, after uint64, max int) ([]
 		if err != nil {
 			return nil, false, objstore.Errorf(objstore.ErrInvalid, "log key %q", kv.Key)
 		}
-		if op, e, key, ok := parseRawLog(kv.Value); ok {
-			out[j] = RawLogRecord{Seq: seq, Op: op, Key: key}
-			if op == 'l' {
-				out[j].Entry = e
-			}
+		if len(kv.Value) > 0 && kv.Value[0] == logMark {
+			out[j] = RawLogRecord{Seq: seq, Op: 'k', Key: string(kv.Value[1:])}
+			continue
+		}
+		if _, _, key, ok := parseRawLog(kv.Value); ok {
+			out[j] = RawLogRecord{Seq: seq, Op: 'k', Key: key}
 			continue
 		}
 		var rec struct {
@@ -199,20 +172,13 @@ func (x Index) ReadLogRaw(ctx context.Context, i int, after uint64, max int) ([]
 		if err := json.Unmarshal(rec.E, &key); err != nil {
 			return nil, false, objstore.Errorf(objstore.ErrInvalid, "log record %d: %v", seq, err)
 		}
-		out[j] = RawLogRecord{Seq: seq, Key: key.K}
+		out[j] = RawLogRecord{Seq: seq, Op: 'k', Key: key.K}
 		switch rec.Op {
-		case "link":
-			out[j].Op, out[j].Entry = 'l', rec.E
-		case "unlink":
-			out[j].Op = 'u'
-		case "vset":
-			out[j].Op, out[j].Key, out[j].Entry = 'l', verKey(key.K, key.Q), rec.E
-		case "vrm":
-			out[j].Op, out[j].Key = 'u', verKey(key.K, key.Q)
-		case "nset":
-			out[j].Op, out[j].Key, out[j].Entry = 'l', nullKey(key.K), rec.E
-		case "nrm":
-			out[j].Op, out[j].Key = 'u', nullKey(key.K)
+		case "link", "unlink":
+		case "vset", "vrm":
+			out[j].Key = verKey(key.K, key.Q)
+		case "nset", "nrm":
+			out[j].Key = nullKey(key.K)
 		default:
 			return nil, false, objstore.Errorf(objstore.ErrInvalid, "log record %d: op %q", seq, rec.Op)
 		}
@@ -220,9 +186,51 @@ func (x Index) ReadLogRaw(ctx context.Context, i int, after uint64, max int) ([]
 	return out, vs.More, nil
 }
 
-// parseRawLog reads a log record as mutate writes it (encoding/json of
-// LogRecord: `{"op":"link","e":{"k":"<key>",...}}`) without decoding it;
-// ok=false (escapes in the key, any other shape) means: decode it fully.
+// Resolve turns log records of source shard i into what replaying them
+// writes to a target: for each key, in the order of its last record, a
+// link of its current value in shard i, or an unlink when it has none.
+// The current value includes every logged change of the key, so one
+// record per key is enough, and replaying it again later is harmless;
+// the shard's state is not checked (a closed source is read at the end).
+func (x Index) Resolve(ctx context.Context, i int, recs []RawLogRecord) ([]RawLogRecord, error) {
+	last := make(map[string]int, len(recs))
+	for j, r := range recs {
+		last[r.Key] = j
+	}
+	keys := make([]string, 0, len(last))
+	for j, r := range recs {
+		if last[r.Key] == j {
+			keys = append(keys, r.Key)
+		}
+	}
+	cur := make(map[string][]byte, len(keys))
+	for b := 0; b < len(keys); b += resolveBatch {
+		op := objstore.NewReadOp()
+		st := op.GetOmapValuesByKeys(keys[b:min(len(keys), b+resolveBatch)]...)
+		if err := x.IO.OperateRead(ctx, x.shardOID(i), op); err != nil {
+			return nil, err
+		}
+		for _, kv := range st.Pairs {
+			cur[kv.Key] = kv.Value
+		}
+	}
+	out := make([]RawLogRecord, len(keys))
+	for j, k := range keys {
+		out[j] = RawLogRecord{Seq: recs[last[k]].Seq, Op: 'u', Key: k}
+		if v, ok := cur[k]; ok {
+			out[j].Op, out[j].Entry = 'l', v
+		}
+	}
+	return out, nil
+}
+
+// resolveBatch bounds the keys of one read of Resolve.
+const resolveBatch = 1000
+
+// parseRawLog reads a log record of the format before logMark, as mutate
+// wrote it (encoding/json of LogRecord: `{"op":"link","e":{"k":"<key>",...}}`),
+// without decoding it; ok=false (escapes in the key, any other shape)
+// means: decode it fully.
 // encoding/json was most of the replay's reading cost.
 func parseRawLog(v []byte) (op byte, entry []byte, key string, ok bool) {
 	const link, unlink, keyField = `{"op":"link","e":`, `{"op":"unlink","e":`, `{"k":"`

@@ -258,22 +258,17 @@ type shardTx struct {
 	gcTime int64
 }
 
-func (t *shardTx) log(op string, body []byte) error {
+// log records, while a reshard copies the shard, that omap key k changed.
+func (t *shardTx) log(k string) error {
 	if t.state != StateLogging {
 		return nil
 	}
 	t.h.LogSeq++
-	v := make([]byte, 0, len(body)+24)
-	v = append(v, `{"op":"`...)
-	v = append(v, op...)
-	v = append(v, `","e":`...)
-	v = append(v, body...)
-	v = append(v, '}')
-	return t.ctx.SetOmap(objstore.KV{Key: logKey(t.h.LogSeq), Value: v})
+	return t.ctx.SetOmap(objstore.KV{Key: logKey(t.h.LogSeq), Value: logValue(k)})
 }
 
 // set stores val under the omap key k (whose current value is old).
-func (t *shardTx) set(k string, old, val []byte, logOp string) error {
+func (t *shardTx) set(k string, old, val []byte) error {
 	if err := t.ctx.SetOmap(objstore.KV{Key: k, Value: val}); err != nil {
 		return err
 	}
@@ -283,17 +278,17 @@ func (t *shardTx) set(k string, old, val []byte, logOp string) error {
 	if err := account(&t.h, k, val, 1); err != nil {
 		return err
 	}
-	return t.log(logOp, val)
+	return t.log(k)
 }
 
-func (t *shardTx) rm(k string, old []byte, logOp string, logBody []byte) error {
+func (t *shardTx) rm(k string, old []byte) error {
 	if err := t.ctx.RmOmapKeys(k); err != nil {
 		return err
 	}
 	if err := account(&t.h, k, old, -1); err != nil {
 		return err
 	}
-	return t.log(logOp, logBody)
+	return t.log(k)
 }
 
 // collect records e's data for the collector and lists e as freed (the
@@ -323,29 +318,21 @@ func (t *shardTx) setBare(key string, old []byte, e Entry) error {
 	if err != nil {
 		return err
 	}
-	return t.set(key, old, b, "link")
+	return t.set(key, old, b)
 }
 
-func (t *shardTx) rmBare(key string, old []byte) error {
-	body, _ := json.Marshal(struct {
-		K string `json:"k"`
-	}{key})
-	return t.rm(key, old, "unlink", body)
-}
+func (t *shardTx) rmBare(key string, old []byte) error { return t.rm(key, old) }
 
-// A version record's log body is the record (whose Key and Seq name it);
-// a null pointer's is the pointer itself.
 func (t *shardTx) setRecord(e Entry, old []byte) error {
 	b, err := encodeEntry(&e)
 	if err != nil {
 		return err
 	}
-	return t.set(verKey(e.Key, e.Seq), old, b, "vset")
+	return t.set(verKey(e.Key, e.Seq), old, b)
 }
 
 func (t *shardTx) rmRecord(key string, seq uint64, old []byte) error {
-	body, _ := json.Marshal(nullPtr{K: key, Q: seq})
-	return t.rm(verKey(key, seq), old, "vrm", body)
+	return t.rm(verKey(key, seq), old)
 }
 
 type nullPtr struct {
@@ -356,13 +343,10 @@ type nullPtr struct {
 
 func (t *shardTx) setNull(key string, seq uint64, old []byte) error {
 	b, _ := json.Marshal(nullPtr{K: key, Q: seq})
-	return t.set(nullKey(key), old, b, "nset")
+	return t.set(nullKey(key), old, b)
 }
 
-func (t *shardTx) rmNull(key string, old []byte) error {
-	body, _ := json.Marshal(nullPtr{K: key})
-	return t.rm(nullKey(key), old, "nrm", body)
-}
+func (t *shardTx) rmNull(key string, old []byte) error { return t.rm(nullKey(key), old) }
 
 func (t *shardTx) get(k string) ([]byte, error) {
 	b, err := t.ctx.GetOmapVal(k)
@@ -548,7 +532,7 @@ func clsLinkVersion(ctx objstore.MethodContext, in []byte) ([]byte, error) {
 			return nil, err
 		}
 		cb, _ := json.Marshal(conv)
-		if err := t.set(conv.Key, bareRaw, cb, "link"); err != nil {
+		if err := t.set(conv.Key, bareRaw, cb); err != nil {
 			return nil, err
 		}
 		bareRaw, newest = cb, &conv

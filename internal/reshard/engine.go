@@ -1192,16 +1192,35 @@ func (e *engine) readLogs(ctx context.Context, replayed []uint64, srcs []int, fa
 
 // applyLogs applies records (per source shard, in log order) grouped by
 // target shard, all targets concurrently, and returns how many.
+// A record names a key; what it writes is the key's current value in its
+// source (bucketindex.Index.Resolve, one read per source and batch).
 func (e *engine) applyLogs(ctx context.Context, logs [][]bucketindex.RawLogRecord, fanout int, paced bool) (uint64, error) {
+	var n uint64
+	var srcs []int
+	for i, recs := range logs {
+		if len(recs) > 0 {
+			srcs = append(srcs, i)
+			n += uint64(len(recs))
+		}
+	}
+	resolved := make([][]bucketindex.RawLogRecord, len(logs))
+	err := parallel(ctx, fanout, srcs, func(ctx context.Context, i int) error {
+		var err error
+		if resolved[i], err = e.src.Resolve(ctx, i, logs[i]); err != nil {
+			return fmt.Errorf("read logged keys of shard %d: %w", i, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
 	nt := e.dst.Layout.NumShards
 	groups := make([][]bucketindex.RawLogRecord, nt)
-	var n uint64
-	for _, recs := range logs {
+	for _, recs := range resolved {
 		for _, r := range recs {
 			t := bucketindex.PlaceOf(r.Key, nt)
 			groups[t] = append(groups[t], r)
 		}
-		n += uint64(len(recs))
 	}
 	var targets []int
 	for t, g := range groups {
@@ -1209,7 +1228,7 @@ func (e *engine) applyLogs(ctx context.Context, logs [][]bucketindex.RawLogRecor
 			targets = append(targets, t)
 		}
 	}
-	err := parallel(ctx, fanout, targets, func(ctx context.Context, t int) error {
+	err = parallel(ctx, fanout, targets, func(ctx context.Context, t int) error {
 		for g := groups[t]; len(g) > 0; {
 			k := min(len(g), e.m.cfg.CopyBatch)
 			if err := e.dst.Replay(ctx, t, e.epoch, g[:k]); err != nil {

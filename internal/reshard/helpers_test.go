@@ -231,7 +231,7 @@ func (e *env) verify(bucket string, md model) {
 		if si.State != bucketindex.StateOpen {
 			e.t.Fatalf("shard %d is %q", i, si.State)
 		}
-		if recs, _, _ := ix.ReadLog(ctx, i, 0, 1); len(recs) > 0 {
+		if recs, _, _ := ix.ReadLogRaw(ctx, i, 0, 1); len(recs) > 0 {
 			e.t.Fatalf("shard %d keeps a reshard log", i)
 		}
 	}

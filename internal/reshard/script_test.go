@@ -281,7 +281,7 @@ func shardReport(t *testing.T, e *env) []string {
 			}
 			states[st]++
 			objs += si.Stats.NumObjects
-			recs, _, _ := ix.ReadLog(ctx, s, 0, 0)
+			recs, _, _ := ix.ReadLogRaw(ctx, s, 0, 0)
 			logs += uint64(len(recs))
 			epoch = max(epoch, si.Epoch)
 		}

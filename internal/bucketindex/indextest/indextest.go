@@ -565,6 +565,9 @@ func (s *suite) versionsModelAndReshard(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if recs, err = src.Resolve(ctx, i, recs); err != nil {
+			t.Fatal(err)
+		}
 		groups := map[int][]bucketindex.RawLogRecord{}
 		for _, r := range recs {
 			s := bucketindex.PlaceOf(r.Key, 5)

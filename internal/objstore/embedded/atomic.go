@@ -35,7 +35,7 @@ func (c *ioctx) OperateAtomic(ctx context.Context, reqs []objstore.AtomicReq) er
 		t    *txn
 		e    *objEntry
 		v    uint64
-		prev *ticket // its pending write before this one's
+		push pendPush // its pending write before this one's, and this one's
 	}
 	var small [4]item // a PUT's group: data and index
 	items := small[:0]
@@ -222,11 +222,11 @@ func (c *ioctx) OperateAtomic(ctx context.Context, reqs []objstore.AtomicReq) er
 	}
 	s.registerInflight(tk)
 	for i := range items {
-		items[i].prev = items[i].e.pending.Swap(tk)
+		items[i].push = items[i].e.pushPending(tk, items[i].t)
 	}
 	if err := s.db.ApplyNoSyncWait(b, syncOpts); err != nil {
 		for _, it := range items {
-			it.e.pending.Store(it.prev)
+			it.e.undoPending(it.push)
 			it.e.dropCache()
 		}
 		s.finishInflight(tk, nil)
@@ -247,7 +247,7 @@ func (c *ioctx) OperateAtomic(ctx context.Context, reqs []objstore.AtomicReq) er
 	s.countCommit(b.CommitStats())
 	s.finishInflight(tk, serr)
 	for _, it := range items {
-		it.e.pending.CompareAndSwap(tk, nil)
+		it.e.doneSynced(it.push)
 	}
 	b.Close()
 	if serr != nil {

@@ -148,9 +148,9 @@ func (c *ioctx) Operate(ctx context.Context, oid string, op *objstore.WriteOp) e
 	tk := newTicket()
 	tk.views = t.views
 	s.registerInflight(tk)
-	prev := e.pending.Swap(tk)
+	push := e.pushPending(tk, t)
 	if err := s.db.ApplyNoSyncWait(b, syncOpts); err != nil {
-		e.pending.Store(prev)
+		e.undoPending(push)
 		s.finishInflight(tk, nil)
 		e.dropCache()
 		e.rw.Unlock()
@@ -167,7 +167,7 @@ func (c *ioctx) Operate(ctx context.Context, oid string, op *objstore.WriteOp) e
 	serr := b.SyncWait()
 	s.countCommit(b.CommitStats())
 	s.finishInflight(tk, serr)
-	e.pending.CompareAndSwap(tk, nil)
+	e.doneSynced(push)
 	b.Close()
 	if serr != nil {
 		// The write is visible but may not be durable; the DB is unusable.
@@ -254,6 +254,7 @@ func (c *ioctx) OperateRead(ctx context.Context, oid string, op *objstore.ReadOp
 	}
 	e := s.locks.acquire(c.lockKey(oid))
 	defer s.locks.release(e)
+	keys := readKeys(op)
 	e.rw.RLock()
 	t := &txn{
 		s: s, r: s.db, entry: e, now: s.opts.Now(),
@@ -264,7 +265,7 @@ func (c *ioctx) OperateRead(ctx context.Context, oid string, op *objstore.ReadOp
 		// A small object's GET: one point read, not two (readCovered).
 		ok, err := t.readCovered(rs)
 		if ok || err != nil {
-			pending := e.pending.Load()
+			pending := e.pendingFor(keys)
 			e.rw.RUnlock()
 			c.pool.mu.RUnlock()
 			if werr := pending.wait(); err == nil {
@@ -289,7 +290,7 @@ func (c *ioctx) OperateRead(ctx context.Context, oid string, op *objstore.ReadOp
 		// reader queued behind that writer (RWMutex): at scale, listing
 		// and GETs stalled PUTs and each other (issue 24).
 		snap := s.db.NewSnapshot()
-		pending := e.pending.Load()
+		pending := e.pendingFor(keys)
 		e.rw.RUnlock()
 		t.r = snap
 		err = interp.RunRead(t, op.Steps)
@@ -308,13 +309,37 @@ func (c *ioctx) OperateRead(ctx context.Context, oid string, op *objstore.ReadOp
 	if err == nil {
 		t.publishCache()
 	}
-	pending := e.pending.Load()
+	pending := e.pendingFor(keys)
 	e.rw.RUnlock()
 	c.pool.mu.RUnlock()
 	if werr := pending.wait(); err == nil {
 		err = werr
 	}
 	return err
+}
+
+// readKeys returns the omap keys a read op sees when that is all it sees
+// besides the object's existence and xattrs (an index shard's GetOmap-
+// ValuesByKeys under a state guard: a GET's or HEAD's entry lookup), so it
+// waits only for unsynced writes of those (objEntry.pendingFor); nil
+// for any other op.
+func readKeys(op *objstore.ReadOp) []string {
+	var keys []string
+	for _, st := range op.Steps {
+		switch st := st.(type) {
+		case *objstore.OmapValsByKeysStep:
+			keys = append(keys, st.Keys...)
+		case *objstore.OmapCmp:
+			keys = append(keys, st.Key)
+		case *objstore.CmpXattr, *objstore.AssertExists, *objstore.GetXattrStep, *objstore.GetXattrsStep:
+		default:
+			return nil
+		}
+	}
+	if keys == nil {
+		return nil // guards alone: no reason to narrow
+	}
+	return keys
 }
 
 // ListObjects lists by name from the meta keys, then waits for the sync of

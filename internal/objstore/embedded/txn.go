@@ -32,6 +32,10 @@ type txn struct {
 	origExists, exists bool
 	cm                 *cachedMeta // where load found the meta, if cached
 	xattrsTouched      bool        // a step set, removed or dropped xattrs
+	// okeys are the omap keys steps set or removed, up to maxNotedKeys;
+	// keysWide: more, or a range (pendNode).
+	okeys    []string
+	keysWide bool
 
 	dirty bool // some step changed the object
 	plain bool // ... through a step other than Exec
@@ -545,9 +549,31 @@ func (t *txn) omapGet(key string) ([]byte, bool, error) {
 	return t.get(t.partStr(partOmap, key))
 }
 
+// maxNotedKeys bounds the keys a write lists for readers (pendNode):
+// an index link changes three or four.
+const maxNotedKeys = 16
+
+func (t *txn) noteKey(k string) {
+	if len(t.okeys) == maxNotedKeys {
+		t.keysWide = true
+		return
+	}
+	t.okeys = append(t.okeys, k)
+}
+
+// changedKeys reports the omap keys the op changed, or wide when it
+// changed more than that: the object's existence, its xattrs, a range.
+func (t *txn) changedKeys() ([]string, bool) {
+	if t.keysWide || t.xattrsTouched || !t.origExists || !t.exists {
+		return nil, true
+	}
+	return t.okeys, false
+}
+
 func (t *txn) setOmap(pairs []objstore.KV, plain bool) error {
 	t.touch(plain)
 	for _, kv := range pairs {
+		t.noteKey(kv.Key)
 		if err := t.set(t.partStr(partOmap, kv.Key), kv.Value); err != nil {
 			return err
 		}
@@ -572,6 +598,7 @@ func (t *txn) rmOmapKeys(keys []string, plain bool) error {
 	}
 	t.touch(plain)
 	for _, k := range keys {
+		t.noteKey(k)
 		if err := t.del(t.partStr(partOmap, k)); err != nil {
 			return err
 		}
@@ -591,6 +618,7 @@ func (t *txn) omapRmRange(start, end string, plain bool) error {
 		return err
 	}
 	t.touch(plain)
+	t.keysWide = true
 	hi := t.part(partOmap + 1)
 	if end != "" {
 		hi = t.partStr(partOmap, end)
@@ -607,6 +635,7 @@ func (t *txn) omapClear(plain bool) error {
 		return err
 	}
 	t.touch(plain)
+	t.keysWide = true
 	if err := t.unview(t.part(partOmap), t.part(partOmap+1)); err != nil {
 		return err
 	}

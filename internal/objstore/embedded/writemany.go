@@ -117,6 +117,7 @@ func (c *ioctx) OperateMany(ctx context.Context, reqs []objstore.WriteReq) {
 
 	var all *pebble.Batch
 	var tk *ticket
+	pushes := make([]pendPush, len(items))
 	var err error
 	if napply > 0 {
 		all = s.db.NewBatch()
@@ -133,16 +134,15 @@ func (c *ioctx) OperateMany(ctx context.Context, reqs []objstore.WriteReq) {
 				}
 			}
 			s.registerInflight(tk)
-			prev := make([]*ticket, len(items))
 			for i, it := range items {
 				if it.apply {
-					prev[i] = it.e.pending.Swap(tk)
+					pushes[i] = it.e.pushPending(tk, it.t)
 				}
 			}
 			if err = s.db.ApplyNoSyncWait(all, syncOpts); err != nil {
 				for i, it := range items {
 					if it.apply {
-						it.e.pending.Store(prev[i])
+						it.e.undoPending(pushes[i])
 					}
 				}
 				s.finishInflight(tk, nil)
@@ -180,9 +180,9 @@ func (c *ioctx) OperateMany(ctx context.Context, reqs []objstore.WriteReq) {
 			// Visible but perhaps not durable; the DB is unusable.
 			serr = fmt.Errorf("embedded: WAL sync: %w", serr)
 		}
-		for _, it := range items {
+		for i, it := range items {
 			if it.apply {
-				it.e.pending.CompareAndSwap(tk, nil)
+				it.e.doneSynced(pushes[i])
 				it.r.Err = serr
 				// A replaced or removed blob goes once that is durable.
 				if serr == nil && it.t.orig.blob != 0 && it.t.orig.blob != it.t.cur.blob {
