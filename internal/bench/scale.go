@@ -11,6 +11,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -120,6 +121,8 @@ type ScaleConfig struct {
 	NoIngestSplit bool
 	// MaxOpenFiles: embedded.Options.MaxOpenFiles (0: its default).
 	MaxOpenFiles int
+	// MemTableSize: embedded.Options.MemTableSize (0: its default).
+	MemTableSize int64
 	// RebaseEvery: reshard.Config.RebaseEvery (0: its default; negative:
 	// the governor keeps the minute before the reshard as its base).
 	RebaseEvery time.Duration
@@ -416,6 +419,7 @@ type ScaleResult struct {
 		THPMode         string  `json:"thp_mode,omitempty"`        // the kernel's transparent huge page mode
 		GOGC            int     `json:"gogc,omitempty"`            // driver mode: the collector's setting (cairn serve's default unless GOGC is set)
 		GoMemoryLimit   int64   `json:"go_memory_limit,omitempty"` // driver mode: the Go runtime's soft memory limit (cairn serve's default unless set)
+		MemTableSize    int64   `json:"memtable_size,omitempty"`   // driver mode: the embedded store's memtable size
 		Targets         []int64 `json:"targets"`
 	} `json:"config"`
 
@@ -546,6 +550,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		res.Config.MaxObjsPerShard, res.Config.CopyRateLimit, res.Config.Adaptive = cfg.MaxObjsPerShard, cfg.CopyRateLimit, cfg.CopyRateAdaptive
 		res.Config.TriggerSizing, res.Config.NoIndexView, res.Config.CopyLoad = cfg.TriggerSizing, cfg.NoIndexView, cfg.CopyLoad
 		res.Config.Allocator, res.Config.GOGC, res.Config.GoMemoryLimit = cfg.Allocator, cfg.GOGC, cfg.GoMemoryLimit
+		res.Config.MemTableSize = cmp.Or(cfg.MemTableSize, int64(embedded.DefaultMemTableSize))
 		res.Config.MallocConf = cfg.MallocConf
 		res.Config.InlineMax = max(cfg.InlineMax, 0)
 		r.t, err = newScaleDriver(ctx, cfg, r.doneResults)
@@ -1688,7 +1693,7 @@ func newScaleDriver(ctx context.Context, cfg ScaleConfig, done chan<- reshard.Re
 	reg := objstore.NewRegistry()
 	cls.RegisterAll(reg)
 	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: dir, Classes: reg, CacheSize: cfg.CacheSize, CompactionConcurrency: cfg.CompactionConcurrency, NoIngestSplit: cfg.NoIngestSplit, MaxOpenFiles: cfg.MaxOpenFiles})
+	st, err := embedded.Open(embedded.Options{Dir: dir, Classes: reg, CacheSize: cfg.CacheSize, CompactionConcurrency: cfg.CompactionConcurrency, NoIngestSplit: cfg.NoIngestSplit, MaxOpenFiles: cfg.MaxOpenFiles, MemTableSize: uint64(cfg.MemTableSize)})
 	if err != nil {
 		if cfg.Resume == "" {
 			os.RemoveAll(dir)

@@ -100,6 +100,8 @@ type Config struct {
 	CompactionConcurrency int
 	// MaxOpenFiles: sstables the embedded store keeps open; 0 = automatic.
 	MaxOpenFiles int
+	// MemTableSize: the embedded store's memtable; 0 = its default.
+	MemTableSize int64
 
 	// StorageClasses are the storage classes besides STANDARD, each with a
 	// data pool of its own: NAME[=LOCATION],... (ParseStorageClasses).
@@ -386,6 +388,7 @@ var options = []option{
 	{"value-separation", "embedded backend: values of at least this size (object data chunks) are kept in blob files beside the LSM's tables, so compactions move a short handle instead of the bytes (0 = off; index entries and notification records, below 1KiB, stay in the tables either way; switching it never needs a migration)", "1KiB", sizeOpt(func(c *Config) *int64 { return &c.ValueSeparation })},
 	{"compaction-concurrency", "embedded backend: most compactions at once; the store runs one and adds more only while L0 or its compaction debt grows", "1", intOpt(func(c *Config) *int { return &c.CompactionConcurrency })},
 	{"max-open-files", "embedded backend: sstables kept open (pebble's file cache; a read of a closed one reopens it, reading its footer and index); 0 = half the open file limit, 1000 to 16384", "0", intOpt(func(c *Config) *int { return &c.MaxOpenFiles })},
+	{"memtable-size", "embedded backend: size of the write buffer (pebble's memtable; up to two are held while one flushes, counted in the RSS bound with cache-size)", "64MiB", sizeOpt(func(c *Config) *int64 { return &c.MemTableSize })},
 	{"storage-classes", "storage classes besides STANDARD, NAME[=LOCATION],...: each stores its data in a pool of its own (default.rgw.<name>.data; LOCATION is a data directory of its own on the embedded backend, a pool name on rados), as RGW's placement storage classes", "", strOpt(func(c *Config) *string { return &c.StorageClasses })},
 	{"lc-debug-interval", "length of a lifecycle day for tests (rgw_lc_debug_interval); 0 = real days", "0", durOpt(func(c *Config) *time.Duration { return &c.LCDebugInterval })},
 	{"lc-max-objs", "lifecycle registry shards, leased by gateways (rgw_lc_max_objs)", "32", intOpt(func(c *Config) *int { return &c.LCMaxObjs })},
@@ -568,6 +571,7 @@ func (c *Config) Validate() error {
 	check(c.ValueSeparation == 0 || (c.ValueSeparation >= 64 && c.ValueSeparation <= 1<<30), "value-separation must be 0 (off) or 64B to 1GiB")
 	check(c.CompactionConcurrency >= 1 && c.CompactionConcurrency <= 64, "compaction-concurrency %d outside 1..64", c.CompactionConcurrency)
 	check(c.MaxOpenFiles == 0 || c.MaxOpenFiles >= 100, "max-open-files must be 0 (automatic) or at least 100")
+	check(c.MemTableSize >= 1<<20 && c.MemTableSize < 4<<30, "memtable-size must be at least 1MiB and below 4GiB")
 	check(c.PersistMaxRetries >= 0, "topic-persistency-max-retries must not be negative")
 	check(c.PersistTTL >= 0 && c.PersistSleep >= 0, "topic persistency durations must not be negative")
 	check(c.LCDebugInterval >= 0 && c.LCRate >= 0 && c.LCTransitionRate >= 0 && c.LCTransitionBusyRate >= 0, "lc-debug-interval, lc-rate, lc-transition-rate and lc-transition-busy-rate must not be negative")

@@ -276,3 +276,22 @@ func TestMemoryLimit(t *testing.T) {
 		t.Fatalf("--go-memory-limit 3G: %d", cfg.GoMemoryLimit)
 	}
 }
+
+// TestMemtableSize: the option reaches the config, defaults to pebble's
+// 64 MiB as the embedded store's own default, and is bounded by pebble's
+// limits (below 4 GiB) and a floor.
+func TestMemtableSize(t *testing.T) {
+	c, err := Load(nil, env(nil))
+	if err != nil || c.MemTableSize != 64<<20 {
+		t.Fatalf("default %d, %v", c.MemTableSize, err)
+	}
+	c, err = Load([]string{"--memtable-size", "256MiB"}, env(nil))
+	if err != nil || c.MemTableSize != 256<<20 {
+		t.Fatalf("256MiB: %d, %v", c.MemTableSize, err)
+	}
+	for _, bad := range []string{"100KiB", "4GiB", "0"} {
+		if _, err := Load([]string{"--memtable-size", bad}, env(nil)); err == nil || !strings.Contains(err.Error(), "memtable-size") {
+			t.Errorf("--memtable-size %s: %v", bad, err)
+		}
+	}
+}

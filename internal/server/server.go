@@ -56,7 +56,8 @@ func StoreDir(dataDir string) string { return filepath.Join(dataDir, "store") }
 // embeddedOptions are the embedded backend's options for a store in dir.
 func embeddedOptions(cfg *config.Config, dir string, log *slog.Logger) embedded.Options {
 	o := embedded.Options{Dir: dir, Classes: Classes(), CacheSize: cfg.CacheSize, Logger: log,
-		ValueSeparation: int(cfg.ValueSeparation), CompactionConcurrency: cfg.CompactionConcurrency, MaxOpenFiles: cfg.MaxOpenFiles}
+		ValueSeparation: int(cfg.ValueSeparation), CompactionConcurrency: cfg.CompactionConcurrency, MaxOpenFiles: cfg.MaxOpenFiles,
+		MemTableSize: uint64(cfg.MemTableSize)}
 	if o.ValueSeparation == 0 {
 		o.ValueSeparation = -1 // off; the store's 0 means its default
 	}

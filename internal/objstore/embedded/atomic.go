@@ -170,7 +170,7 @@ func (c *ioctx) OperateAtomic(ctx context.Context, reqs []objstore.AtomicReq) er
 				it.e.dropCache()
 			} else {
 				it.t.publishCache()
-				pending = append(pending, it.e.pending.Load())
+				pending = append(pending, it.e.newest())
 			}
 		}
 		unlockObjects()

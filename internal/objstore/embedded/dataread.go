@@ -120,7 +120,7 @@ func (c *ioctx) OpenData(ctx context.Context, oid string, off, n int64) (f *os.F
 			err = fmt.Errorf("embedded: open blob %016x: %w", t.cur.blob, err)
 		}
 	}
-	pending := e.pending.Load()
+	pending := e.newest()
 	e.rw.RUnlock()
 	c.pool.mu.RUnlock()
 	// As OperateRead: do not hand out data whose write is not yet durable.

@@ -60,7 +60,7 @@ func (c *ioctx) rlockPool() error {
 // Operate: rados_write_op_operate. The op runs under the object's lock in
 // an indexed batch that is applied without waiting for its WAL sync; the
 // lock is released before the sync, so ops on one object pipeline their
-// syncs, and readers that see the batch wait for the sync (entry.pending).
+// syncs, and readers that see the batch wait for the sync (objEntry.chain).
 func (c *ioctx) Operate(ctx context.Context, oid string, op *objstore.WriteOp) error {
 	if err := c.check(ctx, oid); err != nil {
 		return err
@@ -106,7 +106,7 @@ func (c *ioctx) Operate(ctx context.Context, oid string, op *objstore.WriteOp) e
 	err := t.runWrite(op, oid)
 	if err != nil || !t.dirty {
 		// Nothing to apply; the result may still rest on unsynced state.
-		pending := e.pending.Load()
+		pending := e.newest()
 		if err != nil {
 			e.dropCache()
 		} else {

@@ -205,7 +205,7 @@ func (l *omapLoad) Commit(ctx context.Context) error {
 		}
 		// Writes the object had in flight are synced first, so that the
 		// ingest (durable when it returns) is never ahead of them.
-		if err := e.pending.Load().wait(); err != nil {
+		if err := e.newest().wait(); err != nil {
 			return err
 		}
 	}

@@ -82,11 +82,8 @@ type pendNode struct {
 	prev atomic.Pointer[pendNode] // cut (nil) once this write is synced
 }
 
-// pendPush is what pushPending changed, for undoPending and doneSynced.
-type pendPush struct {
-	prev *ticket
-	node *pendNode
-}
+// pendPush is what pushPending added, for undoPending and doneSynced.
+type pendPush struct{ node *pendNode }
 
 // pushPending makes tk the object's newest unsynced write. The caller
 // holds the object's write lock, as it does for undoPending.
@@ -95,12 +92,11 @@ func (e *objEntry) pushPending(tk *ticket, t *txn) pendPush {
 	n.keys, n.wide = t.changedKeys()
 	n.prev.Store(e.chain.Load())
 	e.chain.Store(n)
-	return pendPush{prev: e.pending.Swap(tk), node: n}
+	return pendPush{node: n}
 }
 
 // undoPending takes back a push whose batch was not applied.
 func (e *objEntry) undoPending(p pendPush) {
-	e.pending.Store(p.prev)
 	e.chain.Store(p.node.prev.Load())
 }
 
@@ -109,7 +105,15 @@ func (e *objEntry) undoPending(p pendPush) {
 func (e *objEntry) doneSynced(p pendPush) {
 	p.node.prev.Store(nil)
 	e.chain.CompareAndSwap(p.node, nil)
-	e.pending.CompareAndSwap(p.node.tk, nil)
+}
+
+// newest returns the object's newest applied-but-unsynced write (nil:
+// none, or its ticket already finished), captured under the object's lock.
+func (e *objEntry) newest() *ticket {
+	if n := e.chain.Load(); n != nil {
+		return n.tk
+	}
+	return nil
 }
 
 // pendingFor returns the unsynced write a read must wait for, captured
@@ -118,13 +122,9 @@ func (e *objEntry) doneSynced(p pendPush) {
 // write that changed any of them, and for none when no write in flight
 // did; any other read (keys nil) waits for the newest write.
 func (e *objEntry) pendingFor(keys []string) *ticket {
-	head := e.pending.Load()
-	if head == nil || keys == nil {
-		return head
-	}
 	n := e.chain.Load()
-	if n == nil || n.tk != head {
-		return head // retiring (its ticket is finished), or not in the chain
+	if n == nil || keys == nil {
+		return e.newest()
 	}
 	for ; n != nil; n = n.prev.Load() {
 		if n.tk.synced() {
@@ -149,9 +149,8 @@ func (e *objEntry) pendingFor(keys []string) *ticket {
 type objEntry struct {
 	key string
 	rw  sync.RWMutex
-	// pending is the latest applied-but-unsynced write on this object.
-	pending atomic.Pointer[ticket]
-	// chain lists the unsynced writes, newest first (pendingFor).
+	// chain lists the applied-but-unsynced writes, newest first (newest,
+	// pendingFor).
 	chain atomic.Pointer[pendNode]
 	refs  int // guarded by the shard mutex
 

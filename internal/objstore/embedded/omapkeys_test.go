@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -89,5 +90,54 @@ func TestOmapByKeysUsesFilters(t *testing.T) {
 	// The bloom filter has false positives (~1 % at 10 bits per key).
 	if n := s.db.Metrics().Filter.Hits - f0; n < 45 {
 		t.Fatalf("%d of 50 absent keys skipped by a filter", n)
+	}
+}
+
+// TestWriteProbeUsesL6Filters: a write op's read of an omap key (here
+// OmapCmp guards; in production a class method's GetOmapVal, e.g. an index
+// link looking for the entry of a new object) consults the lowest level's
+// bloom filters, which pebble's Get skips: absent keys read no data block.
+func TestWriteProbeUsesL6Filters(t *testing.T) {
+	s, err := Open(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ioc := mustIO(t, s, "p")
+	op := objstore.NewWriteOp()
+	for i := range 2000 {
+		op.SetOmap(kv(fmt.Sprintf("k%05d", 2*i), "v"))
+	}
+	mustOp(t, ioc, "o", op)
+	if err := s.db.Compact(bg, []byte{0}, []byte{0xff}, true); err != nil {
+		t.Fatal(err)
+	}
+	if m := s.db.Metrics(); m.Levels[6].TablesCount == 0 {
+		t.Fatalf("no table in L6 after the compaction:\n%s", m)
+	}
+	wop := objstore.NewWriteOp()
+	for i := range 50 {
+		wop.OmapCmp(fmt.Sprintf("k%05d", 80*i+1), objstore.CmpEQ, nil) // odd: absent
+	}
+	wop.OmapCmp("k00002", objstore.CmpEQ, []byte("v")) // present: found through the filter
+	wop.SetOmap(kv("new", "x"))
+	f0 := s.db.Metrics().Filter.Hits
+	if err := ioc.Operate(bg, "o", wop); err != nil {
+		t.Fatal(err)
+	}
+	// The bloom filter has false positives (~1 % at 10 bits per key).
+	if n := s.db.Metrics().Filter.Hits - f0; n < 45 {
+		t.Fatalf("%d of 50 absent keys skipped by a filter", n)
+	}
+	// A guard on a present key still sees it.
+	bad := objstore.NewWriteOp().OmapCmp("k00002", objstore.CmpEQ, []byte("other"))
+	bad.SetOmap(kv("never", "x"))
+	if err := ioc.Operate(bg, "o", bad); !errors.Is(err, objstore.ErrCanceled) {
+		t.Fatalf("guard on a present key with another value: %v", err)
+	}
+	// A key set earlier in the same op is found (the batch is read too).
+	same := objstore.NewWriteOp().SetOmap(kv("fresh", "1")).OmapCmp("fresh", objstore.CmpEQ, []byte("1"))
+	if err := ioc.Operate(bg, "o", same); err != nil {
+		t.Fatalf("guard on a key the op set: %v", err)
 	}
 }

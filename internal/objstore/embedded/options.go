@@ -145,8 +145,8 @@ func (o *Options) Validate() error {
 	if o.CacheSize < 0 {
 		errs = append(errs, fmt.Errorf("embedded: CacheSize %d is negative", o.CacheSize))
 	}
-	if o.MemTableSize != 0 && o.MemTableSize < 1<<20 {
-		errs = append(errs, fmt.Errorf("embedded: MemTableSize %d below 1 MiB", o.MemTableSize))
+	if o.MemTableSize != 0 && (o.MemTableSize < 1<<20 || o.MemTableSize >= 4<<30) {
+		errs = append(errs, fmt.Errorf("embedded: MemTableSize %d outside 1 MiB to 4 GiB", o.MemTableSize))
 	}
 	if o.TargetFileSize < 0 {
 		errs = append(errs, fmt.Errorf("embedded: TargetFileSize %d is negative", o.TargetFileSize))

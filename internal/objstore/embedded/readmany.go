@@ -76,7 +76,7 @@ func (c *ioctx) OperateReadMany(ctx context.Context, reqs []objstore.ReadReq) {
 			err = objstore.Errorf(objstore.ErrNotFound, "object %q", it.r.OID)
 		}
 		it.r.Err = err
-		it.pending = e.pending.Load()
+		it.pending = e.newest()
 	}
 	// Under every lock no write of these objects is between apply and
 	// publish, so the iterator, the loaded metas and pending agree.

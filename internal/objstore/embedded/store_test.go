@@ -254,7 +254,7 @@ func TestReadWaitsForSync(t *testing.T) {
 	c := io.(*ioctx)
 	e := s.locks.acquire(c.lockKey("o"))
 	tk := newTicket()
-	e.pending.Store(tk) // as if an applied write were waiting for its sync
+	e.chain.Store(&pendNode{tk: tk, wide: true}) // as if an applied write were waiting for its sync
 	done := make(chan struct{})
 	go func() {
 		op := objstore.NewReadOp()
@@ -279,7 +279,7 @@ func TestReadWaitsForSync(t *testing.T) {
 		t.Fatal("listing returned before the pending sync")
 	case <-time.After(20 * time.Millisecond):
 	}
-	e.pending.CompareAndSwap(tk, nil)
+	e.chain.Store(nil)
 	s.finishInflight(tk, nil)
 	<-done
 	<-listed
@@ -295,7 +295,7 @@ func TestCoveredReadWaitsForSync(t *testing.T) {
 	e := s.locks.acquire(io.(*ioctx).lockKey("d"))
 	defer s.locks.release(e)
 	tk := newTicket()
-	e.pending.Store(tk) // as if an applied write were waiting for its sync
+	e.chain.Store(&pendNode{tk: tk, wide: true}) // as if an applied write were waiting for its sync
 	op := objstore.NewReadOp()
 	r := op.Read(5, 5)
 	done := make(chan error)
@@ -306,7 +306,7 @@ func TestCoveredReadWaitsForSync(t *testing.T) {
 		t.Fatal("read returned before the pending sync")
 	case <-time.After(50 * time.Millisecond):
 	}
-	e.pending.CompareAndSwap(tk, nil)
+	e.chain.Store(nil)
 	close(tk.done)
 	if err := <-done; err != nil || string(r.Data) != "bytes" {
 		t.Fatalf("read %q, %v", r.Data, err)

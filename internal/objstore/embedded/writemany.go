@@ -105,7 +105,7 @@ func (c *ioctx) OperateMany(ctx context.Context, reqs []objstore.WriteReq) {
 		}
 		// Nothing to apply: as in Operate, the result may still rest on
 		// an unsynced write.
-		it.pending = it.e.pending.Load()
+		it.pending = it.e.newest()
 		if err != nil {
 			it.e.dropCache()
 		} else {
