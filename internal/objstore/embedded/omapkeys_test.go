@@ -59,20 +59,7 @@ func TestOmapByKeysPointReads(t *testing.T) {
 // a plain seek read a data block per key and level (a reshard's replay
 // reads its batch's keys this way, most of them new).
 func TestOmapByKeysUsesFilters(t *testing.T) {
-	s, err := Open(Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ioc := mustIO(t, s, "p")
-	op := objstore.NewWriteOp()
-	for i := range 2000 {
-		op.SetOmap(kv(fmt.Sprintf("k%05d", 2*i), "v"))
-	}
-	mustOp(t, ioc, "o", op)
-	if err := s.db.Compact(bg, []byte{0}, []byte{0xff}, true); err != nil {
-		t.Fatal(err)
-	}
+	s, ioc := compactedEvenKeys(t)
 	var keys []string
 	for i := range 50 {
 		keys = append(keys, fmt.Sprintf("k%05d", 80*i+1)) // odd: absent
@@ -98,20 +85,7 @@ func TestOmapByKeysUsesFilters(t *testing.T) {
 // link looking for the entry of a new object) consults the lowest level's
 // bloom filters, which pebble's Get skips: absent keys read no data block.
 func TestWriteProbeUsesL6Filters(t *testing.T) {
-	s, err := Open(Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ioc := mustIO(t, s, "p")
-	op := objstore.NewWriteOp()
-	for i := range 2000 {
-		op.SetOmap(kv(fmt.Sprintf("k%05d", 2*i), "v"))
-	}
-	mustOp(t, ioc, "o", op)
-	if err := s.db.Compact(bg, []byte{0}, []byte{0xff}, true); err != nil {
-		t.Fatal(err)
-	}
+	s, ioc := compactedEvenKeys(t)
 	if m := s.db.Metrics(); m.Levels[6].TablesCount == 0 {
 		t.Fatalf("no table in L6 after the compaction:\n%s", m)
 	}
@@ -140,4 +114,25 @@ func TestWriteProbeUsesL6Filters(t *testing.T) {
 	if err := ioc.Operate(bg, "o", same); err != nil {
 		t.Fatalf("guard on a key the op set: %v", err)
 	}
+}
+
+// compactedEvenKeys opens a store whose object "o" in pool "p" holds the
+// omap keys k00000, k00002, ... k03998 ("v"), compacted to the lowest level.
+func compactedEvenKeys(t *testing.T) (*Store, objstore.IOContext) {
+	t.Helper()
+	s, err := Open(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ioc := mustIO(t, s, "p")
+	op := objstore.NewWriteOp()
+	for i := range 2000 {
+		op.SetOmap(kv(fmt.Sprintf("k%05d", 2*i), "v"))
+	}
+	mustOp(t, ioc, "o", op)
+	if err := s.db.Compact(bg, []byte{0}, []byte{0xff}, true); err != nil {
+		t.Fatal(err)
+	}
+	return s, ioc
 }
