@@ -465,6 +465,7 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 	fs.BoolVar(&cfg.TriggerSizing, "reshard-trigger-sizing", false, "driver mode: size dynamic reshards for the objects at the trigger (RGW's rule), not for those expected when they end (A/B runs)")
 	cache := fs.String("cache-size", "0", "driver mode: embedded block cache (0: automatic)")
 	memtable := fs.String("memtable-size", "0", "driver mode: embedded store's memtable size (cairn serve's memtable-size; 0: its default)")
+	mmapReads := fs.Bool("mmap-reads", true, "driver mode: the embedded store reads tables through a mapping (cairn serve's mmap-reads; false: pread, A/B runs)")
 	fs.BoolVar(&cfg.NoIngestSplit, "no-ingest-split", false, "driver mode: embedded store without ingest-time table splits (A/B runs: bulk loads land higher in the LSM)")
 	fs.IntVar(&cfg.MaxOpenFiles, "max-open-files", 0, "driver mode: sstables the embedded store keeps open (cairn serve's max-open-files; 0: its default)")
 	fs.DurationVar(&cfg.RebaseEvery, "rebase-every", 0, "driver mode: how often the reshard governor also re-measures its latency base at its lowest pace besides on a change of phase (0: the default, only then; negative: never, A/B runs)")
@@ -488,6 +489,7 @@ func benchScale(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cfg.NoMmap = !*mmapReads
 	if cfg.MemTableSize, err = config.ParseSize(*memtable); err != nil || cfg.MemTableSize < 0 || (cfg.MemTableSize > 0 && cfg.MemTableSize < 1<<20) {
 		return &bench.UsageError{Err: fmt.Errorf("--memtable-size %q: 0 or 1M to 4G", *memtable)}
 	}

@@ -123,6 +123,8 @@ type ScaleConfig struct {
 	MaxOpenFiles int
 	// MemTableSize: embedded.Options.MemTableSize (0: its default).
 	MemTableSize int64
+	// NoMmap: embedded.Options.DisableMmap (cairn serve's mmap-reads=false).
+	NoMmap bool
 	// RebaseEvery: reshard.Config.RebaseEvery (0: its default; negative:
 	// the governor keeps the minute before the reshard as its base).
 	RebaseEvery time.Duration
@@ -287,6 +289,7 @@ type ScaleRound struct {
 	List       ScaleList          `json:"list"`
 	RSSBytes   uint64             `json:"rss_bytes"`
 	HugeBytes  uint64             `json:"rss_huge_bytes,omitempty"` // of RSSBytes, on transparent huge pages
+	FileBytes  uint64             `json:"rss_file_bytes,omitempty"` // of RSSBytes, mapped file pages (the embedded store's tables with mmap-reads: page cache)
 	Disk       ScaleDisk          `json:"disk"`
 	Complete   bool               `json:"complete"` // the fill reached Target and the RWLD ran in full
 }
@@ -420,6 +423,7 @@ type ScaleResult struct {
 		GOGC            int     `json:"gogc,omitempty"`            // driver mode: the collector's setting (cairn serve's default unless GOGC is set)
 		GoMemoryLimit   int64   `json:"go_memory_limit,omitempty"` // driver mode: the Go runtime's soft memory limit (cairn serve's default unless set)
 		MemTableSize    int64   `json:"memtable_size,omitempty"`   // driver mode: the embedded store's memtable size
+		MmapReads       *bool   `json:"mmap_reads,omitempty"`      // driver mode: table reads copy from a mapping (absent in reports before stop 50: pread)
 		Targets         []int64 `json:"targets"`
 	} `json:"config"`
 
@@ -431,6 +435,11 @@ type ScaleResult struct {
 	ListPageRatioFinalVs1M  float64 `json:"list_page_ratio_final_vs_1m"`
 	AgedRatio               float64 `json:"aged_ratio"`
 	MaxRSSBytes             uint64  `json:"max_rss_bytes"`
+	// MaxRSSAnonBytes is the largest RSS without mapped file pages (VmRSS
+	// minus RssFile, sampled each second): the process's own memory, which
+	// cache-size, the memtables and go-memory-limit bound. The file pages
+	// are the page cache's tables, mapped with mmap-reads.
+	MaxRSSAnonBytes uint64 `json:"max_rss_anon_bytes,omitempty"`
 	// OutsideWorstWindowRatio is the same 10 s ratio over fill windows
 	// that touch no reshard: the machine's own noise floor.
 	OutsideWorstWindowRatio float64 `json:"outside_worst_window_ratio"`
@@ -471,6 +480,7 @@ type scaleTarget interface {
 	rss() uint64
 	maxRSS() uint64
 	hugeRSS() uint64
+	fileRSS() uint64
 	disk(objects uint64) ScaleDisk
 	close()
 }
@@ -514,6 +524,7 @@ type scaleRun struct {
 	resharding bool
 	lastPoll   float64 // run second of the previous stats poll
 	maxRSS     uint64
+	maxAnonRSS uint64 // VmRSS minus RssFile, each second
 
 	doneResults chan reshard.Result
 	lsm         *lsmSampler // driver mode
@@ -552,6 +563,8 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResult, error) {
 		res.Config.Allocator, res.Config.GOGC, res.Config.GoMemoryLimit = cfg.Allocator, cfg.GOGC, cfg.GoMemoryLimit
 		res.Config.MemTableSize = cmp.Or(cfg.MemTableSize, int64(embedded.DefaultMemTableSize))
 		res.Config.MallocConf = cfg.MallocConf
+		mmap := !cfg.NoMmap
+		res.Config.MmapReads = &mmap
 		res.Config.InlineMax = max(cfg.InlineMax, 0)
 		r.t, err = newScaleDriver(ctx, cfg, r.doneResults)
 	}
@@ -648,7 +661,7 @@ func (r *scaleRun) tick(ctx context.Context) {
 		if ph == 0 {
 			ph = phOther
 		}
-		rss := r.t.rss()
+		rss, file := r.t.rss(), r.t.fileRSS()
 		r.mu.Lock()
 		if r.lsm != nil { // beside the fill count, under the same lock
 			r.lsm.sample(r.res.LSMPerSec)
@@ -664,6 +677,9 @@ func (r *scaleRun) tick(ctx context.Context) {
 		r.res.ShardsPerSec = s
 		r.res.RSSPerSec = append(r.res.RSSPerSec, int32(rss>>20))
 		r.maxRSS = max(r.maxRSS, rss, r.t.maxRSS())
+		if rss > file {
+			r.maxAnonRSS = max(r.maxAnonRSS, rss-file)
+		}
 		n60 := len(r.res.FillPerSec)%60 == 0
 		r.mu.Unlock()
 		if n60 { // progress inside long rounds (reshard events, timeline)
@@ -1169,7 +1185,7 @@ func (r *scaleRun) rounds(ctx context.Context) error {
 			}
 		}
 		_, objs, _, _ = r.t.stats(context.WithoutCancel(ctx))
-		rd.RSSBytes, rd.HugeBytes = r.t.rss(), r.t.hugeRSS()
+		rd.RSSBytes, rd.HugeBytes, rd.FileBytes = r.t.rss(), r.t.hugeRSS(), r.t.fileRSS()
 		rd.Disk = r.t.disk(objs)
 		rd.Complete = ctx.Err() == nil
 		r.logf("round %d: list start %.1f / prefix %.1f / token %.1f ms; RSS %d MiB; disk %.0f B/object (index %.0f, data %.0f)",
@@ -1432,6 +1448,7 @@ func (r *scaleRun) publish() error {
 	res := r.res
 	res.UpdatedAt = time.Now().UTC().Format(time.RFC3339)
 	res.MaxRSSBytes = max(r.maxRSS, r.t.maxRSS())
+	res.MaxRSSAnonBytes = r.maxAnonRSS
 	if n := len(res.Rounds); n > 0 {
 		res.Objects = res.Rounds[n-1].Objects
 	} else if res.Resumed != nil {
@@ -1596,13 +1613,19 @@ func Reanalyze(res *ScaleResult) {
 
 // procRSS reads VmRSS and VmHWM of pid (0: this process) in bytes.
 func procRSS(pid int) (rss, hwm uint64) {
+	rss, hwm, _ = procRSSFile(pid)
+	return rss, hwm
+}
+
+// procRSSFile is procRSS with RssFile, the mapped file pages of VmRSS.
+func procRSSFile(pid int) (rss, hwm, file uint64) {
 	p := "/proc/self/status"
 	if pid > 0 {
 		p = "/proc/" + strconv.Itoa(pid) + "/status"
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
@@ -1615,9 +1638,11 @@ func procRSS(pid int) (rss, hwm uint64) {
 			rss = n << 10
 		case "VmHWM:":
 			hwm = n << 10
+		case "RssFile:":
+			file = n << 10
 		}
 	}
-	return rss, hwm
+	return rss, hwm, file
 }
 
 // procHugeRSS reads AnonHugePages of pid (0: this process) in bytes: how
@@ -1693,7 +1718,7 @@ func newScaleDriver(ctx context.Context, cfg ScaleConfig, done chan<- reshard.Re
 	reg := objstore.NewRegistry()
 	cls.RegisterAll(reg)
 	bucketindex.Register(reg)
-	st, err := embedded.Open(embedded.Options{Dir: dir, Classes: reg, CacheSize: cfg.CacheSize, CompactionConcurrency: cfg.CompactionConcurrency, NoIngestSplit: cfg.NoIngestSplit, MaxOpenFiles: cfg.MaxOpenFiles, MemTableSize: uint64(cfg.MemTableSize)})
+	st, err := embedded.Open(embedded.Options{Dir: dir, Classes: reg, CacheSize: cfg.CacheSize, CompactionConcurrency: cfg.CompactionConcurrency, NoIngestSplit: cfg.NoIngestSplit, MaxOpenFiles: cfg.MaxOpenFiles, MemTableSize: uint64(cfg.MemTableSize), DisableMmap: cfg.NoMmap})
 	if err != nil {
 		if cfg.Resume == "" {
 			os.RemoveAll(dir)
@@ -1794,6 +1819,7 @@ func (s *scaleDriver) stats(ctx context.Context) (int, uint64, bool, error) {
 func (s *scaleDriver) rss() uint64     { r, _ := procRSS(0); return r }
 func (s *scaleDriver) maxRSS() uint64  { _, h := procRSS(0); return h }
 func (s *scaleDriver) hugeRSS() uint64 { return procHugeRSS(0) }
+func (s *scaleDriver) fileRSS() uint64 { _, _, f := procRSSFile(0); return f }
 
 func (s *scaleDriver) disk(objects uint64) ScaleDisk {
 	out := ScaleDisk{TotalBytes: dirBytes(s.dir)}
@@ -1973,6 +1999,14 @@ func (s *scaleHTTP) hugeRSS() uint64 {
 		return 0
 	}
 	return procHugeRSS(s.cfg.GatewayPID)
+}
+
+func (s *scaleHTTP) fileRSS() uint64 {
+	if s.cfg.GatewayPID == 0 {
+		return 0
+	}
+	_, _, f := procRSSFile(s.cfg.GatewayPID)
+	return f
 }
 
 func (s *scaleHTTP) maxRSS() uint64 {

@@ -33,6 +33,11 @@ func TestScaleSmoke(t *testing.T) {
 	if !res.Done || len(res.Rounds) != 3 || res.Objects == 0 || res.Reshards == 0 || res.MaxRSSBytes == 0 {
 		t.Fatalf("done %v, rounds %d, objects %d, reshards %d, rss %d", res.Done, len(res.Rounds), res.Objects, res.Reshards, res.MaxRSSBytes)
 	}
+	// The store's tables are mapped (mmap-reads): file pages in the RSS,
+	// counted apart from the process's own memory.
+	if last := res.Rounds[len(res.Rounds)-1]; res.MaxRSSAnonBytes == 0 || res.MaxRSSAnonBytes > res.MaxRSSBytes || last.FileBytes == 0 || last.FileBytes >= last.RSSBytes {
+		t.Errorf("max RSS %d, of it anon %d; last round RSS %d, file pages %d", res.MaxRSSBytes, res.MaxRSSAnonBytes, last.RSSBytes, last.FileBytes)
+	}
 	for i, rd := range res.Rounds {
 		// A fast machine's RWLD phase (net +15 % of its ops are new keys)
 		// can take the bucket past the next round's target: that round's

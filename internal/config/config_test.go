@@ -295,3 +295,16 @@ func TestMemtableSize(t *testing.T) {
 		}
 	}
 }
+
+// TestMmapReads: on by default; the embedded store's mappings are the
+// page cache's, off for an operator who wants a disk read error reported.
+func TestMmapReads(t *testing.T) {
+	c, err := Load(nil, env(nil))
+	if err != nil || !c.MmapReads {
+		t.Fatalf("default %v, %v", c.MmapReads, err)
+	}
+	c, err = Load([]string{"--mmap-reads=false"}, env(nil))
+	if err != nil || c.MmapReads {
+		t.Fatalf("--mmap-reads=false: %v, %v", c.MmapReads, err)
+	}
+}

@@ -57,7 +57,7 @@ func StoreDir(dataDir string) string { return filepath.Join(dataDir, "store") }
 func embeddedOptions(cfg *config.Config, dir string, log *slog.Logger) embedded.Options {
 	o := embedded.Options{Dir: dir, Classes: Classes(), CacheSize: cfg.CacheSize, Logger: log,
 		ValueSeparation: int(cfg.ValueSeparation), CompactionConcurrency: cfg.CompactionConcurrency, MaxOpenFiles: cfg.MaxOpenFiles,
-		MemTableSize: uint64(cfg.MemTableSize)}
+		MemTableSize: uint64(cfg.MemTableSize), DisableMmap: !cfg.MmapReads}
 	if o.ValueSeparation == 0 {
 		o.ValueSeparation = -1 // off; the store's 0 means its default
 	}

@@ -32,6 +32,10 @@ type Options struct {
 	// DisableDirectIO makes blob files go through the page cache even on a
 	// filesystem that accepts O_DIRECT (for comparison benchmarks).
 	DisableDirectIO bool
+	// DisableMmap makes table reads that miss the block cache pread the
+	// file instead of copying from a mapping of it (mmapFS; comparison
+	// benchmarks).
+	DisableMmap bool
 	// CacheSize is pebble's block cache size in bytes. Default (0): an
 	// eighth of physical memory, at least 64 MiB and at most 2 GiB. The
 	// cache fills lazily, so a large one costs memory only as it is used.

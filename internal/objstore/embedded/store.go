@@ -156,8 +156,12 @@ func (s *Store) open() error {
 	}
 	cache := pebble.NewCache(s.opts.CacheSize)
 	defer cache.Unref()
+	pfs := fs
+	if fs == vfs.Default && !s.opts.DisableMmap {
+		pfs = mmapFS{fs}
+	}
 	po := &pebble.Options{
-		FS:                 fs,
+		FS:                 pfs,
 		Cache:              cache,
 		MemTableSize:       s.opts.MemTableSize,
 		MaxOpenFiles:       s.opts.MaxOpenFiles,
