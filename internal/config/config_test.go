@@ -296,8 +296,8 @@ func TestMemtableSize(t *testing.T) {
 	}
 }
 
-// TestMmapReads: on by default; the embedded store's mappings are the
-// page cache's, off for an operator who wants a disk read error reported.
+// TestMmapReads: on by default (the embedded store reads its tables
+// through mappings); off for an RSS that shows no table pages.
 func TestMmapReads(t *testing.T) {
 	c, err := Load(nil, env(nil))
 	if err != nil || !c.MmapReads {

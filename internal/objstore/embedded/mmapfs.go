@@ -17,10 +17,10 @@ import (
 // at 30M objects a GET misses the block cache about once). Tables are
 // immutable once pebble opens them for reading, so the mapping never sees
 // the file change size; a fault on a page the kernel cannot read fails
-// that read (SetPanicOnFault), as a pread's EIO would. Everything else (WAL, manifest, blobs, writes) goes
-// to the wrapped FS. The mapped pages are the page cache's: they count in
-// the process's RSS as file pages (RssFile), which the kernel reclaims like
-// any cached file data.
+// that read (SetPanicOnFault), as a pread's EIO would. Everything else
+// (WAL, manifest, blobs, writes) goes to the wrapped FS. The mapped pages
+// are the page cache's: they count in the process's RSS as file pages
+// (RssFile), which the kernel reclaims like any cached file data.
 type mmapFS struct {
 	vfs.FS
 }
