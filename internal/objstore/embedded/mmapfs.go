@@ -25,6 +25,9 @@ type mmapFS struct {
 	vfs.FS
 }
 
+// Unwrap is the wrapped FS (vfs.Root finds the disk below).
+func (fs mmapFS) Unwrap() vfs.FS { return fs.FS }
+
 // Open maps a table opened for reading; any failure to map falls back to
 // the plain file (reads by pread), as does an empty or oversized table.
 func (fs mmapFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {

@@ -31,6 +31,9 @@ func TestMmapFSReadAt(t *testing.T) {
 		}
 	}
 	fs := mmapFS{vfs.Default}
+	if vfs.Root(fs) != vfs.Default {
+		t.Error("vfs.Root of the wrapper is not the disk")
+	}
 	for name, mapped := range map[string]bool{"000001.sst": true, "MANIFEST-000001": false, "000002.sst": false} {
 		f, err := fs.Open(filepath.Join(dir, name), vfs.RandomReadsOption)
 		if err != nil {
