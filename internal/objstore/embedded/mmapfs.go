@@ -82,8 +82,9 @@ func (f *mmapFile) ReadAt(p []byte, off int64) (n int, err error) {
 	// A page the kernel cannot read (a disk error, a file cut short under
 	// the store) faults: recovered, it fails this read as pread would
 	// have, instead of stopping the process.
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	old := debug.SetPanicOnFault(true)
 	defer func() {
+		debug.SetPanicOnFault(old)
 		if r := recover(); r != nil {
 			n, err = 0, fmt.Errorf("embedded: read of a mapped table at offset %d: %v", off, r)
 		}
