@@ -114,6 +114,8 @@ func testModelConcurrentReshards(t *testing.T, view, load bool) {
 	time.Sleep(100 * time.Millisecond)
 	var blocks []time.Duration
 	chunks, multi, mids := 0, 0, 0
+	var released uint64
+	maxReady := 0
 	for _, n := range []int{7, 2, 11, 5, 13, 1, 3} {
 		res, err := m.Reshard(ctx, "bkt", n)
 		if err != nil {
@@ -122,6 +124,8 @@ func testModelConcurrentReshards(t *testing.T, view, load bool) {
 		blocks = append(blocks, res.Block)
 		chunks += res.LoadChunks
 		mids += res.MidChunkRounds
+		released += res.Released
+		maxReady = max(maxReady, res.MaxReady)
 		if res.LoadChunks > 1 {
 			multi++
 		}
@@ -159,9 +163,14 @@ func testModelConcurrentReshards(t *testing.T, view, load bool) {
 		}
 	}
 	e.verify("bkt", md)
-	t.Logf("%d ops, %d listings, %d key checks, switch blocks %v, %d load chunks, %d replay rounds between them", nops, len(listings), checked, blocks, chunks, mids)
+	t.Logf("%d ops, %d listings, %d key checks, switch blocks %v, %d load chunks, %d replay rounds between them, %d records released by commits, at most %d left waiting by a round", nops, len(listings), checked, blocks, chunks, mids, released, maxReady)
 	if load && mids == 0 {
 		t.Fatal("no range replay round ran while a chunk was staged")
+	}
+	// The checks above held with records of loaded keys applied rounds
+	// after they were read (rangeReplay.take).
+	if load && (released == 0 || maxReady == 0) {
+		t.Fatalf("%d records released by commits, at most %d left for a later round: the spread replay was not exercised", released, maxReady)
 	}
 	if load && multi < 5 {
 		t.Fatalf("only %d of 7 loaded copies had more than one chunk", multi)
