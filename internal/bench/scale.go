@@ -319,8 +319,14 @@ type ScaleReshard struct {
 	LoadCommitSec   float64 `json:"load_commits_sec,omitempty"`
 	EarlyReplayed   uint64  `json:"early_replayed,omitempty"`
 	ReplaySkipped   uint64  `json:"replay_skipped,omitempty"`
-	Replayed        uint64  `json:"replayed,omitempty"`
-	BlockMs         float64 `json:"block_ms,omitempty"`
+	// Released: records chunk commits released (logged for keys a chunk
+	// held while it was staged); MaxReady: the most records of loaded keys
+	// a round left for later ones (the released ones are applied at the
+	// pace they were logged).
+	Released uint64  `json:"released,omitempty"`
+	MaxReady int     `json:"max_ready,omitempty"`
+	Replayed uint64  `json:"replayed,omitempty"`
+	BlockMs  float64 `json:"block_ms,omitempty"`
 	// Tail: log records replayed while writers were blocked; the block's
 	// parts: closing the sources, replaying the tail, the instance write.
 	Tail          uint64  `json:"tail_records,omitempty"`
@@ -751,7 +757,7 @@ func (r *scaleRun) reshardDone(res reshard.Result) {
 	start := res.Start.Sub(r.start).Seconds()
 	ev := ScaleReshard{FromShards: res.From.NumShards, ToShards: res.To.NumShards, StartSec: start, EndSec: start + res.Total.Seconds(),
 		Copied: res.Copied, CopyLoaded: res.CopyLoaded, LoadChunks: res.LoadChunks, MidRounds: res.MidChunkRounds, EarlyReplayed: res.EarlyReplayed,
-		ReplaySkipped: res.ReplaySkipped, Replayed: res.Replayed, BlockMs: float64(res.Block.Microseconds()) / 1000, Tail: res.Tail,
+		ReplaySkipped: res.ReplaySkipped, Released: res.Released, MaxReady: res.MaxReady, Replayed: res.Replayed, BlockMs: float64(res.Block.Microseconds()) / 1000, Tail: res.Tail,
 		BlockCloseMs: float64(res.BlockClose.Microseconds()) / 1000, BlockTailMs: float64(res.BlockTail.Microseconds()) / 1000,
 		BlockSwitchMs:   float64(res.BlockSwitch.Microseconds()) / 1000,
 		LoadPaceWaitSec: res.LoadPaceWait.Seconds(), LoadReadSec: res.LoadRead.Seconds(),

@@ -730,7 +730,7 @@ func (e *engine) commitChunk(ctx context.Context, load *bucketindex.CopyLoad, rr
 	if e.m.cfg.NoEarlyReplay {
 		return nil
 	}
-	rr.committed(time.Now())
+	rr.committed(time.Now(), bound)
 	lower()
 	// Read the logs to their end, not one round's worth: a record read
 	// before the copy reaches its key is skipped for nothing, one left
@@ -742,7 +742,7 @@ func (e *engine) commitChunk(ctx context.Context, load *bucketindex.CopyLoad, rr
 	// and the mid-chunk ones after them at the pace it was logged
 	// (rangeReplay.take), not here at once.
 	for r := 0; r < maxChunkRounds; r++ {
-		n, skipped, more, err := e.rangeReplayRound(ctx, rr, curs, bound, final)
+		n, skipped, more, err := e.rangeReplayRound(ctx, rr, curs, bound, final, true)
 		e.res.EarlyReplayed += n
 		e.res.ReplaySkipped += skipped
 		if err != nil {
@@ -770,7 +770,7 @@ const midReplayEvery = time.Second
 // loop calls it between reads), as rangeReplayRound needs.
 func (e *engine) midChunkReplay(ctx context.Context, rr *rangeReplay, curs []*loadCursor, committed string) error {
 	defer e.timed(&e.res.LoadMidRounds)()
-	n, skipped, _, err := e.rangeReplayRound(ctx, rr, curs, committed, false)
+	n, skipped, _, err := e.rangeReplayRound(ctx, rr, curs, committed, false, false)
 	e.res.EarlyReplayed += n
 	e.res.ReplaySkipped += skipped
 	e.res.MidChunkRounds++
@@ -807,6 +807,12 @@ type rangeReplay struct {
 	// commit before it, or the copy's start); last: the previous round.
 	staged           time.Duration
 	lastCommit, last time.Time
+	// bound: the last commit's bound; below: the one before it. What a
+	// commit's rounds find of keys in (below, bound] it released: logged
+	// while the chunk was staged, whether deferred or still in a log (no
+	// round reads the logs before the first commit, and a source holding
+	// its deferred share is not read).
+	bound, below string
 	// atOnce: no rounds run between commits (MidReplayEvery < 0), so a
 	// commit applies all it releases.
 	atOnce bool
@@ -821,10 +827,11 @@ func newRangeReplay(sources int, start time.Time) *rangeReplay {
 	}
 }
 
-// committed notes a chunk's commit at now.
-func (rr *rangeReplay) committed(now time.Time) {
+// committed notes a chunk's commit at now, of keys up to bound.
+func (rr *rangeReplay) committed(now time.Time, bound string) {
 	rr.staged = max(now.Sub(rr.lastCommit), time.Millisecond)
 	rr.lastCommit = now
+	rr.below, rr.bound = rr.bound, bound
 }
 
 // take decides how many ready records a round at now applies, fresh of
@@ -843,7 +850,9 @@ func (rr *rangeReplay) take(now time.Time, fresh, released int, final bool) [][]
 	}
 	d := min(rr.backlog, rr.drain*dt)
 	rr.backlog -= d
-	n := min(rr.nready, fresh+int(math.Ceil(d)))
+	// Beyond maxReadyLeft records the excess is applied now: the queue holds
+	// ~100 bytes a record.
+	n := min(rr.nready, max(fresh+int(math.Ceil(d)), rr.nready-maxReadyLeft))
 	if rr.backlog < 1 || final || rr.atOnce {
 		n, rr.backlog, rr.drain = rr.nready, 0, 0
 	}
@@ -866,8 +875,11 @@ func (rr *rangeReplay) take(now time.Time, fresh, released int, final bool) [][]
 
 // maxDeferred bounds the records a range replay holds back, over all
 // sources: a source holding its share is not read until a chunk releases
-// them.
-const maxDeferred = 256 << 10
+// them. maxReadyLeft bounds those it leaves for later rounds.
+const (
+	maxDeferred  = 256 << 10
+	maxReadyLeft = 512 << 10
+)
 
 // rangeReplayRound reads every source's log past e.replayed (at most a
 // round's pages), then sorts each record, with those deferred before, by
@@ -884,9 +896,11 @@ const maxDeferred = 256 << 10
 //     for K overwrite it at the ingest.
 //
 // A key's records fall in one class per round, so per key the order of
-// the log is kept. It returns the records applied and skipped, and more
-// if a log it read has records past the round's pages.
-func (e *engine) rangeReplayRound(ctx context.Context, rr *rangeReplay, curs []*loadCursor, bound string, final bool) (applied, skipped uint64, more bool, err error) {
+// the log is kept. In a commit's rounds the ready records of the chunk's
+// keys are released (rangeReplay.take), the others are fresh. It returns
+// the records applied and skipped, and more if a log it read has records
+// past the round's pages.
+func (e *engine) rangeReplayRound(ctx context.Context, rr *rangeReplay, curs []*loadCursor, bound string, final, commit bool) (applied, skipped uint64, more bool, err error) {
 	srcs := e.sources()
 	ns := len(srcs)
 	var read []int
@@ -903,13 +917,13 @@ func (e *engine) rangeReplayRound(ctx context.Context, rr *rangeReplay, curs []*
 	for _, i := range srcs {
 		c := curs[i]
 		var keep []bucketindex.RawLogRecord
-		for p, part := range [2][]bucketindex.RawLogRecord{rr.deferred[i], logs[i]} {
+		for _, part := range [2][]bucketindex.RawLogRecord{rr.deferred[i], logs[i]} {
 			for _, r := range part {
 				switch {
 				case final || r.Key <= bound:
 					rr.ready[i] = append(rr.ready[i], r)
 					rr.nready++
-					if p == 0 {
+					if commit && r.Key > rr.below {
 						released++
 					} else {
 						fresh++

@@ -43,7 +43,7 @@ func TestRangeReplaySpreadsReleased(t *testing.T) {
 	// The chunk staged for 10 s; its commit releases 2,500 records per
 	// source (10,000) and reads 25 fresh per source.
 	now := t0.Add(10 * time.Second)
-	rr.committed(now)
+	rr.committed(now, "k999999")
 	queue(rr, next, 2500)
 	queue(rr, next, 25)
 	rr.last = now.Add(-time.Second)
@@ -83,7 +83,7 @@ func TestRangeReplayFinalAppliesAll(t *testing.T) {
 			rr := newRangeReplay(3, t0)
 			rr.atOnce = c.atOnce
 			now := t0.Add(20 * time.Second)
-			rr.committed(now)
+			rr.committed(now, "k999999")
 			queue(rr, make([]int, 3), 1000)
 			out := rr.take(now.Add(100*time.Millisecond), 0, 3000, c.final)
 			n := 0
@@ -94,5 +94,19 @@ func TestRangeReplayFinalAppliesAll(t *testing.T) {
 				t.Fatalf("applied %d, left %d; want 3,000 and 0", n, rr.nready)
 			}
 		})
+	}
+}
+
+// No more than maxReadyLeft records wait for later rounds.
+func TestRangeReplayBoundsReady(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	rr := newRangeReplay(1, t0)
+	now := t0.Add(100 * time.Second)
+	rr.committed(now, "k999999")
+	n := maxReadyLeft + 1000
+	queue(rr, make([]int, 1), n)
+	out := rr.take(now.Add(10*time.Millisecond), 0, n, false)
+	if len(out[0]) < 1000 || rr.nready > maxReadyLeft {
+		t.Fatalf("applied %d of %d, left %d; want at most %d left", len(out[0]), n, rr.nready, maxReadyLeft)
 	}
 }

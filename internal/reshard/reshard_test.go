@@ -889,6 +889,34 @@ func TestLoadChunkRoundsDrainLog(t *testing.T) {
 	e.verify("bkt", md)
 }
 
+// What was logged for a chunk's keys while it was staged is released by
+// its commit, to be applied at the pace it was logged, the first chunk's
+// too: no round reads the logs before the first commit, so its records
+// are read from the logs by the commit's rounds, not from the deferred.
+func TestLoadChunkCommitReleases(t *testing.T) {
+	e := newEnv(t)
+	e.bucket("bkt", 3)
+	md := fill(e, "bkt", 600)
+	res, _ := reshardInChunks(t, e, 128, func(hit int) {
+		if hit != 1 {
+			return
+		}
+		// Keys of the first chunk (the 128 lowest), logged before its
+		// commit's rounds read the logs.
+		for i := 0; i < 100; i++ {
+			k := fmt.Sprintf("obj/%05d", i)
+			if err := e.put("bkt", k, 77); err != nil {
+				t.Errorf("put %s: %v", k, err)
+			}
+			md[k] = 77
+		}
+	})
+	if res.Released < 100 {
+		t.Fatalf("the first commit released %d records, want the 100 logged for its keys", res.Released)
+	}
+	e.verify("bkt", md)
+}
+
 // reshardInChunks reshards bkt from 3 to 7 shards as a bulk load committed
 // every chunk entries, calling afterChunk (with the chunk's number, from 1)
 // after each chunk's ingest, before its range replay. It returns the
