@@ -10,7 +10,10 @@ the fill rate by seconds after each chunk commit of the last reshard (a
 commit is a second in which a load ingested tables), relative to that
 reshard's median fill second: a dip right after commits is the replay's
 burst; and per reshard and phase the governor's pace, what was copied
-and charged to it per second, and its probes' seconds. Stop 41 used it to compare ingest splits and compaction concurrency.
+and charged to it per second, and its probes' seconds; per large chunk
+commit, the fill's 20 s after against its 30 s before. Stop 41 used it to
+compare ingest splits and compaction concurrency, stop 51 the replay of what
+a commit releases.
 """
 import json
 import statistics as st
@@ -84,6 +87,26 @@ def pace(d):
     return out
 
 
+def commit_dips(d, big=50):
+    """Per chunk commit of at least big MiB (a reshard's large chunks) inside a
+    reshard, with the fill running from 30 s before to 20 s after: the fill's
+    mean over the 20 s after against the 30 s before (stop 51: a commit's
+    replay applied at once dipped it to 0.77-0.86, spread to 0.85-1.07)."""
+    ls, fp, ph = d.get('lsm_per_sec') or {}, d['fill_puts_per_sec'], d['phase_per_sec']
+    if 'ingested_mib' not in ls:
+        return []
+    out = []
+    for t in range(30, len(fp) - 20):
+        if (ls['ingested_mib'][t] or 0) < big or not all(ph[i] == 'f' for i in range(t - 30, t + 20)):
+            continue
+        if not any(e['start_sec'] <= t <= (e.get('end_sec') or 1e9) for e in events(d)):
+            continue
+        before = st.mean(fp[t - 30:t])
+        if before > 0:
+            out.append((t, st.mean(fp[t:t + 20]) / before))
+    return out
+
+
 def main():
     for f in sys.argv[1:]:
         d = json.load(open(f))
@@ -122,6 +145,10 @@ def main():
             print('  pace of %d->%d by phase (f fill, r rwld, l list, a aging): %s' % (
                 e['from_shards'], e['to_shards'], '; '.join(
                     '%s %d s pace %.0f copied %.0f charged %.0f probing %d s' % r for r in rows)))
+        cd = commit_dips(d)
+        if cd:
+            print('  chunk commits of 50 MiB or more: fill 20 s after / 30 s before: mean %.3f min %.3f (%s)' % (
+                st.mean(r for _, r in cd), min(r for _, r in cd), ' '.join('%d s %.2f' % c for c in cd)))
         ac = after_commits(d)
         if ac:
             n, rel = ac
