@@ -784,8 +784,8 @@ func (e *engine) midChunkReplay(ctx context.Context, rr *rangeReplay, curs []*lo
 // from source i's log; every record up to it was applied, skipped (the
 // copy reads its key later), is deferred or is ready.
 //
-// A chunk's commit releases its deferred records: everything logged for
-// the chunk's keys while it was staged (~300,000 records a chunk at 487
+// A chunk's commit releases the records of its keys: everything logged for
+// them while it was staged, deferred or still in a log (~300,000 records a chunk at 487
 // targets in the 30M run). Applied at once, they cut the fill to ~0.7 of
 // its rate for the ~20 s they took (docs/bench/scale.md, "Stop 51"): a
 // replayed record costs the foreground what a client's write does (WAL,
@@ -798,7 +798,6 @@ func (e *engine) midChunkReplay(ctx context.Context, rr *rangeReplay, curs []*lo
 type rangeReplay struct {
 	deferred [][]bucketindex.RawLogRecord
 	ready    [][]bucketindex.RawLogRecord
-	nready   int
 	// backlog: ready records beyond the ones a round found fresh, applied
 	// at drain records/s.
 	backlog float64
@@ -827,6 +826,15 @@ func newRangeReplay(sources int, start time.Time) *rangeReplay {
 	}
 }
 
+// pending is how many ready records wait.
+func (rr *rangeReplay) pending() int {
+	n := 0
+	for _, q := range rr.ready {
+		n += len(q)
+	}
+	return n
+}
+
 // committed notes a chunk's commit at now, of keys up to bound.
 func (rr *rangeReplay) committed(now time.Time, bound string) {
 	rr.staged = max(now.Sub(rr.lastCommit), time.Millisecond)
@@ -852,15 +860,16 @@ func (rr *rangeReplay) take(now time.Time, fresh, released int, final bool) [][]
 	rr.backlog -= d
 	// Beyond maxReadyLeft records the excess is applied now: the queue holds
 	// ~100 bytes a record.
-	n := min(rr.nready, max(fresh+int(math.Ceil(d)), rr.nready-maxReadyLeft))
+	total := rr.pending()
+	n := min(total, max(fresh+int(math.Ceil(d)), total-maxReadyLeft))
 	if rr.backlog < 1 || final || rr.atOnce {
-		n, rr.backlog, rr.drain = rr.nready, 0, 0
+		n, rr.backlog, rr.drain = total, 0, 0
 	}
 	out := make([][]bucketindex.RawLogRecord, len(rr.ready))
 	if n == 0 {
 		return out
 	}
-	left, total := n, rr.nready
+	left := n
 	for i, q := range rr.ready {
 		if len(q) == 0 {
 			continue
@@ -868,7 +877,6 @@ func (rr *rangeReplay) take(now time.Time, fresh, released int, final bool) [][]
 		k := min(len(q), left, int(math.Ceil(float64(len(q))*float64(n)/float64(total))))
 		out[i], rr.ready[i] = q[:k:k], q[k:]
 		left -= k
-		rr.nready -= k
 	}
 	return out
 }
@@ -922,7 +930,6 @@ func (e *engine) rangeReplayRound(ctx context.Context, rr *rangeReplay, curs []*
 				switch {
 				case final || r.Key <= bound:
 					rr.ready[i] = append(rr.ready[i], r)
-					rr.nready++
 					if commit && r.Key > rr.below {
 						released++
 					} else {
@@ -939,7 +946,7 @@ func (e *engine) rangeReplayRound(ctx context.Context, rr *rangeReplay, curs []*
 	}
 	e.res.Released += uint64(released)
 	apply := rr.take(time.Now(), fresh, released, final)
-	e.res.MaxReady = max(e.res.MaxReady, rr.nready)
+	e.res.MaxReady = max(e.res.MaxReady, rr.pending())
 	applied, err = e.applyLogs(ctx, apply, e.m.cfg.Workers, true)
 	if err != nil {
 		return 0, 0, false, err

@@ -15,7 +15,6 @@ func queue(rr *rangeReplay, next []int, n int) {
 		for j := 0; j < n; j++ {
 			rr.ready[i] = append(rr.ready[i], bucketindex.RawLogRecord{Seq: uint64(next[i]), Key: fmt.Sprintf("k%06d", next[i])})
 			next[i]++
-			rr.nready++
 		}
 	}
 }
@@ -60,14 +59,14 @@ func TestRangeReplaySpreadsReleased(t *testing.T) {
 	// The tenth second drains the backlog and with it all that waits.
 	now = now.Add(time.Second)
 	queue(rr, next, 25)
-	if n := check(rr.take(now, 100, 0, false)); n != 1100 || rr.nready != 0 || rr.backlog != 0 {
-		t.Fatalf("last round applied %d, left %d ready, backlog %.1f; want 1,100, 0, 0", n, rr.nready, rr.backlog)
+	if n := check(rr.take(now, 100, 0, false)); n != 1100 || rr.pending() != 0 || rr.backlog != 0 {
+		t.Fatalf("last round applied %d, left %d ready, backlog %.1f; want 1,100, 0, 0", n, rr.pending(), rr.backlog)
 	}
 	// With no backlog a round applies what it found.
 	now = now.Add(time.Second)
 	queue(rr, next, 10)
-	if n := check(rr.take(now, 40, 0, false)); n != 40 || rr.nready != 0 {
-		t.Fatalf("steady round applied %d, left %d", n, rr.nready)
+	if n := check(rr.take(now, 40, 0, false)); n != 40 || rr.pending() != 0 {
+		t.Fatalf("steady round applied %d, left %d", n, rr.pending())
 	}
 }
 
@@ -90,8 +89,8 @@ func TestRangeReplayFinalAppliesAll(t *testing.T) {
 			for _, recs := range out {
 				n += len(recs)
 			}
-			if n != 3000 || rr.nready != 0 {
-				t.Fatalf("applied %d, left %d; want 3,000 and 0", n, rr.nready)
+			if n != 3000 || rr.pending() != 0 {
+				t.Fatalf("applied %d, left %d; want 3,000 and 0", n, rr.pending())
 			}
 		})
 	}
@@ -106,7 +105,7 @@ func TestRangeReplayBoundsReady(t *testing.T) {
 	n := maxReadyLeft + 1000
 	queue(rr, make([]int, 1), n)
 	out := rr.take(now.Add(10*time.Millisecond), 0, n, false)
-	if len(out[0]) < 1000 || rr.nready > maxReadyLeft {
-		t.Fatalf("applied %d of %d, left %d; want at most %d left", len(out[0]), n, rr.nready, maxReadyLeft)
+	if len(out[0]) < 1000 || rr.pending() > maxReadyLeft {
+		t.Fatalf("applied %d of %d, left %d; want at most %d left", len(out[0]), n, rr.pending(), maxReadyLeft)
 	}
 }
