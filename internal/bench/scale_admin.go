@@ -32,6 +32,8 @@ type scaleAdmin interface {
 	reshardState(ctx context.Context) (string, error)
 	lsmCounters() embedded.LSMCounters
 	pace() reshard.PaceStats
+	// storeDir is the store's directory (its device's counters).
+	storeDir() string
 }
 
 // ScaleVersionsWalk is the full ListObjectVersions walk.
@@ -129,6 +131,20 @@ type ScaleLSMSeries struct {
 	PaceCopied  []int32   `json:"reshard_copied"`
 	PaceBaseUs  []float32 `json:"reshard_base_us"`
 	PaceProbing []int8    `json:"reshard_probing"`
+	// The block device holding the store (/proc/diskstats, Linux; absent
+	// elsewhere): MiB written and read, writes, their mean time, ms busy,
+	// cache flushes and their mean time in the second; and the system's
+	// dirty and under-writeback page cache at the sample (/proc/meminfo),
+	// MiB. What a WAL fsync waits behind beyond pebble's own writes.
+	DiskWriteMiB    []float32 `json:"disk_write_mib,omitempty"`
+	DiskReadMiB     []float32 `json:"disk_read_mib,omitempty"`
+	DiskWrites      []int32   `json:"disk_writes,omitempty"`
+	DiskWriteMeanUs []float32 `json:"disk_write_mean_us,omitempty"`
+	DiskBusyMs      []int32   `json:"disk_busy_ms,omitempty"`
+	DiskFlushes     []int32   `json:"disk_flushes,omitempty"`
+	DiskFlushMeanUs []float32 `json:"disk_flush_mean_us,omitempty"`
+	DirtyMiB        []float32 `json:"dirty_mib,omitempty"`
+	WritebackMiB    []float32 `json:"writeback_mib,omitempty"`
 }
 
 // ScaleNoise attributes the fill's per-second swings (fill seconds that
@@ -247,10 +263,51 @@ type lsmSampler struct {
 	prev  embedded.LSMCounters
 	pprev reshard.PaceStats
 	gc    *gcSampler
+	disk  *diskSampler
+	dprev diskCounters
 }
 
 func newLSMSampler(a scaleAdmin) *lsmSampler {
-	return &lsmSampler{a: a, prev: a.lsmCounters(), gc: newGCSampler()}
+	d := newDiskSampler(a.storeDir())
+	return &lsmSampler{a: a, prev: a.lsmCounters(), gc: newGCSampler(), disk: d, dprev: d.read()}
+}
+
+// sampleDisk appends the device's second (zeros when a read fails);
+// nothing where the device has no counters.
+func (l *lsmSampler) sampleDisk(s *ScaleLSMSeries) {
+	if !l.disk.ok {
+		return
+	}
+	c, p := l.disk.read(), l.dprev
+	if c.ok {
+		l.dprev = c
+	}
+	if !c.ok || !p.ok {
+		c = p // a second of zeros
+	}
+	const mib = 1 << 20
+	d := func(cur, prev uint64) uint64 {
+		if cur < prev {
+			return 0
+		}
+		return cur - prev
+	}
+	mean := func(ms, n uint64) float32 {
+		if n == 0 {
+			return 0
+		}
+		return float32(float64(ms) * 1000 / float64(n))
+	}
+	writes, flushes := d(c.writes, p.writes), d(c.flushes, p.flushes)
+	s.DiskWriteMiB = append(s.DiskWriteMiB, float32(float64(d(c.writeSectors, p.writeSectors))*512/mib))
+	s.DiskReadMiB = append(s.DiskReadMiB, float32(float64(d(c.readSectors, p.readSectors))*512/mib))
+	s.DiskWrites = append(s.DiskWrites, int32(min(writes, math.MaxInt32)))
+	s.DiskWriteMeanUs = append(s.DiskWriteMeanUs, mean(d(c.writeMs, p.writeMs), writes))
+	s.DiskBusyMs = append(s.DiskBusyMs, int32(min(d(c.ioTicksMs, p.ioTicksMs), math.MaxInt32)))
+	s.DiskFlushes = append(s.DiskFlushes, int32(min(flushes, math.MaxInt32)))
+	s.DiskFlushMeanUs = append(s.DiskFlushMeanUs, mean(d(c.flushMs, p.flushMs), flushes))
+	s.DirtyMiB = append(s.DirtyMiB, float32(float64(c.dirtyKiB)/1024))
+	s.WritebackMiB = append(s.WritebackMiB, float32(float64(c.writebackKiB)/1024))
 }
 
 func (l *lsmSampler) sample(s *ScaleLSMSeries) {
@@ -326,6 +383,7 @@ func (l *lsmSampler) sample(s *ScaleLSMSeries) {
 	s.GCCPUMs = append(s.GCCPUMs, float32(cpu*1000))
 	s.GoMemMiB = append(s.GoMemMiB, float32(float64(l.gc.mem)/mib))
 	s.GoLiveHeapMiB = append(s.GoLiveHeapMiB, float32(float64(l.gc.live)/mib))
+	l.sampleDisk(s)
 }
 
 // fillNoise computes the attribution over fill seconds (interior to a
@@ -625,5 +683,7 @@ func (s *scaleDriver) reshardState(ctx context.Context) (string, error) {
 func (s *scaleDriver) lsmCounters() embedded.LSMCounters { return s.st.LSMCounters() }
 
 func (s *scaleDriver) pace() reshard.PaceStats { return s.m.Pace() }
+
+func (s *scaleDriver) storeDir() string { return s.dir }
 
 var _ scaleAdmin = (*scaleDriver)(nil)

@@ -94,6 +94,10 @@ func TestScaleSmoke(t *testing.T) {
 		len(s.WALQueueMeanUs), len(s.SemWaitMeanUs), len(s.StallWaitMeanUs), len(s.Flushes), len(s.FlushBusy), len(s.Compactions), len(s.CompactionBusy),
 		len(s.FlushedMiB), len(s.CompactedMiB), len(s.StallMs), len(s.L0Sublevels), len(s.MemtableMiB), len(s.IngestedMiB), len(s.IngestedL0MiB), len(s.LoadTables), len(s.LoadMemOverlaps), len(s.CompactionsRunning), len(s.GCCycles), len(s.GCPauseMs), len(s.GCCPUMs), len(s.SchedLatencyUs), len(s.GoMemMiB), len(s.GoLiveHeapMiB), len(res.RSSPerSec),
 		len(s.FileCacheLookups), len(s.FileCacheMisses), len(s.PaceRate), len(s.PaceCharged), len(s.PaceCopied), len(s.PaceBaseUs), len(s.PaceProbing)}
+	if newDiskSampler(t.TempDir()).ok { // a block device under the test's directory (not tmpfs)
+		lens = append(lens, len(s.DiskWriteMiB), len(s.DiskReadMiB), len(s.DiskWrites), len(s.DiskWriteMeanUs), len(s.DiskBusyMs),
+			len(s.DiskFlushes), len(s.DiskFlushMeanUs), len(s.DirtyMiB), len(s.WritebackMiB))
+	}
 	var syncs int64
 	for _, v := range s.WALSyncs {
 		syncs += int64(v)

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"golang.org/x/sys/unix"
 	"os"
 	"syscall"
 	"unsafe"
@@ -35,4 +36,13 @@ func fileBlocks(fi os.FileInfo) uint64 {
 		return uint64(st.Blocks) * 512
 	}
 	return uint64(fi.Size())
+}
+
+// deviceOf is the major and minor number of the device holding path.
+func deviceOf(path string) (major, minor uint64, ok bool) {
+	var st syscall.Stat_t
+	if syscall.Stat(path, &st) != nil {
+		return 0, 0, false
+	}
+	return uint64(unix.Major(uint64(st.Dev))), uint64(unix.Minor(uint64(st.Dev))), true
 }

@@ -125,6 +125,62 @@ func TestOmapLoad(t *testing.T) {
 	}
 }
 
+// TestOmapLoadDurable: a committed load's tables were synced before
+// their ingest, many at a time (syncTables): a crash right after the
+// commit (only synced data survives) keeps every loaded pair.
+func TestOmapLoadDurable(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	s, err := Open(Options{Dir: "/d", FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	io := mustIO(t, s, "p")
+	const objects = 2*maxTableSyncs + 3 // more tables than concurrent syncs
+	want := map[string]string{}
+	l, err := io.(objstore.OmapLoader).NewOmapLoad(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range objects {
+		oid := fmt.Sprintf("o%03d", i)
+		mustOp(t, io, oid, objstore.NewWriteOp().Create(false))
+		var pairs []string
+		for k := range 50 {
+			key, val := fmt.Sprintf("k%04d", k), strings.Repeat(fmt.Sprint(i), 100)
+			if err := l.Add(oid, key, []byte(val)); err != nil {
+				t.Fatal(err)
+			}
+			pairs = append(pairs, key+"="+val)
+		}
+		want[oid] = strings.Join(pairs, " ")
+	}
+	mustOp(t, io, "empty", objstore.NewWriteOp().Create(false))
+	if err := l.Guard("empty", objstore.NewReadOp().AssertExists()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{}) // only what was synced
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(Options{Dir: "/d", FS: crashed})
+	if err != nil {
+		t.Fatalf("open after the crash: %v", err)
+	}
+	defer s.Close()
+	io = mustIO(t, s, "p")
+	for oid, w := range want {
+		if got := omapOf(t, io, oid); got != w {
+			t.Fatalf("%s after the crash: %d bytes of omap, want %d", oid, len(got), len(w))
+		}
+	}
+	if names, err := crashed.List("/d/load"); err != nil || len(names) != 0 {
+		t.Fatalf("load directory after the crash: %v %v", names, err)
+	}
+}
+
 // TestOmapLoadLandsAtBottom: a loaded object whose keys sit between two
 // other objects' keys, in the span of one table of the lowest level, is
 // ingested into that level (the table is split around it), not above it:
