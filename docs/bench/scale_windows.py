@@ -11,9 +11,10 @@ commit is a second in which a load ingested tables), relative to that
 reshard's median fill second: a dip right after commits is the replay's
 burst; and per reshard and phase the governor's pace, what was copied
 and charged to it per second, and its probes' seconds; per large chunk
-commit, the fill's 20 s after against its 30 s before. Stop 41 used it to
-compare ingest splits and compaction concurrency, stop 51 the replay of what
-a commit releases.
+commit, the fill's 20 s after against its 30 s before; the worst windows
+with the WAL's and the disk's counters against the minute before. Stop 41
+used it to compare ingest splits and compaction concurrency, stop 51 the
+replay of what a commit releases, stop 52 the disk under the worst windows.
 """
 import json
 import statistics as st
@@ -25,7 +26,7 @@ def events(d):
     return d.get('reshard_events') or []
 
 
-def windows(d):
+def windows(d, starts=False):
     fp, ph = d['fill_puts_per_sec'], d['phase_per_sec']
     ls = d.get('lsm_per_sec') or {}
     inside = set()
@@ -41,8 +42,33 @@ def windows(d):
             continue
         r = (sum(fp[i:i + 10]) / 10) / st.median(pre)
         l0 = max(ls['l0_sublevels'][i:i + 10]) if ls else 0
-        rows.append((any(j in inside for j in range(i, i + 10)), r, l0))
+        rows.append((any(j in inside for j in range(i, i + 10)), r, l0) + ((i,) if starts else ()))
     return rows
+
+
+DISK = ('wal_sync_mean_us', 'disk_flush_mean_us', 'disk_flushes', 'disk_write_mib', 'disk_busy_ms',
+        'dirty_mib', 'compacted_mib')
+
+
+def worst_disk(d, n=3):
+    """The n worst windows inside and outside reshards, one per 30 s, with the
+    WAL's and the disk's seconds over the window against the 60 s before
+    (reports since stop 52 carry the disk counters): whether the fill waited
+    on a disk that was slower, or busier, than before."""
+    ls = d.get('lsm_per_sec') or {}
+    if 'disk_flushes' not in ls:
+        return []
+    out = []
+    for ins in (False, True):
+        picked = []
+        for a, r, _, i in sorted((w for w in windows(d, True) if w[0] == ins), key=lambda w: w[1]):
+            if all(abs(i - j) >= 30 for _, j, _ in picked):
+                means = {k: (st.mean(ls[k][i:i + 10]), st.mean(ls[k][i - 60:i])) for k in DISK}
+                picked.append((r, i, means))
+            if len(picked) == n:
+                break
+        out += [(ins,) + p for p in picked]
+    return out
 
 
 def after_commits(d):
@@ -149,6 +175,10 @@ def main():
         if cd:
             print('  chunk commits of 50 MiB or more: fill 20 s after / 30 s before: mean %.3f min %.3f (%s)' % (
                 st.mean(r for _, r in cd), min(r for _, r in cd), ' '.join('%d s %.2f' % c for c in cd)))
+        for ins, r, i, means in worst_disk(d):
+            print('  %s window at %d s: %.3f; window / 60 s before: %s' % (
+                'inside ' if ins else 'outside', i, r, ', '.join(
+                    '%s %.0f/%.0f' % (k, w, b) for k, (w, b) in means.items())))
         ac = after_commits(d)
         if ac:
             n, rel = ac

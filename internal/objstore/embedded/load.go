@@ -118,9 +118,9 @@ func (l *omapLoad) create(oid string) (*loadFile, error) {
 
 // heldFile is a load table's file, left open and unsynced when its writer
 // finishes: Commit syncs a chunk's tables together (syncTables). One after
-// another, each table's fsync was a journal commit and a device flush of
-// its own (487 at a 487-shard reshard's chunk commit, ~0.3 s on this
-// disk, beside the WAL's syncs); concurrent ones share them.
+// another, each table's fsync waited for its own data, inode and device
+// flush (487 at a 487-shard reshard's chunk commit, 310-375 ms on this
+// disk beside a fill, 110-170 ms 32 at a time; docs/bench/scale.md).
 type heldFile struct {
 	vfs.File
 	closed bool
