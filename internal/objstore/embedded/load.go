@@ -197,9 +197,10 @@ func loadWriterOptions(wo sstable.WriterOptions) sstable.WriterOptions {
 const loadIndexBlockSize = 64 << 10
 
 // Commit implements objstore.OmapLoad: the tables are finished and
-// synced (together: syncTables), then ingested in one step under every object's lock, after
-// checking that each object exists and keeps no view (a view member's
-// omap writes must reach its view, which an ingest would bypass).
+// synced (together: syncTables), then ingested in one step under every
+// object's lock, after checking that each object exists and keeps no view
+// (a view member's omap writes must reach its view, which an ingest would
+// bypass).
 func (l *omapLoad) Commit(ctx context.Context) error {
 	if l.done {
 		return objstore.Errorf(objstore.ErrInvalid, "omap load: already committed or aborted")
