@@ -1,10 +1,11 @@
 package bench
 
 import (
-	"golang.org/x/sys/unix"
 	"os"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func fdatasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
